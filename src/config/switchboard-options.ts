@@ -1,0 +1,133 @@
+import type { LoggerService, Type } from '@nestjs/common';
+import type { Selector } from '../selection/selector';
+import type { StateStore } from '../state/state-store';
+
+/**
+ * One model served by a deployment, with its quota.
+ *
+ * @example
+ * ```ts
+ * const model: ModelConfig = { name: 'gpt-4o-mini', tpm: 30_000, rpm: 300 };
+ * ```
+ */
+export interface ModelConfig {
+  /** Model (or Azure deployment) name that callers pass as `model`. */
+  name: string;
+  /** Tokens per minute this deployment allows for the model; 0 or absent = unlimited. */
+  tpm?: number;
+  /** Requests per minute this deployment allows for the model; 0 or absent = unlimited. */
+  rpm?: number;
+  /** How long (ms) the model is avoided after a 429 or a dropped connection. Default 10 000. */
+  cooldown?: number;
+}
+
+/** An API key, or a function that returns a fresh one (for Microsoft Entra ID tokens). */
+export type ApiKey = string | (() => Promise<string>);
+
+/**
+ * An OpenAI or Azure OpenAI (v1 API) deployment.
+ *
+ * @example
+ * ```ts
+ * const east: OpenAIConfig = {
+ *   provider: 'openai',
+ *   name: 'east',
+ *   baseURL: 'https://east.openai.azure.com/openai/v1/',
+ *   apiKey: process.env.AZURE_OPENAI_API_KEY,
+ *   models: [{ name: 'gpt-4o-mini', tpm: 30_000, rpm: 300 }],
+ * };
+ * ```
+ */
+export interface OpenAIConfig {
+  provider: 'openai';
+  /** Unique name of the deployment; shows in stats, logs and metrics. */
+  name: string;
+  /** Azure: `https://<resource>.openai.azure.com/openai/v1/`; absent = api.openai.com. */
+  baseURL?: string;
+  apiKey?: ApiKey;
+  /** Per-request deadline in ms (the SDK's `timeout`). Default 30 000. */
+  timeout?: number;
+  models: ModelConfig[];
+}
+
+/**
+ * A Claude deployment on Azure AI Foundry (Anthropic Messages API).
+ *
+ * @example
+ * ```ts
+ * const foundry: AnthropicConfig = {
+ *   provider: 'anthropic',
+ *   name: 'foundry1',
+ *   resource: 'my-foundry-resource',
+ *   apiKey: process.env.FOUNDRY_API_KEY,
+ *   models: [{ name: 'claude-sonnet-5', tpm: 30_000, rpm: 300 }],
+ * };
+ * ```
+ */
+export interface AnthropicConfig {
+  provider: 'anthropic';
+  name: string;
+  /** Foundry resource: requests go to `https://<resource>.services.ai.azure.com/anthropic/`. */
+  resource?: string;
+  /** Wins over `resource` (proxies, tests). One of the two is required. */
+  baseURL?: string;
+  /** A string is sent as `x-api-key`; a function's token is sent as `Authorization: Bearer`. */
+  apiKey?: ApiKey;
+  timeout?: number;
+  models: ModelConfig[];
+}
+
+/** Either kind of deployment. */
+export type DeploymentConfig = OpenAIConfig | AnthropicConfig;
+
+/**
+ * When and how a failed call moves to another deployment.
+ *
+ * @example
+ * ```ts
+ * const failover: FailoverOptions = { attempts: 3, delay: (_err, attempt) => 100 * attempt };
+ * ```
+ */
+export interface FailoverOptions {
+  /** Total attempts per call, the first included. Default 2; 1 disables failover. */
+  attempts?: number;
+  /** Wait before each further attempt, in ms, or a function of the error and attempt number (2, 3, ...). Default 0. */
+  delay?: number | ((error: unknown, attempt: number) => number);
+  /** Replaces the default decision of which errors are worth another attempt. */
+  retryIf?: (error: unknown) => boolean;
+}
+
+/** Where log lines go; Nest's `Logger` fits. */
+export type SwitchboardLogger = Pick<LoggerService, 'log' | 'warn' | 'error'> &
+  Partial<Pick<LoggerService, 'debug' | 'verbose'>>;
+
+/**
+ * Everything a switchboard is built from.
+ *
+ * @example
+ * ```ts
+ * const sb = createSwitchboard({
+ *   deployments: [east, west, foundry],
+ *   failover: { attempts: 3 },
+ *   ratelimitWindow: 60_000,
+ * });
+ * ```
+ */
+export interface SwitchboardOptions {
+  deployments: DeploymentConfig[];
+  /** Picks among healthy deployments. Default `new TwoRandomChoices()`. In Nest, a class is resolved through DI. */
+  selector?: Selector | Type<Selector>;
+  failover?: FailoverOptions;
+  /** ms between usage resets; default 60 000; 0 never resets. */
+  ratelimitWindow?: number;
+  /** How many session ids are remembered (LRU). Default 1024. */
+  maxSessions?: number;
+  /** Where usage, cooldowns and sessions live: `memoryState()` (default) or a shared store. */
+  state?: StateStore;
+  /** Log sink; default Nest's `Logger` with context `Switchboard`. */
+  logger?: SwitchboardLogger;
+  /** Clock in ms (tests inject a fake one). Default `Date.now`. */
+  clock?: () => number;
+  /** Random source in [0, 1) (tests inject a seeded one). Default `Math.random`. */
+  random?: () => number;
+}

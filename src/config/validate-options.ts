@@ -1,0 +1,201 @@
+import { z } from 'zod';
+import { SwitchboardError } from '../switchboard.error';
+import type { SwitchboardOptions } from './switchboard-options';
+
+const isFunction = (v: unknown): v is (...args: never[]) => unknown => typeof v === 'function';
+const fn = (what: string) => z.custom<(...args: never[]) => unknown>(isFunction, `must be ${what}`);
+
+const name = z
+  .string({ error: 'must be a non-empty string' })
+  .trim()
+  .min(1, { error: 'must be a non-empty string' });
+const quota = z
+  .number({ error: 'must be a non-negative integer (0 = unlimited)' })
+  .int({ error: 'must be a non-negative integer (0 = unlimited)' })
+  .nonnegative({ error: 'must be a non-negative integer (0 = unlimited)' });
+const millis = (what: string) =>
+  z
+    .number({ error: `must be ${what}` })
+    .int({ error: `must be ${what}` })
+    .nonnegative({ error: `must be ${what}` });
+const positiveMillis = z
+  .number({ error: 'must be a positive number of milliseconds' })
+  .int({ error: 'must be a positive number of milliseconds' })
+  .positive({ error: 'must be a positive number of milliseconds' });
+const httpUrl = z.url({
+  protocol: /^https?$/,
+  error: 'must be an http(s) URL such as https://my-resource.openai.azure.com/openai/v1/',
+});
+const apiKey = z.union([z.string().min(1), fn('a string or a function')], {
+  error: 'must be a non-empty string or a function returning a Promise<string>',
+});
+
+const model = z.strictObject({
+  name,
+  tpm: quota.optional(),
+  rpm: quota.optional(),
+  cooldown: millis('a non-negative number of milliseconds').optional(),
+});
+const models = z.array(model, { error: 'must be a list of models' }).min(1, {
+  error: 'must list at least one model',
+});
+
+const openai = z.strictObject({
+  provider: z.literal('openai'),
+  name,
+  baseURL: httpUrl.optional(),
+  apiKey: apiKey.optional(),
+  timeout: positiveMillis.optional(),
+  models,
+});
+const anthropic = z
+  .strictObject({
+    provider: z.literal('anthropic'),
+    name,
+    resource: z
+      .string({ error: 'must be a Foundry resource name' })
+      .regex(/^[A-Za-z0-9][A-Za-z0-9-]*$/, {
+        error: 'must be a Foundry resource name (letters, digits and dashes)',
+      })
+      .optional(),
+    baseURL: httpUrl.optional(),
+    apiKey: apiKey.optional(),
+    timeout: positiveMillis.optional(),
+    models,
+  })
+  .refine((d) => d.resource !== undefined || d.baseURL !== undefined, {
+    error: 'needs `resource` (the Foundry resource name) or `baseURL`',
+  });
+
+const deployment = z.discriminatedUnion('provider', [openai, anthropic], {
+  error: (issue) =>
+    issue.code === 'invalid_union'
+      ? `provider must be 'openai' or 'anthropic'`
+      : 'must be a deployment object',
+});
+
+/** The zod schema of {@link SwitchboardOptions}; config-file loaders reuse it. */
+export const switchboardOptionsSchema = z.strictObject({
+  deployments: z
+    .array(deployment, { error: 'must be a list of deployments' })
+    .min(1, { error: 'must list at least one deployment' }),
+  selector: z
+    .custom<unknown>((v) => isFunction(v) || (typeof v === 'object' && v !== null), {
+      error: 'must be a Selector instance or class',
+    })
+    .optional(),
+  failover: z
+    .strictObject({
+      attempts: z
+        .number({ error: 'must be a whole number of attempts, at least 1' })
+        .int({ error: 'must be a whole number of attempts, at least 1' })
+        .min(1, { error: 'must be a whole number of attempts, at least 1' })
+        .optional(),
+      delay: z
+        .union([millis('a non-negative number of milliseconds'), fn('a function')], {
+          error: 'must be a non-negative number of milliseconds or a function (error, attempt) => ms',
+        })
+        .optional(),
+      retryIf: fn('a function (error) => boolean').optional(),
+    })
+    .optional(),
+  ratelimitWindow: millis('a non-negative number of milliseconds (0 disables resets)').optional(),
+  maxSessions: z
+    .number({ error: 'must be a positive integer' })
+    .int({ error: 'must be a positive integer' })
+    .positive({ error: 'must be a positive integer' })
+    .optional(),
+  state: z
+    .custom<unknown>((v) => typeof v === 'object' && v !== null, {
+      error: 'must be a state store such as memoryState() or redisState({ url })',
+    })
+    .optional(),
+  logger: z
+    .custom<unknown>((v) => typeof v === 'object' && v !== null, {
+      error: 'must be a logger with log/warn/error methods',
+    })
+    .optional(),
+  clock: fn('a function returning milliseconds').optional(),
+  random: fn('a function returning a number in [0, 1)').optional(),
+});
+
+/** `deployments[1].models[0].tpm` from zod's `['deployments', 1, 'models', 0, 'tpm']`. */
+export function formatPath(path: readonly PropertyKey[], root = ''): string {
+  let out = root;
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out ? `.${String(key)}` : String(key);
+  }
+  return out || '(options)';
+}
+
+/** One line per zod issue, each naming the field path and what is expected. */
+export function describeIssues(error: z.ZodError, root = ''): string[] {
+  return error.issues.map((issue) => {
+    const at = formatPath(issue.path, root);
+    if (issue.code === 'unrecognized_keys') {
+      const keys = issue.keys.map((k) => `'${k}'`).join(', ');
+      return `${at} has unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}: remove or rename ${issue.keys.length > 1 ? 'them' : 'it'}`;
+    }
+    if (issue.code === 'invalid_type' && issue.input === undefined) {
+      return `${at} is required`;
+    }
+    return `${at} ${issue.message}`;
+  });
+}
+
+/**
+ * Checks options and returns them unchanged, or throws one {@link SwitchboardError} that lists every
+ * problem with its field path.
+ *
+ * @example
+ * ```ts
+ * validateOptions({ deployments: [] });
+ * // SwitchboardError: Invalid switchboard options: deployments must list at least one deployment
+ * ```
+ */
+export function validateOptions(options: unknown): SwitchboardOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new SwitchboardError(
+      'Invalid switchboard options: expected an object such as { deployments: [...] }',
+    );
+  }
+  const parsed = switchboardOptionsSchema.safeParse(options);
+  const problems = parsed.success ? [] : describeIssues(parsed.error);
+  if (parsed.success) problems.push(...crossCheck(options as SwitchboardOptions));
+  if (problems.length > 0) {
+    throw new SwitchboardError(`Invalid switchboard options: ${problems.join('; ')}`);
+  }
+  return options as SwitchboardOptions;
+}
+
+/** Rules that span several deployments. */
+function crossCheck(options: SwitchboardOptions): string[] {
+  const problems: string[] = [];
+  const seen = new Map<string, number>();
+  const providerOf = new Map<string, { provider: string; index: number }>();
+  options.deployments.forEach((d, i) => {
+    const first = seen.get(d.name);
+    if (first !== undefined) {
+      problems.push(
+        `deployments[${i}].name '${d.name}' duplicates deployments[${first}].name: deployment names must be unique`,
+      );
+    } else seen.set(d.name, i);
+    const names = new Set<string>();
+    d.models.forEach((m, j) => {
+      if (names.has(m.name)) {
+        problems.push(
+          `deployments[${i}].models[${j}].name '${m.name}' is listed twice in deployment '${d.name}'`,
+        );
+      }
+      names.add(m.name);
+      const other = providerOf.get(m.name);
+      if (other && other.provider !== d.provider) {
+        problems.push(
+          `deployments[${i}].models[${j}].name '${m.name}' is served by both an ${other.provider} deployment (deployments[${other.index}]) and an ${d.provider} deployment: a model name must belong to one provider`,
+        );
+      } else if (!other) providerOf.set(m.name, { provider: d.provider, index: i });
+    });
+  });
+  return problems;
+}

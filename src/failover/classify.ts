@@ -1,0 +1,120 @@
+import type { ProviderErrors } from '../registry/deployment';
+import { SwitchboardError } from '../switchboard.error';
+
+/** Why an attempt failed, as failure metrics and logs name it. */
+export type FailureReason =
+  | 'rate_limit'
+  | 'connection'
+  | 'timeout'
+  | 'aborted'
+  | 'server_error'
+  | 'malformed_response'
+  | 'client_error'
+  | 'switchboard'
+  | 'other';
+
+/** What a failed attempt means for the deployment and for the call. */
+export interface Verdict {
+  reason: FailureReason;
+  /** Worth another attempt on another deployment. */
+  retry: boolean;
+  /** Mark the model down now: for this many ms, or for its configured cooldown (`'default'`). */
+  markDown?: number | 'default';
+  /** Counts toward the consecutive-failure limit (5xx, malformed answers). */
+  countsAsFailure: boolean;
+}
+
+const NO_RETRY = (reason: FailureReason): Verdict => ({ reason, retry: false, countsAsFailure: false });
+
+/** Error codes of a connection that broke under the request. */
+const CONNECTION_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+]);
+
+/**
+ * A connection that dropped under a running request, as undici reports it outside the SDK's own
+ * handling: `TypeError: terminated` (a body or stream cut short), or an error whose code (or whose
+ * cause's code) is a socket error.
+ */
+export function isDroppedConnection(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
+    if (e.name === 'TypeError' && e.message === 'terminated') return true;
+    e = e.cause;
+  }
+  return false;
+}
+
+/**
+ * Decides, from an error of either SDK, whether to retry and whether to mark the model down,
+ * following the design's table. `APIConnectionTimeoutError` extends `APIConnectionError`, so it is
+ * tested first.
+ */
+export function classify(error: unknown, errors: ProviderErrors, now: number = Date.now()): Verdict {
+  if (error instanceof SwitchboardError) return NO_RETRY('switchboard');
+  if (error instanceof errors.APIUserAbortError) return NO_RETRY('aborted');
+  if (error instanceof errors.APIConnectionTimeoutError) {
+    return { reason: 'timeout', retry: true, countsAsFailure: false };
+  }
+  if (error instanceof errors.APIConnectionError) {
+    return { reason: 'connection', retry: true, markDown: 'default', countsAsFailure: false };
+  }
+  if (error instanceof errors.APIError) {
+    const { status, headers } = error as Error & { status?: number; headers?: unknown };
+    if (status === 429) {
+      return {
+        reason: 'rate_limit',
+        retry: true,
+        markDown: retryAfterMs(headers, now) ?? 'default',
+        countsAsFailure: false,
+      };
+    }
+    if (status === undefined || status >= 500) {
+      // No status: an error event inside a stream, or a body that could not be read.
+      return { reason: 'server_error', retry: true, countsAsFailure: true };
+    }
+    if (status === 408 || status === 409) {
+      return { reason: 'client_error', retry: true, countsAsFailure: false };
+    }
+    return NO_RETRY('client_error');
+  }
+  if (isDroppedConnection(error)) {
+    return { reason: 'connection', retry: true, markDown: 'default', countsAsFailure: false };
+  }
+  if (error instanceof SyntaxError) {
+    return { reason: 'malformed_response', retry: true, countsAsFailure: true };
+  }
+  return NO_RETRY('other');
+}
+
+/**
+ * How long the upstream asked us to wait: `retry-after-ms`, else `retry-after` in seconds or as an
+ * HTTP date. Undefined when neither is there or readable.
+ */
+export function retryAfterMs(headers: unknown, now: number = Date.now()): number | undefined {
+  const get = (name: string): string | null | undefined => {
+    if (!headers || typeof headers !== 'object') return undefined;
+    if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name);
+    const v = (headers as Record<string, unknown>)[name];
+    return typeof v === 'string' ? v : undefined;
+  };
+  const ms = Number.parseFloat(get('retry-after-ms') ?? '');
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const raw = get('retry-after');
+  if (!raw) return undefined;
+  const seconds = Number(raw);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(raw);
+  if (Number.isFinite(date)) return Math.max(0, date - now);
+  return undefined;
+}

@@ -1,0 +1,76 @@
+import {
+  defer,
+  fromEvent,
+  lastValueFrom,
+  of,
+  race,
+  retry,
+  switchMap,
+  take,
+  throwError,
+  timer,
+  type Observable,
+} from 'rxjs';
+import type { FailoverOptions } from '../config/switchboard-options';
+import type { ProviderErrors } from '../registry/deployment';
+import { classify } from './classify';
+
+/** Default number of attempts per call, the first included. */
+export const DEFAULT_ATTEMPTS = 2;
+
+/** A resolved failover policy. */
+export interface FailoverPolicy {
+  attempts: number;
+  delay: (error: unknown, attempt: number) => number;
+  retryIf: (error: unknown, errors: ProviderErrors) => boolean;
+}
+
+/** Fill in the defaults of {@link FailoverOptions}. */
+export function failoverPolicy(options: FailoverOptions = {}): FailoverPolicy {
+  const { delay = 0, retryIf } = options;
+  return {
+    attempts: options.attempts ?? DEFAULT_ATTEMPTS,
+    delay: typeof delay === 'function' ? delay : () => delay,
+    retryIf: (error, errors) => {
+      const verdict = classify(error, errors);
+      // A caller's abort and the switchboard's own errors are final, whatever retryIf says.
+      if (verdict.reason === 'aborted' || verdict.reason === 'switchboard') return false;
+      return retryIf ? retryIf(error) : verdict.retry;
+    },
+  };
+}
+
+/**
+ * Further attempts after a first one failed with `error`: an RxJS `retry` over a `defer`, so each
+ * subscription runs `next` anew (which selects a deployment again). Resolves with the first
+ * success, or rejects with the last error once the policy says stop. The caller's abort ends the
+ * wait between attempts at once.
+ *
+ * Only entered after a failure: a call that succeeds at once never builds this pipeline.
+ */
+export function failover<T>(
+  error: unknown,
+  next: (attempt: number) => Promise<T>,
+  policy: FailoverPolicy,
+  errors: ProviderErrors,
+  signal?: AbortSignal | null,
+): Promise<T> {
+  if (policy.attempts <= 1 || signal?.aborted || !policy.retryIf(error, errors)) {
+    return Promise.reject(error);
+  }
+  let attempt = 1;
+  const wait = (err: unknown): Observable<unknown> => {
+    const ms = policy.delay(err, attempt + 1);
+    if (!(ms > 0)) return of(0);
+    return (signal ? race(timer(ms), fromEvent(signal, 'abort')) : timer(ms)).pipe(take(1));
+  };
+  const attempts = defer(() => next(++attempt)).pipe(
+    retry({
+      count: policy.attempts - 2,
+      delay: (err: unknown) =>
+        signal?.aborted || !policy.retryIf(err, errors) ? throwError(() => err) : wait(err),
+    }),
+  );
+  const pipeline = wait(error).pipe(switchMap(() => attempts));
+  return lastValueFrom(pipeline) as Promise<T>;
+}

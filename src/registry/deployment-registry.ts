@@ -1,0 +1,207 @@
+import type { DeploymentConfig, SwitchboardLogger } from '../config/switchboard-options';
+import { AnthropicDeployment } from '../providers/anthropic/anthropic-deployment';
+import { OpenAIDeployment } from '../providers/openai/openai-deployment';
+import { SessionAffinity } from '../selection/session-affinity';
+import type { Selector } from '../selection/selector';
+import { SwitchboardError } from '../switchboard.error';
+import type { Deployment, Provider } from './deployment';
+import { ModelState, type ModelEvent } from './model-state';
+
+/** `stats()` entry: utilization rounded to 3 places, usage as `"used/limit"`. */
+export interface ModelStats {
+  util: number;
+  tpm: string;
+  rpm: string;
+}
+
+/** Listens to mark-downs and mark-ups of every model. */
+export type ModelListener = (state: ModelState, event: ModelEvent) => void;
+
+/** What a registry is built with. */
+export interface RegistryContext {
+  selector: Selector;
+  maxSessions?: number;
+  clock?: () => number;
+  logger?: SwitchboardLogger;
+}
+
+/** How often, at most, the best-effort warning is logged for one model. */
+const BEST_EFFORT_WARN_INTERVAL = 10_000;
+
+/**
+ * The deployments of one switchboard, indexed by model, with the session map; answers which
+ * deployment serves a call. Injectable in Nest.
+ *
+ * @example
+ * ```ts
+ * constructor(private readonly registry: DeploymentRegistry) {}
+ * ...
+ * this.registry.select('gpt-4o-mini', 'session-1').name; // 'east'
+ * ```
+ */
+export class DeploymentRegistry {
+  /** By name, in configuration order. */
+  readonly deployments: ReadonlyMap<string, Deployment>;
+  /** Every deployment that serves a model, by model name. */
+  readonly pools: ReadonlyMap<string, readonly Deployment[]>;
+  /** Session id -> deployment name. */
+  readonly sessions: SessionAffinity;
+  private readonly providers = new Map<string, Provider>();
+  private readonly listeners: ModelListener[] = [];
+  private readonly lastBestEffortWarning = new Map<string, number>();
+  private readonly clock: () => number;
+  private readonly logger: SwitchboardLogger | undefined;
+
+  constructor(
+    configs: readonly DeploymentConfig[],
+    readonly selector: Selector,
+    context: Omit<RegistryContext, 'selector'> = {},
+  ) {
+    this.clock = context.clock ?? Date.now;
+    this.logger = context.logger;
+    this.sessions = new SessionAffinity(context.maxSessions ?? 1024);
+    const deployments = new Map<string, Deployment>();
+    const pools = new Map<string, Deployment[]>();
+    const onEvent = (state: ModelState, event: ModelEvent) => this.emit(state, event);
+    configs.forEach((config, i) => {
+      const models = new Map<string, ModelState>();
+      for (const m of config.models) {
+        const state = new ModelState(m, config.name, this.clock);
+        state.listener = onEvent;
+        models.set(m.name, state);
+      }
+      const deployment = build(config, models, i);
+      deployments.set(config.name, deployment);
+      for (const name of models.keys()) {
+        const pool = pools.get(name) ?? [];
+        pool.push(deployment);
+        pools.set(name, pool);
+        this.providers.set(name, config.provider);
+      }
+    });
+    this.deployments = deployments;
+    this.pools = pools;
+  }
+
+  /** Models by name with the provider that serves them. */
+  get models(): ReadonlyMap<string, Provider> {
+    return this.providers;
+  }
+
+  /** Listen to mark-downs and mark-ups; returns a function that stops listening. */
+  onModelEvent(listener: ModelListener): () => void {
+    this.listeners.push(listener);
+    return () => {
+      const i = this.listeners.indexOf(listener);
+      if (i >= 0) this.listeners.splice(i, 1);
+    };
+  }
+
+  /**
+   * The deployments serving `model` through `api`, or a {@link SwitchboardError} that says why
+   * there are none.
+   */
+  poolFor(model: unknown, api?: Provider): readonly Deployment[] {
+    if (typeof model !== 'string' || model === '') {
+      throw new SwitchboardError('model is required: pass the model name as `model`');
+    }
+    const pool = this.pools.get(model);
+    if (pool === undefined) {
+      const known = [...this.pools.keys()].join(', ');
+      throw new SwitchboardError(
+        `No deployments available for ${model} (configured models: ${known})`,
+      );
+    }
+    if (api !== undefined && pool[0]!.provider !== api) {
+      const [right, wrong] =
+        api === 'openai'
+          ? ['sb.messages.create()', 'a chat completions call']
+          : ['sb.chat.completions.create()', 'a messages call'];
+      throw new SwitchboardError(
+        `${model} is served by ${pool[0]!.provider} deployments only and cannot take ${wrong}: use ${right}`,
+      );
+    }
+    return pool;
+  }
+
+  /**
+   * The deployment for a call: the session's own while it is healthy for the model, else one the
+   * selector picks among healthy deployments not in `exclude` (best effort among all when none is
+   * healthy); a session is then remembered on the new one.
+   */
+  select(model: string, sessionId?: string, exclude?: ReadonlySet<Deployment>): Deployment {
+    const pool = this.poolFor(model);
+    if (sessionId !== undefined) {
+      const name = this.sessions.get(sessionId);
+      if (name !== undefined) {
+        const d = this.deployments.get(name);
+        if (d !== undefined && d.models.get(model)?.isHealthy() && !exclude?.has(d)) return d;
+      }
+    }
+    const chosen = pool.length === 1 ? pool[0]! : this.selector.pick(model, pool, exclude);
+    if (sessionId !== undefined) this.sessions.set(sessionId, chosen.name);
+    if (this.logger && !chosen.models.get(model)!.isHealthy()) this.warnBestEffort(model, chosen);
+    return chosen;
+  }
+
+  /** Forget usage on every deployment. */
+  resetUsage(): void {
+    for (const d of this.deployments.values()) for (const m of d.models.values()) m.resetUsage();
+  }
+
+  /** Per deployment, per model: `{ util, tpm: "used/limit", rpm: "used/limit" }`. */
+  stats(): Record<string, Record<string, ModelStats>> {
+    const out: Record<string, Record<string, ModelStats>> = {};
+    for (const [name, d] of this.deployments) {
+      const models: Record<string, ModelStats> = {};
+      for (const [model, s] of d.models) {
+        models[model] = {
+          util: Math.round(s.util * 1000) / 1000,
+          tpm: `${Math.round(s.tpmUsage)}/${s.tpm}`,
+          rpm: `${Math.round(s.rpmUsage)}/${s.rpm}`,
+        };
+      }
+      out[name] = models;
+    }
+    return out;
+  }
+
+  private emit(state: ModelState, event: ModelEvent): void {
+    if (event.type === 'down') {
+      const ms = Math.max(0, event.until - this.clock());
+      this.logger?.warn(
+        `${state.deployment}/${state.name} marked down for ${Math.round(ms)} ms${event.reason ? ` (${event.reason})` : ''}`,
+      );
+    } else if (event.type === 'up') {
+      this.logger?.log(`${state.deployment}/${state.name} marked up`);
+    }
+    for (const listener of this.listeners) listener(state, event);
+  }
+
+  private warnBestEffort(model: string, chosen: Deployment): void {
+    const now = this.clock();
+    if (now - (this.lastBestEffortWarning.get(model) ?? -Infinity) < BEST_EFFORT_WARN_INTERVAL) {
+      return;
+    }
+    this.lastBestEffortWarning.set(model, now);
+    this.logger!.warn(
+      `No healthy deployment for ${model}: trying ${chosen.name} on a best-effort basis`,
+    );
+  }
+}
+
+function build(config: DeploymentConfig, models: Map<string, ModelState>, index: number): Deployment {
+  try {
+    return config.provider === 'openai'
+      ? new OpenAIDeployment(config, models)
+      : new AnthropicDeployment(config, models);
+  } catch (err) {
+    // The SDK constructors throw on missing credentials; their message names environment
+    // variables, ours names the field.
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new SwitchboardError(
+      `deployments[${index}] ('${config.name}') could not be set up: ${reason} Set deployments[${index}].apiKey.`,
+      { cause: err },
+    );
+  }
+}
