@@ -10,5 +10,6 @@ module.exports = {
     '^nestjs-switchboard$': '<rootDir>/src/index.ts',
     '^nestjs-switchboard/testing$': '<rootDir>/src/testing/index.ts',
   },
+  setupFiles: ['<rootDir>/test/support/quiet-logs.ts'],
   testTimeout: 30000,
 };

@@ -70,7 +70,7 @@ const anthropic = z
 const deployment = z.discriminatedUnion('provider', [openai, anthropic], {
   error: (issue) =>
     issue.code === 'invalid_union'
-      ? `provider must be 'openai' or 'anthropic'`
+      ? `must be 'openai' or 'anthropic'`
       : 'must be a deployment object',
 });
 
@@ -130,18 +130,27 @@ export function formatPath(path: readonly PropertyKey[], root = ''): string {
 }
 
 /** One line per zod issue, each naming the field path and what is expected. */
-export function describeIssues(error: z.ZodError, root = ''): string[] {
+export function describeIssues(error: z.ZodError, input: unknown, root = ''): string[] {
   return error.issues.map((issue) => {
     const at = formatPath(issue.path, root);
     if (issue.code === 'unrecognized_keys') {
       const keys = issue.keys.map((k) => `'${k}'`).join(', ');
       return `${at} has unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}: remove or rename ${issue.keys.length > 1 ? 'them' : 'it'}`;
     }
-    if (issue.code === 'invalid_type' && issue.input === undefined) {
+    if (issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined) {
       return `${at} is required`;
     }
     return `${at} ${issue.message}`;
   });
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let v = input;
+  for (const key of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[key];
+  }
+  return v;
 }
 
 /**
@@ -161,7 +170,7 @@ export function validateOptions(options: unknown): SwitchboardOptions {
     );
   }
   const parsed = switchboardOptionsSchema.safeParse(options);
-  const problems = parsed.success ? [] : describeIssues(parsed.error);
+  const problems = parsed.success ? [] : describeIssues(parsed.error, options);
   if (parsed.success) problems.push(...crossCheck(options as SwitchboardOptions));
   if (problems.length > 0) {
     throw new SwitchboardError(`Invalid switchboard options: ${problems.join('; ')}`);
