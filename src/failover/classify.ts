@@ -43,14 +43,18 @@ const CONNECTION_CODES = new Set([
 /**
  * A connection that dropped under a running request, as undici reports it outside the SDK's own
  * handling: `TypeError: terminated` (a body or stream cut short), or an error whose code (or whose
- * cause's code) is a socket error.
+ * cause's code) is a socket error. Checked by shape, not `instanceof`: under Jest, errors from
+ * Node's own realm fail `instanceof Error`, and the SDK then re-wraps them as
+ * `Error('TypeError: terminated')`.
  */
 export function isDroppedConnection(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; depth++) {
-    const code = (e as { code?: unknown }).code;
+  let e: unknown = error;
+  for (let depth = 0; typeof e === 'object' && e !== null && depth < 4; depth++) {
+    const { code, name, message } = e as { code?: unknown; name?: unknown; message?: unknown };
     if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
-    if (e.name === 'TypeError' && e.message === 'terminated') return true;
-    e = e.cause;
+    if (message === 'terminated' && name === 'TypeError') return true;
+    if (message === 'TypeError: terminated') return true;
+    e = (e as { cause?: unknown }).cause;
   }
   return false;
 }
