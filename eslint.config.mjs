@@ -9,11 +9,16 @@ export default tseslint.config(
   {
     // Nest reads constructor parameter types at run time: the rule must know, or it would turn
     // injected classes into type-only imports.
-    languageOptions: { parserOptions: { emitDecoratorMetadata: true, experimentalDecorators: true } },
+    languageOptions: {
+      parserOptions: { emitDecoratorMetadata: true, experimentalDecorators: true },
+    },
     rules: {
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-explicit-any': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
     },
   },
   {

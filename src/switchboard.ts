@@ -42,7 +42,9 @@ export interface SessionParams {
 }
 
 /** The `openai` client's request options (`signal`, `headers`, `timeout`, ...). */
-export type OpenAIRequestOptions = NonNullable<Parameters<OpenAI['chat']['completions']['create']>[1]>;
+export type OpenAIRequestOptions = NonNullable<
+  Parameters<OpenAI['chat']['completions']['create']>[1]
+>;
 /** The `@anthropic-ai/sdk` client's request options (`signal`, `headers`, `timeout`, ...). */
 export type AnthropicRequestOptions = NonNullable<Parameters<Anthropic['messages']['create']>[1]>;
 
@@ -60,10 +62,7 @@ export interface SwitchboardChatCompletions {
     body: ChatCompletionCreateParamsBase & SessionParams,
     options?: OpenAIRequestOptions,
   ): Promise<OpenAIStream<ChatCompletionChunk> | ChatCompletion>;
-  parse<
-    Params extends ChatCompletionParseParams,
-    ParsedT = ExtractParsedContentFromParams<Params>,
-  >(
+  parse<Params extends ChatCompletionParseParams, ParsedT = ExtractParsedContentFromParams<Params>>(
     body: Params & SessionParams,
     options?: OpenAIRequestOptions,
   ): Promise<ParsedChatCompletion<ParsedT>>;
@@ -219,7 +218,11 @@ export class Switchboard {
       }
       const pool = this.registry.poolFor(body.model, api);
       const lookup = this.state.lookupSession;
-      if (sessionId !== undefined && lookup && this.registry.sessions.get(sessionId) === undefined) {
+      if (
+        sessionId !== undefined &&
+        lookup &&
+        this.registry.sessions.get(sessionId) === undefined
+      ) {
         return lookup.call(this.state, sessionId).then(
           (name) => {
             if (name !== undefined && this.registry.deployments.has(name)) {
@@ -246,7 +249,14 @@ export class Switchboard {
     const model = body.model as string;
     const first = this.registry.select(model, sessionId);
     if (sessionId !== undefined) this.state.rememberSession?.(sessionId, first.name);
-    const promise = attempt(first, first.models.get(model)!, op, first.prepare(body), options, this.hooks);
+    const promise = attempt(
+      first,
+      first.models.get(model)!,
+      op,
+      first.prepare(body),
+      options,
+      this.hooks,
+    );
     if (this.policy.attempts <= 1) return promise;
     return promise.catch((error: unknown) => {
       const tried = new Set<Deployment>([first]);

@@ -93,7 +93,8 @@ export const switchboardOptionsSchema = z.strictObject({
         .optional(),
       delay: z
         .union([millis('a non-negative number of milliseconds'), fn('a function')], {
-          error: 'must be a non-negative number of milliseconds or a function (error, attempt) => ms',
+          error:
+            'must be a non-negative number of milliseconds or a function (error, attempt) => ms',
         })
         .optional(),
       retryIf: fn('a function (error) => boolean').optional(),
@@ -178,8 +179,17 @@ export function validateOptions(options: unknown): SwitchboardOptions {
   return options as SwitchboardOptions;
 }
 
-/** Rules that span several deployments. */
-function crossCheck(options: SwitchboardOptions): string[] {
+/**
+ * Rules that span several deployments (unique names, one provider per model), as lines naming the
+ * field path. Run it on options that passed {@link switchboardOptionsSchema}.
+ *
+ * @example
+ * ```ts
+ * crossCheck({ deployments: [east, { ...east }] });
+ * // ["deployments[1].name 'east' duplicates deployments[0].name: deployment names must be unique"]
+ * ```
+ */
+export function crossCheck(options: SwitchboardOptions): string[] {
   const problems: string[] = [];
   const seen = new Map<string, number>();
   const providerOf = new Map<string, { provider: string; index: number }>();

@@ -24,7 +24,11 @@ export interface Verdict {
   countsAsFailure: boolean;
 }
 
-const NO_RETRY = (reason: FailureReason): Verdict => ({ reason, retry: false, countsAsFailure: false });
+const NO_RETRY = (reason: FailureReason): Verdict => ({
+  reason,
+  retry: false,
+  countsAsFailure: false,
+});
 
 /** Error codes of a connection that broke under the request. */
 const CONNECTION_CODES = new Set([
@@ -64,7 +68,11 @@ export function isDroppedConnection(error: unknown): boolean {
  * following the design's table. `APIConnectionTimeoutError` extends `APIConnectionError`, so it is
  * tested first.
  */
-export function classify(error: unknown, errors: ProviderErrors, now: number = Date.now()): Verdict {
+export function classify(
+  error: unknown,
+  errors: ProviderErrors,
+  now: number = Date.now(),
+): Verdict {
   if (error instanceof SwitchboardError) return NO_RETRY('switchboard');
   if (error instanceof errors.APIUserAbortError) return NO_RETRY('aborted');
   if (error instanceof errors.APIConnectionTimeoutError) {

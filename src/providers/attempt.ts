@@ -1,5 +1,10 @@
 import { classify, isDroppedConnection, type FailureReason } from '../failover/classify';
-import type { Deployment, Operation, PreparedRequest, SdkRequestOptions } from '../registry/deployment';
+import type {
+  Deployment,
+  Operation,
+  PreparedRequest,
+  SdkRequestOptions,
+} from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 
 /** What an attempt reports back to its switchboard. */
@@ -151,10 +156,7 @@ function translate(
           message: `Request to deployment ${deployment.name} timed out.`,
         });
   }
-  if (
-    isDroppedConnection(error) &&
-    !(error instanceof errors.APIError)
-  ) {
+  if (isDroppedConnection(error) && !(error instanceof errors.APIError)) {
     return new errors.APIConnectionError({
       message: `Connection to deployment ${deployment.name} dropped.`,
       cause: error as Error,

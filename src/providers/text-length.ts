@@ -6,7 +6,8 @@ export function textLength(messages: unknown): number {
   if (!Array.isArray(messages)) return 0;
   let n = 0;
   for (const m of messages) {
-    if (m !== null && typeof m === 'object') n += contentLength((m as { content?: unknown }).content);
+    if (m !== null && typeof m === 'object')
+      n += contentLength((m as { content?: unknown }).content);
   }
   return n;
 }
@@ -17,7 +18,8 @@ export function contentLength(content: unknown): number {
   if (!Array.isArray(content)) return 0;
   let n = 0;
   for (const part of content) {
-    const text = part !== null && typeof part === 'object' ? (part as { text?: unknown }).text : undefined;
+    const text =
+      part !== null && typeof part === 'object' ? (part as { text?: unknown }).text : undefined;
     if (typeof text === 'string') n += text.length;
   }
   return n;

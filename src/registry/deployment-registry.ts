@@ -190,7 +190,11 @@ export class DeploymentRegistry {
   }
 }
 
-function build(config: DeploymentConfig, models: Map<string, ModelState>, index: number): Deployment {
+function build(
+  config: DeploymentConfig,
+  models: Map<string, ModelState>,
+  index: number,
+): Deployment {
   try {
     return config.provider === 'openai'
       ? new OpenAIDeployment(config, models)

@@ -61,7 +61,11 @@ export abstract class Deployment {
   abstract prepare(body: Record<string, unknown>): PreparedRequest;
 
   /** @internal Send through the SDK client. */
-  abstract send(op: Operation, body: Record<string, unknown>, options: SdkRequestOptions): Promise<unknown>;
+  abstract send(
+    op: Operation,
+    body: Record<string, unknown>,
+    options: SdkRequestOptions,
+  ): Promise<unknown>;
 
   /** @internal Total tokens a non-streaming response reports, if any. */
   abstract usageOf(result: unknown): number | undefined;

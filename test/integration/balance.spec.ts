@@ -17,7 +17,9 @@ describe('balancing over three deployments', () => {
       const replies = await Promise.all(
         Array.from({ length: 12 }, (_, i) => r.sb.chat.completions.create(ask(`down${down}-${i}`))),
       );
-      replies.forEach((c, i) => expect(c.choices[0]!.message.content).toContain(`down${down}-${i}`));
+      replies.forEach((c, i) =>
+        expect(c.choices[0]!.message.content).toContain(`down${down}-${i}`),
+      );
     }
     stateOf(r, 'oai1').markUp();
     r.upstream.deployments.forEach((d) => d.resetStats());
@@ -32,7 +34,9 @@ describe('balancing over three deployments', () => {
   });
 
   it('spreads 100 concurrent calls evenly: 25-40 each', async () => {
-    await Promise.all(Array.from({ length: 100 }, (_, i) => r.sb.chat.completions.create(ask(`${i}`))));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) => r.sb.chat.completions.create(ask(`${i}`))),
+    );
     for (const n of Object.values(requestCounts(r.upstream))) {
       expect(n).toBeGreaterThanOrEqual(25);
       expect(n).toBeLessThanOrEqual(40);
@@ -41,7 +45,9 @@ describe('balancing over three deployments', () => {
 
   it('sends nothing to a marked-down deployment and 40-60 to each of the others', async () => {
     stateOf(r, 'oai0').markDown(60_000);
-    await Promise.all(Array.from({ length: 100 }, (_, i) => r.sb.chat.completions.create(ask(`${i}`))));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) => r.sb.chat.completions.create(ask(`${i}`))),
+    );
     const counts = requestCounts(r.upstream);
     expect(counts.oai0).toBe(0);
     for (const name of ['oai1', 'oai2']) {
@@ -51,9 +57,13 @@ describe('balancing over three deployments', () => {
   });
 
   it('evens the usage out again after one deployment is reset', async () => {
-    await Promise.all(Array.from({ length: 100 }, (_, i) => r.sb.chat.completions.create(ask(`${i}`))));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) => r.sb.chat.completions.create(ask(`${i}`))),
+    );
     stateOf(r, 'oai0').resetUsage();
-    await Promise.all(Array.from({ length: 100 }, (_, i) => r.sb.chat.completions.create(ask(`${i}`))));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) => r.sb.chat.completions.create(ask(`${i}`))),
+    );
     const usage = ['oai0', 'oai1', 'oai2'].map((n) => stateOf(r, n).rpmUsage);
     const even = usage.reduce((a, b) => a + b) / 3;
     for (const u of usage) expect(Math.abs(u - even)).toBeLessThanOrEqual(even * 0.15);
@@ -87,11 +97,13 @@ describe('sessions through calls', () => {
 
   it('sticks, moves when its deployment is marked down, and sticks to the new one', async () => {
     r.upstream.deployments.forEach((d) => d.resetStats());
-    for (let i = 0; i < 5; i++) await r.sb.chat.completions.create(ask('turn', { session_id: 'chat-1' }));
+    for (let i = 0; i < 5; i++)
+      await r.sb.chat.completions.create(ask('turn', { session_id: 'chat-1' }));
     const first = Object.entries(requestCounts(r.upstream)).find(([, n]) => n === 5)![0];
     stateOf(r, first).markDown(60_000);
     r.upstream.deployments.forEach((d) => d.resetStats());
-    for (let i = 0; i < 5; i++) await r.sb.chat.completions.create(ask('turn', { session_id: 'chat-1' }));
+    for (let i = 0; i < 5; i++)
+      await r.sb.chat.completions.create(ask('turn', { session_id: 'chat-1' }));
     const counts = requestCounts(r.upstream);
     expect(counts[first]).toBe(0);
     expect(Object.values(counts).filter((n) => n === 5)).toHaveLength(1);

@@ -1,5 +1,5 @@
-import OpenAI from 'openai';
-import Anthropic from '@anthropic-ai/sdk';
+import type OpenAI from 'openai';
+import type Anthropic from '@anthropic-ai/sdk';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
 import { z } from 'zod';
@@ -119,13 +119,17 @@ describe('calls through the real SDKs', () => {
 
   it('sends the Foundry key as x-api-key, an OpenAI key as a bearer token', async () => {
     await r.sb.messages.create(askClaude('auth', { session_id: 'auth' }));
-    const claude = r.upstream.deployment(r.sb.selectDeployment({ model: CLAUDE, sessionId: 'auth' }).name);
+    const claude = r.upstream.deployment(
+      r.sb.selectDeployment({ model: CLAUDE, sessionId: 'auth' }).name,
+    );
     const last = claude.requests.at(-1)!;
     expect(last.headers['x-api-key']).toBe(`foundry-${claude.name}`);
     expect(last.headers.authorization).toBeUndefined();
 
     await r.sb.chat.completions.create(ask('auth', { session_id: 'auth-oai' }));
-    const oai = r.upstream.deployment(r.sb.selectDeployment({ model: GPT, sessionId: 'auth-oai' }).name);
+    const oai = r.upstream.deployment(
+      r.sb.selectDeployment({ model: GPT, sessionId: 'auth-oai' }).name,
+    );
     expect(oai.requests.at(-1)!.headers.authorization).toBe(`Bearer sk-${oai.name}`);
   });
 
@@ -185,8 +189,12 @@ describe('Entra ID tokens', () => {
     try {
       await sb.messages.create(askClaude('hi'));
       await sb.chat.completions.create(ask('hi'));
-      expect(upstream.deployment('f').requests.at(-1)!.headers.authorization).toBe('Bearer token-1');
-      expect(upstream.deployment('o').requests.at(-1)!.headers.authorization).toBe('Bearer token-2');
+      expect(upstream.deployment('f').requests.at(-1)!.headers.authorization).toBe(
+        'Bearer token-1',
+      );
+      expect(upstream.deployment('o').requests.at(-1)!.headers.authorization).toBe(
+        'Bearer token-2',
+      );
     } finally {
       await sb.close();
       await upstream.close();

@@ -1,9 +1,19 @@
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { createSwitchboard } from '../../src';
-import { ask, askClaude, CLAUDE, GPT, requestCounts, rig, until, type Rig } from '../support/upstream';
+import {
+  ask,
+  askClaude,
+  CLAUDE,
+  GPT,
+  requestCounts,
+  rig,
+  until,
+  type Rig,
+} from '../support/upstream';
 
-const stateOf = (r: Rig, name: string, model = GPT) => r.sb.deployments.get(name)!.models.get(model)!;
+const stateOf = (r: Rig, name: string, model = GPT) =>
+  r.sb.deployments.get(name)!.models.get(model)!;
 
 /** The deployment a session is pinned to, after pinning it. */
 function pin(r: Rig, session: string, model = GPT): string {
@@ -80,9 +90,9 @@ describe('server errors', () => {
   it('a 400 is not retried and does not mark down: the SDK error reaches the caller', async () => {
     const name = pin(r, 's');
     r.upstream.deployment(name).fail({ kind: 'status', status: 400, message: 'bad request' });
-    await expect(r.sb.chat.completions.create(ask('x', { session_id: 's' }))).rejects.toBeInstanceOf(
-      OpenAI.BadRequestError,
-    );
+    await expect(
+      r.sb.chat.completions.create(ask('x', { session_id: 's' })),
+    ).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     expect(Object.values(requestCounts(r.upstream)).reduce((a, b) => a + b)).toBe(1);
     expect(stateOf(r, name).isCooling()).toBe(false);
   });
@@ -167,8 +177,12 @@ describe('connections, timeouts and aborts', () => {
       const consume = async () => {
         const stream =
           api === 'chat'
-            ? await r.sb.chat.completions.create(ask('a long answer', { stream: true, session_id: `drop-${api}` }))
-            : await r.sb.messages.create(askClaude('a long answer', { stream: true, session_id: `drop-${api}` }));
+            ? await r.sb.chat.completions.create(
+                ask('a long answer', { stream: true, session_id: `drop-${api}` }),
+              )
+            : await r.sb.messages.create(
+                askClaude('a long answer', { stream: true, session_id: `drop-${api}` }),
+              );
         let events = 0;
         for await (const _ of stream as AsyncIterable<unknown>) events++;
         return events;

@@ -22,8 +22,13 @@ export interface RigOptions extends Partial<Omit<SwitchboardOptions, 'deployment
 
 /** `openai` OpenAI deployments named oai0.. and `anthropic` Foundry deployments named claude0.. */
 export async function rig(options: RigOptions = {}): Promise<Rig> {
-  const { openai = 3, anthropic = 0, quota = { tpm: 30_000, rpm: 300 }, simulated, timeout } =
-    options;
+  const {
+    openai = 3,
+    anthropic = 0,
+    quota = { tpm: 30_000, rpm: 300 },
+    simulated,
+    timeout,
+  } = options;
   const names = [
     ...Array.from({ length: openai }, (_, i) => `oai${i}`),
     ...Array.from({ length: anthropic }, (_, i) => `claude${i}`),

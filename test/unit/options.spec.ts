@@ -27,7 +27,11 @@ describe('construction', () => {
 
   it.each([
     [['models', 0, 'tpm'], -1, /deployments\[0\]\.models\[0\]\.tpm must be a non-negative integer/],
-    [['models', 0, 'rpm'], 1.5, /deployments\[0\]\.models\[0\]\.rpm must be a non-negative integer/],
+    [
+      ['models', 0, 'rpm'],
+      1.5,
+      /deployments\[0\]\.models\[0\]\.rpm must be a non-negative integer/,
+    ],
     [['models', 0, 'name'], '', /deployments\[0\]\.models\[0\]\.name must be a non-empty string/],
     [['baseURL'], 'not a url', /deployments\[0\]\.baseURL must be an http\(s\) URL/],
     [['timeout'], 0, /deployments\[0\]\.timeout must be a positive number of milliseconds/],
@@ -52,7 +56,9 @@ describe('construction', () => {
 
   it('checks the switchboard-wide options too', () => {
     const deployments = openaiDeployments(1);
-    expect(build({ deployments, maxSessions: 0 })).toThrow(/maxSessions must be a positive integer/);
+    expect(build({ deployments, maxSessions: 0 })).toThrow(
+      /maxSessions must be a positive integer/,
+    );
     expect(build({ deployments, failover: { attempts: 0 } })).toThrow(
       /failover\.attempts must be a whole number of attempts/,
     );

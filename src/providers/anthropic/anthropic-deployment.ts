@@ -44,7 +44,9 @@ export class AnthropicDeployment extends Deployment {
     super(config.name, models, config.timeout ?? 30_000);
     const key = config.apiKey;
     this.client = new AnthropicFoundry({
-      ...(config.baseURL ? { baseURL: config.baseURL, resource: null } : { resource: config.resource }),
+      ...(config.baseURL
+        ? { baseURL: config.baseURL, resource: null }
+        : { resource: config.resource }),
       ...(typeof key === 'function' ? { azureADTokenProvider: key } : { apiKey: key }),
       maxRetries: 0,
       timeout: this.timeout,
@@ -53,7 +55,12 @@ export class AnthropicDeployment extends Deployment {
 
   prepare(body: Record<string, unknown>): PreparedRequest {
     const chars = textLength(body.messages) + contentLength(body.system);
-    return { body, stream: body.stream === true, estimate: Math.ceil(chars / 4), hideUsageChunk: false };
+    return {
+      body,
+      stream: body.stream === true,
+      estimate: Math.ceil(chars / 4),
+      hideUsageChunk: false,
+    };
   }
 
   send(op: Operation, body: Record<string, unknown>, options: SdkRequestOptions): Promise<unknown> {
