@@ -1,0 +1,224 @@
+/**
+ * OpenAI / Azure OpenAI Chat Completions wire format of the simulated deployments:
+ * request validation, `ChatCompletion` bodies, `chat.completion.chunk` SSE frames and errors.
+ */
+import { sampleJsonSchema } from './json-schema-sample';
+import {
+  contentText,
+  echoText,
+  isRecord,
+  readMaxTokens,
+  sizeCompletion,
+  splitDeltas,
+  type CompletionPlan,
+  type PlanResult,
+} from './wire-common';
+
+const SYSTEM_FINGERPRINT = 'fp_simulated';
+
+/**
+ * Reads a `POST chat/completions` body into a completion plan, or the reason for a 400.
+ * The answer echoes the text of the last `user` message; with `response_format` `json_schema`
+ * it is a JSON sample of the schema, with `json_object` it is `{"echo": <text>}`.
+ */
+export function readChatRequest(body: unknown, fixedCompletionTokens?: number): PlanResult {
+  if (!isRecord(body)) {
+    return { ok: false, message: 'We could not parse the JSON body of your request.' };
+  }
+  const model = body['model'];
+  if (typeof model !== 'string' || model === '') {
+    return {
+      ok: false,
+      message: 'you must provide a model parameter',
+      param: 'model',
+      code: 'missing_required_parameter',
+    };
+  }
+  const messages = body['messages'];
+  if (!Array.isArray(messages)) {
+    return {
+      ok: false,
+      message: "Missing required parameter: 'messages'.",
+      param: 'messages',
+      code: 'missing_required_parameter',
+    };
+  }
+  if (messages.length === 0) {
+    return {
+      ok: false,
+      message:
+        "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an " +
+        'empty array instead.',
+      param: 'messages',
+      code: 'empty_array',
+    };
+  }
+  let promptChars = 0;
+  let lastUser: unknown = undefined;
+  for (const [i, message] of messages.entries()) {
+    if (!isRecord(message) || typeof message['role'] !== 'string') {
+      return {
+        ok: false,
+        message: `Missing required parameter: 'messages[${i}].role'.`,
+        param: `messages[${i}].role`,
+        code: 'missing_required_parameter',
+      };
+    }
+    promptChars += contentText(message['content']).length;
+    if (message['role'] === 'user') lastUser = message['content'];
+  }
+  const stream = body['stream'];
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
+    return {
+      ok: false,
+      message: "Invalid type for 'stream': expected a boolean.",
+      param: 'stream',
+    };
+  }
+  const maxTokens = readMaxTokens(
+    body,
+    body['max_completion_tokens'] !== undefined ? 'max_completion_tokens' : 'max_tokens',
+  );
+  if ('error' in maxTokens) return { ok: false, message: maxTokens.error, param: 'max_tokens' };
+  const streamOptions = body['stream_options'];
+  const includeUsage =
+    stream === true && isRecord(streamOptions) && streamOptions['include_usage'] === true;
+
+  const answer = chatAnswer(body['response_format'], echoText(lastUser));
+  const sized = sizeCompletion(answer, maxTokens.value, fixedCompletionTokens);
+  const plan: CompletionPlan = {
+    api: 'chat',
+    model,
+    stream: stream === true,
+    includeUsage,
+    text: sized.text,
+    promptTokens: Math.max(1, Math.ceil(promptChars / 4)),
+    completionTokens: sized.completionTokens,
+    truncated: sized.truncated,
+    maxTokens: maxTokens.value,
+  };
+  return { ok: true, plan };
+}
+
+function chatAnswer(responseFormat: unknown, echo: string): string {
+  if (!isRecord(responseFormat)) return echo;
+  if (responseFormat['type'] === 'json_schema') {
+    const spec = responseFormat['json_schema'];
+    const schema = isRecord(spec) ? spec['schema'] : undefined;
+    return JSON.stringify(schema === undefined ? {} : sampleJsonSchema(schema));
+  }
+  if (responseFormat['type'] === 'json_object') return JSON.stringify({ echo });
+  return echo;
+}
+
+function usageOf(plan: CompletionPlan): Record<string, unknown> {
+  return {
+    prompt_tokens: plan.promptTokens,
+    completion_tokens: plan.completionTokens,
+    total_tokens: plan.promptTokens + plan.completionTokens,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
+
+/** The `ChatCompletion` body of a non-streaming answer. */
+export function chatCompletionBody(
+  plan: CompletionPlan,
+  id: string,
+  created: number,
+): Record<string, unknown> {
+  return {
+    id,
+    object: 'chat.completion',
+    created,
+    model: plan.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: plan.text, refusal: null, annotations: [] },
+        logprobs: null,
+        finish_reason: plan.truncated ? 'length' : 'stop',
+      },
+    ],
+    usage: usageOf(plan),
+    service_tier: 'default',
+    system_fingerprint: SYSTEM_FINGERPRINT,
+  };
+}
+
+const frame = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`;
+
+/**
+ * The SSE frames of a streaming answer, as the real API sends them: a chunk with the assistant
+ * role, one chunk per content delta, a chunk with `finish_reason`, then (only with
+ * `stream_options.include_usage`) a chunk with `choices: []` and `usage`, then `data: [DONE]`.
+ */
+export function chatCompletionFrames(plan: CompletionPlan, id: string, created: number): string[] {
+  const base = {
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model: plan.model,
+    service_tier: 'default',
+    system_fingerprint: SYSTEM_FINGERPRINT,
+  };
+  const usageNull = plan.includeUsage ? { usage: null } : {};
+  const chunk = (delta: Record<string, unknown>, finish: string | null): string =>
+    frame({
+      ...base,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      ...usageNull,
+    });
+  const frames = [chunk({ role: 'assistant', content: '', refusal: null }, null)];
+  for (const piece of splitDeltas(plan.text)) frames.push(chunk({ content: piece }, null));
+  frames.push(chunk({}, plan.truncated ? 'length' : 'stop'));
+  if (plan.includeUsage) frames.push(frame({ ...base, choices: [], usage: usageOf(plan) }));
+  frames.push('data: [DONE]\n\n');
+  return frames;
+}
+
+/** A `data:` line whose JSON is cut short, for the `malformed` fault. */
+export function malformedChatFrame(id: string): string {
+  return `data: {"id":"${id}","object":"chat.completion.chunk","choices":[{"index":0,"delta":{\n\n`;
+}
+
+/** Default `error.type` / `error.code` of an OpenAI error answer with `status`. */
+function errorKind(status: number): { type: string; code: string | null } {
+  if (status === 401) return { type: 'invalid_request_error', code: 'invalid_api_key' };
+  if (status === 403) return { type: 'invalid_request_error', code: 'unsupported_country' };
+  if (status === 404) return { type: 'invalid_request_error', code: 'not_found' };
+  if (status === 429) return { type: 'requests', code: 'rate_limit_exceeded' };
+  if (status >= 500) return { type: 'server_error', code: null };
+  return { type: 'invalid_request_error', code: null };
+}
+
+/**
+ * An error body in the OpenAI shape: `{ error: { message, type, param, code } }`.
+ *
+ * @example
+ * ```ts
+ * openaiErrorBody(429, 'Rate limit reached', { type: 'tokens' });
+ * // => { error: { message: 'Rate limit reached', type: 'tokens', param: null,
+ * //               code: 'rate_limit_exceeded' } }
+ * ```
+ */
+export function openaiErrorBody(
+  status: number,
+  message: string,
+  overrides: { type?: string; code?: string | null; param?: string | null } = {},
+): { error: { message: string; type: string; param: string | null; code: string | null } } {
+  const kind = errorKind(status);
+  return {
+    error: {
+      message,
+      type: overrides.type ?? kind.type,
+      param: overrides.param ?? null,
+      code: overrides.code !== undefined ? overrides.code : kind.code,
+    },
+  };
+}

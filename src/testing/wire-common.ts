@@ -1,0 +1,118 @@
+/**
+ * Pieces shared by the OpenAI and Anthropic wire formats of the simulated deployments: token
+ * estimates, text extraction and the plan of one simulated completion.
+ */
+
+/**
+ * The simulator's token estimate: one token per four UTF-16 code units, rounded up.
+ *
+ * @example
+ * ```ts
+ * estimateTokens('Hello, world'); // => 3
+ * ```
+ */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+/** What a simulated deployment will answer to one valid request (internal). */
+export interface CompletionPlan {
+  api: 'chat' | 'messages';
+  model: string;
+  stream: boolean;
+  /** OpenAI `stream_options.include_usage`. */
+  includeUsage: boolean;
+  /** The assistant's answer (already truncated to `maxTokens`). */
+  text: string;
+  promptTokens: number;
+  completionTokens: number;
+  /** The answer was cut at `maxTokens` (`finish_reason: 'length'`, `stop_reason: 'max_tokens'`). */
+  truncated: boolean;
+  /** `max_tokens` / `max_completion_tokens` of the request, if any. */
+  maxTokens: number | undefined;
+}
+
+/** A request body the simulator rejects with 400 (internal). */
+export interface InvalidRequest {
+  message: string;
+  param?: string;
+  code?: string;
+}
+
+/** Result of reading a request body (internal). */
+export type PlanResult = { ok: true; plan: CompletionPlan } | ({ ok: false } & InvalidRequest);
+
+/** A plain JSON object (not null, not an array). */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Text of a message `content`: a string, or the `text` of the parts of an array (text parts, and
+ * the nested content of Anthropic `tool_result` blocks), concatenated without separator.
+ */
+export function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let text = '';
+  for (const part of content) {
+    if (typeof part === 'string') text += part;
+    else if (isRecord(part)) {
+      if (typeof part['text'] === 'string') text += part['text'];
+      else if (typeof part['refusal'] === 'string') text += part['refusal'];
+      else if (part['type'] === 'tool_result') text += contentText(part['content']);
+    }
+  }
+  return text;
+}
+
+/** Text of the top-level text parts only: what the simulator echoes. */
+export function echoText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((part) =>
+      isRecord(part) && part['type'] === 'text' && typeof part['text'] === 'string'
+        ? part['text']
+        : '',
+    )
+    .join('');
+}
+
+/** The integer `max_tokens`-like field `key` of `body`: missing, valid, or an error message. */
+export function readMaxTokens(
+  body: Record<string, unknown>,
+  key: string,
+): { value: number | undefined } | { error: string } {
+  const raw = body[key];
+  if (raw === undefined || raw === null) return { value: undefined };
+  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1) {
+    return { error: `${key}: must be an integer greater than or equal to 1` };
+  }
+  return { value: raw };
+}
+
+/**
+ * Completion size and truncation: `fixedCompletionTokens` (the deployment's `completionTokens`)
+ * or the estimate of `text` (at least 1); above `maxTokens` the answer is cut to
+ * `maxTokens * 4` characters and reported as truncated.
+ */
+export function sizeCompletion(
+  text: string,
+  maxTokens: number | undefined,
+  fixedCompletionTokens: number | undefined,
+): { text: string; completionTokens: number; truncated: boolean } {
+  let completionTokens = fixedCompletionTokens ?? Math.max(1, estimateTokens(text));
+  if (maxTokens !== undefined && completionTokens > maxTokens) {
+    completionTokens = maxTokens;
+    return { text: text.slice(0, maxTokens * 4), completionTokens, truncated: true };
+  }
+  return { text, completionTokens, truncated: false };
+}
+
+/**
+ * Splits an answer into stream deltas: one per word (with its trailing whitespace), so that a
+ * multi-word answer arrives in several events.
+ */
+export function splitDeltas(text: string): string[] {
+  return text.match(/\s*\S+\s*|\s+/g) ?? [];
+}
