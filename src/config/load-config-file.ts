@@ -1,0 +1,291 @@
+import { readFileSync } from 'node:fs';
+import { extname, resolve } from 'node:path';
+import { LineCounter, parseDocument, type Document } from 'yaml';
+import type { SwitchboardOptions } from './switchboard-options';
+import { SwitchboardConfigError } from './switchboard-config.error';
+import {
+  crossCheck,
+  describeIssues,
+  formatPath,
+  switchboardOptionsSchema,
+} from './validate-options';
+
+/**
+ * Environment variables, as `process.env` holds them.
+ *
+ * @example
+ * ```ts
+ * loadSwitchboardConfigFile('switchboard.yaml', { ...process.env, EAST_KEY: 'from-a-vault' });
+ * ```
+ */
+export type SwitchboardEnv = Readonly<Record<string, string | undefined>>;
+
+/**
+ * How {@link parseSwitchboardConfig} reads a text.
+ *
+ * @example
+ * ```ts
+ * const options: ParseSwitchboardConfigOptions = { source: 'switchboard.yaml', env: process.env };
+ * ```
+ */
+export interface ParseSwitchboardConfigOptions {
+  /** Name of the file (or other origin) that every problem line starts with. */
+  source: string;
+  /** `json` is parsed strictly; `yaml` (the default) also reads JSON. */
+  format?: 'yaml' | 'json';
+  /** Where `${VAR}` references are looked up. Default `process.env`. */
+  env?: SwitchboardEnv;
+}
+
+// Options that hold code (instances, functions): a file cannot express them.
+const CODE_ONLY_KEYS: Readonly<Record<string, string>> = {
+  selector: 'selector: MySelector',
+  state: 'state: redisState({ url })',
+  logger: 'logger: myLogger',
+  clock: 'clock: () => Date.now()',
+  random: 'random: Math.random',
+};
+
+// Fields whose value is a number: a whole `${VAR}` there is read as one.
+const NUMERIC_KEYS = new Set([
+  'tpm',
+  'rpm',
+  'cooldown',
+  'timeout',
+  'attempts',
+  'delay',
+  'ratelimitWindow',
+  'maxSessions',
+]);
+
+const REFERENCE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$\{/g;
+const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
+
+/**
+ * Reads switchboard options from a YAML or JSON file (`.json` is parsed as JSON, anything else
+ * as YAML), replaces `${VAR}`, `${VAR:-default}` and `${VAR-default}` in string values from the
+ * environment (`$${` writes a literal `${`) and validates the result. A relative path is resolved
+ * against the working directory.
+ *
+ * @throws {@link SwitchboardConfigError} listing every problem: unreadable file, syntax error
+ *   (with line and column), unset variable, unknown key, invalid value (with its field path).
+ *
+ * @example
+ * ```ts
+ * const options = loadSwitchboardConfigFile('config/switchboard.yaml');
+ * const sb = createSwitchboard(options);
+ * ```
+ */
+export function loadSwitchboardConfigFile(
+  path: string,
+  env: SwitchboardEnv = process.env,
+): SwitchboardOptions {
+  let text: string;
+  try {
+    text = readFileSync(resolve(path), 'utf8');
+  } catch (error) {
+    throw new SwitchboardConfigError(path, [
+      `${path}: cannot read the switchboard config: ${messageOf(error)}`,
+    ]);
+  }
+  const format = extname(path).toLowerCase() === '.json' ? 'json' : 'yaml';
+  return parseSwitchboardConfig(text, { source: path, format, env });
+}
+
+/**
+ * Parses, interpolates and validates a switchboard configuration text, as
+ * {@link loadSwitchboardConfigFile} does for a file (for configurations kept elsewhere: a secret
+ * store, a config map).
+ *
+ * @example
+ * ```ts
+ * const options = parseSwitchboardConfig(await secrets.get('switchboard'), {
+ *   source: 'secret switchboard',
+ * });
+ * ```
+ */
+export function parseSwitchboardConfig(
+  text: string,
+  { source, format = 'yaml', env = process.env }: ParseSwitchboardConfigOptions,
+): SwitchboardOptions {
+  const lines = new LineCounter();
+  // Merge keys (`<<: *east`) let deployments share fields through anchors.
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, merge: true });
+  let data: unknown;
+  if (format === 'json') {
+    try {
+      data = JSON.parse(text);
+    } catch (error) {
+      throw new SwitchboardConfigError(source, [
+        jsonSyntaxProblem(source, text, error, doc, lines),
+      ]);
+    }
+  } else {
+    if (doc.errors.length > 0) {
+      throw new SwitchboardConfigError(
+        source,
+        doc.errors.map((e) => {
+          const at = lines.linePos(e.pos[0]);
+          return `${source}:${at.line}:${at.col}: invalid YAML: ${firstLine(e.message)}`;
+        }),
+      );
+    }
+    data = doc.toJS();
+  }
+
+  const lineOf = (path: readonly PropertyKey[]): string => {
+    // For JSON the YAML reading serves only to find lines; it may disagree on invalid YAML.
+    if (doc.errors.length > 0) return '';
+    const node = doc.getIn(path as unknown[], true) as { range?: [number, number, number] } | null;
+    const offset = node?.range?.[0] ?? (path.length > 0 ? findKeyOffset(doc, path) : undefined);
+    return offset === undefined ? '' : ` (line ${lines.linePos(offset).line})`;
+  };
+
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new SwitchboardConfigError(source, [
+      `${source}: expected a mapping at the top level, such as \`deployments: [...]\`, got ${describeValue(data)}`,
+    ]);
+  }
+
+  const problems: string[] = [];
+  const options = interpolate(data, [], env, (path, message) =>
+    problems.push(`${source}: ${formatPath(path)} ${message}${lineOf(path)}`),
+  ) as Record<string, unknown>;
+  for (const key of Object.keys(options)) {
+    if (key in CODE_ONLY_KEYS) {
+      problems.push(
+        `${source}: ${key} cannot be set in a config file: set it in code, e.g. useFactory: (config) => ({ ...config, ${CODE_ONLY_KEYS[key]} })${lineOf([key])}`,
+      );
+    }
+  }
+  if (problems.length > 0) throw new SwitchboardConfigError(source, problems);
+
+  const parsed = switchboardOptionsSchema.safeParse(options);
+  if (!parsed.success) {
+    const messages = describeIssues(parsed.error, options);
+    throw new SwitchboardConfigError(
+      source,
+      parsed.error.issues.map((issue, i) => {
+        const path =
+          issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
+        return `${source}: ${messages[i]}${lineOf(path)}`;
+      }),
+    );
+  }
+  const cross = crossCheck(options as unknown as SwitchboardOptions);
+  if (cross.length > 0) {
+    throw new SwitchboardConfigError(
+      source,
+      cross.map((p) => `${source}: ${p}${lineOf(pathOfProblem(p))}`),
+    );
+  }
+  return options as unknown as SwitchboardOptions;
+}
+
+/** A copy of `value` with every string interpolated; problems go to `report`. */
+function interpolate(
+  value: unknown,
+  path: PropertyKey[],
+  env: SwitchboardEnv,
+  report: (path: PropertyKey[], message: string) => void,
+): unknown {
+  if (typeof value === 'string') {
+    if (!value.includes('$')) return value;
+    let failed = false;
+    const out = value.replace(REFERENCE, (match, name: string | undefined, op, fallback) => {
+      if (match === '$$') return '$';
+      if (name === undefined) {
+        failed = true;
+        report(
+          path,
+          'has a malformed reference: write ${NAME}, ${NAME:-default} or $${ for a literal ${',
+        );
+        return match;
+      }
+      const set = env[name];
+      if (op === ':-' && (set === undefined || set === '')) return fallback as string;
+      if (op === '-' && set === undefined) return fallback as string;
+      if (set === undefined) {
+        failed = true;
+        report(
+          path,
+          `uses \${${name}}, but the environment variable ${name} is not set (set it, or write \${${name}:-default})`,
+        );
+        return match;
+      }
+      return set;
+    });
+    if (failed) return value;
+    const key = path[path.length - 1];
+    if (typeof key === 'string' && NUMERIC_KEYS.has(key) && NUMBER.test(out.trim())) {
+      return Number(out.trim());
+    }
+    return out;
+  }
+  if (Array.isArray(value)) return value.map((v, i) => interpolate(v, [...path, i], env, report));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = interpolate(v, [...path, k], env, report);
+    return out;
+  }
+  return value;
+}
+
+function jsonSyntaxProblem(
+  source: string,
+  text: string,
+  error: unknown,
+  doc: Document,
+  lines: LineCounter,
+): string {
+  const message = messageOf(error);
+  // Node reports an offset for most JSON errors, and none for some; the YAML reader of the same
+  // text then usually points at the culprit.
+  const position = /at position (\d+)/.exec(message);
+  let offset: number | undefined;
+  if (position) offset = Number(position[1]);
+  else if (/end of JSON input/.test(message)) offset = text.length;
+  else {
+    const strict = parseDocument(text, { schema: 'json', lineCounter: new LineCounter() });
+    offset = strict.errors[0]?.pos[0] ?? doc.errors[0]?.pos[0];
+  }
+  const at = lines.linePos(Math.min(offset ?? text.length, text.length));
+  return `${source}:${at.line}:${at.col}: invalid JSON: ${message}`;
+}
+
+/** Offset of the key of the last path segment, for values the YAML tree has no node for. */
+function findKeyOffset(doc: Document, path: readonly PropertyKey[]): number | undefined {
+  const parent = doc.getIn(path.slice(0, -1) as unknown[], true) as {
+    items?: Array<{ key?: { value?: unknown; range?: [number, number, number] } }>;
+    range?: [number, number, number];
+  } | null;
+  const last = path[path.length - 1];
+  const pair = parent?.items?.find((item) => item.key?.value === last);
+  return pair?.key?.range?.[0] ?? parent?.range?.[0];
+}
+
+/** `['deployments', 1, 'name']` from a cross-check line such as `deployments[1].name 'x' ...`. */
+function pathOfProblem(problem: string): PropertyKey[] {
+  const head = problem.split(' ')[0] ?? '';
+  const path: PropertyKey[] = [];
+  for (const m of head.matchAll(/([A-Za-z_][\w]*)|\[(\d+)\]/g)) {
+    path.push(m[1] !== undefined ? m[1] : Number(m[2]));
+  }
+  return path;
+}
+
+// Not `instanceof Error`: errors from Node's own modules may come from another realm (Jest).
+function messageOf(error: unknown): string {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(error);
+}
+
+function firstLine(message: string): string {
+  return message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+}
+
+function describeValue(value: unknown): string {
+  if (value === null || value === undefined) return 'an empty document';
+  if (Array.isArray(value)) return 'a list';
+  return `a ${typeof value}`;
+}

@@ -1,0 +1,151 @@
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import type { StateStoreHealth } from '../state/state-store';
+import { Switchboard } from '../switchboard';
+import {
+  plainHealthResults,
+  SWITCHBOARD_HEALTH_RESULTS,
+  type HealthResult,
+  type HealthResults,
+} from './health-results';
+
+/**
+ * Health of one model across the deployments that serve it.
+ *
+ * @example
+ * ```ts
+ * const health: ModelHealth = { healthy: 1, total: 2, cooling: { east: 8_500 } };
+ * ```
+ */
+export interface ModelHealth {
+  /** Deployments that would take a call for the model now. */
+  healthy: number;
+  /** Deployments configured for the model. */
+  total: number;
+  /** Deployments in a cooldown (after a 429 or a dropped connection), with the ms left. */
+  cooling?: Record<string, number>;
+  /** Deployments whose TPM or RPM quota is used up until the next usage reset. */
+  saturated?: string[];
+}
+
+/**
+ * What {@link SwitchboardHealthIndicator.isHealthy} reports besides `status`.
+ *
+ * @example
+ * ```ts
+ * const details: SwitchboardHealthDetails = {
+ *   models: { 'gpt-4o-mini': { healthy: 2, total: 2 } },
+ *   state: { status: 'up', store: 'memory' },
+ * };
+ * ```
+ */
+export interface SwitchboardHealthDetails extends Record<string, unknown> {
+  models: Record<string, ModelHealth>;
+  /** The state store's own report; `degraded` does not make the switchboard `down`. */
+  state: StateStoreHealth;
+  /** Set when `down`: which models have no healthy deployment. */
+  message?: string;
+}
+
+/**
+ * Options of {@link SwitchboardHealthIndicator.isHealthy}.
+ *
+ * @example
+ * ```ts
+ * const options: SwitchboardHealthOptions = { models: ['gpt-4o-mini'] };
+ * ```
+ */
+export interface SwitchboardHealthOptions {
+  /** Check only these models (default: every configured model). */
+  models?: readonly string[];
+}
+
+/**
+ * A `@nestjs/terminus` health indicator: `up` while every model (or every one of `models`) has a
+ * healthy deployment, `down` otherwise, with per-model counts, the deployments cooling down and
+ * the state store's health in the details. It never throws: terminus reads the status.
+ *
+ * Registered and exported by `SwitchboardModule`. Results come from terminus'
+ * `HealthIndicatorService`; without `@nestjs/terminus` installed, from an equivalent builder.
+ *
+ * @example
+ * ```ts
+ * @Controller('health')
+ * export class HealthController {
+ *   constructor(
+ *     private readonly health: HealthCheckService,
+ *     private readonly switchboard: SwitchboardHealthIndicator,
+ *   ) {}
+ *
+ *   @Get()
+ *   @HealthCheck()
+ *   check() {
+ *     return this.health.check([() => this.switchboard.isHealthy('llm')]);
+ *   }
+ * }
+ * ```
+ */
+@Injectable()
+export class SwitchboardHealthIndicator {
+  constructor(
+    private readonly switchboard: Switchboard,
+    @Optional()
+    @Inject(SWITCHBOARD_HEALTH_RESULTS)
+    private readonly healthIndicatorService: HealthResults = plainHealthResults,
+  ) {}
+
+  /**
+   * The switchboard's health under `key`.
+   *
+   * @example
+   * ```ts
+   * await indicator.isHealthy('llm', { models: ['gpt-4o-mini'] });
+   * // { llm: { status: 'up', models: { 'gpt-4o-mini': { healthy: 2, total: 2 } }, state: {...} } }
+   * ```
+   */
+  isHealthy<const Key extends string = 'switchboard'>(
+    key: Key = 'switchboard' as Key,
+    options: SwitchboardHealthOptions = {},
+  ): HealthResult<Key, 'up' | 'down', SwitchboardHealthDetails> {
+    const registry = this.switchboard.registry;
+    const names = options.models ?? [...registry.pools.keys()];
+    const models: Record<string, ModelHealth> = {};
+    const down: string[] = [];
+    for (const model of names) {
+      const pool = registry.pools.get(model) ?? [];
+      const health: ModelHealth = { healthy: 0, total: pool.length };
+      for (const deployment of pool) {
+        const state = deployment.models.get(model)!;
+        if (state.isHealthy()) {
+          health.healthy++;
+        } else if (state.isCooling()) {
+          (health.cooling ??= {})[deployment.name] = Math.ceil(state.cooldownRemaining);
+        } else {
+          (health.saturated ??= []).push(deployment.name);
+        }
+      }
+      models[model] = health;
+      if (health.healthy === 0) down.push(model);
+    }
+    const details: SwitchboardHealthDetails = { models, state: this.stateHealth() };
+    const check = this.healthIndicatorService.check(key);
+    if (down.length === 0) return check.up(details);
+    details.message = down
+      .map((m) =>
+        registry.pools.has(m) ? `no healthy deployment for ${m}` : `${m} is not configured`,
+      )
+      .join('; ');
+    return check.down(details);
+  }
+
+  private stateHealth(): StateStoreHealth {
+    try {
+      return this.switchboard.state.health();
+    } catch (error) {
+      // A health endpoint must answer; a store that cannot report is degraded, not fatal.
+      return {
+        status: 'degraded',
+        error: error instanceof Error ? error.message : String(error),
+      };
+    }
+  }
+}
