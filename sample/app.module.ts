@@ -1,0 +1,76 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { ConfigModule } from '@nestjs/config';
+import { APP_FILTER } from '@nestjs/core';
+import { TerminusModule } from '@nestjs/terminus';
+import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { SwitchboardModule, type SwitchboardOptions } from 'nestjs-switchboard';
+import { OpenTelemetryModule } from 'nestjs-otel';
+import { ChatCompletionsController } from './gateway/chat-completions.controller';
+import { MessagesController } from './gateway/messages.controller';
+import { ProviderErrorFilter } from './gateway/provider-error.filter';
+import { RelayService } from './gateway/relay.service';
+import { gatewayConfig, type GatewayConfig } from './gateway.config';
+import { HealthController } from './health/health.controller';
+import { Simulation, type SimulationOptions } from './simulation/simulation';
+import { SimulationModule } from './simulation/simulation.module';
+import { StatusController } from './status/status.controller';
+import { StatusService } from './status/status.service';
+import { TrafficService } from './status/traffic.service';
+import { MetricsController, PROMETHEUS_EXPORTER } from './telemetry/metrics.controller';
+
+/** How the gateway is built; `main.ts` passes what it read from the environment. */
+export interface AppOptions {
+  /** The exporter `GET /metrics` reads (see `startPrometheus()`). */
+  exporter: PrometheusExporter;
+  /**
+   * Route to the simulated deployments with these settings, whatever the environment says
+   * (tests). Without it the simulated deployments start only when nothing is configured.
+   */
+  simulation?: SimulationOptions;
+}
+
+/**
+ * The gateway: OpenAI- and Anthropic-compatible endpoints over one switchboard, with health,
+ * metrics and a live status page.
+ */
+@Module({})
+export class AppModule {
+  static forRoot(options: AppOptions): DynamicModule {
+    const simulation = SimulationModule.register(options.simulation);
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot({ isGlobal: true, load: [gatewayConfig] }),
+        SwitchboardModule.forRootAsync({
+          imports: [simulation],
+          inject: [gatewayConfig.KEY, Simulation],
+          useFactory: async (
+            config: GatewayConfig,
+            simulated: Simulation,
+          ): Promise<SwitchboardOptions> => {
+            const configured = options.simulation ? undefined : config.switchboard;
+            // Three simulated Azure OpenAI deployments: a call may try each of them.
+            return configured ?? { ...(await simulated.start()), failover: { attempts: 3 } };
+          },
+        }),
+        simulation,
+        TerminusModule.forRoot({ errorLogStyle: 'pretty', logger: false }),
+        OpenTelemetryModule.forRoot({ metrics: { hostMetrics: false } }),
+      ],
+      controllers: [
+        ChatCompletionsController,
+        MessagesController,
+        HealthController,
+        MetricsController,
+        StatusController,
+      ],
+      providers: [
+        RelayService,
+        StatusService,
+        TrafficService,
+        { provide: PROMETHEUS_EXPORTER, useValue: options.exporter },
+        { provide: APP_FILTER, useClass: ProviderErrorFilter },
+      ],
+    };
+  }
+}

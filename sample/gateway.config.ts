@@ -1,0 +1,19 @@
+import { registerAs, type ConfigType } from '@nestjs/config';
+import { loadSwitchboardConfig } from 'nestjs-switchboard';
+
+/** The gateway's settings: the `gateway` configuration namespace (read after `.env` files). */
+export const gatewayConfig = registerAs('gateway', () => ({
+  /** `PORT`, default 3000. */
+  port: Number.parseInt(process.env.PORT ?? '', 10) || 3000,
+  /** `HOST`, default 127.0.0.1: the gateway has no authentication of its own. */
+  host: process.env.HOST || '127.0.0.1',
+  /**
+   * The deployments, read as the `switchboardConfig` namespace reads them: the YAML or JSON file
+   * named by `SWITCHBOARD_CONFIG`, else `AZURE_OPENAI_ENDPOINT` + `AZURE_OPENAI_API_KEY` and/or
+   * `OPENAI_API_KEY`. Undefined when none is set: the gateway then starts simulated deployments.
+   */
+  switchboard: loadSwitchboardConfig(),
+}));
+
+/** What the `gateway` namespace holds. */
+export type GatewayConfig = ConfigType<typeof gatewayConfig>;

@@ -1,0 +1,231 @@
+import type { ServerResponse } from 'node:http';
+import { Injectable, Logger } from '@nestjs/common';
+import Anthropic from '@anthropic-ai/sdk';
+import type { Counter } from '@opentelemetry/api';
+import { Switchboard, SwitchboardError } from 'nestjs-switchboard';
+import { MetricService } from 'nestjs-otel';
+import OpenAI from 'openai';
+import type { Problem, Wire } from './wire';
+
+/** An error answer: status, headers and the provider-shaped body. */
+interface Failure {
+  problem: Problem;
+  body: object;
+  headers: Record<string, string>;
+}
+
+type Upstream = Error & { status?: number; headers?: Headers; error?: unknown };
+
+/**
+ * Sends one gateway request through the {@link Switchboard} and writes the answer: JSON, or SSE
+ * for `stream: true`; errors in the provider's own shape and status.
+ */
+@Injectable()
+export class RelayService {
+  private readonly logger = new Logger('Gateway');
+  private readonly answered: Counter;
+
+  constructor(
+    private readonly sb: Switchboard,
+    metrics: MetricService,
+  ) {
+    this.answered = metrics.getCounter('gateway_requests', {
+      description: 'Requests the gateway answered, by API and HTTP status',
+    });
+  }
+
+  async relay(
+    wire: Wire,
+    body: unknown,
+    sessionId: string | undefined,
+    res: ServerResponse,
+  ): Promise<void> {
+    res.once('finish', () =>
+      this.answered.add(1, { api: wire.provider, status: String(res.statusCode) }),
+    );
+    const invalid = wire.validate(body) ?? this.checkModel(wire, (body as { model: string }).model);
+    if (invalid) return sendJson(res, invalid.status, wire.errorBody(invalid));
+
+    const params = { ...(body as Record<string, unknown>) };
+    if (sessionId !== undefined && sessionId !== '') params.session_id = sessionId;
+    // The client went away: stop the upstream call too.
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const options = { signal: abort.signal };
+
+    let result: unknown;
+    try {
+      result =
+        wire.provider === 'openai'
+          ? await this.sb.chat.completions.create(
+              params as unknown as OpenAI.ChatCompletionCreateParams,
+              options,
+            )
+          : await this.sb.messages.create(
+              params as unknown as Anthropic.MessageCreateParams,
+              options,
+            );
+    } catch (error) {
+      if (abort.signal.aborted) return;
+      const failure = this.describe(wire, error, params.model as string);
+      return sendJson(res, failure.problem.status, failure.body, failure.headers);
+    }
+    if (params.stream === true) {
+      return this.pipe(wire, result as AsyncIterable<unknown>, res, params.model as string);
+    }
+    sendJson(res, 200, result as object);
+  }
+
+  /** Unknown models and models of the other API are the client's mistake: say so at once. */
+  private checkModel(wire: Wire, model: string): Problem | undefined {
+    const provider = this.sb.registry.models.get(model);
+    if (provider === undefined) {
+      const known = [...this.sb.registry.models.keys()].join(', ');
+      return {
+        status: 404,
+        message: `The model '${model}' does not exist on this gateway (models: ${known}).`,
+        param: 'model',
+        code: 'model_not_found',
+      };
+    }
+    if (provider !== wire.provider) {
+      const path = provider === 'openai' ? '/v1/chat/completions' : '/v1/messages';
+      return {
+        status: 400,
+        message: `The model '${model}' is served through ${path} on this gateway.`,
+        param: 'model',
+        code: 'model_not_supported',
+      };
+    }
+    return undefined;
+  }
+
+  /** Writes stream events as SSE; an error after the first event becomes an error event. */
+  private async pipe(
+    wire: Wire,
+    stream: AsyncIterable<unknown>,
+    res: ServerResponse,
+    model: string,
+  ): Promise<void> {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.flushHeaders();
+    try {
+      for await (const event of stream) {
+        if (!(await write(res, wire.frame(event)))) return;
+      }
+      if (wire.end !== undefined) await write(res, wire.end);
+    } catch (error) {
+      if (res.destroyed) return;
+      const failure = this.describe(wire, error, model);
+      await write(res, wire.errorFrame(failure.problem));
+    }
+    res.end();
+  }
+
+  /** The status, headers and body for a failed call. */
+  private describe(wire: Wire, error: unknown, model: string): Failure {
+    const e = error as Upstream;
+    let problem: Problem;
+    let upstreamBody: object | undefined;
+    const headers: Record<string, string> = {};
+    if (isTimeout(error)) {
+      problem = { status: 504, message: 'The upstream deployment did not answer in time.' };
+    } else if (isConnectionError(error)) {
+      problem = { status: 502, message: 'The upstream deployment could not be reached.' };
+    } else if (isApiError(error) && typeof e.status === 'number') {
+      problem = { status: e.status, message: e.message };
+      upstreamBody = wire.upstreamErrorBody(e);
+    } else if (error instanceof SwitchboardError || error instanceof TypeError) {
+      problem = { status: 400, message: error.message };
+    } else {
+      this.logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+      problem = { status: 500, message: 'The gateway failed to handle the request.' };
+    }
+    if (problem.status === 429) {
+      const ms = this.retryAfterMs(model, e.headers);
+      headers['retry-after'] = String(Math.max(1, Math.ceil(ms / 1000)));
+      headers['retry-after-ms'] = String(Math.max(1, Math.ceil(ms)));
+      problem.message = `The deployments of ${model} are rate limited: retry after ${headers['retry-after']} s.`;
+      upstreamBody = undefined;
+    }
+    return { problem, body: upstreamBody ?? wire.errorBody(problem), headers };
+  }
+
+  /**
+   * How long until a deployment of `model` takes calls again: the shortest cooldown left, else
+   * what the upstream said, else one second.
+   */
+  private retryAfterMs(model: string, upstream: Headers | undefined): number {
+    let shortest = Infinity;
+    for (const d of this.sb.registry.pools.get(model) ?? []) {
+      const state = d.models.get(model);
+      if (state?.isCooling()) shortest = Math.min(shortest, state.cooldownRemaining);
+    }
+    if (Number.isFinite(shortest)) return shortest;
+    const ms = Number(upstream?.get?.('retry-after-ms'));
+    if (ms > 0) return ms;
+    const s = Number(upstream?.get?.('retry-after'));
+    return s > 0 ? s * 1000 : 1000;
+  }
+}
+
+function isTimeout(error: unknown): boolean {
+  return (
+    error instanceof OpenAI.APIConnectionTimeoutError ||
+    error instanceof Anthropic.APIConnectionTimeoutError
+  );
+}
+
+function isConnectionError(error: unknown): boolean {
+  return (
+    error instanceof OpenAI.APIConnectionError || error instanceof Anthropic.APIConnectionError
+  );
+}
+
+function isApiError(error: unknown): boolean {
+  return error instanceof OpenAI.APIError || error instanceof Anthropic.APIError;
+}
+
+/** Writes a complete JSON answer. */
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: object,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const payload = JSON.stringify(body);
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(payload),
+  });
+  res.end(payload);
+}
+
+/** Writes one chunk, waiting for the socket to drain; false once the client is gone. */
+function write(res: ServerResponse, chunk: string): Promise<boolean> {
+  if (res.destroyed) return Promise.resolve(false);
+  if (res.write(chunk)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    res.on('drain', onDrain);
+    res.on('close', onClose);
+  });
+}

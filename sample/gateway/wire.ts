@@ -1,0 +1,150 @@
+/**
+ * What differs between the two APIs the gateway serves: the shape of an error, the checks a body
+ * must pass before it costs a request, and how a stream event is framed as SSE.
+ */
+
+/** A request the gateway answers with an error of its own, in the provider's shape. */
+export interface Problem {
+  status: number;
+  message: string;
+  /** The body field at fault (OpenAI's `param`). */
+  param?: string;
+  /** OpenAI's `code` (`model_not_found`, `missing_required_parameter`, ...). */
+  code?: string;
+}
+
+/** One API the gateway serves. */
+export interface Wire {
+  readonly provider: 'openai' | 'anthropic';
+  /** The error body for `status`, as the provider's API sends it. */
+  errorBody(problem: Problem): object;
+  /** The upstream's own error body when it has the provider's shape, else undefined. */
+  upstreamErrorBody(error: { error?: unknown }): object | undefined;
+  /** Why `body` cannot be sent at all, if it cannot. */
+  validate(body: unknown): Problem | undefined;
+  /** One stream event as SSE. */
+  frame(event: unknown): string;
+  /** A stream that failed after its first event ends with this. */
+  errorFrame(problem: Problem): string;
+  /** Written after the last event, if anything. */
+  readonly end?: string;
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Checks both APIs share: an object with a `model` string and a `messages` array. */
+function validateCommon(body: unknown, missing: (field: string) => Problem): Problem | undefined {
+  if (!isRecord(body)) {
+    return { status: 400, message: 'The request body must be a JSON object.' };
+  }
+  if (body.model === undefined) return missing('model');
+  if (typeof body.model !== 'string' || body.model === '') {
+    return { status: 400, message: 'model must be a non-empty string.', param: 'model' };
+  }
+  if (body.messages === undefined) return missing('messages');
+  if (!Array.isArray(body.messages)) {
+    return { status: 400, message: 'messages must be an array.', param: 'messages' };
+  }
+  if (body.stream !== undefined && typeof body.stream !== 'boolean') {
+    return { status: 400, message: 'stream must be a boolean.', param: 'stream' };
+  }
+  return undefined;
+}
+
+const OPENAI_ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'invalid_request_error',
+  403: 'invalid_request_error',
+  404: 'invalid_request_error',
+  429: 'rate_limit_error',
+};
+
+/** OpenAI Chat Completions (`POST /v1/chat/completions`). */
+export const openaiWire: Wire = {
+  provider: 'openai',
+  errorBody: ({ status, message, param, code }) => ({
+    error: {
+      message,
+      type:
+        OPENAI_ERROR_TYPES[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error'),
+      param: param ?? null,
+      code: code ?? (status === 429 ? 'rate_limit_exceeded' : null),
+    },
+  }),
+  // The openai SDK keeps the `error` member of the body.
+  upstreamErrorBody: (e) =>
+    isRecord(e.error) && typeof e.error.message === 'string' ? { error: e.error } : undefined,
+  validate: (body) =>
+    validateCommon(body, (field) => ({
+      status: 400,
+      message: `Missing required parameter: '${field}'.`,
+      param: field,
+      code: 'missing_required_parameter',
+    })),
+  frame: (event) => `data: ${JSON.stringify(event)}\n\n`,
+  errorFrame(problem) {
+    return `data: ${JSON.stringify(this.errorBody(problem))}\n\n`;
+  },
+  end: 'data: [DONE]\n\n',
+};
+
+const ANTHROPIC_ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  502: 'api_error',
+  503: 'overloaded_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+};
+
+/** Anthropic Messages (`POST /v1/messages`), as Claude on Azure AI Foundry serves it. */
+export const anthropicWire: Wire = {
+  provider: 'anthropic',
+  errorBody: ({ status, message }) => ({
+    type: 'error',
+    error: {
+      type:
+        ANTHROPIC_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'),
+      message,
+    },
+  }),
+  // The Anthropic SDK keeps the whole body.
+  upstreamErrorBody: (e) =>
+    isRecord(e.error) && e.error.type === 'error' && isRecord(e.error.error) ? e.error : undefined,
+  validate(body) {
+    const problem = validateCommon(body, (field) => ({
+      status: 400,
+      message: `${field}: Field required`,
+      param: field,
+    }));
+    if (problem) return problem;
+    const maxTokens = (body as Record<string, unknown>).max_tokens;
+    if (maxTokens === undefined) {
+      return { status: 400, message: 'max_tokens: Field required', param: 'max_tokens' };
+    }
+    if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) {
+      return {
+        status: 400,
+        message: 'max_tokens: Input should be a valid integer greater than or equal to 1',
+        param: 'max_tokens',
+      };
+    }
+    return undefined;
+  },
+  frame: (event) =>
+    `event: ${(event as { type?: string }).type ?? 'message'}\ndata: ${JSON.stringify(event)}\n\n`,
+  errorFrame(problem) {
+    return `event: error\ndata: ${JSON.stringify(this.errorBody(problem))}\n\n`;
+  },
+};
+
+/** The wire a request path belongs to: `/v1/messages` is Anthropic's, the rest OpenAI's. */
+export function wireForPath(path: string): Wire {
+  return /^\/v1\/messages(?:[/?]|$)/.test(path) ? anthropicWire : openaiWire;
+}

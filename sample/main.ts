@@ -1,0 +1,101 @@
+import 'reflect-metadata';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { type INestApplication, type LoggerService } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { AppModule } from './app.module';
+import type { GatewayConfig } from './gateway.config';
+import type { SimulationOptions } from './simulation/simulation';
+import { startPrometheus } from './telemetry/prometheus';
+
+/** Options of {@link createGateway}. */
+export interface GatewayOptions {
+  /** Port to listen on; default `PORT`, else 3000 (0 = any free port). */
+  port?: number;
+  /** Interface to listen on; default `HOST`, else 127.0.0.1. */
+  host?: string;
+  /** Always route to simulated deployments, with these settings (tests). */
+  simulation?: SimulationOptions;
+  /** Nest's logger, or false for none. Default Nest's console logger. */
+  logger?: LoggerService | false;
+}
+
+/** A running gateway. */
+export interface Gateway {
+  app: INestApplication;
+  /** `http://host:port`, without trailing slash. */
+  url: string;
+  /** Stops the gateway, the simulated deployments and the metrics provider. */
+  close(): Promise<void>;
+}
+
+/** Builds the gateway and starts listening. */
+export async function createGateway(options: GatewayOptions = {}): Promise<Gateway> {
+  // Before the application is built: the switchboard takes its meter when it is created.
+  const prometheus = startPrometheus();
+  let app: NestExpressApplication;
+  try {
+    app = await NestFactory.create<NestExpressApplication>(
+      AppModule.forRoot({ exporter: prometheus.exporter, simulation: options.simulation }),
+      { logger: options.logger ?? undefined, bodyParser: false, abortOnError: false },
+    );
+  } catch (error) {
+    await prometheus.shutdown();
+    throw error;
+  }
+  // LLM requests carry whole conversations (and images): more than express's 100 kB default.
+  app.useBodyParser('json', { limit: '20mb' });
+  const config = app.get(ConfigService).getOrThrow<GatewayConfig>('gateway');
+  const port = options.port ?? config.port;
+  const host = options.host ?? config.host;
+  try {
+    await app.listen(port, host);
+  } catch (error) {
+    await app.close();
+    await prometheus.shutdown();
+    throw error;
+  }
+  const address = (app.getHttpServer() as Server).address() as AddressInfo;
+  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  const url = `http://${shown.includes(':') ? `[${shown}]` : shown}:${address.port}`;
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    url,
+    close: () =>
+      (closing ??= (async () => {
+        await app.close();
+        await prometheus.shutdown();
+      })()),
+  };
+}
+
+/** `npm start`: the gateway on :3000 (or `PORT`), printing where everything is. */
+async function main(): Promise<void> {
+  const gateway = await createGateway();
+  // Ctrl-C and SIGTERM close the application: the switchboard, then the simulated deployments.
+  gateway.app.enableShutdownHooks();
+  const { url } = gateway;
+  process.stdout.write(
+    [
+      '',
+      `Switchboard gateway listening on ${url}`,
+      `  status page      ${url}/`,
+      `  OpenAI API       ${url}/v1/chat/completions   (new OpenAI({ baseURL: '${url}/v1' }))`,
+      `  Anthropic API    ${url}/v1/messages           (new Anthropic({ baseURL: '${url}' }))`,
+      `  state (JSON)     ${url}/switchboard`,
+      `  health           ${url}/health`,
+      `  metrics          ${url}/metrics`,
+      '',
+    ].join('\n') + '\n',
+  );
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,312 @@
+// The gateway's status page: reads /switchboard every second and updates the tables in place
+// (rows are built once, so focus stays on a button while the numbers change).
+'use strict';
+
+(() => {
+  const REFRESH_MS = 1000;
+  const number = new Intl.NumberFormat('en-US');
+  const $ = (id) => document.getElementById(id);
+
+  /** `${deployment}/${model}` -> the cells of its row. */
+  const rows = new Map();
+  /** model -> the cells of its row in the models table. */
+  const modelRows = new Map();
+  let layout = '';
+  let latest = null;
+  let timer = 0;
+  let refreshes = 0;
+
+  function cell(tag, className, text) {
+    const el = document.createElement(tag);
+    if (className) el.className = className;
+    if (text !== undefined) el.textContent = text;
+    return el;
+  }
+
+  function apiName(provider) {
+    return provider === 'anthropic' ? 'Anthropic Messages' : 'OpenAI Chat Completions';
+  }
+
+  function quotaCell(label) {
+    const td = cell('td', 'quota');
+    const bar = cell('div', 'bar');
+    bar.setAttribute('role', 'meter');
+    bar.setAttribute('aria-label', label);
+    bar.setAttribute('aria-valuemin', '0');
+    const fill = cell('div', 'fill');
+    bar.append(fill);
+    const figure = cell('span', 'figure');
+    td.append(bar, figure);
+    return { td, bar, fill, figure };
+  }
+
+  function setQuota(q, quota, unit) {
+    const { used, limit } = quota;
+    q.figure.textContent =
+      limit > 0
+        ? `${number.format(used)} / ${number.format(limit)}`
+        : `${number.format(used)}, no limit`;
+    const share = limit > 0 ? Math.min(1, used / limit) : 0;
+    q.bar.setAttribute('aria-valuemax', String(limit > 0 ? limit : Math.max(used, 1)));
+    q.bar.setAttribute('aria-valuenow', String(used));
+    q.bar.setAttribute(
+      'aria-valuetext',
+      limit > 0
+        ? `${number.format(used)} of ${number.format(limit)} ${unit} (${Math.round(share * 100)} %)`
+        : `${number.format(used)} ${unit}, no limit`,
+    );
+    q.fill.style.width = `${(share * 100).toFixed(1)}%`;
+    q.bar.classList.toggle('high', share >= 0.75 && share < 1);
+    q.bar.classList.toggle('full', share >= 1);
+  }
+
+  /** Builds the table rows when the set of deployments and models changes (at the first load). */
+  function build(snapshot) {
+    const key = JSON.stringify(
+      snapshot.deployments
+        .map((d) => [d.name, d.models.map((m) => m.name)])
+        .concat(snapshot.models.map((m) => m.name)),
+    );
+    if (key === layout) return;
+    layout = key;
+    rows.clear();
+    modelRows.clear();
+
+    const body = $('deployments').tBodies[0];
+    body.replaceChildren();
+    for (const d of snapshot.deployments) {
+      for (const m of d.models) {
+        const tr = cell('tr');
+        tr.dataset.deployment = d.name;
+        tr.dataset.model = m.name;
+        const name = cell('th', '', d.name);
+        name.scope = 'row';
+        name.append(cell('span', 'provider', d.provider === 'anthropic' ? 'Anthropic' : 'OpenAI'));
+        const state = cell('span', 'state');
+        const stateCell = cell('td');
+        stateCell.append(state);
+        const tpm = quotaCell(`Tokens per minute, ${d.name} ${m.name}`);
+        const rpm = quotaCell(`Requests per minute, ${d.name} ${m.name}`);
+        const util = cell('td', 'util');
+        const requests = cell('td', 'requests');
+        const sessions = cell('td', 'sessions');
+        const action = cell('td', 'simulated-only');
+        action.hidden = true;
+        const button = cell('button', 'mark-down', 'Mark down');
+        button.type = 'button';
+        button.setAttribute('aria-label', `Mark ${d.name} down (${m.name})`);
+        button.addEventListener('click', () => markDown(d.name, m.name, button));
+        action.append(button);
+        tr.append(
+          name,
+          cell('td', 'model', m.name),
+          stateCell,
+          tpm.td,
+          rpm.td,
+          util,
+          requests,
+          sessions,
+          action,
+        );
+        body.append(tr);
+        rows.set(`${d.name}/${m.name}`, {
+          state,
+          tpm,
+          rpm,
+          util,
+          requests,
+          sessions,
+          action,
+          button,
+        });
+      }
+    }
+
+    const models = $('models').tBodies[0];
+    models.replaceChildren();
+    for (const m of snapshot.models) {
+      const tr = cell('tr');
+      tr.dataset.model = m.name;
+      const name = cell('th', '', m.name);
+      name.scope = 'row';
+      const healthy = cell('td', 'healthy');
+      const requests = cell('td', 'requests');
+      tr.append(name, cell('td', '', apiName(m.provider)), healthy, requests);
+      models.append(tr);
+      modelRows.set(m.name, { healthy, requests });
+    }
+  }
+
+  function stateOf(m) {
+    if (m.cooling) {
+      return {
+        kind: 'cooling',
+        text: `cooling ${Math.max(1, Math.ceil(m.cooldownRemaining / 1000))} s`,
+      };
+    }
+    if (!m.healthy) return { kind: 'saturated', text: 'quota used up' };
+    return { kind: 'healthy', text: 'healthy' };
+  }
+
+  function render(snapshot) {
+    latest = snapshot;
+    build(snapshot);
+    const simulated = snapshot.simulated === true;
+    $('mode').textContent = simulated ? 'simulated' : 'configured';
+    $('rate').textContent = number.format(snapshot.requests.perSecond);
+    $('total').textContent = number.format(snapshot.requests.total);
+    $('sessions').textContent =
+      `${number.format(snapshot.sessions.held)} of ${number.format(snapshot.sessions.max)}`;
+    $('controls').hidden = !simulated;
+    for (const el of document.querySelectorAll('th.simulated-only')) el.hidden = !simulated;
+
+    for (const d of snapshot.deployments) {
+      for (const m of d.models) {
+        const row = rows.get(`${d.name}/${m.name}`);
+        const state = stateOf(m);
+        row.state.className = `state ${state.kind}`;
+        row.state.textContent = state.text;
+        setQuota(row.tpm, m.tpm, 'tokens per minute');
+        setQuota(row.rpm, m.rpm, 'requests per minute');
+        row.util.textContent = `${Math.round(m.util * 100)} %`;
+        row.requests.textContent = number.format(m.requests);
+        row.sessions.textContent = number.format(d.sessions);
+        row.action.hidden = !simulated;
+      }
+    }
+    for (const m of snapshot.models) {
+      const row = modelRows.get(m.name);
+      row.healthy.textContent = `${m.healthy} of ${m.total}`;
+      row.requests.textContent = number.format(m.requests);
+    }
+    refreshes += 1;
+    document.body.dataset.refreshes = String(refreshes);
+  }
+
+  function setConnection(text, offline) {
+    const el = $('connection');
+    el.textContent = text;
+    el.classList.toggle('offline', offline);
+  }
+
+  async function refresh() {
+    clearTimeout(timer);
+    try {
+      const res = await fetch('/switchboard', {
+        cache: 'no-store',
+        headers: { accept: 'application/json' },
+      });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      render(await res.json());
+      setConnection(`Live, updated ${new Date().toLocaleTimeString()}`, false);
+    } catch {
+      setConnection('Gateway unreachable: retrying every second', true);
+    } finally {
+      clearTimeout(timer);
+      timer = setTimeout(refresh, REFRESH_MS);
+    }
+  }
+
+  async function markDown(deployment, model, button) {
+    button.disabled = true;
+    try {
+      const res = await fetch(
+        `/switchboard/deployments/${encodeURIComponent(deployment)}/mark-down`,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model }),
+        },
+      );
+      if (!res.ok) {
+        const body = await res.json().catch(() => ({}));
+        $('burst-result').textContent =
+          `Could not mark ${deployment} down: ${body.message || res.status}`;
+      }
+    } finally {
+      button.disabled = false;
+      void refresh();
+    }
+  }
+
+  const FILLER =
+    'The switchboard spreads calls over deployments by the power of two random choices, ' +
+    'keeps sessions on one deployment while it is healthy, and cools a deployment down after a 429. ';
+
+  /** One demo request through the gateway's own API; resolves to its HTTP status (0: no answer). */
+  async function send(path, body, sessionId) {
+    const headers = { 'content-type': 'application/json' };
+    if (sessionId) headers['x-session-id'] = sessionId;
+    try {
+      const res = await fetch(path, { method: 'POST', headers, body: JSON.stringify(body) });
+      await res.text();
+      return res.status;
+    } catch {
+      return 0;
+    }
+  }
+
+  async function burst(size) {
+    const out = $('burst-result');
+    const button = $('burst');
+    const chatModel = latest && latest.models.find((m) => m.provider === 'openai');
+    const claudeModel = latest && latest.models.find((m) => m.provider === 'anthropic');
+    const jobs = [];
+    if (chatModel) {
+      for (let i = 0; i < size; i++) {
+        jobs.push(
+          send(
+            '/v1/chat/completions',
+            {
+              model: chatModel.name,
+              messages: [
+                { role: 'user', content: `Request ${i + 1}. ${FILLER.repeat(1 + (i % 4))}` },
+              ],
+              stream: i % 4 === 3,
+            },
+            i % 3 === 0 ? `demo-chat-${i % 4}` : undefined,
+          ),
+        );
+      }
+    }
+    if (claudeModel) {
+      for (let i = 0; i < Math.max(1, Math.round(size / 3)); i++) {
+        jobs.push(
+          send(
+            '/v1/messages',
+            {
+              model: claudeModel.name,
+              max_tokens: 512,
+              messages: [
+                { role: 'user', content: `Message ${i + 1}. ${FILLER.repeat(1 + (i % 3))}` },
+              ],
+              stream: i % 2 === 1,
+            },
+            i % 2 === 0 ? `demo-claude-${i % 3}` : undefined,
+          ),
+        );
+      }
+    }
+    button.disabled = true;
+    out.textContent = `Sending ${jobs.length} requests…`;
+    const statuses = await Promise.all(jobs);
+    button.disabled = false;
+    const ok = statuses.filter((s) => s === 200).length;
+    const failed = {};
+    for (const s of statuses)
+      if (s !== 200) failed[s || 'no answer'] = (failed[s || 'no answer'] || 0) + 1;
+    const detail = Object.entries(failed)
+      .map(([status, n]) => `${n} × ${status}`)
+      .join(', ');
+    out.textContent = `Burst done: ${jobs.length} requests, ${ok} answered${detail ? `, failed: ${detail}` : ''}.`;
+    void refresh();
+  }
+
+  $('burst-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const size = Math.min(200, Math.max(1, Number.parseInt($('burst-size').value, 10) || 24));
+    void burst(size);
+  });
+
+  void refresh();
+})();

@@ -1,0 +1,113 @@
+import { Injectable } from '@nestjs/common';
+import { Switchboard, type ModelStats } from 'nestjs-switchboard';
+import { Simulation } from '../simulation/simulation';
+import { RATE_WINDOW_SECONDS, TrafficService } from './traffic.service';
+
+/** Used and allowed per minute; `limit` 0 = unlimited. */
+export interface Quota {
+  used: number;
+  limit: number;
+}
+
+/** One model on one deployment. */
+export interface ModelStatus {
+  name: string;
+  /** max(tpm share, rpm share), 1 while cooling; healthy below 1. */
+  util: number;
+  healthy: boolean;
+  cooling: boolean;
+  /** ms left of the cooldown, 0 when not cooling. */
+  cooldownRemaining: number;
+  tpm: Quota;
+  rpm: Quota;
+  /** Requests sent to it since the gateway started (failover attempts included). */
+  requests: number;
+}
+
+export interface DeploymentStatus {
+  name: string;
+  provider: 'openai' | 'anthropic';
+  models: ModelStatus[];
+  /** Sessions currently pinned to this deployment. */
+  sessions: number;
+}
+
+export interface ModelSummary {
+  name: string;
+  provider: 'openai' | 'anthropic';
+  /** Deployments that would take a call now. */
+  healthy: number;
+  total: number;
+  requests: number;
+}
+
+/** What `GET /switchboard` answers. */
+export interface SwitchboardStatus {
+  /** The gateway routes to its built-in simulated deployments. */
+  simulated: boolean;
+  /** Server time (epoch ms) of this snapshot. */
+  time: number;
+  deployments: DeploymentStatus[];
+  models: ModelSummary[];
+  sessions: { held: number; max: number };
+  requests: { total: number; perSecond: number; windowSeconds: number };
+  /** `sb.stats()` as the library reports it. */
+  stats: Record<string, Record<string, ModelStats>>;
+}
+
+/** Builds the `/switchboard` snapshot from the switchboard's live state. */
+@Injectable()
+export class StatusService {
+  constructor(
+    private readonly sb: Switchboard,
+    private readonly traffic: TrafficService,
+    private readonly simulation: Simulation,
+  ) {}
+
+  snapshot(): SwitchboardStatus {
+    const registry = this.sb.registry;
+    const pinned = new Map<string, number>();
+    for (const [, deployment] of registry.sessions.entries()) {
+      pinned.set(deployment, (pinned.get(deployment) ?? 0) + 1);
+    }
+    const deployments: DeploymentStatus[] = [...this.sb.deployments.values()].map((d) => ({
+      name: d.name,
+      provider: d.provider,
+      sessions: pinned.get(d.name) ?? 0,
+      models: [...d.models.values()].map((m) => ({
+        name: m.name,
+        util: round(m.util),
+        healthy: m.isHealthy(),
+        cooling: m.isCooling(),
+        cooldownRemaining: Math.ceil(m.cooldownRemaining),
+        tpm: { used: Math.round(m.tpmUsage), limit: m.tpm },
+        rpm: { used: Math.round(m.rpmUsage), limit: m.rpm },
+        requests: this.traffic.requests(d.name, m.name),
+      })),
+    }));
+    const models: ModelSummary[] = [...registry.pools].map(([name, pool]) => ({
+      name,
+      provider: pool[0]!.provider,
+      healthy: pool.filter((d) => d.models.get(name)!.isHealthy()).length,
+      total: pool.length,
+      requests: pool.reduce((sum, d) => sum + this.traffic.requests(d.name, name), 0),
+    }));
+    return {
+      simulated: this.simulation.enabled,
+      time: Date.now(),
+      deployments,
+      models,
+      sessions: { held: registry.sessions.size, max: registry.sessions.capacity },
+      requests: {
+        total: this.traffic.total,
+        perSecond: this.traffic.perSecond(),
+        windowSeconds: RATE_WINDOW_SECONDS,
+      },
+      stats: this.sb.stats(),
+    };
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 1000) / 1000;
+}
