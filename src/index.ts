@@ -34,5 +34,30 @@ export { classify, retryAfterMs } from './failover/classify';
 export type { FailureReason, Verdict } from './failover/classify';
 export { DEFAULT_ATTEMPTS } from './failover/failover';
 export { memoryState } from './state/state-store';
-export type { StateStore, StateStoreHealth } from './state/state-store';
+export type { StateStore, StateStoreHealth, StateContext } from './state/state-store';
+export { redisState } from './state/redis-state';
+export type { RedisStateOptions, RedisClientLike } from './state/redis-state';
 export { METER_NAME, SwitchboardMetrics } from './telemetry/switchboard-metrics';
+export { SwitchboardModule } from './switchboard.module';
+export { SWITCHBOARD_MODULE_OPTIONS } from './switchboard.module-definition';
+export type {
+  SwitchboardModuleOptions,
+  SwitchboardModuleAsyncOptions,
+  SwitchboardModuleExtras,
+  SwitchboardOptionsFactory,
+} from './switchboard.module-definition';
+export { SwitchboardHealthIndicator } from './health/switchboard-health.indicator';
+export type {
+  ModelHealth,
+  SwitchboardHealthDetails,
+  SwitchboardHealthOptions,
+} from './health/switchboard-health.indicator';
+export type { HealthResult, HealthResults } from './health/health-results';
+export {
+  switchboardConfig,
+  loadSwitchboardConfig,
+  SWITCHBOARD_CONFIG_ENV,
+} from './config/switchboard.config';
+export { loadSwitchboardConfigFile, parseSwitchboardConfig } from './config/load-config-file';
+export type { SwitchboardEnv, ParseSwitchboardConfigOptions } from './config/load-config-file';
+export { SwitchboardConfigError } from './config/switchboard-config.error';

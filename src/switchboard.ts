@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Anthropic } from '@anthropic-ai/sdk';
 import type {
   ExtractParsedContentFromParams as ExtractParsedMessageContent,
@@ -106,7 +106,7 @@ export interface SwitchboardMessages {
  * });
  * ```
  */
-export class Switchboard {
+export class Switchboard implements OnModuleInit, OnModuleDestroy {
   readonly chat: { readonly completions: SwitchboardChatCompletions };
   readonly messages: SwitchboardMessages;
   /** The deployments, their models and the session map. */
@@ -118,6 +118,7 @@ export class Switchboard {
   private readonly metrics: SwitchboardMetrics;
   private readonly hooks: AttemptHooks;
   private readonly window: number;
+  private readonly clock: () => number;
   private resetTimer: NodeJS.Timeout | undefined;
   private started = false;
   private closed = false;
@@ -138,6 +139,7 @@ export class Switchboard {
     this.state = options.state ?? memoryState();
     this.policy = failoverPolicy(options.failover);
     this.window = options.ratelimitWindow ?? 60_000;
+    this.clock = options.clock ?? Date.now;
     this.metrics = new SwitchboardMetrics(this.registry);
     const metrics = this.metrics;
     this.hooks = {
@@ -172,7 +174,9 @@ export class Switchboard {
    * ```
    */
   selectDeployment(query: { model: string; sessionId?: string }): Deployment {
-    return this.registry.select(query.model, query.sessionId);
+    const chosen = this.registry.select(query.model, query.sessionId);
+    if (query.sessionId !== undefined) this.state.rememberSession?.(query.sessionId, chosen.name);
+    return chosen;
   }
 
   /** Per deployment and model: `{ util, tpm: "used/limit", rpm: "used/limit" }`. */
@@ -180,7 +184,10 @@ export class Switchboard {
     return this.registry.stats();
   }
 
-  /** Forget the usage of the current window on every deployment. */
+  /**
+   * Forget the usage of the current window on every deployment. With a shared state store, this
+   * instance's own usage; the other instances' comes back with the next sync.
+   */
   resetUsage(): void {
     this.registry.resetUsage();
   }
@@ -189,12 +196,27 @@ export class Switchboard {
   start(): this {
     if (this.started || this.closed) return this;
     this.started = true;
-    if (this.window > 0) {
+    // A shared store resets usage itself, at window boundaries every instance agrees on.
+    if (this.window > 0 && !this.state.resetsUsage) {
       this.resetTimer = setInterval(() => this.registry.resetUsage(), this.window);
       this.resetTimer.unref();
     }
-    this.state.attach(this.registry, this.logger);
+    this.state.attach(this.registry, {
+      logger: this.logger,
+      ratelimitWindow: this.window,
+      clock: this.clock,
+    });
     return this;
+  }
+
+  /** Nest lifecycle: the module initialized, {@link start}. */
+  onModuleInit(): void {
+    this.start();
+  }
+
+  /** Nest lifecycle: the application closes, {@link close}. */
+  onModuleDestroy(): Promise<void> {
+    return this.close();
   }
 
   /** Stops timers, gauges and the state store; calls in flight finish. Idempotent. */
@@ -212,7 +234,13 @@ export class Switchboard {
       if (params === null || typeof params !== 'object') {
         throw new TypeError(`${describe(api, op)} expects a params object as its first argument`);
       }
-      const { session_id: sessionId, ...body } = params as SessionParams & Record<string, unknown>;
+      // Copy the params only to take session_id out of them.
+      let body = params as Record<string, unknown>;
+      const sessionId = (params as SessionParams).session_id;
+      if ('session_id' in params) {
+        const { session_id: _sessionId, ...rest } = body;
+        body = rest;
+      }
       if (sessionId !== undefined && typeof sessionId !== 'string') {
         throw new TypeError(`session_id must be a string, got ${typeof sessionId}`);
       }

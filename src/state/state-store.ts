@@ -1,11 +1,35 @@
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { SwitchboardLogger } from '../config/switchboard-options';
 
-/** How a state store is doing, for health checks. */
+/**
+ * How a state store is doing, for health checks.
+ *
+ * @example
+ * ```ts
+ * const health: StateStoreHealth = { status: 'degraded', store: 'redis', error: 'connect ECONNREFUSED' };
+ * ```
+ */
 export interface StateStoreHealth {
+  /** `degraded`: the store cannot share state right now; the switchboard carries on locally. */
   status: 'up' | 'degraded';
   /** Free-form details, never secrets. */
   [key: string]: unknown;
+}
+
+/**
+ * What a switchboard tells its state store when it starts.
+ *
+ * @example
+ * ```ts
+ * store.attach(registry, { logger: new Logger('Switchboard'), ratelimitWindow: 60_000, clock: Date.now });
+ * ```
+ */
+export interface StateContext {
+  logger: SwitchboardLogger;
+  /** The switchboard's `ratelimitWindow` in ms; 0 = usage is never reset. */
+  ratelimitWindow: number;
+  /** The switchboard's clock (epoch ms). */
+  clock: () => number;
 }
 
 /**
@@ -15,14 +39,23 @@ export interface StateStoreHealth {
  * @example
  * ```ts
  * createSwitchboard({ deployments, state: memoryState() });
+ * createSwitchboard({ deployments, state: redisState({ url: process.env.REDIS_URL }) });
  * ```
  */
 export interface StateStore {
-  /** Bind to a switchboard's registry and start syncing. Called once, when the switchboard starts. */
-  attach(registry: DeploymentRegistry, logger: SwitchboardLogger): void;
+  /**
+   * Bind to a switchboard's registry and start syncing. Called once, when the switchboard starts;
+   * a store serves one switchboard.
+   */
+  attach(registry: DeploymentRegistry, context: StateContext): void;
+  /**
+   * True when the store resets usage itself, at `ratelimitWindow` boundaries aligned to the clock
+   * so that every instance counts in the same windows; the switchboard then runs no reset timer.
+   */
+  readonly resetsUsage?: boolean;
   /** Find the deployment name of a session that this instance has not seen. */
   lookupSession?(sessionId: string): Promise<string | undefined>;
-  /** Publish a session's deployment. */
+  /** Publish a session's deployment; called on every call with a session, so it must be cheap. */
   rememberSession?(sessionId: string, deployment: string): void;
   /** Current health of the store. */
   health(): StateStoreHealth;

@@ -1,0 +1,115 @@
+import { SwitchboardHealthIndicator } from '../../src/health/switchboard-health.indicator';
+import { RedisServer } from '../support/redis-server';
+import { ask } from '../support/upstream';
+import { cluster, eventually, type Cluster } from './cluster';
+
+const NAMES = ['oai0', 'oai1', 'oai2'];
+
+let server: RedisServer;
+let c: Cluster | undefined;
+
+beforeEach(async () => {
+  server = await RedisServer.start();
+});
+afterEach(async () => {
+  await c?.close();
+  c = undefined;
+  await server.close();
+});
+
+const healthy = (k: Cluster) => k.instances.every((sb) => sb.state.health().status === 'up');
+const degraded = (k: Cluster) => k.instances.every((sb) => sb.state.health().status === 'degraded');
+
+/** Instance `i` reports the usage every instance has of every deployment. */
+function sees(k: Cluster, i: number): boolean {
+  return NAMES.every((d) => {
+    const total = k.instances.reduce((s, _, j) => s + k.model(j, d).localUsage.requests, 0);
+    return k.model(i, d).rpmUsage === total;
+  });
+}
+
+async function burst(k: Cluster, calls: number, session?: (i: number, j: number) => string) {
+  await Promise.all(
+    k.instances.flatMap((sb, i) =>
+      Array.from({ length: calls }, (_, j) =>
+        sb.chat.completions.create(ask(`call ${i}.${j}`, { session_id: session?.(i, j) })),
+      ),
+    ),
+  );
+}
+
+describe('Redis outage', () => {
+  it('carries on locally while Redis is down, warns once, and resumes when it is back', async () => {
+    const k = (c = await cluster({ instances: 2, redisUrl: server.url }));
+    await eventually(() => healthy(k) && k.instances.every((sb) => sb.state.health().lastSync));
+    await burst(k, 5);
+    await eventually(() => sees(k, 0) && sees(k, 1));
+
+    await server.stop();
+    await burst(k, 10, (i, j) => `outage-${i}-${j}`); // new sessions: lookups must not wait
+    await eventually(() => degraded(k));
+    await burst(k, 10, (i, j) => `outage-${i}-${j}-b`);
+    for (const logger of k.loggers) expect(logger.warnings(/Redis/)).toHaveLength(1);
+    const indicator = new SwitchboardHealthIndicator(k.instances[0]!);
+    const report = indicator.isHealthy('llm').llm;
+    expect(report.status).toBe('up');
+    expect(report.state).toMatchObject({ status: 'degraded', store: 'redis' });
+    // Each instance now counts its own calls only.
+    const own = NAMES.reduce((s, d) => s + k.model(0, d).localUsage.requests, 0);
+    expect(own).toBe(25);
+
+    await server.restart();
+    await eventually(() => healthy(k), 5_000);
+    // Redis came back empty: the next syncs rebuild the whole window from every instance.
+    await eventually(() => sees(k, 0) && sees(k, 1));
+    expect(NAMES.reduce((s, d) => s + k.model(0, d).rpmUsage, 0)).toBe(50);
+    for (const logger of k.loggers) {
+      expect(logger.warnings(/Redis/)).toHaveLength(1);
+      expect(logger.lines.some((l) => /reachable again/.test(l.message))).toBe(true);
+    }
+    // A session first seen during the outage was published on recovery.
+    const home = k.instances[0]!.registry.sessions.get('outage-0-3');
+    await k.instances[1]!.chat.completions.create(ask('again', { session_id: 'outage-0-3' }));
+    expect(k.instances[1]!.registry.sessions.get('outage-0-3')).toBe(home);
+  });
+
+  it('does not hold calls when Redis hangs: lookups give up after the timeout, then skip', async () => {
+    const timeout = 1_000;
+    const k = (c = await cluster({ instances: 1, redisUrl: server.url, state: { timeout } }));
+    const sb = k.instances[0]!;
+    await eventually(() => sb.state.health().lastSync !== undefined);
+    server.freeze();
+    try {
+      // The first new session waits for its lookup at most `timeout`...
+      let t = performance.now();
+      await sb.chat.completions.create(ask('first', { session_id: 'frozen-1' }));
+      const first = performance.now() - t;
+      expect(first).toBeGreaterThanOrEqual(timeout - 50);
+      expect(first).toBeLessThan(timeout + 900);
+      expect(sb.state.health().status).toBe('degraded');
+      // ...and once the store knows Redis is in trouble, nobody waits for it.
+      t = performance.now();
+      await Promise.all(
+        Array.from({ length: 10 }, (_, j) =>
+          sb.chat.completions.create(ask('next', { session_id: `frozen-${j + 2}` })),
+        ),
+      );
+      expect(performance.now() - t).toBeLessThan(timeout * 0.7);
+      expect(k.loggers[0]!.warnings(/Redis/)).toHaveLength(1);
+    } finally {
+      server.resume();
+    }
+    await eventually(() => healthy(k), 3_000);
+  });
+
+  it('starts without Redis and joins it when it comes up', async () => {
+    await server.stop();
+    const k = (c = await cluster({ instances: 2, redisUrl: server.url }));
+    await eventually(() => degraded(k));
+    await burst(k, 3, (i, j) => `early-${i}-${j}`);
+    for (const logger of k.loggers) expect(logger.warnings(/Redis/)).toHaveLength(1);
+    await server.restart();
+    await eventually(() => healthy(k) && sees(k, 0) && sees(k, 1), 5_000);
+    expect(NAMES.reduce((s, d) => s + k.model(1, d).rpmUsage, 0)).toBe(6);
+  });
+});

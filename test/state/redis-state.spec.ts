@@ -1,0 +1,152 @@
+import Redis from 'ioredis';
+import {
+  createSwitchboard,
+  memoryState,
+  redisState,
+  SwitchboardError,
+  type RedisClientLike,
+  type StateStore,
+} from '../../src';
+import type * as Src from '../../src';
+import { openaiDeployments } from '../support/configs';
+import { RedisServer } from '../support/redis-server';
+import { RecordingLogger, eventually } from './cluster';
+
+let server: RedisServer;
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+});
+afterAll(() => server.close());
+
+describe('redisState() options', () => {
+  it.each([
+    [{}, /exactly one of `url`/],
+    [{ url: 'redis://a', client: {} as RedisClientLike }, /exactly one of `url`/],
+    [{ url: 'localhost:6379' }, /redis:\/\/ or rediss:\/\/ URL/],
+    [{ client: {} as RedisClientLike }, /ioredis Redis or Cluster client/],
+    [{ url: 'redis://a', prefix: '' }, /prefix \}\) must be a non-empty string/],
+    [{ url: 'redis://a', syncInterval: 0 }, /syncInterval \}\) must be a positive number/],
+    [{ url: 'redis://a', sessionTtl: -1 }, /sessionTtl \}\) must be a positive number/],
+    [{ url: 'redis://a', timeout: Number.NaN }, /timeout \}\) must be a positive number/],
+  ])('rejects %p', (options, message) => {
+    expect(() => redisState(options)).toThrow(SwitchboardError);
+    expect(() => redisState(options)).toThrow(message);
+  });
+
+  it('says to install ioredis when it is missing, and does not need it for a client', () => {
+    jest.isolateModules(() => {
+      jest.doMock('ioredis', () => {
+        throw Object.assign(new Error("Cannot find module 'ioredis'"), {
+          code: 'MODULE_NOT_FOUND',
+        });
+      });
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const isolated = require('../../src') as typeof Src;
+      expect(() => isolated.redisState({ url: 'redis://localhost:6379' })).toThrow(
+        /needs the ioredis package: run `npm install ioredis`/,
+      );
+      expect(() => isolated.redisState({ url: 'redis://localhost:6379' })).toThrow(
+        isolated.SwitchboardError,
+      );
+      const client = { eval: () => Promise.resolve(null) } as unknown as RedisClientLike;
+      expect(() => isolated.redisState({ client })).not.toThrow();
+    });
+    jest.dontMock('ioredis');
+  });
+
+  it('serves one switchboard', async () => {
+    const state = redisState({ url: server.url });
+    const sb = createSwitchboard({ deployments: openaiDeployments(1), state });
+    expect(() => createSwitchboard({ deployments: openaiDeployments(1), state })).toThrow(
+      /serves one switchboard/,
+    );
+    await sb.close();
+  });
+});
+
+describe('redisState() lifecycle', () => {
+  it('connects on start, not when built, and closes its own connection', async () => {
+    const redis = new Redis(server.url);
+    const clients = async () =>
+      String(await redis.client('LIST'))
+        .split('\n')
+        .filter(Boolean);
+    const baseline = (await clients()).length;
+    const state = redisState({ url: server.url, syncInterval: 20 });
+    expect(state.health()).toMatchObject({ status: 'up', connection: 'not started' });
+    expect((await clients()).length).toBe(baseline);
+    const sb = createSwitchboard({ deployments: openaiDeployments(2), state });
+    await eventually(() => state.health().lastSync !== undefined);
+    expect((await clients()).some((line) => line.includes('name=switchboard'))).toBe(true);
+    await sb.close();
+    await sb.close();
+    await eventually(async () => (await clients()).length === baseline);
+    redis.disconnect();
+  });
+
+  it('uses a client it is given and leaves it open', async () => {
+    const client = new Redis(server.url);
+    const typed: RedisClientLike = client; // an ioredis client fits the structural type
+    const logger = new RecordingLogger();
+    const sb = createSwitchboard({
+      deployments: openaiDeployments(2),
+      logger,
+      state: redisState({ client: typed, syncInterval: 20, prefix: 'given:' }),
+    });
+    sb.deployments.get('d0')!.models.get('gpt-4o-mini')!.spend(42, 1);
+    await eventually(async () => (await client.keys('given:usage:*')).length === 1);
+    await sb.close();
+    expect(client.status).toBe('ready');
+    expect(await client.ping()).toBe('PONG');
+    client.disconnect();
+    expect(logger.warnings()).toEqual([]);
+  });
+
+  it('takes over the usage window from the switchboard, aligned to the clock', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate'] });
+    try {
+      jest.setSystemTime(120_000 + 59_000);
+      const sb = createSwitchboard({
+        deployments: openaiDeployments(1),
+        ratelimitWindow: 60_000,
+        state: redisState({ url: 'redis://127.0.0.1:1', syncInterval: 10_000 }),
+      });
+      const model = sb.deployments.get('d0')!.models.get('gpt-4o-mini')!;
+      model.spend(100, 1);
+      jest.advanceTimersByTime(999);
+      expect(model.tpmUsage).toBe(100);
+      jest.advanceTimersByTime(1); // 180 000: a window boundary, 1 s after start
+      expect(model.tpmUsage).toBe(0);
+      model.spend(5, 1);
+      jest.advanceTimersByTime(59_999);
+      expect(model.tpmUsage).toBe(5);
+      jest.advanceTimersByTime(1);
+      expect(model.tpmUsage).toBe(0);
+      const closing = sb.close();
+      await jest.runOnlyPendingTimersAsync();
+      await closing;
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('memoryState() stays the default', async () => {
+    const sb = createSwitchboard({ deployments: openaiDeployments(1) });
+    expect(sb.state.health()).toEqual({ status: 'up', store: 'memory' });
+    const store: StateStore = memoryState();
+    expect(store.resetsUsage).toBeUndefined();
+    await sb.close();
+  });
+
+  it('never shows a password in health or logs', async () => {
+    const logger = new RecordingLogger();
+    const state = redisState({ url: 'redis://:hunter2@127.0.0.1:1', timeout: 50 });
+    const sb = createSwitchboard({ deployments: openaiDeployments(1), logger, state });
+    await eventually(() => state.health().status === 'degraded');
+    expect(JSON.stringify(state.health())).not.toContain('hunter2');
+    expect(JSON.stringify(logger.lines)).not.toContain('hunter2');
+    expect(logger.warnings(/Redis/)).toHaveLength(1);
+    await sb.close();
+  });
+});

@@ -1,0 +1,203 @@
+import type Redis from 'ioredis';
+import { RedisServer } from '../support/redis-server';
+import { ask } from '../support/upstream';
+import { cluster, eventually as until, inspector, type Cluster } from './cluster';
+
+const NAMES = ['oai0', 'oai1', 'oai2'];
+
+let server: RedisServer;
+let redis: Redis;
+let c: Cluster | undefined;
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+  redis = inspector(server.url);
+});
+afterEach(async () => {
+  await c?.close();
+  c = undefined;
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.close();
+});
+
+/** Every instance reports, for every deployment, the sum of all instances' own usage. */
+function converged(k: Cluster): boolean {
+  return NAMES.every((d) => {
+    let tokens = 0;
+    let requests = 0;
+    k.instances.forEach((_, i) => {
+      tokens += k.model(i, d).localUsage.tokens;
+      requests += k.model(i, d).localUsage.requests;
+    });
+    return k.instances.every(
+      (_, i) => k.model(i, d).tpmUsage === tokens && k.model(i, d).rpmUsage === requests,
+    );
+  });
+}
+
+const synced = (k: Cluster) => k.instances.every((sb) => sb.state.health().lastSync !== undefined);
+
+describe('usage', () => {
+  it.each([2, 4])(
+    'each of %i instances routes on the cluster total after a sync, counted once',
+    async (n) => {
+      const k = (c = await cluster({ instances: n, redisUrl: server.url }));
+      await until(() => synced(k));
+      const calls = k.instances.flatMap((sb, i) =>
+        Array.from({ length: 3 + i }, (_, j) =>
+          sb.chat.completions.create(ask(`instance ${i} call ${j} `.repeat(20))),
+        ),
+      );
+      await Promise.all(calls);
+      await until(() => converged(k), 3_000);
+
+      // The cluster view is exactly what the upstream served: the preflight estimates were
+      // replaced by the real usage, nothing was counted twice.
+      for (const d of NAMES) {
+        const served = k.upstream.deployment(d).stats;
+        for (let i = 0; i < n; i++) {
+          expect(k.model(i, d).tpmUsage).toBe(served.totalTokens);
+          expect(k.model(i, d).rpmUsage).toBe(served.requests);
+        }
+      }
+      const total = NAMES.reduce((s, d) => s + k.model(0, d).rpmUsage, 0);
+      expect(total).toBe(calls.length);
+      const stats = k.instances[n - 1]!.stats();
+      expect(stats.oai0!['gpt-4o-mini']!.tpm).toBe(
+        `${k.upstream.deployment('oai0').stats.totalTokens}/30000`,
+      );
+    },
+  );
+
+  it('keeps Redis counters exact through refunds and window changes, never negative', async () => {
+    // Start mid-window so that the test alone decides when the window changes.
+    const now = Date.now();
+    let offset = Math.ceil(now / 60_000) * 60_000 + 30_000 - now;
+    const clock = () => Date.now() + offset;
+    const k = (c = await cluster({ instances: 2, redisUrl: server.url, clock }));
+    await until(() => synced(k));
+    const a = k.model(0, 'oai0');
+    const b = k.model(1, 'oai0');
+
+    a.spend(100, 1); // preflight estimate
+    await until(() => b.tpmUsage === 100 && b.rpmUsage === 1);
+    a.spend(-60); // the answer used less
+    await until(() => b.tpmUsage === 40);
+    expect(a.tpmUsage).toBe(40);
+
+    offset += 60_000; // next window: everyone starts from zero
+    await until(() => a.tpmUsage === 0 && b.tpmUsage === 0 && b.rpmUsage === 0);
+    a.spend(-40); // a late refund of the previous window must not eat into this one
+    b.spend(10, 1);
+    await until(() => a.tpmUsage === 10 && a.rpmUsage === 1);
+    expect(b.tpmUsage).toBe(10);
+
+    const keys = await redis.keys(`${k.prefix}usage:*`);
+    expect(keys.length).toBe(2); // oai0 in two windows; untouched models write nothing
+    for (const key of keys) {
+      const fields = await redis.hgetall(key);
+      for (const value of Object.values(fields)) expect(Number(value)).toBeGreaterThanOrEqual(0);
+      const ttl = await redis.pttl(key);
+      expect(ttl).toBeGreaterThan(0); // expires with its window
+    }
+  });
+});
+
+describe('cooldowns', () => {
+  it('keeps every instance off a model that returned 429 to one, until the cooldown ends', async () => {
+    const k = (c = await cluster({ instances: 4, redisUrl: server.url }));
+    await until(() => synced(k));
+    k.upstream.deployment('oai0').fail({ kind: 'status', status: 429, retryAfterMs: 1_500 });
+    for (let i = 0; i < 60 && !k.model(0, 'oai0').isCooling(); i++) {
+      await k.instances[0]!.chat.completions.create(ask('hello'));
+    }
+    const until0 = k.model(0, 'oai0').cooldownUntil;
+    expect(until0).toBeGreaterThan(Date.now());
+    await until(() => [1, 2, 3].every((i) => k.model(i, 'oai0').isCooling()), 1_000);
+    for (const i of [1, 2, 3]) expect(k.model(i, 'oai0').cooldownUntil).toBe(until0);
+
+    const before = k.upstream.deployment('oai0').stats.requests;
+    await Promise.all(
+      [1, 2, 3].flatMap((i) =>
+        Array.from({ length: 10 }, () => k.instances[i]!.chat.completions.create(ask('hi'))),
+      ),
+    );
+    expect(k.upstream.deployment('oai0').stats.requests).toBe(before);
+
+    await until(() => k.instances.every((_, i) => !k.model(i, 'oai0').isCooling()), 3_000);
+    expect(Date.now()).toBeGreaterThanOrEqual(until0);
+  });
+
+  it('lifts a cooldown everywhere on a mark-up', async () => {
+    const k = (c = await cluster({ instances: 3, redisUrl: server.url }));
+    await until(() => synced(k));
+    k.model(0, 'oai1').markDown(60_000);
+    await until(() => k.instances.every((_, i) => k.model(i, 'oai1').isCooling()));
+    k.model(2, 'oai1').markUp();
+    await until(() => k.instances.every((_, i) => !k.model(i, 'oai1').isCooling()));
+    expect(await redis.hgetall(`${k.prefix}cooldowns`)).toEqual({});
+  });
+});
+
+describe('sessions', () => {
+  it('continues a session on the same deployment through another instance', async () => {
+    const k = (c = await cluster({ instances: 4, redisUrl: server.url }));
+    await until(() => synced(k));
+    for (let s = 0; s < 12; s++) {
+      const id = `user-${s}`;
+      const first = k.instances[s % 4]!;
+      const next = k.instances[(s + 1) % 4]!;
+      await first.chat.completions.create(ask(`${id} turn 1`, { session_id: id }));
+      const home = first.registry.sessions.get(id);
+      expect(home).toBeDefined();
+      expect(next.registry.sessions.get(id)).toBeUndefined();
+      await next.chat.completions.create(ask(`${id} turn 2`, { session_id: id }));
+      expect(next.registry.sessions.get(id)).toBe(home);
+      const served = k.upstream
+        .deployment(home!)
+        .requests.some((r) => JSON.stringify(r.body).includes(`${id} turn 2`));
+      expect(served).toBe(true);
+    }
+  });
+
+  it('slides the TTL of a session while it is used, and forgets it after', async () => {
+    const k = (c = await cluster({
+      instances: 2,
+      redisUrl: server.url,
+      state: { sessionTtl: 1_000 },
+    }));
+    await until(() => synced(k));
+    const sb = k.instances[0]!;
+    await sb.chat.completions.create(ask('one', { session_id: 'sliding' }));
+    const [key] = await redis.keys(`${k.prefix}session:*`);
+    expect(key).toBeDefined();
+    await until(async () => {
+      const ttl = await redis.pttl(key!);
+      return ttl > 0 && ttl < 600;
+    }, 2_000);
+    await sb.chat.completions.create(ask('two', { session_id: 'sliding' }));
+    await until(async () => (await redis.pttl(key!)) > 800, 1_000);
+    await until(async () => (await redis.exists(key!)) === 0, 2_000);
+  });
+
+  it('writes nothing secret, and only under its prefix', async () => {
+    await redis.flushall();
+    const k = (c = await cluster({ instances: 2, redisUrl: server.url }));
+    await until(() => synced(k));
+    await k.instances[0]!.chat.completions.create(ask('x', { session_id: 'alice@example.com' }));
+    k.model(1, 'oai2').markDown(5_000);
+    await until(() => converged(k) && k.model(0, 'oai2').isCooling());
+    const keys = await redis.keys('*');
+    expect(keys.length).toBeGreaterThan(0);
+    let dump = '';
+    for (const key of keys) {
+      expect(key.startsWith(k.prefix)).toBe(true);
+      const type = await redis.type(key);
+      dump +=
+        key + JSON.stringify(type === 'hash' ? await redis.hgetall(key) : await redis.get(key));
+    }
+    expect(dump).not.toMatch(/sk-secret|alice|example\.com|127\.0\.0\.1/);
+  });
+});

@@ -1,0 +1,147 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * A real `redis-server` on a free loopback port, without persistence, that a test can stop,
+ * restart on the same port, or freeze (SIGSTOP) to play a hung server.
+ *
+ * Needs the `redis-server` binary (Debian/Ubuntu: `apt-get install -y redis-server`).
+ */
+export class RedisServer {
+  private child: ChildProcess | undefined;
+  private frozen = false;
+
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+  ) {}
+
+  /** Starts a server on a free port and resolves once it accepts connections. */
+  static async start(): Promise<RedisServer> {
+    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'sb-redis-')));
+    await server.restart();
+    return server;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined;
+  }
+
+  /** Starts the server again on the same port (after {@link stop}). */
+  async restart(): Promise<void> {
+    if (this.child) return;
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.dir,
+        '--loglevel',
+        'warning',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const failed = new Promise<never>((_, reject) => {
+      child.once('error', (error: NodeJS.ErrnoException) =>
+        reject(
+          error.code === 'ENOENT'
+            ? new Error(
+                'redis-server is not installed: run `apt-get update && apt-get install -y redis-server`',
+              )
+            : error,
+        ),
+      );
+      child.once('exit', (code) =>
+        reject(new Error(`redis-server exited with ${String(code)}: ${stderr.trim()}`)),
+      );
+    });
+    failed.catch(() => undefined);
+    this.child = child;
+    try {
+      await Promise.race([waitForPort(this.port, 5_000), failed]);
+    } catch (error) {
+      this.child = undefined;
+      child.kill('SIGKILL');
+      throw error;
+    }
+    child.removeAllListeners('exit');
+    child.once('exit', () => {
+      if (this.child === child) this.child = undefined;
+    });
+  }
+
+  /** Stops the server (SIGTERM) and resolves once the process is gone. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = undefined;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    if (this.frozen) this.resume();
+    child.kill('SIGTERM');
+    await exited;
+  }
+
+  /** Freezes the process: connections stay open, nothing is answered. */
+  freeze(): void {
+    if (!this.child) return;
+    this.child.kill('SIGSTOP');
+    this.frozen = true;
+  }
+
+  resume(): void {
+    if (!this.child || !this.frozen) return;
+    this.child.kill('SIGCONT');
+    this.frozen = false;
+  }
+
+  /** Stops the server and removes its directory. */
+  async close(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ port, host: '127.0.0.1' });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline)
+      throw new Error(`redis-server did not listen on ${port} in ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
