@@ -26,7 +26,8 @@ export abstract class Selector {
 
   /**
    * Applies the switchboard's rules over every deployment that serves `model` (`pool`, never
-   * empty): candidates are the healthy ones not in `exclude` (then the healthy ones, then all);
+   * empty): candidates are the healthy ones not in `exclude` (then the healthy ones; then, best
+   * effort, those not cooling down; then all);
    * one candidate is taken as it is, more go to {@link select}. Selectors that can decide without
    * building the candidate list (sampling, as {@link TwoRandomChoices} does) override this and fall
    * back to it.
@@ -38,7 +39,12 @@ export abstract class Selector {
     if (candidates.length === 0 && exclude && exclude.size > 0) {
       candidates = pool.filter((d) => d.models.get(model)?.isHealthy() ?? false);
     }
-    if (candidates.length === 0) candidates = pool as Deployment[];
+    if (candidates.length === 0) {
+      // Best effort. A deployment that is only over its quota by our count may still answer;
+      // one that is cooling down has just said it will not.
+      candidates = pool.filter((d) => !(d.models.get(model)?.isCooling() ?? false));
+      if (candidates.length === 0) candidates = pool as Deployment[];
+    }
     if (candidates.length === 1) return candidates[0]!;
     const chosen = this.select(model, candidates);
     if (!candidates.includes(chosen)) {

@@ -42,9 +42,12 @@ describe('selection', () => {
     all.slice(0, 9).forEach((d) => stateOf(d).markDown());
     for (let i = 0; i < 50; i++) expect(sb.selectDeployment({ model: MODEL })).toBe(all[9]);
     all[9]!.models.get(MODEL)!.spend(0, 300); // saturated: now none is healthy
+    stateOf(all[0]!).markUp();
+    stateOf(all[0]!).spend(0, 400);
     const seen = new Set<string>();
     for (let i = 0; i < 200; i++) seen.add(sb.selectDeployment({ model: MODEL }).name);
-    expect(seen.size).toBeGreaterThan(1); // best effort spreads over every deployment
+    // best effort spreads over the saturated ones and skips those cooling down
+    expect([...seen].sort()).toEqual(['d0', 'd9']);
   });
 
   it('draws uniformly among the healthy ones (as if from the healthy list)', () => {
@@ -182,5 +185,25 @@ describe('selection', () => {
     const [a] = [...sb.deployments.values()];
     stateOf(a!).spend(0, 30); // 0.1 ahead: more than the jitter
     for (let i = 0; i < 50; i++) expect(sb.selectDeployment({ model: MODEL }).name).toBe('d1');
+  });
+});
+
+describe('best effort', () => {
+  it('prefers a deployment over its quota to one cooling down after a 429', async () => {
+    const sb = createSwitchboard({
+      deployments: openaiDeployments(3),
+      random: seeded(5),
+      ratelimitWindow: 0,
+    });
+    const [a, b, c] = [...sb.deployments.values()];
+    stateOf(a!).markDown(60_000);
+    stateOf(b!).markDown(60_000);
+    stateOf(c!).spend(0, 330); // 1.1 by our own count: unhealthy, but not known to refuse
+    for (let i = 0; i < 20; i++) expect(sb.selectDeployment({ model: MODEL })).toBe(c);
+    stateOf(c!).markDown(60_000);
+    const seen = new Set<string>();
+    for (let i = 0; i < 60; i++) seen.add(sb.selectDeployment({ model: MODEL }).name);
+    expect(seen.size).toBe(3);
+    await sb.close();
   });
 });
