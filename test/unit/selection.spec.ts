@@ -43,7 +43,7 @@ describe('selection', () => {
     for (let i = 0; i < 50; i++) expect(sb.selectDeployment({ model: MODEL })).toBe(all[9]);
     all[9]!.models.get(MODEL)!.spend(0, 300); // saturated: now none is healthy
     stateOf(all[0]!).markUp();
-    stateOf(all[0]!).spend(0, 400);
+    stateOf(all[0]!).spend(0, 300);
     const seen = new Set<string>();
     for (let i = 0; i < 200; i++) seen.add(sb.selectDeployment({ model: MODEL }).name);
     // best effort spreads over the saturated ones and skips those cooling down
