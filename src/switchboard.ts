@@ -118,6 +118,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   private readonly metrics: SwitchboardMetrics;
   private readonly hooks: AttemptHooks;
   private readonly window: number;
+  private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;
   private resetTimer: NodeJS.Timeout | undefined;
   private started = false;
@@ -139,6 +140,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.state = options.state ?? memoryState();
     this.policy = failoverPolicy(options.failover);
     this.window = options.ratelimitWindow ?? 60_000;
+    this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;
     this.metrics = new SwitchboardMetrics(this.registry);
     const metrics = this.metrics;
@@ -198,8 +200,15 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.started = true;
     // A shared store resets usage itself, at window boundaries every instance agrees on.
     if (this.window > 0 && !this.state.resetsUsage) {
-      this.resetTimer = setInterval(() => this.registry.resetUsage(), this.window);
-      this.resetTimer.unref();
+      if (this.usageWindow === 'fixed') {
+        this.resetTimer = setInterval(() => this.registry.resetUsage(), this.window);
+        this.resetTimer.unref();
+      } else {
+        // A sliding window needs no timer: each model forgets old usage as it is read.
+        for (const d of this.registry.deployments.values()) {
+          for (const m of d.models.values()) m.slideUsage(this.window);
+        }
+      }
     }
     this.state.attach(this.registry, {
       logger: this.logger,

@@ -118,8 +118,15 @@ export interface SwitchboardOptions {
   /** Picks among healthy deployments. Default `new TwoRandomChoices()`. In Nest, a class is resolved through DI. */
   selector?: Selector | Type<Selector>;
   failover?: FailoverOptions;
-  /** ms between usage resets; default 60 000; 0 never resets. */
+  /** ms over which usage counts against `tpm` and `rpm` (Azure's quota minute); default 60 000; 0 never forgets usage. */
   ratelimitWindow?: number;
+  /**
+   * How usage leaves the window. `'sliding'` (default): usage older than `ratelimitWindow` is
+   * forgotten bit by bit (500 ms buckets), and requests of the last sixth of the window also count
+   * against `rpm / 6`, as Azure enforces RPM per 10 s. `'fixed'`: all usage is reset every
+   * `ratelimitWindow` by a timer, as the Python original does.
+   */
+  usageWindow?: 'sliding' | 'fixed';
   /** How many session ids are remembered (LRU). Default 1024. */
   maxSessions?: number;
   /** Where usage, cooldowns and sessions live: `memoryState()` (default) or a shared store. */

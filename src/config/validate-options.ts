@@ -26,9 +26,10 @@ const httpUrl = z.url({
   protocol: /^https?$/,
   error: 'must be an http(s) URL such as https://my-resource.openai.azure.com/openai/v1/',
 });
-const apiKey = z.union([z.string().min(1), fn('a string or a function')], {
-  error: 'must be a non-empty string or a function returning a Promise<string>',
-});
+const apiKeyMessage = 'must be a non-empty string or a function returning a Promise<string>';
+// The string branch carries the message too: an empty string fails there, not on the union.
+const keyString = z.string().min(1, { error: apiKeyMessage });
+const apiKey = z.union([keyString, fn('a string or a function')], { error: apiKeyMessage });
 
 const model = z.strictObject({
   name,
@@ -101,6 +102,7 @@ export const switchboardOptionsSchema = z.strictObject({
     })
     .optional(),
   ratelimitWindow: millis('a non-negative number of milliseconds (0 disables resets)').optional(),
+  usageWindow: z.enum(['sliding', 'fixed'], { error: `must be 'sliding' or 'fixed'` }).optional(),
   maxSessions: z
     .number({ error: 'must be a positive integer' })
     .int({ error: 'must be a positive integer' })

@@ -301,14 +301,21 @@ describe('SwitchboardModule lifecycle', () => {
     jest.useRealTimers();
   });
 
-  it('starts the usage-reset timer on init and clears it and the state store on app.close()', async () => {
+  it('starts the fixed-window reset timer on init and clears it and the state store on app.close()', async () => {
     const store = {
       attach: jest.fn(),
       health: () => ({ status: 'up' as const }),
       close: jest.fn(() => Promise.resolve()),
     };
     const ref = await Test.createTestingModule({
-      imports: [SwitchboardModule.forRoot({ ...options(), ratelimitWindow: 60_000, state: store })],
+      imports: [
+        SwitchboardModule.forRoot({
+          ...options(),
+          ratelimitWindow: 60_000,
+          usageWindow: 'fixed',
+          state: store,
+        }),
+      ],
     }).compile();
     app = ref.createNestApplication();
     const sb = app.get(Switchboard);

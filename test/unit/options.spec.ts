@@ -63,6 +63,9 @@ describe('construction', () => {
       /failover\.attempts must be a whole number of attempts/,
     );
     expect(build({ deployments, ratelimitWindow: -5 })).toThrow(/ratelimitWindow must be/);
+    expect(build({ deployments, usageWindow: 'rolling' })).toThrow(
+      /usageWindow must be 'sliding' or 'fixed'/,
+    );
     expect(build({ deployments, retries: 3 })).toThrow(/has unknown key 'retries'/);
   });
 
@@ -109,9 +112,31 @@ describe('stats and the usage window', () => {
     return sb.close();
   });
 
-  it('resets usage every ratelimitWindow, and stops on close', async () => {
+  it('forgets usage older than ratelimitWindow, without a timer (sliding, the default)', async () => {
     jest.useFakeTimers();
     const sb = createSwitchboard({ deployments: openaiDeployments(1), ratelimitWindow: 60_000 });
+    expect(jest.getTimerCount()).toBe(0);
+    const state = sb.deployments.get('d0')!.models.get('gpt-4o-mini')!;
+    state.spend(100, 1);
+    jest.advanceTimersByTime(30_000);
+    state.spend(50, 1);
+    jest.advanceTimersByTime(29_999);
+    expect(state.tpmUsage).toBe(150);
+    jest.advanceTimersByTime(1_000); // the first charge has left the window, the second not
+    expect(state.tpmUsage).toBe(50);
+    expect(sb.stats().d0!['gpt-4o-mini']!.rpm).toBe('1/300');
+    jest.advanceTimersByTime(31_000);
+    expect(state.tpmUsage).toBe(0);
+    await sb.close();
+  });
+
+  it('resets usage every ratelimitWindow with a fixed window, and stops on close', async () => {
+    jest.useFakeTimers();
+    const sb = createSwitchboard({
+      deployments: openaiDeployments(1),
+      ratelimitWindow: 60_000,
+      usageWindow: 'fixed',
+    });
     const state = sb.deployments.get('d0')!.models.get('gpt-4o-mini')!;
     state.spend(100, 1);
     jest.advanceTimersByTime(59_999);
