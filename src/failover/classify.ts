@@ -64,6 +64,19 @@ export function isDroppedConnection(error: unknown): boolean {
 }
 
 /**
+ * A body that is not the JSON it claims to be: the `SyntaxError` of a JSON parser, raw or as the
+ * `cause` of the SDK error the switchboard turned it into. Checked by shape, not `instanceof`: a
+ * body parsed by undici (`response.json()`) throws in Node's own realm, which differs under Jest.
+ */
+export function isMalformedResponse(error: unknown): boolean {
+  for (let e = error, depth = 0; typeof e === 'object' && e !== null && depth < 2; depth++) {
+    if ((e as { name?: unknown }).name === 'SyntaxError') return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
  * Decides, from an error of either SDK, whether to retry and whether to mark the model down,
  * following the design's table. `APIConnectionTimeoutError` extends `APIConnectionError`, so it is
  * tested first.
@@ -92,8 +105,10 @@ export function classify(
       };
     }
     if (status === undefined || status >= 500) {
-      // No status: an error event inside a stream, or a body that could not be read.
-      return { reason: 'server_error', retry: true, countsAsFailure: true };
+      // No status: an error event inside a stream, or a body that could not be read or parsed.
+      const reason =
+        status === undefined && isMalformedResponse(error) ? 'malformed_response' : 'server_error';
+      return { reason, retry: true, countsAsFailure: true };
     }
     if (status === 408 || status === 409) {
       return { reason: 'client_error', retry: true, countsAsFailure: false };
@@ -103,7 +118,7 @@ export function classify(
   if (isDroppedConnection(error)) {
     return { reason: 'connection', retry: true, markDown: 'default', countsAsFailure: false };
   }
-  if (error instanceof SyntaxError) {
+  if (isMalformedResponse(error)) {
     return { reason: 'malformed_response', retry: true, countsAsFailure: true };
   }
   return NO_RETRY('other');

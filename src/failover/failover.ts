@@ -44,7 +44,7 @@ export function failoverPolicy(options: FailoverOptions = {}): FailoverPolicy {
  * Further attempts after a first one failed with `error`: an RxJS `retry` over a `defer`, so each
  * subscription runs `next` anew (which selects a deployment again). Resolves with the first
  * success, or rejects with the last error once the policy says stop. The caller's abort ends the
- * wait between attempts at once.
+ * wait between attempts at once, with the SDK's `APIUserAbortError`.
  *
  * Only entered after a failure: a call that succeeds at once never builds this pipeline.
  */
@@ -62,7 +62,12 @@ export function failover<T>(
   const wait = (err: unknown): Observable<unknown> => {
     const ms = policy.delay(err, attempt + 1);
     if (!(ms > 0)) return of(0);
-    return (signal ? race(timer(ms), fromEvent(signal, 'abort')) : timer(ms)).pipe(take(1));
+    if (!signal) return timer(ms);
+    // An abort ends the wait with the SDK's abort error: no further attempt is started.
+    const aborted = fromEvent(signal, 'abort').pipe(
+      switchMap(() => throwError(() => new errors.APIUserAbortError())),
+    );
+    return race(timer(ms), aborted).pipe(take(1));
   };
   const attempts = defer(() => next(++attempt)).pipe(
     retry({

@@ -1,4 +1,9 @@
-import { classify, isDroppedConnection, type FailureReason } from '../failover/classify';
+import {
+  classify,
+  isDroppedConnection,
+  isMalformedResponse,
+  type FailureReason,
+} from '../failover/classify';
 import type {
   Deployment,
   Operation,
@@ -18,8 +23,8 @@ export interface AttemptHooks {
  * - before anything is awaited, 1 request and the preflight estimate are charged, so concurrent
  *   calls see them;
  * - the answer's real usage replaces the estimate (for streams, as usage events arrive);
- * - the deadline is enforced with the switchboard's own signal, so a timeout is always reported
- *   as the SDK's `APIConnectionTimeoutError`, whatever the SDK made of the abort;
+ * - the deadline is the switchboard's own, so a timeout is always reported as the SDK's
+ *   `APIConnectionTimeoutError`, whatever the SDK made of the abort;
  * - a failure is classified, and the model marked down where the design says so.
  */
 export function attempt(
@@ -35,28 +40,27 @@ export function attempt(
 
   const deadline = options?.timeout ?? deployment.timeout;
   const caller = options?.signal ?? undefined;
-  const controller = new AbortController();
+  // A signal of our own stands between the caller's and the SDK (which never removes the listener
+  // it adds). Without a caller's signal none is made: an AbortSignal costs more than all the rest
+  // of an attempt. The SDK's timer (set to our deadline, and started after ours) then aborts the
+  // request until its headers arrive, and our timer settles the call if its body still has not.
+  const controller = caller ? new AbortController() : undefined;
   let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, deadline);
-  const onCallerAbort = () => controller.abort();
+  let settled = false;
+  const onCallerAbort = () => controller!.abort();
   if (caller) {
-    if (caller.aborted) controller.abort();
+    if (caller.aborted) controller!.abort();
     else caller.addEventListener('abort', onCallerAbort, { once: true });
   }
-  const release = () => {
-    clearTimeout(timer);
-    caller?.removeEventListener('abort', onCallerAbort);
-  };
-  // The SDK's own timer is only a backstop: ours fires first and tells a timeout from an abort.
-  const sdkOptions: SdkRequestOptions = {
-    ...options,
-    signal: controller.signal,
-    timeout: deadline + 1000,
-    maxRetries: 0,
-  };
+  // The clients are built with `maxRetries: 0` and the deployment's timeout: a call without
+  // options sends none, as a direct SDK call would (per-request options cost the SDK headers).
+  const sdkOptions = (
+    controller
+      ? { ...options, signal: controller.signal, timeout: deadline + 1000, maxRetries: 0 }
+      : options === undefined
+        ? undefined
+        : { ...options, timeout: deadline, maxRetries: 0 }
+  ) as SdkRequestOptions;
 
   const fail = (error: unknown, charged: number): Error => {
     const translated = translate(deployment, error, caller, timedOut);
@@ -72,31 +76,57 @@ export function attempt(
     return translated;
   };
 
-  let sent: Promise<unknown>;
-  try {
-    sent = deployment.send(op, request.body, sdkOptions);
-  } catch (error) {
-    release();
-    return Promise.reject(fail(error, request.estimate));
-  }
-  return sent.then(
-    (result) => {
-      if (request.stream) {
-        clearTimeout(timer);
-        return accountedStream(deployment, state, result, request, caller, release, fail);
+  return new Promise<unknown>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      timedOut = true;
+      if (controller) controller.abort();
+      else if (!settled) {
+        settled = true;
+        // Nothing was produced: the estimate goes back, the request stays counted.
+        reject(fail(undefined, request.estimate));
       }
+    }, deadline);
+    const release = () => {
+      clearTimeout(timer);
+      if (caller) caller.removeEventListener('abort', onCallerAbort);
+    };
+    let sent: Promise<unknown>;
+    try {
+      sent = deployment.send(op, request.body, sdkOptions);
+    } catch (error) {
       release();
-      const used = deployment.usageOf(result);
-      if (used !== undefined && used !== request.estimate) state.spend(used - request.estimate);
-      state.recordSuccess();
-      return result;
-    },
-    (error: unknown) => {
-      release();
-      // Nothing was produced: the estimate goes back, the request stays counted.
-      throw fail(error, request.estimate);
-    },
-  );
+      settled = true;
+      reject(fail(error, request.estimate));
+      return;
+    }
+    sent.then(
+      (result) => {
+        if (settled) {
+          // Timed out just before the headers came: close the stream nobody will read.
+          if (request.stream) (result as { controller?: AbortController }).controller?.abort();
+          return;
+        }
+        settled = true;
+        if (request.stream) {
+          clearTimeout(timer);
+          resolve(accountedStream(deployment, state, result, request, caller, release, fail));
+          return;
+        }
+        release();
+        const used = deployment.usageOf(result);
+        if (used !== undefined && used !== request.estimate) state.spend(used - request.estimate);
+        state.recordSuccess();
+        resolve(result);
+      },
+      (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        release();
+        // Nothing was produced: the estimate goes back, the request stays counted.
+        reject(fail(error, request.estimate));
+      },
+    );
+  });
 }
 
 /**
@@ -161,6 +191,18 @@ function translate(
       message: `Connection to deployment ${deployment.name} dropped.`,
       cause: error as Error,
     });
+  }
+  if (isMalformedResponse(error) && !(error instanceof errors.APIError)) {
+    // A direct SDK call would throw the parser's SyntaxError; callers of the switchboard handle
+    // the SDK's error classes only.
+    const malformed = new errors.APIError(
+      undefined,
+      undefined,
+      `Malformed response from deployment ${deployment.name}: ${(error as Error).message}`,
+      undefined,
+    );
+    Object.defineProperty(malformed, 'cause', { value: error, configurable: true, writable: true });
+    return malformed;
   }
   return error instanceof Error ? error : new Error(String(error));
 }

@@ -1,3 +1,4 @@
+import { inspect, type InspectOptions } from 'node:util';
 import type { ModelState } from './model-state';
 
 /** Which API a deployment speaks. */
@@ -8,7 +9,12 @@ export type Operation = 'create' | 'parse';
 
 /** The SDK's own error classes, so errors the switchboard raises look like the SDK's. */
 export interface ProviderErrors {
-  APIError: abstract new (...args: never[]) => Error;
+  APIError: new (
+    status: number | undefined,
+    error: object | undefined,
+    message: string | undefined,
+    headers: Headers | undefined,
+  ) => Error;
   APIConnectionError: new (options: { message?: string; cause?: Error }) => Error;
   APIConnectionTimeoutError: new (options?: { message?: string }) => Error;
   APIUserAbortError: new (options?: { message?: string }) => Error;
@@ -94,5 +100,13 @@ export abstract class Deployment {
       provider: this.provider,
       models: Object.fromEntries([...this.models].map(([k, v]) => [k, v.toJSON()])),
     };
+  }
+
+  /**
+   * What `console.log`, `util.inspect` and Nest's `Logger` print: the {@link toJSON} view. The
+   * SDK client is left out: it holds the API key.
+   */
+  [inspect.custom](_depth: number, options: InspectOptions): string {
+    return `${this.constructor.name} ${inspect(this.toJSON(), options)}`;
   }
 }

@@ -162,6 +162,14 @@ export interface SimulatedUpstreamOptions {
   port?: number;
   /** Time source of the quota windows, request records and `created` fields (default Date.now). */
   clock?: () => number;
+  /**
+   * How long (ms) an idle keep-alive connection stays open (default 5 000, Node's own). Clients
+   * such as undici close theirs a little earlier, by the server's `Keep-Alive` hint, on a coarse
+   * timer: a pause near this value races the two, and a request sent on a connection the server
+   * has just closed fails with `other side closed`. Real endpoints keep idle connections for
+   * minutes; raise it for tests that pause between bursts.
+   */
+  keepAliveTimeout?: number;
 }
 
 /**
@@ -181,6 +189,8 @@ export interface SimulatedClientOptions {
 }
 
 const MAX_RECORDS = 1000;
+/** Pending connections the server accepts (the kernel caps it at `net.core.somaxconn`). */
+const LISTEN_BACKLOG = 8192;
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._~-]*$/;
 
@@ -834,10 +844,14 @@ export class SimulatedUpstream {
       names.add(deployment.name);
     }
     const host = options.host ?? '127.0.0.1';
+    checkNonNegative(options.keepAliveTimeout, 'keepAliveTimeout');
     const server = createServer();
+    if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.port ?? 0, host, () => {
+      // Node's default accept backlog (511) overflows when a load test opens thousands of
+      // connections at once: the kernel then resets them, and the client sees ECONNRESET.
+      server.listen({ port: options.port ?? 0, host, backlog: LISTEN_BACKLOG }, () => {
         server.off('error', reject);
         resolve();
       });
