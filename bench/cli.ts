@@ -1,0 +1,264 @@
+/**
+ * Command-line flags of `npm run bench`. The first group mirrors the Python original's
+ * `tools/bench.py` (`-r -d -i -e -v -n --live`); the rest select and size this benchmark's own
+ * sections.
+ */
+
+/** Sections of a full run, in the order they run. */
+export const SECTIONS = ['report', 'compare', 'select', 'strategies'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+export interface BenchArgs {
+  /** `-r`: requests per round of the original's report (and of each comparison round). */
+  requests: number;
+  /** `-d`: deployments, each a simulated upstream on its own port. */
+  deployments: number;
+  /** `-i`: most requests in flight at once. */
+  inflight: number;
+  /** `-e`: with `-v`, print progress and the histogram every N requests. */
+  every: number;
+  /** `-v`: print the histogram during the run and `stats()` at the end. */
+  verbose: boolean;
+  /** `-n`: do not reset usage between rounds. */
+  noReset: boolean;
+  /** `--live`: real deployments from the environment instead of simulated ones. */
+  live: boolean;
+  /** `--latency`: ms before a simulated deployment answers. */
+  latency: number;
+  /** `--rounds`: alternating rounds of the switchboard-vs-SDK comparison (each side). */
+  rounds: number;
+  /** `--only`: the sections to run. */
+  sections: Section[];
+  /** `--inproc`: run the simulated upstreams in this process instead of a child process. */
+  inproc: boolean;
+  /** `--duration`: seconds of each strategy scenario. */
+  duration: number;
+  /** `--loads`: offered loads of the strategy scenarios, as shares of capacity. */
+  loads: number[];
+  /** `--strategies`: subset of the strategies to compare (default all). */
+  strategies: string[] | undefined;
+  /** `--window`: usage window of the strategy scenarios. */
+  window: 'fixed' | 'sliding';
+  /** `--instances`: switchboards of the uncoordinated scenario (0 skips it). */
+  instances: number;
+  /** `--state`: shared state store of the multi-instance scenario (`memory` | `redis`). */
+  state: 'memory' | 'redis';
+  /** `--redis-url`: where `--state redis` connects. */
+  redisUrl: string;
+  /** `--json`: write the figures there. */
+  json: string | undefined;
+  /** `--soak`: run the soak for this many seconds instead of the sections. */
+  soak: number | undefined;
+  /** `--soak-every`: seconds between soak reports. */
+  soakEvery: number;
+  /** `--soak-rate`: calls per second of the soak. */
+  soakRate: number;
+  /** `--smoke`: a short run of every section, to catch crashes (no timing is asserted). */
+  smoke: boolean;
+  /** `--seed`: seed of the load generators (not of the selectors). */
+  seed: number;
+}
+
+const USAGE = `Usage: npm run bench -- [flags]
+
+The original's flags (tools/bench.py):
+  -r, --requests N      requests per round (default 1000)
+  -d, --deployments N   deployments, each a simulated upstream on its own port (default 10)
+  -i, --inflight N      max requests in flight (default 1000)
+  -e, --every N         with -v, print progress every N requests (default 100)
+  -v, --verbose         print the utilization histogram during the run and stats() after it
+  -n, --no-reset        do not reset usage between rounds
+      --live            real deployments from AZURE_OPENAI_ENDPOINT/AZURE_OPENAI_API_KEY
+                        and/or OPENAI_API_KEY (report section only)
+
+This benchmark's own:
+      --latency MS      upstream latency of the simulated deployments (default 0)
+      --rounds N        rounds per side of the switchboard-vs-SDK comparison (default 15)
+      --only LIST       sections to run: ${SECTIONS.join(',')} (default all)
+      --inproc          simulated upstreams in this process (default: a child process, so CPU
+                        time per request measures the client side only)
+      --duration S      seconds per strategy scenario (default 4)
+      --loads LIST      offered loads of the strategy scenarios (default 0.8,0.95,1.1)
+      --strategies LIST strategies to compare, by key: 2rc,2rc-fixed,random,rr,least,custom
+                        (default all)
+      --window W        usage window of the strategy scenarios: sliding (default, the proposed
+                        design) or fixed (as shipped: reset every ratelimitWindow)
+      --instances N     switchboards sharing the deployments without coordinating (default 4)
+      --state NAME      state store of those instances: memory (default) | redis
+      --redis-url URL   with --state redis (default redis://127.0.0.1:6379)
+      --json FILE       also write the figures as JSON
+      --seed N          seed of the load generators (default 1)
+      --smoke           short run of every section; fails only if the bench itself crashes
+      --soak S          soak test for S seconds instead of the sections
+      --soak-every S    seconds between soak reports (default 10)
+      --soak-rate N     soak calls per second (default 150)
+  -h, --help            this text
+`;
+
+export function parseArgs(argv: readonly string[]): BenchArgs {
+  const args: BenchArgs = {
+    requests: 1000,
+    deployments: 10,
+    inflight: 1000,
+    every: 100,
+    verbose: false,
+    noReset: false,
+    live: false,
+    latency: 0,
+    rounds: 15,
+    sections: [...SECTIONS],
+    inproc: false,
+    duration: 4,
+    loads: [0.8, 0.95, 1.1],
+    instances: 4,
+    window: 'sliding',
+    strategies: undefined,
+    state: 'memory',
+    redisUrl: 'redis://127.0.0.1:6379',
+    json: undefined,
+    soak: undefined,
+    soakEvery: 10,
+    soakRate: 150,
+    smoke: false,
+    seed: 1,
+  };
+  const given = new Set<string>();
+  for (let k = 0; k < argv.length; k++) {
+    const flag = argv[k]!;
+    const value = (): string => {
+      const v = argv[++k];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    const int = (min = 0): number => {
+      const v = value();
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < min)
+        throw new Error(`${flag} expects an integer >= ${min}, got ${v}`);
+      return n;
+    };
+    const num = (): number => {
+      const v = value();
+      const n = Number(v);
+      if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} expects a number >= 0, got ${v}`);
+      return n;
+    };
+    switch (flag) {
+      case '-r':
+      case '--requests':
+        args.requests = int(1);
+        break;
+      case '-d':
+      case '--deployments':
+        args.deployments = int(1);
+        break;
+      case '-i':
+      case '--inflight':
+        args.inflight = int(1);
+        break;
+      case '-e':
+      case '--every':
+        args.every = int(1);
+        break;
+      case '-v':
+      case '--verbose':
+        args.verbose = true;
+        break;
+      case '-n':
+      case '--no-reset':
+        args.noReset = true;
+        break;
+      case '--live':
+        args.live = true;
+        break;
+      case '--latency':
+        args.latency = num();
+        break;
+      case '--rounds':
+        args.rounds = int(1);
+        break;
+      case '--only': {
+        const list = value().split(',').filter(Boolean);
+        for (const s of list) {
+          if (!(SECTIONS as readonly string[]).includes(s)) {
+            throw new Error(`--only: unknown section ${s} (known: ${SECTIONS.join(', ')})`);
+          }
+        }
+        args.sections = list as Section[];
+        break;
+      }
+      case '--inproc':
+        args.inproc = true;
+        break;
+      case '--duration':
+        args.duration = num();
+        break;
+      case '--loads':
+        args.loads = value()
+          .split(',')
+          .map((s) => {
+            const n = Number(s);
+            if (!(n > 0)) throw new Error(`--loads: ${s} is not a positive number`);
+            return n;
+          });
+        break;
+      case '--strategies':
+        args.strategies = value().split(',').filter(Boolean);
+        break;
+      case '--window': {
+        const v = value();
+        if (v !== 'fixed' && v !== 'sliding')
+          throw new Error(`--window: fixed or sliding, got ${v}`);
+        args.window = v;
+        break;
+      }
+      case '--instances':
+        args.instances = int(0);
+        break;
+      case '--state': {
+        const v = value();
+        if (v !== 'memory' && v !== 'redis') throw new Error(`--state: memory or redis, got ${v}`);
+        args.state = v;
+        break;
+      }
+      case '--redis-url':
+        args.redisUrl = value();
+        break;
+      case '--json':
+        args.json = value();
+        break;
+      case '--seed':
+        args.seed = int(0);
+        break;
+      case '--smoke':
+        args.smoke = true;
+        break;
+      case '--soak':
+        args.soak = num();
+        break;
+      case '--soak-every':
+        args.soakEvery = num();
+        break;
+      case '--soak-rate':
+        args.soakRate = num();
+        break;
+      case '-h':
+      case '--help':
+        process.stdout.write(USAGE);
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`Unknown flag ${flag}\n\n${USAGE}`);
+    }
+    given.add(flag);
+  }
+  if (args.smoke) {
+    // Small sizes that still go through every code path of every section.
+    if (!given.has('-r') && !given.has('--requests')) args.requests = 200;
+    if (!given.has('--rounds')) args.rounds = 2;
+    if (!given.has('--duration')) args.duration = 1;
+    if (!given.has('--loads')) args.loads = [0.95];
+    if (!given.has('--strategies')) args.strategies = ['2rc', '2rc-fixed', 'random', 'custom'];
+  }
+  return args;
+}

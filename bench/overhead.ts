@@ -1,0 +1,391 @@
+/**
+ * Sections 1 and 2: the original's report (utilization histogram and its five timing lines), and
+ * the same requests sent by the switchboard and by plain `openai` clients round-robin, in
+ * alternating rounds with a forced collection before each.
+ */
+import OpenAI from 'openai';
+import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../src';
+import type { BenchArgs } from './cli';
+import { histogram, utilizations } from './histogram';
+import { originalLines, runRound, type RoundResult } from './rounds';
+import { startUpstreams, type Upstreams } from './upstreams';
+import { fixed, gc, median, quantile, quietLogger, table } from './util';
+
+export const MODEL = process.env.BENCH_MODEL ?? 'gpt-4o-mini';
+
+interface Target {
+  name: string;
+  baseURL: string | undefined;
+  apiKey: string;
+}
+
+/** The deployments of sections 1-2: simulated ones, or with `--live` the environment's. */
+export interface Fixture {
+  targets: Target[];
+  upstreams: Upstreams | undefined;
+  live: boolean;
+  close(): Promise<void>;
+}
+
+export async function fixture(args: BenchArgs): Promise<Fixture> {
+  if (args.live) {
+    const real: Array<Omit<Target, 'name'>> = [];
+    const endpoint = process.env.AZURE_OPENAI_ENDPOINT;
+    const azureKey = process.env.AZURE_OPENAI_API_KEY;
+    if (endpoint && azureKey) {
+      real.push({ baseURL: `${endpoint.replace(/\/+$/, '')}/openai/v1/`, apiKey: azureKey });
+    }
+    if (process.env.OPENAI_API_KEY)
+      real.push({ baseURL: undefined, apiKey: process.env.OPENAI_API_KEY });
+    if (real.length === 0) {
+      throw new Error(
+        'Set AZURE_OPENAI_ENDPOINT/AZURE_OPENAI_API_KEY or OPENAI_API_KEY to run with --live.',
+      );
+    }
+    // As the original does: the real endpoints registered under -d distinct names.
+    const targets = Array.from({ length: args.deployments }, (_, n) => ({
+      name: `bench_${n}`,
+      ...real[n % real.length]!,
+    }));
+    return { targets, upstreams: undefined, live: true, close: () => Promise.resolve() };
+  }
+  const upstreams = await startUpstreams(
+    Array.from({ length: args.deployments }, (_, n) => ({
+      name: `bench_${n}`,
+      latency: args.latency,
+    })),
+    args.inproc,
+  );
+  return {
+    targets: upstreams.endpoints.map((e) => ({
+      name: e.name,
+      baseURL: e.openaiBaseURL,
+      apiKey: 'bench',
+    })),
+    upstreams,
+    live: false,
+    close: () => upstreams.close(),
+  };
+}
+
+function switchboardFor(targets: readonly Target[]): Switchboard {
+  const deployments: DeploymentConfig[] = targets.map((t) => ({
+    provider: 'openai',
+    name: t.name,
+    baseURL: t.baseURL,
+    apiKey: t.apiKey,
+    models: [{ name: MODEL, tpm: 30_000, rpm: 300 }],
+  }));
+  return createSwitchboard({ deployments, logger: quietLogger() });
+}
+
+const params = (i: number) => ({
+  model: MODEL,
+  messages: [{ role: 'user' as const, content: `Can you tell me a fact about the number ${i}?` }],
+});
+
+/** Section 1: the original's report, for one round after a warm-up round. */
+export async function originalReport(
+  args: BenchArgs,
+  fx: Fixture,
+): Promise<Record<string, unknown>> {
+  const sb = switchboardFor(fx.targets);
+  const send = (i: number) => sb.chat.completions.create(params(i));
+  try {
+    console.log(`Distributing ${args.requests} requests across ${args.deployments} deployments`);
+    console.log(`Max inflight requests: ${args.inflight}`);
+    console.log(
+      fx.live
+        ? '(live deployments from the environment)'
+        : `(simulated deployments, one port each, upstream latency ${args.latency} ms, ${args.inproc ? 'in this process' : 'in a child process'}; after warm-up rounds)`,
+    );
+    console.log();
+    // Warm-up rounds (JIT, sockets); the original reports a cold first run.
+    for (let w = 0; w < (args.smoke ? 1 : 3); w++) {
+      await runRound(send, args.requests, args.inflight);
+      sb.resetUsage();
+    }
+    await fx.upstreams?.reset();
+    gc();
+    let completed = 0;
+    const result = await runRound(send, args.requests, args.inflight, () => {
+      completed++;
+      if (args.verbose && completed % args.every === 0) {
+        console.log(`Request ${completed}/${args.requests} completed`);
+        console.log(histogram(utilizations(sb.stats()), { bins: 5, absolute: true }));
+        console.log();
+      }
+    });
+    const stats = sb.stats();
+    if (args.verbose) {
+      console.log(stats);
+      console.log();
+    }
+    console.log(histogram(utilizations(stats), { absolute: true }));
+    console.log();
+    console.log(originalLines(result));
+    if (result.failed) console.log(`Failed requests: ${result.failed}`);
+    const utils = utilizations(stats);
+    return { round: result, stats, utilStd: stddevOf(utils) };
+  } finally {
+    await sb.close();
+  }
+}
+
+function stddevOf(xs: number[]): number {
+  const m = xs.reduce((a, b) => a + b, 0) / xs.length;
+  return Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / xs.length);
+}
+
+interface Side {
+  rounds: RoundResult[];
+  utilStd: number[];
+}
+
+/** Section 2: switchboard vs plain `openai` clients round-robin, alternating rounds. */
+export async function compare(args: BenchArgs, fx: Fixture): Promise<Record<string, unknown>> {
+  const sb = switchboardFor(fx.targets);
+  const clients = fx.targets.map(
+    (t) => new OpenAI({ baseURL: t.baseURL, apiKey: t.apiKey, maxRetries: 0, timeout: 30_000 }),
+  );
+  const n = clients.length;
+  const direct = (i: number) => clients[i % n]!.chat.completions.create(params(i));
+  const viaSb = (i: number) => sb.chat.completions.create(params(i));
+  const sides: Record<'switchboard' | 'direct', Side> = {
+    switchboard: { rounds: [], utilStd: [] },
+    direct: { rounds: [], utilStd: [] },
+  };
+  const round = async (which: 'switchboard' | 'direct', record: boolean) => {
+    if (!args.noReset) sb.resetUsage();
+    gc();
+    const r = await runRound(
+      which === 'switchboard' ? viaSb : direct,
+      args.requests,
+      args.inflight,
+    );
+    if (!record) return;
+    sides[which].rounds.push(r);
+    if (which === 'switchboard') sides.switchboard.utilStd.push(stddevOf(utilizations(sb.stats())));
+  };
+  try {
+    console.log(
+      `${args.rounds} rounds per side of ${args.requests} requests (-i ${args.inflight}), alternating ` +
+        `switchboard / direct (ABBA order), forced GC before each round${fx.live ? '' : `, upstream latency ${args.latency} ms in ${args.inproc ? 'this process' : 'a child process'}`}`,
+    );
+    await round('switchboard', false);
+    await round('direct', false);
+    for (let k = 0; k < args.rounds; k++) {
+      const order: Array<'switchboard' | 'direct'> =
+        k % 2 === 0 ? ['switchboard', 'direct'] : ['direct', 'switchboard'];
+      for (const which of order) await round(which, true);
+    }
+  } finally {
+    await sb.close();
+  }
+  const per = (r: RoundResult) => ({
+    overheadUs: (r.distributionMs / r.requests) * 1000,
+    throughput: (r.requests / r.totalMs) * 1000,
+    cpuUs: r.cpuUs / r.requests,
+    latencyMs: r.avgResponseMs,
+  });
+  const a = sides.switchboard.rounds.map(per);
+  const b = sides.direct.rounds.map(per);
+  const metric = (key: keyof ReturnType<typeof per>) => {
+    const sbVals = a.map((x) => x[key]);
+    const dVals = b.map((x) => x[key]);
+    const ratios = sbVals.map((v, k) => v / dVals[k]!);
+    const half = Math.floor(ratios.length / 2);
+    return {
+      switchboard: median(sbVals),
+      direct: median(dVals),
+      difference: median(sbVals.map((v, k) => v - dVals[k]!)),
+      ratio: median(ratios),
+      ratioQ1: quantile(ratios, 0.25),
+      ratioQ3: quantile(ratios, 0.75),
+      ratioFirstHalf: median(ratios.slice(0, half)),
+      ratioSecondHalf: median(ratios.slice(half)),
+    };
+  };
+  const out = {
+    rounds: args.rounds,
+    requests: args.requests,
+    inflight: args.inflight,
+    latency: args.latency,
+    upstream: fx.live ? 'live' : args.inproc ? 'in-process' : 'child-process',
+    overheadUs: metric('overheadUs'),
+    throughput: metric('throughput'),
+    cpuUs: metric('cpuUs'),
+    latencyMs: metric('latencyMs'),
+    failed: { switchboard: sumFailed(sides.switchboard), direct: sumFailed(sides.direct) },
+    utilStd: {
+      median: median(sides.switchboard.utilStd),
+      max: Math.max(...sides.switchboard.utilStd),
+    },
+  };
+  const row = (label: string, m: ReturnType<typeof metric>, digits: number) => [
+    label,
+    fixed(m.switchboard, digits),
+    fixed(m.direct, digits),
+    `${m.difference >= 0 ? '+' : ''}${fixed(m.difference, digits)}`,
+    fixed(m.ratio, 3),
+    `${fixed(m.ratioQ1, 3)}-${fixed(m.ratioQ3, 3)}`,
+    `${fixed(m.ratioFirstHalf, 3)} / ${fixed(m.ratioSecondHalf, 3)}`,
+  ];
+  console.log();
+  console.log(
+    table(
+      [
+        'median per round',
+        'switchboard',
+        'direct',
+        'diff (pairs)',
+        'ratio',
+        'ratio IQR',
+        'ratio 1st/2nd half',
+      ],
+      [
+        row('overhead per request (µs)', out.overheadUs, 2),
+        row('throughput (req/s)', out.throughput, 0),
+        row('CPU per request (µs)', out.cpuUs, 1),
+        row('avg response latency (ms)', out.latencyMs, 2),
+      ],
+    ),
+  );
+  console.log(
+    `Utilization std deviation after each switchboard round: median ${fixed(out.utilStd.median, 4)}, max ${fixed(out.utilStd.max, 4)}` +
+      (out.failed.switchboard + out.failed.direct > 0
+        ? `\nFailed requests: switchboard ${out.failed.switchboard}, direct ${out.failed.direct}`
+        : ''),
+  );
+  return out;
+}
+
+const sumFailed = (s: Side) => s.rounds.reduce((acc, r) => acc + r.failed, 0);
+
+/** A canned Chat Completions answer, served without a socket. */
+const CANNED = JSON.stringify({
+  id: 'chatcmpl-canned',
+  object: 'chat.completion',
+  created: 0,
+  model: MODEL,
+  choices: [
+    {
+      index: 0,
+      message: { role: 'assistant', content: 'A fact.', refusal: null },
+      finish_reason: 'stop',
+      logprobs: null,
+    },
+  ],
+  usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
+});
+const cannedFetch = (): Promise<Response> =>
+  Promise.resolve(
+    new Response(CANNED, { status: 200, headers: { 'content-type': 'application/json' } }),
+  );
+
+/**
+ * Section 2b: CPU per call of the client alone. Both sides' `openai` clients get a `fetch` that
+ * answers at once, so no socket, upstream or kernel time blurs the difference: what is left is
+ * the SDK's own work (building the request, parsing the answer) and the switchboard's on top.
+ */
+export async function clientOnly(args: BenchArgs): Promise<Record<string, unknown>> {
+  const n = args.deployments;
+  const targets = Array.from({ length: n }, (_, i) => ({
+    name: `canned_${i}`,
+    baseURL: 'http://127.0.0.1:9/v1/',
+    apiKey: 'bench',
+  }));
+  const sb = switchboardFor(targets);
+  for (const d of sb.deployments.values()) {
+    // The deployment's own client, pointed at the canned answer (bench only).
+    (d as unknown as { client: { fetch: unknown } }).client.fetch = cannedFetch;
+  }
+  const clients = targets.map(
+    (t) =>
+      new OpenAI({
+        baseURL: t.baseURL,
+        apiKey: t.apiKey,
+        maxRetries: 0,
+        timeout: 30_000,
+        fetch: cannedFetch,
+      }),
+  );
+  const rounds = Math.max(4, args.rounds * 2);
+  const perRound = args.requests;
+  const cpu: Record<'switchboard' | 'direct', number[]> = { switchboard: [], direct: [] };
+  const sync: Record<'switchboard' | 'direct', number[]> = { switchboard: [], direct: [] };
+  const run = async (which: 'switchboard' | 'direct', record: boolean) => {
+    sb.resetUsage();
+    gc();
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const all: Array<Promise<unknown>> = new Array(perRound);
+    for (let i = 0; i < perRound; i++) {
+      all[i] =
+        which === 'switchboard'
+          ? sb.chat.completions.create(params(i))
+          : clients[i % n]!.chat.completions.create(params(i));
+    }
+    const t1 = performance.now();
+    await Promise.all(all);
+    const c = process.cpuUsage(c0);
+    if (!record) return;
+    cpu[which].push((c.user + c.system) / perRound);
+    sync[which].push(((t1 - t0) / perRound) * 1000);
+  };
+  try {
+    await run('switchboard', false);
+    await run('direct', false);
+    for (let k = 0; k < rounds; k++) {
+      for (const which of k % 2 === 0
+        ? (['switchboard', 'direct'] as const)
+        : (['direct', 'switchboard'] as const)) {
+        await run(which, true);
+      }
+    }
+  } finally {
+    await sb.close();
+  }
+  const ratios = cpu.switchboard.map((v, k) => v / cpu.direct[k]!);
+  const out = {
+    rounds,
+    requests: perRound,
+    cpuUs: {
+      switchboard: median(cpu.switchboard),
+      direct: median(cpu.direct),
+      ratio: median(ratios),
+      ratioQ1: quantile(ratios, 0.25),
+      ratioQ3: quantile(ratios, 0.75),
+    },
+    syncUs: {
+      switchboard: median(sync.switchboard),
+      direct: median(sync.direct),
+      difference: median(sync.switchboard.map((v, k) => v - sync.direct[k]!)),
+    },
+  };
+  console.log(
+    `${rounds} rounds per side of ${perRound} calls, alternating, forced GC before each; canned answers, no sockets.`,
+  );
+  console.log(
+    table(
+      ['median per round', 'switchboard', 'direct', 'ratio / diff', 'ratio IQR'],
+      [
+        [
+          'CPU per call (µs)',
+          fixed(out.cpuUs.switchboard, 1),
+          fixed(out.cpuUs.direct, 1),
+          fixed(out.cpuUs.ratio, 3),
+          `${fixed(out.cpuUs.ratioQ1, 3)}-${fixed(out.cpuUs.ratioQ3, 3)}`,
+        ],
+        [
+          'synchronous part of a call (µs)',
+          fixed(out.syncUs.switchboard, 2),
+          fixed(out.syncUs.direct, 2),
+          `+${fixed(out.syncUs.difference, 2)}`,
+          '',
+        ],
+      ],
+    ),
+  );
+  return out;
+}

@@ -1,0 +1,380 @@
+/**
+ * Section 4: strategies under Azure-like quotas. Simulated deployments enforce TPM per (scaled)
+ * minute and RPM as rpm/6 per (scaled) 10 s; calls arrive at a steady rate (open loop) of 80 %,
+ * 95 % and 110 % of the deployments' total capacity, with log-normal prompt sizes; one switchboard,
+ * then several that share the deployments without coordinating.
+ */
+import {
+  createSwitchboard,
+  type DeploymentConfig,
+  type Selector,
+  type StateStore,
+  type Switchboard,
+} from '../src';
+import { STRATEGIES } from './selectors';
+import { startUpstreams, type Upstreams } from './upstreams';
+import { fixed, gc, mean, pct, quietLogger, seeded, sleep, table } from './util';
+
+const MODEL = 'gpt-4o-mini';
+
+/** The quota world of the scenarios. */
+export interface QuotaSetup {
+  deployments: number;
+  tpm: number;
+  rpm: number;
+  /** A quota minute lasts 60 / timeScale s. */
+  timeScale: number;
+  /** Upstream latency, ms. */
+  latency: number;
+  /** Fixed completion size of every answer, tokens. */
+  completionTokens: number;
+}
+
+export const DEFAULT_SETUP: QuotaSetup = {
+  deployments: 6,
+  tpm: 10_000,
+  rpm: 60,
+  timeScale: 60,
+  latency: 20,
+  completionTokens: 30,
+};
+
+/** Builds the `state` of each instance; `instance` counts from 0. */
+export type StateFactory = (instance: number) => StateStore;
+
+export interface ScenarioResult {
+  strategy: string;
+  instances: number;
+  load: number;
+  offeredPerSecond: number;
+  calls: number;
+  /** Calls that rejected for the caller after failover. */
+  failed: number;
+  failedByClass: Record<string, number>;
+  upstreamRequests: number;
+  upstream429: number;
+  /** 429 answers per call. */
+  share429: number;
+  failedShare: number;
+  /** Tokens of successful answers per second of wall time. */
+  goodput: number;
+  /** Goodput as a share of the total TPM capacity. */
+  goodputShare: number;
+  /** True upstream utilization (tokens or requests in the trailing quota minute over the limit). */
+  utilMean: number;
+  utilMax: number;
+}
+
+/** Prompt sizes in characters: log-normal (heavy tail), capped, from a seeded source. */
+export function promptSizes(count: number, seed: number): number[] {
+  const rng = seeded(seed);
+  const out: number[] = [];
+  for (let i = 0; i < count; i++) {
+    // Box-Muller; median ~540 chars, mean ~880 chars (~220 tokens), capped at 6000.
+    const z = Math.sqrt(-2 * Math.log(1 - rng())) * Math.cos(2 * Math.PI * rng());
+    out.push(Math.min(6000, Math.max(8, Math.round(Math.exp(6.3 + z)))));
+  }
+  return out;
+}
+
+/** Capacity of the setup in calls per second, given the mean tokens per call. */
+export function capacity(
+  setup: QuotaSetup,
+  meanTokens: number,
+): { perSecond: number; bound: string } {
+  const perMinute = Math.min(setup.rpm, setup.tpm / meanTokens);
+  return {
+    perSecond: (setup.deployments * perMinute * setup.timeScale) / 60,
+    bound: setup.rpm <= setup.tpm / meanTokens ? 'RPM' : 'TPM',
+  };
+}
+
+/** How the switchboards count usage: as shipped, or over a sliding window (proposed). */
+export type WindowMode = 'fixed' | 'sliding';
+
+/**
+ * Usage over a sliding quota minute instead of a reset every `ratelimitWindow` (the proposed
+ * design, see RESULTS.md): the switchboard is built with `ratelimitWindow: 0` and each model
+ * counts the minute that ends now.
+ */
+export function slidingWindow(sb: Switchboard, minuteMs: number): void {
+  for (const d of sb.deployments.values())
+    for (const m of d.models.values()) m.slideUsage(minuteMs);
+}
+
+interface RunOptions {
+  /** Default `fixed`, as shipped. */
+  window?: WindowMode;
+  upstreams: Upstreams;
+  setup: QuotaSetup;
+  strategy: string;
+  selector: () => Selector;
+  instances: number;
+  load: number;
+  seconds: number;
+  sizes: readonly number[];
+  meanTokens: number;
+  state?: StateFactory;
+}
+
+export async function scenario(o: RunOptions): Promise<ScenarioResult> {
+  const { setup, upstreams } = o;
+  await upstreams.reset();
+  const scaledMinute = 60_000 / setup.timeScale;
+  const deployments: DeploymentConfig[] = upstreams.endpoints.map((e) => ({
+    provider: 'openai',
+    name: e.name,
+    baseURL: e.openaiBaseURL,
+    apiKey: 'bench',
+    timeout: 5000,
+    models: [
+      {
+        name: MODEL,
+        tpm: setup.tpm,
+        rpm: setup.rpm,
+        cooldown: Math.round(10_000 / setup.timeScale),
+      },
+    ],
+  }));
+  const window = o.window ?? 'fixed';
+  const sbs: Switchboard[] = Array.from({ length: o.instances }, (_, k) => {
+    const sb = createSwitchboard({
+      deployments,
+      selector: o.selector(),
+      ratelimitWindow: window === 'sliding' ? 0 : Math.round(scaledMinute),
+      logger: quietLogger(),
+      ...(o.state ? { state: o.state(k) } : {}),
+    });
+    if (window === 'sliding') slidingWindow(sb, scaledMinute);
+    return sb;
+  });
+  const rate = o.load * capacity(setup, o.meanTokens).perSecond;
+  let calls = 0;
+  let failed = 0;
+  let inFlight = 0;
+  const failedByClass: Record<string, number> = {};
+  const launch = (i: number): void => {
+    const sb = sbs[i % sbs.length]!;
+    const size = o.sizes[i % o.sizes.length]!;
+    calls++;
+    inFlight++;
+    sb.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'x'.repeat(size) }] })
+      .catch((error: unknown) => {
+        failed++;
+        const name = error instanceof Error ? error.constructor.name : typeof error;
+        failedByClass[name] = (failedByClass[name] ?? 0) + 1;
+      })
+      .finally(() => inFlight--);
+  };
+
+  // True utilization, sampled at the upstream: usage over the trailing quota minute.
+  const history: Array<{ t: number; tokens: Record<string, number>; ok: Record<string, number> }> =
+    [];
+  const utils: number[] = [];
+  const sampleUpstream = async (t: number): Promise<void> => {
+    const stats = await upstreams.stats();
+    const point = { t, tokens: {} as Record<string, number>, ok: {} as Record<string, number> };
+    for (const [name, s] of Object.entries(stats)) {
+      point.tokens[name] = s.totalTokens;
+      point.ok[name] = s.ok;
+    }
+    history.push(point);
+    const past = history.find((h) => h.t >= t - scaledMinute);
+    if (past && t - past.t >= scaledMinute * 0.95) {
+      for (const name of Object.keys(point.tokens)) {
+        const tok = (point.tokens[name]! - past.tokens[name]!) / setup.tpm;
+        const req = (point.ok[name]! - past.ok[name]!) / setup.rpm;
+        utils.push(Math.max(tok, req));
+      }
+    }
+  };
+
+  gc();
+  const start = performance.now();
+  const end = start + o.seconds * 1000;
+  let credit = 0;
+  let last = start;
+  let i = 0;
+  let nextSample = start;
+  while (performance.now() < end) {
+    await sleep(4);
+    const now = performance.now();
+    credit += ((now - last) / 1000) * rate;
+    last = now;
+    while (credit >= 1) {
+      credit--;
+      launch(i++);
+    }
+    if (now >= nextSample) {
+      nextSample += scaledMinute / 10;
+      await sampleUpstream(now - start);
+    }
+  }
+  const elapsed = (performance.now() - start) / 1000;
+  const drainUntil = performance.now() + 10_000;
+  while (inFlight > 0 && performance.now() < drainUntil) await sleep(10);
+  const stats = await upstreams.stats();
+  await Promise.all(sbs.map((sb) => sb.close()));
+  let upstreamRequests = 0;
+  let upstream429 = 0;
+  let tokens = 0;
+  for (const s of Object.values(stats)) {
+    upstreamRequests += s.requests;
+    upstream429 += s.byStatus[429] ?? 0;
+    tokens += s.totalTokens;
+  }
+  const goodput = tokens / elapsed;
+  return {
+    strategy: o.strategy,
+    instances: o.instances,
+    load: o.load,
+    offeredPerSecond: rate,
+    calls,
+    failed,
+    failedByClass,
+    upstreamRequests,
+    upstream429,
+    share429: upstream429 / calls,
+    failedShare: failed / calls,
+    goodput,
+    goodputShare: goodput / ((setup.deployments * setup.tpm * setup.timeScale) / 60),
+    utilMean: mean(utils),
+    utilMax: utils.length ? Math.max(...utils) : NaN,
+  };
+}
+
+export interface StrategiesOptions {
+  window: WindowMode;
+  seconds: number;
+  loads: readonly number[];
+  instances: number;
+  seed: number;
+  inproc: boolean;
+  state?: { name: string; factory: StateFactory };
+  setup?: QuotaSetup;
+  strategies?: readonly string[];
+}
+
+export async function strategies(o: StrategiesOptions): Promise<Record<string, unknown>> {
+  const setup = o.setup ?? DEFAULT_SETUP;
+  const sizes = promptSizes(20_000, o.seed);
+  const meanTokens = mean(sizes.map((c) => Math.max(1, Math.ceil(c / 4)))) + setup.completionTokens;
+  const cap = capacity(setup, meanTokens);
+  console.log(
+    `${setup.deployments} simulated deployments, each ${MODEL} tpm ${setup.tpm} / rpm ${setup.rpm} ` +
+      `(enforced as tpm per minute and rpm/6 per 10 s), time scale ${setup.timeScale} ` +
+      `(a quota minute lasts ${fixed(60 / setup.timeScale, 2)} s), upstream latency ${setup.latency} ms.\n` +
+      `Prompts: log-normal, median ${fixed(sortedMedian(sizes) / 4, 0)} tokens, mean ${fixed(meanTokens - setup.completionTokens, 0)} ` +
+      `(cap 1500), plus ${setup.completionTokens} completion tokens: mean ${fixed(meanTokens, 0)} tokens per call.\n` +
+      `Capacity: ${fixed(cap.perSecond, 0)} calls/s (${cap.bound}-bound), ${fixed((setup.deployments * setup.tpm * setup.timeScale) / 60, 0)} tokens/s. ` +
+      `Calls arrive at a steady rate for ${o.seconds} s per scenario; failover: 2 attempts (the default).\n` +
+      `Usage window: ${o.window === 'sliding' ? 'sliding quota minute with the rpm/6-per-10-s term (proposed; --window fixed for the shipped reset)' : 'fixed, reset every quota minute (as shipped)'}; ` +
+      `"fixed window" rows use the shipped reset whatever --window says.`,
+  );
+  const upstreams = await startUpstreams(
+    Array.from({ length: setup.deployments }, (_, n) => ({
+      name: `q${n}`,
+      tpm: setup.tpm,
+      rpm: setup.rpm,
+      timeScale: setup.timeScale,
+      latency: setup.latency,
+      completionTokens: setup.completionTokens,
+    })),
+    o.inproc,
+  );
+  const names = o.strategies ?? Object.keys(STRATEGIES);
+  for (const n of names) {
+    if (!STRATEGIES[n])
+      throw new Error(`unknown strategy ${n} (known: ${Object.keys(STRATEGIES).join(', ')})`);
+  }
+  const results: ScenarioResult[] = [];
+  const modes: Array<{ instances: number; state?: StateFactory; label: string }> = [
+    { instances: 1, label: '1 switchboard' },
+  ];
+  if (o.instances > 1) {
+    modes.push({
+      instances: o.instances,
+      state: o.state?.factory,
+      label: o.state
+        ? `${o.instances} switchboards sharing state (${o.state.name})`
+        : `${o.instances} switchboards, uncoordinated (state: memory)`,
+    });
+  }
+  try {
+    // Warm-up (JIT, sockets, the child's first windows), not reported.
+    await scenario({
+      window: o.window,
+      upstreams,
+      setup,
+      strategy: 'warm-up',
+      selector: STRATEGIES['2rc']!.make,
+      instances: 1,
+      load: o.loads[0]!,
+      seconds: Math.min(1.5, o.seconds),
+      sizes,
+      meanTokens,
+    });
+    for (const mode of modes) {
+      for (const load of o.loads) {
+        const rows: ScenarioResult[] = [];
+        for (const strategy of names) {
+          const r = await scenario({
+            window: STRATEGIES[strategy]!.window ?? o.window,
+            upstreams,
+            setup,
+            strategy: STRATEGIES[strategy]!.label,
+            selector: STRATEGIES[strategy]!.make,
+            instances: mode.instances,
+            load,
+            seconds: o.seconds,
+            sizes,
+            meanTokens,
+            state: mode.state,
+          });
+          rows.push(r);
+          results.push(r);
+        }
+        console.log(
+          `\nOffered load ${pct(load, 0)} (${fixed(rows[0]!.offeredPerSecond, 0)} calls/s), ${mode.label}:`,
+        );
+        console.log(
+          table(
+            [
+              'strategy',
+              'calls',
+              'upstream 429s',
+              'failed for caller',
+              'goodput tok/s',
+              'util mean / max',
+            ],
+            rows.map((r) => [
+              r.strategy,
+              String(r.calls),
+              `${r.upstream429} (${pct(r.share429, 2)})`,
+              `${r.failed} (${pct(r.failedShare, 2)})`,
+              `${fixed(r.goodput, 0)} (${pct(r.goodputShare, 0)})`,
+              `${fixed(r.utilMean, 3)} / ${fixed(r.utilMax, 3)}`,
+            ]),
+          ),
+        );
+      }
+    }
+  } finally {
+    await upstreams.close();
+  }
+  return {
+    setup,
+    window: o.window,
+    meanTokens,
+    capacityPerSecond: cap.perSecond,
+    bound: cap.bound,
+    seconds: o.seconds,
+    results,
+  };
+}
+
+function sortedMedian(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}

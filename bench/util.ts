@@ -1,0 +1,70 @@
+/** Small numeric and formatting helpers of the benchmark. */
+import type { SwitchboardLogger } from '../src';
+
+export function mean(xs: readonly number[]): number {
+  return xs.length === 0 ? NaN : xs.reduce((a, b) => a + b, 0) / xs.length;
+}
+
+export function quantile(xs: readonly number[], q: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const pos = (s.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo);
+}
+
+export const median = (xs: readonly number[]): number => quantile(xs, 0.5);
+
+/** Population standard deviation, as the original's histogram prints it. */
+export function stddev(xs: readonly number[]): number {
+  const m = mean(xs);
+  return Math.sqrt(mean(xs.map((x) => (x - m) ** 2)));
+}
+
+/** Mulberry32: a small seeded PRNG for reproducible load. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Forces a full collection when node runs with --expose-gc. */
+export function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+export const hasGc = (): boolean => typeof (globalThis as { gc?: unknown }).gc === 'function';
+
+export const fixed = (x: number, digits = 2): string =>
+  Number.isFinite(x) ? x.toFixed(digits) : '-';
+
+export const pct = (x: number, digits = 1): string => `${fixed(x * 100, digits)} %`;
+
+/** A logger that keeps the switchboard's warnings out of the report, counting them. */
+export function quietLogger(): SwitchboardLogger & { warnings: number } {
+  const logger = {
+    warnings: 0,
+    log: () => undefined,
+    warn: () => {
+      logger.warnings++;
+    },
+    error: () => undefined,
+  };
+  return logger;
+}
+
+/** Left-aligned table with a header row. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
