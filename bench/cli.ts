@@ -37,9 +37,9 @@ export interface BenchArgs {
   loads: number[];
   /** `--strategies`: subset of the strategies to compare (default all). */
   strategies: string[] | undefined;
-  /** `--window`: usage window of the strategy scenarios. */
+  /** `--window`: `usageWindow` of the switchboards of sections 1, 2 and 4. */
   window: 'fixed' | 'sliding';
-  /** `--instances`: switchboards of the uncoordinated scenario (0 skips it). */
+  /** `--instances`: switchboards of the multi-instance scenario (0 or 1 skips it). */
   instances: number;
   /** `--state`: shared state store of the multi-instance scenario (`memory` | `redis`). */
   state: 'memory' | 'redis';
@@ -78,13 +78,18 @@ This benchmark's own:
       --inproc          simulated upstreams in this process (default: a child process, so CPU
                         time per request measures the client side only)
       --duration S      seconds per strategy scenario (default 4)
-      --loads LIST      offered loads of the strategy scenarios (default 0.8,0.95,1.1)
+      --loads LIST      offered loads of the strategy scenarios, as shares of capacity or
+                        percentages (default 0.8,0.95,1.1; 95% = 0.95)
       --strategies LIST strategies to compare, by key: 2rc,2rc-fixed,random,rr,least,custom
                         (default all)
-      --window W        usage window of the strategy scenarios: sliding (default, the proposed
-                        design) or fixed (as shipped: reset every ratelimitWindow)
-      --instances N     switchboards sharing the deployments without coordinating (default 4)
-      --state NAME      state store of those instances: memory (default) | redis
+      --window W        usageWindow of the switchboards (report, compare, strategies):
+                        sliding (default, as the library's) or fixed (all usage reset every
+                        ratelimitWindow)
+      --instances N     switchboards sharing the deployments (default 4; 0 or 1 skips them)
+      --state NAME      state store of those instances: memory (default, uncoordinated) |
+                        redis (redisState: syncInterval a scaled second, keys per run and
+                        scenario; it counts usage in its own clock-aligned windows, so
+                        --window does not apply to those rows)
       --redis-url URL   with --state redis (default redis://127.0.0.1:6379)
       --json FILE       also write the figures as JSON
       --seed N          seed of the load generators (default 1)
@@ -197,8 +202,14 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         args.loads = value()
           .split(',')
           .map((s) => {
-            const n = Number(s);
+            // A share of capacity (0.95), or a percentage with its sign (95%).
+            const n = s.endsWith('%') ? Number(s.slice(0, -1)) / 100 : Number(s);
             if (!(n > 0)) throw new Error(`--loads: ${s} is not a positive number`);
+            if (n > 3) {
+              throw new Error(
+                `--loads: ${s} is ${n}x capacity; loads are shares (0.95) or percentages (95%)`,
+              );
+            }
             return n;
           });
         break;

@@ -25,8 +25,11 @@ export function histogram(
   }
   const counts = new Array<number>(bins).fill(0);
   const range = hi - lo;
+  // On the absolute scale, utilizations above 1 get a line of their own rather than the top bin.
+  let over = 0;
   for (const u of utils) {
-    if (range > 0)
+    if (absolute && u > hi) over++;
+    else if (range > 0)
       counts[Math.min(Math.max(0, Math.floor(((u - lo) / range) * bins)), bins - 1)]!++;
   }
   const maxCount = Math.max(...counts);
@@ -36,6 +39,10 @@ export function histogram(
     const end = lo + ((i + 1) / bins) * range;
     const bar = '.'.repeat(maxCount > 0 ? Math.round((width * counts[i]!) / maxCount) : 0);
     lines.push(`${start.toFixed(3)} - ${end.toFixed(3)} | ${String(counts[i]).padStart(3)} ${bar}`);
+  }
+  if (over > 0) {
+    const bar = '.'.repeat(Math.round((width * over) / Math.max(maxCount, over)));
+    lines.push(`above ${hi.toFixed(3)}   | ${String(over).padStart(3)} ${bar}`);
   }
   const avg = mean(utils);
   lines.push(

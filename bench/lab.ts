@@ -9,7 +9,13 @@
  */
 import { createSwitchboard, type Switchboard } from '../src';
 import { STRATEGIES } from './selectors';
-import { DEFAULT_SETUP, capacity, promptSizes, slidingWindow, type QuotaSetup } from './strategies';
+import {
+  DEFAULT_SETUP,
+  capacity,
+  promptSizes,
+  type QuotaSetup,
+  type WindowMode,
+} from './strategies';
 import { mean, pct, quietLogger, table } from './util';
 
 const MODEL = 'gpt-4o-mini';
@@ -85,7 +91,7 @@ export function lab(
   instances: number,
   seconds: number,
   setup: QuotaSetup = DEFAULT_SETUP,
-  configure?: (sb: Switchboard) => void,
+  window: WindowMode = 'sliding',
 ): LabResult {
   let now = 0;
   const clock = () => now;
@@ -112,24 +118,28 @@ export function lab(
         ],
       })),
       selector: STRATEGIES[strategy]!.make(),
-      ratelimitWindow: 0,
+      // Sliding: the switchboard's own, on the virtual clock. Fixed: its reset timer would run on
+      // real time, so there is none (ratelimitWindow 0) and the queue below resets usage instead.
+      ...(window === 'sliding'
+        ? { ratelimitWindow: minute, usageWindow: 'sliding' as const }
+        : { ratelimitWindow: 0 }),
       clock,
       logger: quietLogger(),
     });
-    configure?.(sb);
     return sb;
   });
-  // The shipped reset timer of each instance (ratelimitWindow = a quota minute), phases spread;
-  // with `configure` (the sliding window) there is none.
+  // Fixed window: each instance's reset every quota minute of virtual time, phases spread.
   const resetPhase = (k: number) => (k * minute) / instances + 0.37 * minute;
-  sbs.forEach((sb, k) => {
-    const tick = (t: number) =>
-      q.push(t, () => {
-        if (!configure) sb.resetUsage();
-        tick(t + minute);
-      });
-    tick(resetPhase(k));
-  });
+  if (window === 'fixed') {
+    sbs.forEach((sb, k) => {
+      const tick = (t: number) =>
+        q.push(t, () => {
+          sb.resetUsage();
+          tick(t + minute);
+        });
+      tick(resetPhase(k));
+    });
+  }
   const sizes = promptSizes(20_000, 1);
   const meanTokens = mean(sizes.map((c) => Math.max(1, Math.ceil(c / 4)))) + setup.completionTokens;
   const rate = load * capacity(setup, meanTokens).perSecond;
@@ -208,12 +218,9 @@ if (require.main === module) {
   const instances = Number(process.argv[3] ?? 1);
   const seconds = Number(process.argv[4] ?? 20);
   const window = process.argv[5] ?? 'sliding';
-  const sliding =
-    window === 'sliding'
-      ? (sb: Switchboard) => slidingWindow(sb, 60_000 / DEFAULT_SETUP.timeScale)
-      : undefined;
+  if (window !== 'sliding' && window !== 'fixed') throw new Error(`window: fixed or sliding`);
   const rows = Object.keys(STRATEGIES).map((s) =>
-    lab(s, load, instances, seconds, DEFAULT_SETUP, sliding),
+    lab(s, load, instances, seconds, DEFAULT_SETUP, STRATEGIES[s]!.window ?? window),
   );
   console.log(
     `lab: load ${pct(load, 0)}, ${instances} instance(s), ${seconds} s, ${window} window`,

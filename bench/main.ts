@@ -2,14 +2,15 @@
  * `npm run bench -- [flags]`: the switchboard's overhead, selection cost, balance and 429
  * avoidance, side by side with the alternatives. See `bench/RESULTS.md` and `--help`.
  */
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { redisState } from '../src';
 import { parseArgs, type BenchArgs } from './cli';
 import { clientOnly, compare, fixture, originalReport } from './overhead';
 import { selectionScaling } from './selection';
 import { soak } from './soak';
 import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
 import { hasGc } from './util';
-import type { StateStore } from '../src';
 
 async function main(): Promise<void> {
   const args: BenchArgs = parseArgs(process.argv.slice(2));
@@ -57,13 +58,8 @@ async function main(): Promise<void> {
   }
   if (want('strategies')) {
     console.log('\n== 4. Strategies under Azure-like quotas ==\n');
-    if (args.state === 'redis' && args.window === 'sliding') {
-      console.log(
-        '--state redis: the store resets usage at its own aligned windows: using --window fixed.',
-      );
-    }
     figures.strategies = await strategies({
-      window: args.state === 'redis' ? 'fixed' : args.window,
+      window: args.window,
       seconds: args.duration,
       loads: args.loads,
       instances: args.instances,
@@ -89,36 +85,56 @@ async function main(): Promise<void> {
   }
 }
 
-/** `--state redis`: `redisState` from ../src, loaded dynamically: it may not be exported yet. */
+/**
+ * `--state redis`: each instance of the multi-instance scenario gets its own `redisState`. Keys
+ * carry this run's id and the scenario's, so no scenario reads another's (or an earlier run's)
+ * counters; the sync interval is a second of the scenario's scaled clock, as the store's default
+ * of 1 s is of a real quota minute.
+ */
 async function stateFactory(
   args: BenchArgs,
 ): Promise<{ name: string; factory: StateFactory } | undefined> {
   if (args.state !== 'redis') return undefined;
-  const src = (await import('../src')) as Record<string, unknown>;
-  const redisState = src.redisState;
-  if (typeof redisState !== 'function') {
-    console.log(
-      '--state redis: redisState is not exported by src/ (yet): the uncoordinated scenario runs with memory state.',
-    );
-    return undefined;
-  }
-  // A fresh key prefix per scenario (instance 0 comes first), so no scenario sees the last one's;
-  // the sync interval runs on the scenarios' scaled clock (1 s of a real quota minute).
-  let prefix = '';
-  let scenarios = 0;
-  const syncInterval = Math.max(1, Math.round(1000 / DEFAULT_SETUP.timeScale));
+  await pingRedis(args.redisUrl);
+  const run = randomBytes(4).toString('hex');
+  const scaledSecond = (timeScale: number) => Math.max(1, Math.round(1000 / timeScale));
   return {
-    name: `redis ${args.redisUrl.replace(/\/\/[^@]*@/, '//***@')}, syncInterval ${syncInterval} ms`,
-    factory: (instance: number) => {
-      if (instance === 0) prefix = `switchboard-bench-${process.pid}-${++scenarios}:`;
-      return (redisState as (o: object) => StateStore)({
+    name:
+      `redis ${redact(args.redisUrl)}, syncInterval ${scaledSecond(DEFAULT_SETUP.timeScale)} ms ` +
+      `(a scaled second), prefix switchboard-bench:${run}:<scenario>:`,
+    factory: ({ id, setup }) =>
+      redisState({
         url: args.redisUrl,
-        prefix,
-        syncInterval,
-      });
-    },
+        prefix: `switchboard-bench:${run}:${id}:`,
+        syncInterval: scaledSecond(setup.timeScale),
+      }),
   };
 }
+
+/** Fail at once when Redis is not there: redisState would carry on alone, and so would the rows. */
+async function pingRedis(url: string): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const client = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    connectTimeout: 2000,
+    retryStrategy: () => null,
+  });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+  } catch (error) {
+    throw new Error(
+      `--state redis: cannot reach ${redact(url)} (${error instanceof Error ? error.message : String(error)})`,
+    );
+  } finally {
+    client.disconnect();
+  }
+}
+
+const redact = (url: string): string => url.replace(/\/\/[^@]*@/, '//***@');
 
 main().then(
   () => process.exit(0),

@@ -68,7 +68,8 @@ export async function fixture(args: BenchArgs): Promise<Fixture> {
   };
 }
 
-function switchboardFor(targets: readonly Target[]): Switchboard {
+/** `usageWindow` is `--window`'s (default sliding, as the library's). */
+function switchboardFor(targets: readonly Target[], usageWindow: BenchArgs['window']): Switchboard {
   const deployments: DeploymentConfig[] = targets.map((t) => ({
     provider: 'openai',
     name: t.name,
@@ -76,7 +77,7 @@ function switchboardFor(targets: readonly Target[]): Switchboard {
     apiKey: t.apiKey,
     models: [{ name: MODEL, tpm: 30_000, rpm: 300 }],
   }));
-  return createSwitchboard({ deployments, logger: quietLogger() });
+  return createSwitchboard({ deployments, usageWindow, logger: quietLogger() });
 }
 
 const params = (i: number) => ({
@@ -89,7 +90,7 @@ export async function originalReport(
   args: BenchArgs,
   fx: Fixture,
 ): Promise<Record<string, unknown>> {
-  const sb = switchboardFor(fx.targets);
+  const sb = switchboardFor(fx.targets, args.window);
   const send = (i: number) => sb.chat.completions.create(params(i));
   try {
     console.log(`Distributing ${args.requests} requests across ${args.deployments} deployments`);
@@ -98,6 +99,11 @@ export async function originalReport(
       fx.live
         ? '(live deployments from the environment)'
         : `(simulated deployments, one port each, upstream latency ${args.latency} ms, ${args.inproc ? 'in this process' : 'in a child process'}; after warm-up rounds)`,
+    );
+    console.log(
+      args.window === 'sliding'
+        ? "(usageWindow 'sliding', the default: util also weighs the requests of the last 10 s against rpm / 6, as Azure enforces RPM; --window fixed for the original's per-minute util)"
+        : "(usageWindow 'fixed': util is the minute's usage over tpm and rpm, as the original's)",
     );
     console.log();
     // Warm-up rounds (JIT, sockets); the original reports a cold first run.
@@ -144,7 +150,7 @@ interface Side {
 
 /** Section 2: switchboard vs plain `openai` clients round-robin, alternating rounds. */
 export async function compare(args: BenchArgs, fx: Fixture): Promise<Record<string, unknown>> {
-  const sb = switchboardFor(fx.targets);
+  const sb = switchboardFor(fx.targets, args.window);
   const clients = fx.targets.map(
     (t) => new OpenAI({ baseURL: t.baseURL, apiKey: t.apiKey, maxRetries: 0, timeout: 30_000 }),
   );
@@ -295,7 +301,7 @@ export async function clientOnly(args: BenchArgs): Promise<Record<string, unknow
     baseURL: 'http://127.0.0.1:9/v1/',
     apiKey: 'bench',
   }));
-  const sb = switchboardFor(targets);
+  const sb = switchboardFor(targets, args.window);
   for (const d of sb.deployments.values()) {
     // The deployment's own client, pointed at the canned answer (bench only).
     (d as unknown as { client: { fetch: unknown } }).client.fetch = cannedFetch;

@@ -39,8 +39,17 @@ export const DEFAULT_SETUP: QuotaSetup = {
   completionTokens: 30,
 };
 
-/** Builds the `state` of each instance; `instance` counts from 0. */
-export type StateFactory = (instance: number) => StateStore;
+/** Which scenario a state store is built for. */
+export interface StateScenario {
+  /** Unique within a run, e.g. `7-2rc-load95-4x`: a shared store keeps each scenario's keys apart. */
+  id: string;
+  /** Instance number, from 0. */
+  instance: number;
+  setup: QuotaSetup;
+}
+
+/** Builds the `state` of each instance of a scenario. */
+export type StateFactory = (scenario: StateScenario) => StateStore;
 
 export interface ScenarioResult {
   strategy: string;
@@ -63,6 +72,8 @@ export interface ScenarioResult {
   /** True upstream utilization (tokens or requests in the trailing quota minute over the limit). */
   utilMean: number;
   utilMax: number;
+  /** Instances whose state store was degraded at the end, or never synced. */
+  storeProblems: number;
 }
 
 /** Prompt sizes in characters: log-normal (heavy tail), capped, from a seeded source. */
@@ -89,24 +100,16 @@ export function capacity(
   };
 }
 
-/** How the switchboards count usage: as shipped, or over a sliding window (proposed). */
+/** `usageWindow` of the switchboards: `sliding` (the library's default) or `fixed`. */
 export type WindowMode = 'fixed' | 'sliding';
 
-/**
- * Usage over a sliding quota minute instead of a reset every `ratelimitWindow` (the proposed
- * design, see RESULTS.md): the switchboard is built with `ratelimitWindow: 0` and each model
- * counts the minute that ends now.
- */
-export function slidingWindow(sb: Switchboard, minuteMs: number): void {
-  for (const d of sb.deployments.values())
-    for (const m of d.models.values()) m.slideUsage(minuteMs);
-}
-
 interface RunOptions {
-  /** Default `fixed`, as shipped. */
+  /** `usageWindow` of the switchboards; absent = the library's default (sliding). */
   window?: WindowMode;
   upstreams: Upstreams;
   setup: QuotaSetup;
+  /** Unique within a run (the state store's key prefix is built from it). */
+  id: string;
   strategy: string;
   selector: () => Selector;
   instances: number;
@@ -136,18 +139,18 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
       },
     ],
   }));
-  const window = o.window ?? 'fixed';
-  const sbs: Switchboard[] = Array.from({ length: o.instances }, (_, k) => {
-    const sb = createSwitchboard({
+  // A quota minute of the scaled clock; the switchboard counts it as `usageWindow` says (a
+  // store that resets usage itself, such as redisState, counts in its own aligned windows).
+  const sbs: Switchboard[] = Array.from({ length: o.instances }, (_, instance) =>
+    createSwitchboard({
       deployments,
       selector: o.selector(),
-      ratelimitWindow: window === 'sliding' ? 0 : Math.round(scaledMinute),
+      ratelimitWindow: Math.round(scaledMinute),
+      ...(o.window ? { usageWindow: o.window } : {}),
       logger: quietLogger(),
-      ...(o.state ? { state: o.state(k) } : {}),
-    });
-    if (window === 'sliding') slidingWindow(sb, scaledMinute);
-    return sb;
-  });
+      ...(o.state ? { state: o.state({ id: o.id, instance, setup }) } : {}),
+    }),
+  );
   const rate = o.load * capacity(setup, o.meanTokens).perSecond;
   let calls = 0;
   let failed = 0;
@@ -215,6 +218,11 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
   const drainUntil = performance.now() + 10_000;
   while (inFlight > 0 && performance.now() < drainUntil) await sleep(10);
   const stats = await upstreams.stats();
+  // A shared store that could not sync leaves each instance on its own count: say so.
+  const storeProblems = sbs.filter((sb) => {
+    const h = sb.state.health();
+    return h.status !== 'up' || (h.store !== 'memory' && h.lastSync === undefined);
+  }).length;
   await Promise.all(sbs.map((sb) => sb.close()));
   let upstreamRequests = 0;
   let upstream429 = 0;
@@ -241,6 +249,7 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
     goodputShare: goodput / ((setup.deployments * setup.tpm * setup.timeScale) / 60),
     utilMean: mean(utils),
     utilMax: utils.length ? Math.max(...utils) : NaN,
+    storeProblems,
   };
 }
 
@@ -269,8 +278,11 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
       `(cap 1500), plus ${setup.completionTokens} completion tokens: mean ${fixed(meanTokens, 0)} tokens per call.\n` +
       `Capacity: ${fixed(cap.perSecond, 0)} calls/s (${cap.bound}-bound), ${fixed((setup.deployments * setup.tpm * setup.timeScale) / 60, 0)} tokens/s. ` +
       `Calls arrive at a steady rate for ${o.seconds} s per scenario; failover: 2 attempts (the default).\n` +
-      `Usage window: ${o.window === 'sliding' ? 'sliding quota minute with the rpm/6-per-10-s term (proposed; --window fixed for the shipped reset)' : 'fixed, reset every quota minute (as shipped)'}; ` +
-      `"fixed window" rows use the shipped reset whatever --window says.`,
+      `Usage window: ${o.window === 'sliding' ? "usageWindow 'sliding' (the default: the quota minute that ends now, plus the rpm/6-per-10-s term)" : "usageWindow 'fixed' (all usage reset every quota minute)"}, ` +
+      `ratelimitWindow ${Math.round(60_000 / setup.timeScale)} ms; "fixed window" rows use usageWindow 'fixed' whatever --window says` +
+      (o.state
+        ? '; a shared store that resets usage itself counts in its own clock-aligned windows.'
+        : '.'),
   );
   const upstreams = await startUpstreams(
     Array.from({ length: setup.deployments }, (_, n) => ({
@@ -307,6 +319,7 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
       window: o.window,
       upstreams,
       setup,
+      id: 'warm-up',
       strategy: 'warm-up',
       selector: STRATEGIES['2rc']!.make,
       instances: 1,
@@ -315,6 +328,7 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
       sizes,
       meanTokens,
     });
+    let seq = 0;
     for (const mode of modes) {
       for (const load of o.loads) {
         const rows: ScenarioResult[] = [];
@@ -323,6 +337,7 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
             window: STRATEGIES[strategy]!.window ?? o.window,
             upstreams,
             setup,
+            id: `${++seq}-${strategy}-load${Math.round(load * 100)}-${mode.instances}x`,
             strategy: STRATEGIES[strategy]!.label,
             selector: STRATEGIES[strategy]!.make,
             instances: mode.instances,
@@ -334,6 +349,11 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
           });
           rows.push(r);
           results.push(r);
+          if (r.storeProblems > 0) {
+            console.log(
+              `warning: ${r.strategy} at ${pct(load, 0)}: the state store of ${r.storeProblems} of ${mode.instances} instances was degraded or never synced`,
+            );
+          }
         }
         console.log(
           `\nOffered load ${pct(load, 0)} (${fixed(rows[0]!.offeredPerSecond, 0)} calls/s), ${mode.label}:`,
