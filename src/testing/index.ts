@@ -29,3 +29,4 @@ export { sampleJsonSchema, sampleRegex, type JsonSchemaSampleOptions } from './j
 export { estimateTokens } from './wire-common';
 export { anthropicErrorBody, anthropicErrorType } from './anthropic-wire';
 export { openaiErrorBody } from './openai-wire';
+export { seededRandom } from './seeded-random';
