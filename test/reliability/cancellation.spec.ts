@@ -1,9 +1,10 @@
-import Anthropic from '@anthropic-ai/sdk';
 import { getEventListeners } from 'node:events';
-import OpenAI from 'openai';
 import type { Switchboard } from '../../src';
 import {
+  APIS,
   bench,
+  send,
+  type Api,
   chat,
   flushRejections,
   invariantViolations,
@@ -14,20 +15,11 @@ import {
   type UnhandledRecorder,
 } from './harness';
 
-const APIS = [
-  { api: 'chat', provider: 'openai', sdk: OpenAI, prefix: 'oai' },
-  { api: 'messages', provider: 'anthropic', sdk: Anthropic, prefix: 'claude' },
-] as const;
-type Api = (typeof APIS)[number];
-
 /** A prompt long enough for a stream of many events: the upstream echoes it word by word. */
 const LONG = Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ');
 
-function create(sb: Switchboard, a: Api, body: object, options?: object): Promise<any> {
-  return a.api === 'chat'
-    ? sb.chat.completions.create(body as never, options)
-    : sb.messages.create(body as never, options);
-}
+const create = (sb: Switchboard, a: Api, body: object, options?: object): Promise<any> =>
+  send(sb, a, body, options);
 
 describe.each(APIS)('cancellation, $api', (a) => {
   let b: Bench;

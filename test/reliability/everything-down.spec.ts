@@ -1,9 +1,10 @@
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
 import type { Switchboard } from '../../src';
 import type { SimulatedFault } from '../../src/testing';
 import {
+  APIS,
   bench,
+  send,
+  type Api,
   chat,
   flushRejections,
   invariantViolations,
@@ -16,18 +17,10 @@ import {
   type UnhandledRecorder,
 } from './harness';
 
-const APIS = [
-  { api: 'chat', provider: 'openai', sdk: OpenAI, prefix: 'oai' },
-  { api: 'messages', provider: 'anthropic', sdk: Anthropic, prefix: 'claude' },
-] as const;
-type Api = (typeof APIS)[number];
-
 const NAMES = ['oai0', 'oai1', 'oai2', 'claude0', 'claude1', 'claude2'];
 
 function call(sb: Switchboard, a: Api, content: string, options?: object): Promise<unknown> {
-  return a.api === 'chat'
-    ? sb.chat.completions.create(chat(content) as never, options)
-    : sb.messages.create(message(content) as never, options);
+  return send(sb, a, a.api === 'chat' ? chat(content) : message(content), options);
 }
 
 const settle = (p: Promise<unknown>) =>

@@ -1,8 +1,8 @@
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
 import type { SimulatedFault } from '../../src/testing';
 import {
+  APIS,
   bench,
+  send,
   chat,
   flushRejections,
   invariantViolations,
@@ -62,11 +62,6 @@ const FAULTS: FaultCase[] = [
     streamOutcome: { kind: 'stream-error', error: 'APIError' } },
 ];
 
-const APIS = [
-  { api: 'chat', provider: 'openai', sdk: OpenAI },
-  { api: 'messages', provider: 'anthropic', sdk: Anthropic },
-] as const;
-
 const CASES = FAULTS.flatMap((c) =>
   APIS.flatMap((a) =>
     [false, true].map((stream) => ({
@@ -116,11 +111,7 @@ describe('fault matrix: every fault, both APIs, streaming or not', () => {
     };
 
     const started = Date.now();
-    const call = (
-      c.api === 'chat'
-        ? sb.chat.completions.create(params as never)
-        : sb.messages.create(params as never)
-    ) as Promise<unknown>;
+    const call = send(sb, c, params);
 
     if (c.expected.kind === 'failover') {
       const text = await textOf(await call);
@@ -180,10 +171,7 @@ describe('the 3-consecutive-5xx rule, both APIs', () => {
         failover: { attempts: 1 },
       });
       const state = b.state(sb, name);
-      const call = () =>
-        (a.api === 'chat'
-          ? sb.chat.completions.create(chat('x') as never)
-          : sb.messages.create(message('x') as never)) as Promise<unknown>;
+      const call = () => send(sb, a, a.api === 'chat' ? chat('x') : message('x'));
       const sim = b.upstream.deployment(name);
       sim.fail({ kind: 'status', status: 500 }, 2);
       await expect(call()).rejects.toBeInstanceOf(a.sdk.InternalServerError);

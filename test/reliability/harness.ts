@@ -3,7 +3,9 @@
  * listens on, invariants over every model state, and a switchboard built over named simulated
  * deployments (some of which may point at a dead port).
  */
+import Anthropic from '@anthropic-ai/sdk';
 import { createServer } from 'node:net';
+import OpenAI from 'openai';
 import { runInThisContext } from 'node:vm';
 import {
   createSwitchboard,
@@ -202,4 +204,23 @@ export async function textOf(result: unknown): Promise<string> {
 /** Total requests the simulated deployments received. */
 export function upstreamRequests(upstream: SimulatedUpstream): number {
   return upstream.deployments.reduce((sum, d) => sum + d.stats.requests, 0);
+}
+
+/** The two APIs a switchboard serves, with the SDK whose error classes each raises. */
+export const APIS = [
+  { api: 'chat', provider: 'openai', sdk: OpenAI, prefix: 'oai' },
+  { api: 'messages', provider: 'anthropic', sdk: Anthropic, prefix: 'claude' },
+] as const;
+export type Api = (typeof APIS)[number];
+
+/** Sends a request body through the switchboard call of `a`'s API. */
+export function send(
+  sb: Switchboard,
+  a: Pick<Api, 'api'>,
+  body: object,
+  options?: object,
+): Promise<unknown> {
+  return a.api === 'chat'
+    ? sb.chat.completions.create(body as never, options)
+    : sb.messages.create(body as never, options);
 }
