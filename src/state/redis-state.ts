@@ -2,57 +2,25 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { SwitchboardLogger } from '../config/switchboard-options';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelEvent, ModelState } from '../registry/model-state';
+import { SessionAffinity } from '../selection/session-affinity';
 import { SwitchboardError } from '../switchboard.error';
-import { SYNC_SCRIPT } from './redis-scripts';
+import {
+  bounded,
+  closeClient,
+  describeFailure,
+  redisConnector,
+  type RedisClientLike,
+} from './redis/redis-connection';
+import {
+  resolveRedisOptions,
+  type RedisStateOptions,
+  type ResolvedRedisOptions,
+} from './redis/redis-options';
+import { parseSyncReply, SYNC_SCRIPT, syncCommand, type UsageWrite } from './redis/redis-protocol';
 import type { StateContext, StateStore, StateStoreHealth } from './state-store';
 
-/**
- * The part of an `ioredis` client (`Redis` or `Cluster`) that {@link redisState} uses, so that the
- * switchboard's types do not require `ioredis` to be installed.
- *
- * @example
- * ```ts
- * import Redis from 'ioredis';
- * const client: RedisClientLike = new Redis(process.env.REDIS_URL!);
- * ```
- */
-export interface RedisClientLike {
-  /** `ready` while commands can be sent. */
-  readonly status: string;
-  eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
-  get(key: string): Promise<string | null>;
-  set(key: string, value: string, px: 'PX', milliseconds: number): Promise<unknown>;
-  on(event: 'error' | 'ready' | 'close', listener: (...args: unknown[]) => void): unknown;
-  off(event: 'error' | 'ready' | 'close', listener: (...args: unknown[]) => void): unknown;
-  quit(): Promise<unknown>;
-  disconnect(): void;
-}
-
-/**
- * Options of {@link redisState}: one of `url` or `client`.
- *
- * @example
- * ```ts
- * const options: RedisStateOptions = { url: 'redis://redis:6379/0', prefix: 'chat-api:', syncInterval: 500 };
- * ```
- */
-export interface RedisStateOptions {
-  /** `redis://[[user]:password@]host:port[/db]`, or `rediss://` for TLS. The store owns this connection. */
-  url?: string;
-  /**
-   * An `ioredis` client (`Redis`, or `Cluster` with a `{hash-tag}` in `prefix`) that you own: the
-   * store does not close it. Prefer `url`, which sets the short timeouts the store relies on.
-   */
-  client?: RedisClientLike;
-  /** Prefix of every key. Default `'switchboard:'`. */
-  prefix?: string;
-  /** ms between two syncs of usage and cooldowns. Default 1000. */
-  syncInterval?: number;
-  /** ms a session's deployment is kept after its last call (sliding). Default 3 600 000 (1 h). */
-  sessionTtl?: number;
-  /** ms any Redis operation may take before it counts as failed. Default 250. */
-  timeout?: number;
-}
+export type { RedisClientLike } from './redis/redis-connection';
+export type { RedisStateOptions } from './redis/redis-options';
 
 /**
  * Usage, cooldowns and session assignments shared by every switchboard instance that uses the
@@ -80,31 +48,10 @@ export interface RedisStateOptions {
  * ```
  */
 export function redisState(options: RedisStateOptions): StateStore {
-  const o = validate(options);
-  let connect: () => RedisClientLike;
-  if (o.client !== undefined) {
-    const client = o.client;
-    connect = () => client;
-  } else {
-    const Redis = loadIoredis();
-    const url = o.url!;
-    connect = () =>
-      new Redis(url, {
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        commandTimeout: o.timeout,
-        connectTimeout: Math.max(1000, o.timeout * 4),
-        // ioredis arms this timer on disconnect even for a dead socket; it holds the process open.
-        disconnectTimeout: o.timeout,
-        retryStrategy: (times: number) => Math.min(times * 100, 1000),
-        connectionName: 'switchboard',
-      });
-  }
-  return new RedisStateStore(o, connect, o.client === undefined);
+  const o = resolveRedisOptions(options);
+  const { connect, owned } = redisConnector(o);
+  return new RedisStateStore(o, connect, owned);
 }
-
-type Resolved = Required<Omit<RedisStateOptions, 'url' | 'client'>> &
-  Pick<RedisStateOptions, 'url' | 'client'>;
 
 /** Without a window, usage keys live this long after the last write. */
 const UNWINDOWED_TTL = 24 * 3_600_000;
@@ -137,10 +84,10 @@ class RedisStateStore implements StateStore {
   private entries: Entry[] = [];
   private readonly byField = new Map<string, Entry>();
   private readonly cooldownOps = new Map<string, number>();
-  private readonly sessionWrites = new Map<string, string>();
-  /** Sessions this instance has written or read, by id: later calls only refresh their TTL. */
-  private readonly known = new Map<string, string>();
-  private knownCapacity = 1024;
+  /** Session writes not acknowledged yet; past the bound the least recent is dropped. */
+  private readonly sessionWrites = new SessionAffinity(MAX_PENDING_SESSIONS);
+  /** Sessions this instance has written or read: later calls only refresh their TTL. */
+  private known = new SessionAffinity(1024);
   private unsubscribe: (() => void) | undefined;
   private syncTimer: NodeJS.Timeout | undefined;
   private windowTimer: NodeJS.Timeout | undefined;
@@ -153,7 +100,7 @@ class RedisStateStore implements StateStore {
   private readonly listeners: Record<'error' | 'ready' | 'close', (...args: unknown[]) => void>;
 
   constructor(
-    private readonly options: Resolved,
+    private readonly options: ResolvedRedisOptions,
     private readonly connect: () => RedisClientLike,
     private readonly ownsClient: boolean,
   ) {
@@ -176,7 +123,7 @@ class RedisStateStore implements StateStore {
     this.clock = context.clock;
     this.windowMs = context.ratelimitWindow;
     this.window = this.currentWindow();
-    this.knownCapacity = Math.max(1024, registry.sessions.capacity);
+    this.known = new SessionAffinity(Math.max(1024, registry.sessions.capacity));
     for (const d of registry.deployments.values()) {
       for (const state of d.models.values()) {
         const id = `${encodeURIComponent(d.name)}:${encodeURIComponent(state.name)}`;
@@ -210,7 +157,7 @@ class RedisStateStore implements StateStore {
     return this.bounded(client.get(this.sessionKey(sessionId)), 'session lookup').then(
       (name) => {
         if (name === null) return undefined;
-        this.know(sessionId, name);
+        this.known.set(sessionId, name);
         return name;
       },
       (error: unknown) => {
@@ -223,13 +170,13 @@ class RedisStateStore implements StateStore {
   rememberSession(sessionId: string, deployment: string): void {
     if (this.known.get(sessionId) === deployment) {
       // Same assignment: the TTL is refreshed with the next sync.
-      this.queueSession(sessionId, deployment);
+      this.sessionWrites.set(sessionId, deployment);
       return;
     }
-    this.know(sessionId, deployment);
+    this.known.set(sessionId, deployment);
     const client = this.client;
     if (client === undefined || this.problem !== undefined || client.status !== 'ready') {
-      this.queueSession(sessionId, deployment);
+      this.sessionWrites.set(sessionId, deployment);
       return;
     }
     // A new assignment is written at once, so that another instance finds it on the next turn.
@@ -237,7 +184,7 @@ class RedisStateStore implements StateStore {
       client.set(this.sessionKey(sessionId), deployment, 'PX', this.options.sessionTtl),
       'session write',
     ).catch((error: unknown) => {
-      this.queueSession(sessionId, deployment);
+      this.sessionWrites.set(sessionId, deployment);
       this.degrade(error);
     });
   }
@@ -270,11 +217,7 @@ class RedisStateStore implements StateStore {
     client.off('error', this.listeners.error);
     client.off('close', this.listeners.close);
     client.off('ready', this.listeners.ready);
-    if (!this.ownsClient) return;
-    // ioredis emits errors after quit() when the server is gone; nobody should hear them.
-    client.on('error', () => undefined);
-    if (client.status !== 'ready') client.disconnect();
-    else await this.bounded(client.quit(), 'quit').catch(() => client.disconnect());
+    if (this.ownsClient) await closeClient(client, this.options.timeout);
   }
 
   private tick(): void {
@@ -295,59 +238,50 @@ class RedisStateStore implements StateStore {
   private async sync(client: RedisClientLike, usage = true): Promise<void> {
     const generation = this.generation;
     const now = this.clock();
-    const prefix = this.options.prefix;
-    const ops = new Map(this.cooldownOps);
+    const cooldowns = new Map(this.cooldownOps);
     this.cooldownOps.clear();
-    const sessions = new Map<string, string>();
+    const sessions: Array<{ id: string; key: string; deployment: string }> = [];
     if (usage) {
-      for (const [id, deployment] of this.sessionWrites) {
-        if (sessions.size === SESSIONS_PER_SYNC) break;
-        sessions.set(id, deployment);
+      for (const [id, deployment] of this.sessionWrites.entries()) {
+        if (sessions.length === SESSIONS_PER_SYNC) break;
+        sessions.push({ id, key: this.sessionKey(id), deployment });
         this.sessionWrites.delete(id);
       }
     }
     const entries = usage ? this.entries : [];
-
-    const keys: string[] = [`${prefix}cooldowns`];
-    const args: (string | number)[] = [
-      this.id,
-      this.expireAt(now),
-      now,
-      entries.length,
-      ops.size,
-      this.options.sessionTtl,
-    ];
-    for (const [field, until] of ops) args.push(field, until);
-    const base = `${prefix}usage:${this.window * this.windowMs}:`;
-    for (const e of entries) {
-      keys.push(base + e.field);
+    const base = `${this.options.prefix}usage:${this.window * this.windowMs}:`;
+    const writes: UsageWrite[] = entries.map((e) => {
       const own = e.state.localUsage;
-      args.push(Math.round(own.tokens), Math.round(own.requests));
-    }
-    for (const [id, deployment] of sessions) {
-      keys.push(this.sessionKey(id));
-      args.push(deployment);
-    }
+      return { key: base + e.field, tokens: own.tokens, requests: own.requests };
+    });
+    const { keys, args } = syncCommand(this.options.prefix, {
+      id: this.id,
+      now,
+      expireAt: this.expireAt(now),
+      cooldowns,
+      usage: writes,
+      sessions,
+      sessionTtl: this.options.sessionTtl,
+    });
 
     let reply: unknown;
     try {
       reply = await this.bounded(client.eval(SYNC_SCRIPT, keys.length, ...keys, ...args), 'sync');
     } catch (error) {
       // Nothing is lost: what was not acknowledged goes out with the next sync (a newer value wins).
-      for (const [field, until] of ops) {
+      for (const [field, until] of cooldowns) {
         if (!this.cooldownOps.has(field)) this.cooldownOps.set(field, until);
       }
-      for (const [id, deployment] of sessions) {
-        if (!this.sessionWrites.has(id)) this.queueSession(id, deployment);
+      for (const s of sessions) {
+        if (this.sessionWrites.get(s.id) === undefined) this.sessionWrites.set(s.id, s.deployment);
       }
       throw error;
     }
-    const [others, cooling] = reply as [number[], string[]];
+    const { others, cooling } = parseSyncReply(reply);
     if (generation === this.generation) {
       for (let i = 0; i < entries.length; i++) {
         const state = entries[i]!.state;
-        const tokens = Number(others[2 * i]);
-        const requests = Number(others[2 * i + 1]);
+        const { tokens, requests } = others[i]!;
         if (state.shared === undefined) state.shared = { tokens, requests };
         else {
           state.shared.tokens = tokens;
@@ -359,12 +293,11 @@ class RedisStateStore implements StateStore {
     if (usage) this.lastSync = this.clock();
   }
 
-  private applyCooldowns(cooling: readonly string[]): void {
+  private applyCooldowns(cooling: ReadonlyArray<[string, number]>): void {
     const seen = new Set<Entry>();
-    for (let j = 0; j < cooling.length; j += 2) {
-      const entry = this.byField.get(cooling[j]!);
+    for (const [field, until] of cooling) {
+      const entry = this.byField.get(field);
       if (entry === undefined) continue;
-      const until = Number(cooling[j + 1]);
       seen.add(entry);
       const local = entry.state.cooldownUntil;
       if (until > local) entry.state.applyCooldown(until);
@@ -441,37 +374,14 @@ class RedisStateStore implements StateStore {
     return `${this.options.prefix}session:${digest}`;
   }
 
-  private know(sessionId: string, deployment: string): void {
-    this.known.delete(sessionId);
-    this.known.set(sessionId, deployment);
-    if (this.known.size > this.knownCapacity) {
-      this.known.delete(this.known.keys().next().value as string);
-    }
-  }
-
-  private queueSession(sessionId: string, deployment: string): void {
-    if (this.sessionWrites.size >= MAX_PENDING_SESSIONS && !this.sessionWrites.has(sessionId)) {
-      this.sessionWrites.delete(this.sessionWrites.keys().next().value as string);
-    }
-    this.sessionWrites.set(sessionId, deployment);
-  }
-
   private bounded<T>(promise: Promise<T>, what: string): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`Redis ${what} took longer than ${this.options.timeout} ms`)),
-        this.options.timeout,
-      );
-    });
-    promise.catch(() => undefined); // a late failure after the timeout is not unhandled
-    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+    return bounded(promise, what, this.options.timeout);
   }
 
   /** One warning per outage: the first failure logs, the next successful sync ends it. */
   private degrade(reason: unknown): void {
     if (this.closed) return;
-    const message = describe(reason);
+    const message = describeFailure(reason);
     if (this.problem !== undefined) {
       // Keep the cause, not the 'connection closed' that follows it.
       if (reason !== CLOSED) this.problem = message;
@@ -488,73 +398,4 @@ class RedisStateStore implements StateStore {
     this.problem = undefined;
     this.logger?.log('Redis state store reachable again: sharing usage, cooldowns and sessions');
   }
-}
-
-function describe(reason: unknown): string {
-  if (reason instanceof Error) return reason.message || reason.name;
-  return String(reason);
-}
-
-type IoredisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
-
-function loadIoredis(): IoredisConstructor {
-  let mod: unknown;
-  try {
-    // Loaded here, not at import: applications without Redis never need the package.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    mod = require('ioredis');
-  } catch (error) {
-    const { code } = (error ?? {}) as { code?: unknown };
-    if (code === 'MODULE_NOT_FOUND') {
-      throw new SwitchboardError(
-        'redisState() needs the ioredis package: run `npm install ioredis` (or pass an ioredis instance as `client`)',
-        { cause: error },
-      );
-    }
-    throw error;
-  }
-  const m = mod as { Redis?: unknown; default?: unknown };
-  return (m.Redis ?? m.default ?? mod) as IoredisConstructor;
-}
-
-function validate(options: RedisStateOptions): Resolved {
-  if (options === null || typeof options !== 'object') {
-    throw new SwitchboardError('redisState() expects an options object: redisState({ url })');
-  }
-  const { url, client } = options;
-  if ((url === undefined) === (client === undefined)) {
-    throw new SwitchboardError(
-      'redisState() needs exactly one of `url` (e.g. redis://localhost:6379) or `client` (an ioredis instance)',
-    );
-  }
-  if (url !== undefined && (typeof url !== 'string' || !/^rediss?:\/\//.test(url))) {
-    throw new SwitchboardError(
-      'redisState({ url }) must be a redis:// or rediss:// URL, e.g. redis://localhost:6379',
-    );
-  }
-  if (client !== undefined && (client === null || typeof client.eval !== 'function')) {
-    throw new SwitchboardError('redisState({ client }) must be an ioredis Redis or Cluster client');
-  }
-  const prefix = options.prefix ?? 'switchboard:';
-  if (typeof prefix !== 'string' || prefix === '') {
-    throw new SwitchboardError("redisState({ prefix }) must be a non-empty string, e.g. 'myapp:'");
-  }
-  return {
-    url,
-    client,
-    prefix,
-    syncInterval: positive(options.syncInterval, 1000, 'syncInterval'),
-    sessionTtl: positive(options.sessionTtl, 3_600_000, 'sessionTtl'),
-    timeout: positive(options.timeout, 250, 'timeout'),
-  };
-}
-
-function positive(value: number | undefined, fallback: number, key: string): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new SwitchboardError(
-      `redisState({ ${key} }) must be a positive number of milliseconds, got ${String(value)}`,
-    );
-  }
-  return Math.ceil(value);
 }

@@ -5,6 +5,7 @@ import {
   redisState,
   SwitchboardError,
   type RedisClientLike,
+  type RedisStateOptions,
   type StateStore,
 } from '../../src';
 import type * as Src from '../../src';
@@ -21,14 +22,26 @@ afterAll(() => server.close());
 
 describe('redisState() options', () => {
   it.each([
-    [{}, /exactly one of `url`/],
-    [{ url: 'redis://a', client: {} as RedisClientLike }, /exactly one of `url`/],
-    [{ url: 'localhost:6379' }, /redis:\/\/ or rediss:\/\/ URL/],
-    [{ client: {} as RedisClientLike }, /ioredis Redis or Cluster client/],
-    [{ url: 'redis://a', prefix: '' }, /prefix \}\) must be a non-empty string/],
-    [{ url: 'redis://a', syncInterval: 0 }, /syncInterval \}\) must be a positive number/],
-    [{ url: 'redis://a', sessionTtl: -1 }, /sessionTtl \}\) must be a positive number/],
-    [{ url: 'redis://a', timeout: Number.NaN }, /timeout \}\) must be a positive number/],
+    [{}, /Invalid redisState\(\) options: needs exactly one of `url`/],
+    [{ url: 'redis://a', client: {} as RedisClientLike }, /client must be an ioredis Redis/],
+    [{ url: 'redis://a', client: new Redis({ lazyConnect: true }) }, /exactly one of `url`/],
+    [{ url: 'localhost:6379' }, /url must be a redis:\/\/ or rediss:\/\/ URL/],
+    [{ client: {} as RedisClientLike }, /client must be an ioredis Redis or Cluster client/],
+    [{ url: 'redis://a', prefix: '' }, /prefix must be a non-empty string/],
+    [
+      { url: 'redis://a', syncInterval: 0 },
+      /syncInterval must be a positive number of milliseconds/,
+    ],
+    [{ url: 'redis://a', sessionTtl: -1 }, /sessionTtl must be a positive number of milliseconds/],
+    [
+      { url: 'redis://a', timeout: Number.NaN },
+      /timeout must be a positive number of milliseconds/,
+    ],
+    [{ url: 'redis://a', syncIntervall: 50 } as RedisStateOptions, /unknown key 'syncIntervall'/],
+    [
+      { url: 6379, timeout: '1s' } as unknown as RedisStateOptions,
+      /url must be a redis:\/\/ .*; timeout must be a positive number of milliseconds/,
+    ],
   ])('rejects %p', (options, message) => {
     expect(() => redisState(options)).toThrow(SwitchboardError);
     expect(() => redisState(options)).toThrow(message);

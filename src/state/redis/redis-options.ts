@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import { describeIssues } from '../../config/validate-options';
+import { SwitchboardError } from '../../switchboard.error';
+import type { RedisClientLike } from './redis-connection';
+
+/**
+ * Options of {@link redisState}: one of `url` or `client`.
+ *
+ * @example
+ * ```ts
+ * const options: RedisStateOptions = { url: 'redis://redis:6379/0', prefix: 'chat-api:', syncInterval: 500 };
+ * ```
+ */
+export interface RedisStateOptions {
+  /** `redis://[[user]:password@]host:port[/db]`, or `rediss://` for TLS. The store owns this connection. */
+  url?: string;
+  /**
+   * An `ioredis` client (`Redis`, or `Cluster` with a `{hash-tag}` in `prefix`) that you own: the
+   * store does not close it. Prefer `url`, which sets the short timeouts the store relies on.
+   */
+  client?: RedisClientLike;
+  /** Prefix of every key. Default `'switchboard:'`. */
+  prefix?: string;
+  /** ms between two syncs of usage and cooldowns. Default 1000. */
+  syncInterval?: number;
+  /** ms a session's deployment is kept after its last call (sliding). Default 3 600 000 (1 h). */
+  sessionTtl?: number;
+  /** ms any Redis operation may take before it counts as failed. Default 250. */
+  timeout?: number;
+}
+
+/**
+ * {@link RedisStateOptions} with every default filled in.
+ *
+ * @example
+ * ```ts
+ * const o: ResolvedRedisOptions = resolveRedisOptions({ url: 'redis://localhost:6379' });
+ * o.syncInterval; // 1000
+ * ```
+ */
+export type ResolvedRedisOptions = Required<Omit<RedisStateOptions, 'url' | 'client'>> &
+  Pick<RedisStateOptions, 'url' | 'client'>;
+
+const ms = (fallback: number) =>
+  z
+    .number({ error: 'must be a positive number of milliseconds' })
+    .finite({ error: 'must be a positive number of milliseconds' })
+    .positive({ error: 'must be a positive number of milliseconds' })
+    // Timers take whole milliseconds; rounding up keeps a tiny value positive.
+    .transform(Math.ceil)
+    .default(fallback);
+
+/** The zod schema of {@link RedisStateOptions}. */
+const schema = z
+  .strictObject({
+    url: z
+      .string({ error: 'must be a redis:// or rediss:// URL, e.g. redis://localhost:6379' })
+      .regex(/^rediss?:\/\//, {
+        error: 'must be a redis:// or rediss:// URL, e.g. redis://localhost:6379',
+      })
+      .optional(),
+    client: z
+      .custom<RedisClientLike>(
+        (v) =>
+          typeof v === 'object' && v !== null && typeof (v as RedisClientLike).eval === 'function',
+        { error: 'must be an ioredis Redis or Cluster client' },
+      )
+      .optional(),
+    prefix: z
+      .string({ error: "must be a non-empty string, e.g. 'myapp:'" })
+      .min(1, { error: "must be a non-empty string, e.g. 'myapp:'" })
+      .default('switchboard:'),
+    syncInterval: ms(1000),
+    sessionTtl: ms(3_600_000),
+    timeout: ms(250),
+  })
+  .refine((o) => (o.url === undefined) !== (o.client === undefined), {
+    error:
+      'needs exactly one of `url` (e.g. redis://localhost:6379) or `client` (an ioredis instance)',
+  });
+
+/**
+ * Checks {@link RedisStateOptions} and fills in the defaults, or throws one
+ * {@link SwitchboardError} that names every wrong field.
+ *
+ * @example
+ * ```ts
+ * resolveRedisOptions({ url: 'redis://a', syncInterval: 0 });
+ * // SwitchboardError: Invalid redisState() options: syncInterval must be a positive number of milliseconds
+ * ```
+ */
+export function resolveRedisOptions(options: RedisStateOptions): ResolvedRedisOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new SwitchboardError('redisState() expects an options object: redisState({ url })');
+  }
+  const parsed = schema.safeParse(options);
+  if (parsed.success) return parsed.data;
+  const problems = describeIssues(parsed.error, options).map((line) =>
+    line.replace(/^\(options\) /, ''),
+  );
+  throw new SwitchboardError(`Invalid redisState() options: ${problems.join('; ')}`);
+}
