@@ -50,12 +50,17 @@ const CODE_ONLY_KEYS: Readonly<Record<string, string>> = {
 const NUMERIC_KEYS = new Set([
   'tpm',
   'rpm',
+  'itpm',
+  'otpm',
   'cooldown',
   'timeout',
   'attempts',
   'delay',
   'ratelimitWindow',
   'maxSessions',
+  'maxWait',
+  'maxQueued',
+  'defaultReservation',
 ]);
 
 const REFERENCE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$\{/g;

@@ -17,6 +17,13 @@ export interface ModelConfig {
   tpm?: number;
   /** Requests per minute this deployment allows for the model; 0 or absent = unlimited. */
   rpm?: number;
+  /**
+   * Input tokens per minute (Claude on Foundry counts input, cache writes included, apart from
+   * output); 0 or absent = not limited apart, unless the upstream's headers report a limit.
+   */
+  itpm?: number;
+  /** Output tokens per minute (Claude on Foundry), reserved from `max_tokens` at admission. */
+  otpm?: number;
   /** How long (ms) the model is avoided after a 429 or a dropped connection. Default 10 000. */
   cooldown?: number;
 }
@@ -97,6 +104,21 @@ export interface FailoverOptions {
   retryIf?: (error: unknown) => boolean;
 }
 
+/**
+ * Waiting for room instead of failing fast when no deployment of a model has room for a call.
+ *
+ * @example
+ * ```ts
+ * const queue: QueueOptions = { maxWait: 5_000, maxQueued: 1_000 };
+ * ```
+ */
+export interface QueueOptions {
+  /** Longest wait in ms; past it the call fails with the SDK's `RateLimitError`. */
+  maxWait: number;
+  /** Most calls waiting per model; one more fails at once. Default: no bound. */
+  maxQueued?: number;
+}
+
 /** Where log lines go; Nest's `Logger` fits. */
 export type SwitchboardLogger = Pick<LoggerService, 'log' | 'warn' | 'error'> &
   Partial<Pick<LoggerService, 'debug' | 'verbose'>>;
@@ -127,6 +149,18 @@ export interface SwitchboardOptions {
    * `ratelimitWindow` by a timer, as the Python original does.
    */
   usageWindow?: 'sliding' | 'fixed';
+  /**
+   * When no deployment has room for a call by the upstream's own count: absent (default), fail at
+   * once with the SDK's `RateLimitError` (status 429, `retry-after` = when room is expected); with
+   * `{ maxWait, maxQueued }`, wait in line (first come, first served) for up to `maxWait` ms.
+   */
+  queue?: QueueOptions;
+  /**
+   * Output tokens charged at admission for a call that sets no `max_tokens` /
+   * `max_completion_tokens`. Default 0: the upstream's reservation for uncapped calls differs per
+   * model, and its rate-limit headers show it to the switchboard anyway.
+   */
+  defaultReservation?: number;
   /** How many session ids are remembered (LRU). Default 1024. */
   maxSessions?: number;
   /** Where usage, cooldowns and sessions live: `memoryState()` (default) or a shared store. */

@@ -35,6 +35,8 @@ const model = z.strictObject({
   name,
   tpm: quota.optional(),
   rpm: quota.optional(),
+  itpm: quota.optional(),
+  otpm: quota.optional(),
   cooldown: millis('a non-negative number of milliseconds').optional(),
 });
 const models = z.array(model, { error: 'must be a list of models' }).min(1, {
@@ -103,6 +105,24 @@ export const switchboardOptionsSchema = z.strictObject({
     .optional(),
   ratelimitWindow: millis('a non-negative number of milliseconds (0 disables resets)').optional(),
   usageWindow: z.enum(['sliding', 'fixed'], { error: `must be 'sliding' or 'fixed'` }).optional(),
+  queue: z
+    .strictObject(
+      {
+        maxWait: millis('a non-negative number of milliseconds to wait for room'),
+        maxQueued: z
+          .number({ error: 'must be a positive integer (calls waiting at most)' })
+          .int({ error: 'must be a positive integer (calls waiting at most)' })
+          .positive({ error: 'must be a positive integer (calls waiting at most)' })
+          .optional(),
+      },
+      { error: 'must be an object such as { maxWait: 5000, maxQueued: 1000 }' },
+    )
+    .optional(),
+  defaultReservation: z
+    .number({ error: 'must be a non-negative integer number of output tokens' })
+    .int({ error: 'must be a non-negative integer number of output tokens' })
+    .nonnegative({ error: 'must be a non-negative integer number of output tokens' })
+    .optional(),
   maxSessions: z
     .number({ error: 'must be a positive integer' })
     .int({ error: 'must be a positive integer' })

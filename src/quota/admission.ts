@@ -1,0 +1,79 @@
+/**
+ * What the upstream charges a call at admission, in tokens: its prompt (`input`, the switchboard's
+ * estimate) and the output it reserves (`output`: the call's `max_tokens` /
+ * `max_completion_tokens`, or 0 when the call sets no cap and no default reservation applies).
+ * Every admission is also one request.
+ *
+ * @example
+ * ```ts
+ * const admission: Admission = { input: 1200, output: 256 };
+ * state.hasRoom(admission); // room for 1456 tokens and a request?
+ * ```
+ */
+export interface Admission {
+  input: number;
+  output: number;
+}
+
+/**
+ * What an answer reports it used: `input` (uncached prompt tokens), `output`, and for Claude the
+ * prompt-cache reads (free against the quota) and writes (charged as input).
+ *
+ * @example
+ * ```ts
+ * const usage: TokenUsage = { input: 1180, output: 97, cacheWrite: 2048 };
+ * ```
+ */
+export interface TokenUsage {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+
+/**
+ * How an upstream reconciles its admission charge:
+ * - `reserve` (Azure OpenAI): prompt + output cap is charged at admission and kept for the minute;
+ *   the answer only corrects the prompt estimate, the unused part of the cap is not refunded;
+ * - `actual` (Claude on Foundry): input and reserved output are charged at admission and adjusted
+ *   to what the answer used.
+ *
+ * @example
+ * ```ts
+ * const policy: ChargePolicy = provider === 'openai' ? 'reserve' : 'actual';
+ * ```
+ */
+export type ChargePolicy = 'reserve' | 'actual';
+
+/**
+ * The output cap a call sets: `max_completion_tokens`, else `max_tokens`; `undefined` when it sets
+ * neither (or sets something that is not a positive number).
+ *
+ * @example
+ * ```ts
+ * outputCap({ max_tokens: 256 }); // 256
+ * ```
+ */
+export function outputCap(body: Readonly<Record<string, unknown>>): number | undefined {
+  const cap = body.max_completion_tokens ?? body.max_tokens;
+  return typeof cap === 'number' && cap > 0 ? cap : undefined;
+}
+
+/**
+ * The admission charge of a call: the prompt estimate and the output cap, or `defaultReservation`
+ * when the call sets no cap (0 unless an option sets one: the upstream's own reservation for
+ * uncapped calls differs per model, and its headers show it).
+ *
+ * @example
+ * ```ts
+ * admissionOf({ max_tokens: 256 }, 1200); // { input: 1200, output: 256 }
+ * admissionOf({}, 1200); // { input: 1200, output: 0 }
+ * ```
+ */
+export function admissionOf(
+  body: Readonly<Record<string, unknown>>,
+  inputEstimate: number,
+  defaultReservation = 0,
+): Admission {
+  return { input: inputEstimate, output: outputCap(body) ?? defaultReservation };
+}

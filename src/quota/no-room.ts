@@ -1,0 +1,62 @@
+import type { Admission } from './admission';
+
+/** Errors the switchboard raised because no deployment had room; they are never retried. */
+const raised = new WeakSet<object>();
+
+/** The SDK's `RateLimitError` class (same constructor in `openai` and `@anthropic-ai/sdk`). */
+export type RateLimitErrorClass = new (
+  status: 429,
+  error: object | undefined,
+  message: string | undefined,
+  headers: Headers,
+) => Error;
+
+/**
+ * The SDK's own `RateLimitError` (status 429) for a call that no deployment has room for:
+ * `retry-after` (seconds) and `retry-after-ms` say when room is expected, the message names the
+ * model, the charge and the wait. The switchboard sent nothing upstream.
+ *
+ * @example
+ * ```ts
+ * throw noRoomError(OpenAI.RateLimitError, 'gpt-4o-mini', { input: 900, output: 256 }, 1800);
+ * // RateLimitError: 429 No deployment of gpt-4o-mini has room for this call ... in 1800 ms
+ * ```
+ */
+export function noRoomError(
+  RateLimitError: RateLimitErrorClass,
+  model: string,
+  admission: Admission,
+  waitMs: number,
+  waited = 0,
+): Error {
+  const wait = Math.max(1, Math.ceil(waitMs));
+  const headers = new Headers({
+    'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
+    'retry-after-ms': String(wait),
+  });
+  const charge = admission.input + admission.output;
+  const message =
+    `No deployment of ${model} has room for this call (${charge} tokens at admission: ` +
+    `${admission.input} input + ${admission.output} reserved output) by the upstreams' own count` +
+    `${waited > 0 ? ` after waiting ${Math.round(waited)} ms` : ''}: room expected in ${wait} ms`;
+  const error = new RateLimitError(
+    429,
+    { type: 'rate_limit_error', code: 'switchboard_no_room', message },
+    message,
+    headers,
+  );
+  raised.add(error);
+  return error;
+}
+
+/**
+ * True for an error {@link noRoomError} made: nothing was sent, so there is nothing to fail over.
+ *
+ * @example
+ * ```ts
+ * if (isNoRoom(error)) console.log('the switchboard held the call back');
+ * ```
+ */
+export function isNoRoom(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && raised.has(error);
+}

@@ -1,0 +1,74 @@
+/** Which limit of a model: tokens, requests, input tokens or output tokens per minute. */
+export type LimitName = 'tpm' | 'rpm' | 'itpm' | 'otpm';
+
+/**
+ * One limit of a model on a deployment: the value in force (configured, or learned from the
+ * upstream's headers), and the anchoring correction, the difference between the upstream's own
+ * count and ours when its last answer was written. The correction fades out linearly over the
+ * window: what the upstream counted then slides out of its window by the end of ours.
+ *
+ * @example
+ * ```ts
+ * const tpm = new QuotaLimit('tpm', 10_000);
+ * tpm.anchor(1_200, Date.now()); // the upstream counts 1 200 tokens more than we do
+ * tpm.correction(Date.now(), 60_000); // 1200, fading to 0 over the next minute
+ * ```
+ */
+export class QuotaLimit {
+  /** The limit in force; 0 = none known (unlimited). */
+  value: number;
+  /** True once the value came from the upstream's headers. */
+  learned = false;
+  /** Correction (in the limit's unit) and when it was taken. */
+  private delta = 0;
+  private at = 0;
+
+  constructor(
+    readonly name: LimitName,
+    /** What the configuration says, if anything. */
+    readonly configured: number | undefined,
+  ) {
+    this.value = configured ?? 0;
+  }
+
+  /** The correction now: `delta`, fading to 0 over `windowMs` after it was taken. */
+  correction(now: number, windowMs: number): number {
+    if (this.delta === 0) return 0;
+    const age = now - this.at;
+    if (age >= windowMs || age < 0) {
+      this.delta = 0;
+      return 0;
+    }
+    return this.delta * (1 - age / windowMs);
+  }
+
+  /** ms until the correction has faded out (0 when there is none). */
+  fadeLeft(now: number, windowMs: number): number {
+    if (this.correction(now, windowMs) === 0) return 0;
+    return this.at + windowMs - now;
+  }
+
+  /** Take a new correction. */
+  anchor(delta: number, now: number): void {
+    this.delta = delta;
+    this.at = now;
+  }
+
+  /** Drop the correction (usage was reset). */
+  clear(): void {
+    this.delta = 0;
+  }
+
+  /**
+   * Take the upstream's reported limit. Returns the previous value when it changed (so the caller
+   * can log a configured limit that disagreed), else `undefined`.
+   */
+  learn(reported: number): number | undefined {
+    if (!(reported > 0)) return undefined;
+    const was = this.value;
+    this.learned = true;
+    if (was === reported) return undefined;
+    this.value = reported;
+    return was;
+  }
+}
