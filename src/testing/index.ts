@@ -1,6 +1,7 @@
 /**
- * `nestjs-switchboard/testing`: a simulated LLM upstream (OpenAI Chat Completions and Anthropic
- * Messages wire formats) with latency, quotas and injectable faults, for tests and demos.
+ * `nestjs-switchboard/testing`: a simulated LLM upstream (OpenAI Chat Completions, Responses,
+ * Embeddings and Models; Anthropic Messages and token counting) with latency, quotas and
+ * injectable faults, for tests and demos.
  *
  * @example
  * ```ts
@@ -15,18 +16,19 @@
  * @packageDocumentation
  */
 export {
-  SimulatedDeployment,
   SimulatedUpstream,
   startSimulatedUpstream,
+  type SimulatedUpstreamOptions,
+} from './simulated-upstream';
+export {
+  SimulatedDeployment,
   type SimulatedClientOptions,
   type SimulatedDeploymentOptions,
   type SimulatedDeploymentStats,
-  type SimulatedFault,
   type SimulatedRequestRecord,
-  type SimulatedUpstreamOptions,
-} from './simulated-upstream';
-export { sampleJsonSchema, sampleRegex, type JsonSchemaSampleOptions } from './json-schema-sample';
-export { estimateTokens } from './wire-common';
-export { anthropicErrorBody, anthropicErrorType } from './anthropic-wire';
-export { openaiErrorBody } from './openai-wire';
+} from './simulated-deployment';
+export type { SimulatedFault } from './faults';
+export { estimateTokens } from './wire/common';
+export { simulatedEmbedding } from './wire/embeddings';
+export { anthropicErrorBody, anthropicErrorType, openaiErrorBody } from './wire/errors';
 export { seededRandom } from './seeded-random';

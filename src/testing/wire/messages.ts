@@ -1,6 +1,6 @@
 /**
  * Anthropic Messages wire format (also what Azure AI Foundry serves under `/anthropic/`) of the
- * simulated deployments: request validation, `Message` bodies, SSE events and errors.
+ * simulated deployments: request validation, `Message` bodies, SSE events and token counts.
  */
 import { sampleJsonSchema } from './json-schema-sample';
 import {
@@ -10,9 +10,11 @@ import {
   readMaxTokens,
   sizeCompletion,
   splitDeltas,
+  typedEvent,
   type CompletionPlan,
+  type InvalidRequest,
   type PlanResult,
-} from './wire-common';
+} from './common';
 
 /**
  * The output format of a Messages request: `output_config.format` (what
@@ -25,22 +27,34 @@ function outputFormat(body: Record<string, unknown>): Record<string, unknown> | 
   return isRecord(body['output_format']) ? body['output_format'] : undefined;
 }
 
-/**
- * Reads a `POST v1/messages` body into a completion plan, or the reason for a 400.
- * The answer echoes the text of the last `user` message; with a `json_schema` output format it
- * is a JSON sample of the schema.
- */
-export function readMessagesRequest(body: unknown, fixedCompletionTokens?: number): PlanResult {
+/** The prompt of a Messages or count_tokens request: its size and what the answer echoes. */
+interface MessagesPrompt {
+  model: string;
+  messages: unknown[];
+  promptChars: number;
+  lastUser: unknown;
+  /** The prompt up to the last block marked `cache_control`, if any block is. */
+  cachePrefix: string | undefined;
+}
+
+/** Text of a `system` / message `content` value, block by block, with cache marks. */
+function blocksOf(content: unknown): { text: string; cached: boolean }[] {
+  if (typeof content === 'string') return [{ text: content, cached: false }];
+  if (!Array.isArray(content)) return [];
+  return content.map((block) => ({
+    text: contentText([block]),
+    cached: isRecord(block) && isRecord(block['cache_control']),
+  }));
+}
+
+function readMessagesPrompt(
+  body: unknown,
+): ({ ok: true } & MessagesPrompt) | ({ ok: false } & InvalidRequest) {
   if (!isRecord(body)) return { ok: false, message: 'Request body must be a JSON object' };
   const model = body['model'];
   if (typeof model !== 'string' || model === '') {
     return { ok: false, message: 'model: Field required', param: 'model' };
   }
-  if (body['max_tokens'] === undefined || body['max_tokens'] === null) {
-    return { ok: false, message: 'max_tokens: Field required', param: 'max_tokens' };
-  }
-  const maxTokens = readMaxTokens(body, 'max_tokens');
-  if ('error' in maxTokens) return { ok: false, message: maxTokens.error, param: 'max_tokens' };
   const messages = body['messages'];
   if (!Array.isArray(messages)) {
     return { ok: false, message: 'messages: Field required', param: 'messages' };
@@ -48,45 +62,97 @@ export function readMessagesRequest(body: unknown, fixedCompletionTokens?: numbe
   if (messages.length === 0) {
     return { ok: false, message: 'messages: at least one message is required', param: 'messages' };
   }
-  let promptChars = contentText(body['system']).length;
+  // Anthropic caches a prefix in the order tools, system, messages: everything up to and
+  // including the last block that carries `cache_control`.
+  let prompt = '';
+  let cachePrefix: string | undefined;
+  const take = (content: unknown): void => {
+    for (const block of blocksOf(content)) {
+      prompt += block.text;
+      if (block.cached) cachePrefix = prompt;
+    }
+  };
+  take(body['system']);
   let lastUser: unknown = undefined;
   for (const [i, message] of messages.entries()) {
     if (!isRecord(message) || typeof message['role'] !== 'string') {
       return { ok: false, message: `messages.${i}.role: Field required`, param: 'messages' };
     }
-    promptChars += contentText(message['content']).length;
+    take(message['content']);
     if (message['role'] === 'user') lastUser = message['content'];
   }
-  const stream = body['stream'];
+  return { ok: true, model, messages, promptChars: prompt.length, lastUser, cachePrefix };
+}
+
+const tokensOf = (chars: number): number => Math.max(1, Math.ceil(chars / 4));
+
+/**
+ * Reads a `POST v1/messages` body into a completion plan, or the reason for a 400.
+ * The answer echoes the text of the last `user` message; with a `json_schema` output format it
+ * is a JSON sample of the schema.
+ */
+export function readMessagesRequest(body: unknown, fixedCompletionTokens?: number): PlanResult {
+  if (isRecord(body) && (body['max_tokens'] === undefined || body['max_tokens'] === null)) {
+    return { ok: false, message: 'max_tokens: Field required', param: 'max_tokens' };
+  }
+  const prompt = readMessagesPrompt(body);
+  if (!prompt.ok) return prompt;
+  const request = body as Record<string, unknown>;
+  const maxTokens = readMaxTokens(request, 'max_tokens');
+  if ('error' in maxTokens) return { ok: false, message: maxTokens.error, param: 'max_tokens' };
+  const stream = request['stream'];
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
     return { ok: false, message: 'stream: Input should be a valid boolean', param: 'stream' };
   }
 
-  const format = outputFormat(body);
+  const format = outputFormat(request);
   const answer =
     format?.['type'] === 'json_schema'
       ? JSON.stringify(format['schema'] === undefined ? {} : sampleJsonSchema(format['schema']))
-      : echoText(lastUser);
+      : echoText(prompt.lastUser);
   const sized = sizeCompletion(answer, maxTokens.value, fixedCompletionTokens);
+  const promptTokens = tokensOf(prompt.promptChars);
   const plan: CompletionPlan = {
     api: 'messages',
-    model,
+    model: prompt.model,
     stream: stream === true,
     includeUsage: false,
     text: sized.text,
-    promptTokens: Math.max(1, Math.ceil(promptChars / 4)),
+    promptTokens,
     completionTokens: sized.completionTokens,
     truncated: sized.truncated,
     maxTokens: maxTokens.value,
+    ...(prompt.cachePrefix !== undefined
+      ? {
+          cachePrefix: {
+            key: `${prompt.model}\u0000${prompt.cachePrefix}`,
+            tokens: Math.min(promptTokens, tokensOf(prompt.cachePrefix.length)),
+          },
+        }
+      : {}),
   };
   return { ok: true, plan };
 }
 
-function usageOf(inputTokens: number, outputTokens: number): Record<string, unknown> {
+/**
+ * Reads a `POST v1/messages/count_tokens` body: the prompt's `input_tokens` (the same estimate
+ * a Messages request is charged), or the reason for a 400.
+ */
+export function readCountTokensRequest(
+  body: unknown,
+): { ok: true; model: string; inputTokens: number } | ({ ok: false } & InvalidRequest) {
+  const prompt = readMessagesPrompt(body);
+  if (!prompt.ok) return prompt;
+  return { ok: true, model: prompt.model, inputTokens: tokensOf(prompt.promptChars) };
+}
+
+function usageOf(plan: CompletionPlan, outputTokens: number): Record<string, unknown> {
+  const read = plan.cacheReadTokens ?? 0;
+  const created = plan.cacheCreationTokens ?? 0;
   return {
-    input_tokens: inputTokens,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
+    input_tokens: Math.max(0, plan.promptTokens - read - created),
+    cache_creation_input_tokens: created,
+    cache_read_input_tokens: read,
     output_tokens: outputTokens,
     service_tier: 'standard',
   };
@@ -102,12 +168,11 @@ export function messageBody(plan: CompletionPlan, id: string): Record<string, un
     content: [{ type: 'text', text: plan.text }],
     stop_reason: plan.truncated ? 'max_tokens' : 'end_turn',
     stop_sequence: null,
-    usage: usageOf(plan.promptTokens, plan.completionTokens),
+    usage: usageOf(plan, plan.completionTokens),
   };
 }
 
-const event = (type: string, data: Record<string, unknown>): string =>
-  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+const event = typedEvent;
 
 /**
  * The SSE events of a streaming answer, as the real API sends them (with `event:` lines):
@@ -126,7 +191,7 @@ export function messageFrames(plan: CompletionPlan, id: string): string[] {
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: usageOf(plan.promptTokens, 1),
+        usage: usageOf(plan, 1),
       },
     }),
     event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
@@ -149,56 +214,4 @@ export function messageFrames(plan: CompletionPlan, id: string): string[] {
 /** An event whose `data:` JSON is cut short, for the `malformed` fault. */
 export function malformedMessageFrame(): string {
   return 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{\n\n';
-}
-
-/**
- * The Anthropic `error.type` for an HTTP status (`api_error` for other 5xx,
- * `invalid_request_error` for other 4xx).
- *
- * @example
- * ```ts
- * anthropicErrorType(529); // => 'overloaded_error'
- * ```
- */
-export function anthropicErrorType(status: number): string {
-  switch (status) {
-    case 400:
-      return 'invalid_request_error';
-    case 401:
-      return 'authentication_error';
-    case 403:
-      return 'permission_error';
-    case 404:
-      return 'not_found_error';
-    case 413:
-      return 'request_too_large';
-    case 429:
-      return 'rate_limit_error';
-    case 529:
-      return 'overloaded_error';
-    default:
-      return status >= 500 ? 'api_error' : 'invalid_request_error';
-  }
-}
-
-/**
- * An error body in the Anthropic shape: `{ type: 'error', error: { type, message } }`
- * (`request_id` added when given).
- *
- * @example
- * ```ts
- * anthropicErrorBody(529, 'Overloaded');
- * // => { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }
- * ```
- */
-export function anthropicErrorBody(
-  status: number,
-  message: string,
-  requestId?: string,
-): { type: 'error'; error: { type: string; message: string }; request_id?: string } {
-  return {
-    type: 'error',
-    error: { type: anthropicErrorType(status), message },
-    ...(requestId !== undefined ? { request_id: requestId } : {}),
-  };
 }

@@ -1,10 +1,11 @@
 /**
  * OpenAI / Azure OpenAI Chat Completions wire format of the simulated deployments:
- * request validation, `ChatCompletion` bodies, `chat.completion.chunk` SSE frames and errors.
+ * request validation, `ChatCompletion` bodies and `chat.completion.chunk` SSE frames.
  */
 import { sampleJsonSchema } from './json-schema-sample';
 import {
   contentText,
+  dataFrame,
   echoText,
   isRecord,
   readMaxTokens,
@@ -12,7 +13,7 @@ import {
   splitDeltas,
   type CompletionPlan,
   type PlanResult,
-} from './wire-common';
+} from './common';
 
 const SYSTEM_FINGERPRINT = 'fp_simulated';
 
@@ -151,7 +152,7 @@ export function chatCompletionBody(
   };
 }
 
-const frame = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`;
+const frame = dataFrame;
 
 /**
  * The SSE frames of a streaming answer, as the real API sends them: a chunk with the assistant
@@ -185,40 +186,4 @@ export function chatCompletionFrames(plan: CompletionPlan, id: string, created: 
 /** A `data:` line whose JSON is cut short, for the `malformed` fault. */
 export function malformedChatFrame(id: string): string {
   return `data: {"id":"${id}","object":"chat.completion.chunk","choices":[{"index":0,"delta":{\n\n`;
-}
-
-/** Default `error.type` / `error.code` of an OpenAI error answer with `status`. */
-function errorKind(status: number): { type: string; code: string | null } {
-  if (status === 401) return { type: 'invalid_request_error', code: 'invalid_api_key' };
-  if (status === 403) return { type: 'invalid_request_error', code: 'unsupported_country' };
-  if (status === 404) return { type: 'invalid_request_error', code: 'not_found' };
-  if (status === 429) return { type: 'requests', code: 'rate_limit_exceeded' };
-  if (status >= 500) return { type: 'server_error', code: null };
-  return { type: 'invalid_request_error', code: null };
-}
-
-/**
- * An error body in the OpenAI shape: `{ error: { message, type, param, code } }`.
- *
- * @example
- * ```ts
- * openaiErrorBody(429, 'Rate limit reached', { type: 'tokens' });
- * // => { error: { message: 'Rate limit reached', type: 'tokens', param: null,
- * //               code: 'rate_limit_exceeded' } }
- * ```
- */
-export function openaiErrorBody(
-  status: number,
-  message: string,
-  overrides: { type?: string; code?: string | null; param?: string | null } = {},
-): { error: { message: string; type: string; param: string | null; code: string | null } } {
-  const kind = errorKind(status);
-  return {
-    error: {
-      message,
-      type: overrides.type ?? kind.type,
-      param: overrides.param ?? null,
-      code: overrides.code !== undefined ? overrides.code : kind.code,
-    },
-  };
 }

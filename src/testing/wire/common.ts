@@ -1,6 +1,6 @@
 /**
- * Pieces shared by the OpenAI and Anthropic wire formats of the simulated deployments: token
- * estimates, text extraction and the plan of one simulated completion.
+ * Pieces shared by the wire formats of the simulated deployments: token estimates, text
+ * extraction, SSE framing and the plan of one simulated answer.
  */
 
 /**
@@ -15,9 +15,12 @@ export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
 }
 
+/** The APIs whose requests count against a deployment's quotas. */
+export type QuotaApi = 'chat' | 'messages' | 'responses' | 'embeddings';
+
 /** What a simulated deployment will answer to one valid request (internal). */
 export interface CompletionPlan {
-  api: 'chat' | 'messages';
+  api: QuotaApi;
   model: string;
   stream: boolean;
   /** OpenAI `stream_options.include_usage`. */
@@ -28,19 +31,28 @@ export interface CompletionPlan {
   completionTokens: number;
   /** The answer was cut at `maxTokens` (`finish_reason: 'length'`, `stop_reason: 'max_tokens'`). */
   truncated: boolean;
-  /** `max_tokens` / `max_completion_tokens` of the request, if any. */
+  /** `max_tokens` / `max_completion_tokens` / `max_output_tokens` of the request, if any. */
   maxTokens: number | undefined;
+  /** Anthropic prompt caching: the cacheable prefix (by `cache_control` marks), if any. */
+  cachePrefix?: { key: string; tokens: number };
+  /** Prompt tokens read from the deployment's prompt cache (set at admission). */
+  cacheReadTokens?: number;
+  /** Prompt tokens written to the deployment's prompt cache (set at admission). */
+  cacheCreationTokens?: number;
 }
 
 /** A request body the simulator rejects with 400 (internal). */
 export interface InvalidRequest {
+  /** HTTP status of the answer (default 400). */
+  status?: number;
   message: string;
   param?: string;
   code?: string;
 }
 
 /** Result of reading a request body (internal). */
-export type PlanResult = { ok: true; plan: CompletionPlan } | ({ ok: false } & InvalidRequest);
+export type PlanResult<P extends CompletionPlan = CompletionPlan> =
+  { ok: true; plan: P } | ({ ok: false } & InvalidRequest);
 
 /** A plain JSON object (not null, not an array). */
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -116,3 +128,10 @@ export function sizeCompletion(
 export function splitDeltas(text: string): string[] {
   return text.match(/\s*\S+\s*|\s+/g) ?? [];
 }
+
+/** One SSE frame with only a `data:` line (OpenAI Chat Completions). */
+export const dataFrame = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`;
+
+/** One SSE frame with an `event:` line and `{ type, ...data }` as data (Messages, Responses). */
+export const typedEvent = (type: string, data: Record<string, unknown>): string =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;

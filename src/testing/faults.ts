@@ -1,0 +1,81 @@
+/**
+ * Faults a simulated deployment plays instead of its normal answer: their type, validation and
+ * queue.
+ */
+
+/**
+ * A failure a simulated deployment plays instead of its normal answer; queue them with
+ * {@link SimulatedDeployment.fail}.
+ *
+ * - `status`: an error answer in the provider's shape with `status`, optional `retry-after`
+ *   (seconds) / `retry-after-ms` headers and `message`.
+ * - `reset`: the TCP connection is reset before any answer.
+ * - `hang`: no answer at all, until the client gives up or the upstream closes.
+ * - `drop-mid-stream`: streamed requests get `afterEvents` SSE events (default 2, always fewer
+ *   than the full answer) before the connection is destroyed; other requests get the headers and
+ *   half of the body.
+ * - `malformed`: a 200 whose JSON body is cut short, or for streams one good event followed by a
+ *   `data:` line with broken JSON.
+ *
+ * @example
+ * ```ts
+ * deployment.fail({ kind: 'status', status: 429, retryAfter: 1, retryAfterMs: 250 });
+ * deployment.fail({ kind: 'reset' }, 3);
+ * deployment.fail({ kind: 'drop-mid-stream', afterEvents: 4 });
+ * ```
+ */
+export type SimulatedFault =
+  | { kind: 'status'; status: number; retryAfter?: number; retryAfterMs?: number; message?: string }
+  | { kind: 'reset' }
+  | { kind: 'hang' }
+  | { kind: 'drop-mid-stream'; afterEvents?: number }
+  | { kind: 'malformed' };
+
+/** A queued fault and how many more requests it affects (internal). */
+export interface QueuedFault {
+  fault: SimulatedFault;
+  remaining: number;
+}
+
+/** Throws a RangeError naming `what` unless `value` is undefined or a finite number >= 0. */
+export function checkNonNegative(value: number | undefined, what: string): void {
+  if (value !== undefined && !(Number.isFinite(value) && value >= 0)) {
+    throw new RangeError(`${what} must be a finite number >= 0, got ${String(value)}`);
+  }
+}
+
+/** Checks `fault` and `times` as {@link SimulatedDeployment.fail} takes them; throws otherwise. */
+export function validateFault(fault: SimulatedFault, times: number): void {
+  if (!(times === Infinity || (Number.isInteger(times) && times > 0))) {
+    throw new RangeError(`times must be a positive integer or Infinity, got ${String(times)}`);
+  }
+  switch (fault.kind) {
+    case 'status':
+      if (!Number.isInteger(fault.status) || fault.status < 400 || fault.status > 599) {
+        throw new RangeError(`fault status must be an integer in 400..599, got ${fault.status}`);
+      }
+      checkNonNegative(fault.retryAfter, 'retryAfter');
+      checkNonNegative(fault.retryAfterMs, 'retryAfterMs');
+      break;
+    case 'drop-mid-stream':
+      checkNonNegative(fault.afterEvents, 'afterEvents');
+      break;
+    case 'reset':
+    case 'hang':
+    case 'malformed':
+      break;
+    default:
+      throw new TypeError(
+        `Unknown fault kind ${JSON.stringify((fault as { kind: unknown }).kind)}`,
+      );
+  }
+}
+
+/** Takes the next fault of `queue` for one request, if any. */
+export function takeFault(queue: QueuedFault[]): SimulatedFault | undefined {
+  const head = queue[0];
+  if (!head) return undefined;
+  head.remaining--;
+  if (head.remaining <= 0) queue.shift();
+  return head.fault;
+}

@@ -1,0 +1,506 @@
+/**
+ * One named simulated deployment: its options, URLs, run-time knobs, fault queue, counters,
+ * request log, stored responses and prompt cache.
+ */
+import { checkNonNegative, validateFault, type QueuedFault, type SimulatedFault } from './faults';
+import { QuotaWindow } from './quota';
+import type { StoredResponse } from './wire/responses';
+
+/**
+ * Configuration of one simulated deployment.
+ *
+ * @example
+ * ```ts
+ * const options: SimulatedDeploymentOptions = {
+ *   name: 'eastus-gpt',
+ *   latency: 20,
+ *   chunkDelay: 5,
+ *   tpm: 10_000,
+ *   rpm: 60,
+ *   timeScale: 60, // a one-minute quota window lasts one second
+ *   apiKey: 'secret',
+ * };
+ * ```
+ */
+export interface SimulatedDeploymentOptions {
+  /** Unique name, the first segment of the deployment's URLs (`[A-Za-z0-9._~-]`, not empty). */
+  name: string;
+  /** Milliseconds before any answer of an API request (default 0). Mutable at run time. */
+  latency?: number;
+  /** Milliseconds between two SSE events of a streamed answer (default 0). Mutable at run time. */
+  chunkDelay?: number;
+  /** Tokens per minute; `0` / `undefined` = unlimited. See {@link SimulatedDeployment} quotas. */
+  tpm?: number;
+  /** Requests per minute, enforced as `rpm / 6` per 10 s; `0` / `undefined` = unlimited. */
+  rpm?: number;
+  /** Speed-up of the quota windows: `60` makes the 60 s TPM window last 1 s (default 1). */
+  timeScale?: number;
+  /** When set, requests must send it as `api-key`, `x-api-key` or `Authorization: Bearer`. */
+  apiKey?: string;
+  /** Fixed `completion_tokens` / `output_tokens` of every answer (default: estimated). */
+  completionTokens?: number;
+  /**
+   * Charge `max_tokens` (when the request sets it) instead of the actual completion size against
+   * the TPM quota, as Azure OpenAI does (default false).
+   */
+  chargeMaxTokens?: boolean;
+  /** Model ids `GET models` lists (default `gpt-4o`, `gpt-4o-mini`, `text-embedding-3-small`). */
+  models?: string[];
+}
+
+/**
+ * Counters of a simulated deployment ({@link SimulatedDeployment.stats}); the same object is
+ * updated in place.
+ *
+ * @example
+ * ```ts
+ * const { ok, rateLimited, totalTokens } = deployment.stats;
+ * ```
+ */
+export interface SimulatedDeploymentStats {
+  /** Requests addressed to the deployment (any path under its name). */
+  requests: number;
+  /** Complete successful answers. */
+  ok: number;
+  /** 429 answers, from the quotas or from `status` faults. */
+  rateLimited: number;
+  /** Every other outcome: error statuses, faults, and requests the client abandoned. */
+  failed: number;
+  /** The part of `failed` where the connection closed before the answer was complete. */
+  aborted: number;
+  /** Tokens of the successful answers. */
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  /** Answers by HTTP status (a dropped or malformed 200 counts as 200). */
+  byStatus: Record<number, number>;
+  /** Requests being handled right now. */
+  inFlight: number;
+}
+
+/**
+ * One API request a simulated deployment received ({@link SimulatedDeployment.requests}).
+ *
+ * @example
+ * ```ts
+ * const last = deployment.requests.at(-1);
+ * expect(last?.headers['x-api-key']).toBe('k');
+ * ```
+ */
+export interface SimulatedRequestRecord {
+  /** The API addressed: `chat`, `messages`, `responses`, `embeddings`, `models` (list and one
+   * model), `response` (retrieve / delete a stored response) or `count_tokens`. */
+  api: 'chat' | 'messages' | 'responses' | 'embeddings' | 'models' | 'response' | 'count_tokens';
+  /** `model` of the body, `''` when missing. */
+  model: string;
+  stream: boolean;
+  /** Request headers, lower-cased, repeated ones joined with `, `. */
+  headers: Record<string, string>;
+  /** Parsed JSON body, or the raw text when it is not JSON. */
+  body: unknown;
+  /** Arrival time, from the upstream's `clock`. */
+  at: number;
+}
+
+/**
+ * Options for an SDK client pointed at a simulated deployment.
+ *
+ * @example
+ * ```ts
+ * const options: SimulatedClientOptions = deployment.openaiClientOptions();
+ * const openai = new OpenAI({ ...options, timeout: 1000 });
+ * ```
+ */
+export interface SimulatedClientOptions {
+  baseURL: string;
+  apiKey: string;
+  /** 0: retries are the load balancer's job, not the SDK's. */
+  maxRetries: number;
+}
+
+const MAX_RECORDS = 1000;
+/** Stored responses a deployment keeps (oldest dropped first). */
+const MAX_STORED_RESPONSES = 10_000;
+/** Prompt-cache entries a deployment keeps (oldest dropped first). */
+const MAX_CACHE_ENTRIES = 10_000;
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._~-]*$/;
+/** Models `GET models` lists when the deployment's options name none. */
+const DEFAULT_MODELS = ['gpt-4o', 'gpt-4o-mini', 'text-embedding-3-small'] as const;
+
+interface Waiter {
+  predicate: (deployment: SimulatedDeployment) => boolean;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+/** Per-deployment state the request handler needs and the public API does not expose. */
+export interface DeploymentInternals {
+  clock: () => number;
+  faults: QueuedFault[];
+  requestWindow: QuotaWindow;
+  tokenWindow: QuotaWindow;
+  sequence: number;
+  waiters: Set<Waiter>;
+  /** Responses this deployment stored, by id (insertion order = age). */
+  responses: Map<string, StoredResponse>;
+  /** Prompt-cache prefixes written on this deployment, by key, with their last use. */
+  promptCache: Map<string, number>;
+  /** The upstream has closed: waiters that do not hold right away reject. */
+  closed: boolean;
+}
+
+const internals = new WeakMap<SimulatedDeployment, DeploymentInternals>();
+
+/** The internal state of `deployment` (internal). */
+export function internalsOf(deployment: SimulatedDeployment): DeploymentInternals {
+  const state = internals.get(deployment);
+  if (!state) throw new Error('Not a SimulatedDeployment created by SimulatedUpstream');
+  return state;
+}
+
+function emptyStats(): SimulatedDeploymentStats {
+  return {
+    requests: 0,
+    ok: 0,
+    rateLimited: 0,
+    failed: 0,
+    aborted: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    totalTokens: 0,
+    byStatus: {},
+    inFlight: 0,
+  };
+}
+
+/** Re-checks the {@link SimulatedDeployment.waitFor} conditions of `deployment` (internal). */
+export function notifyWaiters(deployment: SimulatedDeployment): void {
+  const state = internalsOf(deployment);
+  for (const waiter of state.waiters) {
+    let done: boolean;
+    try {
+      done = waiter.predicate(deployment);
+    } catch (error) {
+      state.waiters.delete(waiter);
+      waiter.reject(error instanceof Error ? error : new Error(String(error)));
+      continue;
+    }
+    if (done) {
+      state.waiters.delete(waiter);
+      waiter.resolve();
+    } else if (state.closed) {
+      state.waiters.delete(waiter);
+      waiter.reject(new Error('SimulatedUpstream closed before the awaited condition held'));
+    }
+  }
+}
+
+/**
+ * One named deployment of a {@link SimulatedUpstream}: its URLs, run-time knobs, fault queue,
+ * counters and request log. Created by {@link SimulatedUpstream.start}; get it with
+ * {@link SimulatedUpstream.deployment}.
+ *
+ * **Answers.** Chat completions echo the text of the last user message, Messages likewise; with
+ * a JSON schema output format (`zodResponseFormat`, `zodOutputFormat`) the answer is a JSON sample
+ * of the schema, so `parse()` succeeds. Above `max_tokens` the answer is cut
+ * (`finish_reason: 'length'`, `stop_reason: 'max_tokens'`).
+ *
+ * **Tokens.** Prompt tokens = ceil(characters of all message text, system prompt included / 4),
+ * at least 1; completion tokens = `completionTokens` or ceil(answer characters / 4), at least 1,
+ * at most `max_tokens`.
+ *
+ * **Quotas.** RPM allows `max(1, floor(rpm / 6))` requests per 10 s window, TPM allows `tpm`
+ * tokens per 60 s window; both windows are divided by `timeScale` and start with the first request
+ * after the previous window expired. A valid request is admitted (and charged prompt + completion
+ * tokens, or prompt + `max_tokens` with `chargeMaxTokens`) when it fits both, else it gets a 429
+ * with `retry-after` (whole seconds, at least 1) and `retry-after-ms` until the window ends.
+ * Admitted answers carry `x-ratelimit-remaining-requests` / `x-ratelimit-remaining-tokens`.
+ *
+ * **Order of handling** of an API request: body read and recorded, next fault taken from the
+ * queue, `latency`, then the fault if any, else authentication (401), validation (400), quota
+ * (429) and the answer.
+ *
+ * @example
+ * ```ts
+ * const upstream = await SimulatedUpstream.start({ deployments: [{ name: 'a' }] });
+ * const a = upstream.deployment('a');
+ * const openai = new OpenAI({ baseURL: a.openaiBaseURL, apiKey: 'k', maxRetries: 0 });
+ * a.fail({ kind: 'status', status: 503 }, 2);
+ * await expect(openai.chat.completions.create(params)).rejects.toThrow();
+ * expect(a.stats.byStatus[503]).toBe(1);
+ * ```
+ */
+export class SimulatedDeployment {
+  /** The deployment's name. */
+  readonly name: string;
+  /** Base URL for `new OpenAI({ baseURL })`: `http://host:port/<name>/openai/v1/`. */
+  readonly openaiBaseURL: string;
+  /**
+   * Base URL for `new Anthropic({ baseURL })` / `new AnthropicFoundry({ baseURL })`:
+   * `http://host:port/<name>/anthropic/`.
+   */
+  readonly anthropicBaseURL: string;
+  /**
+   * Endpoint for `new AzureOpenAI({ endpoint, apiVersion, deployment })` (the classic
+   * `/openai/deployments/<deployment>/chat/completions?api-version=...` routes):
+   * `http://host:port/<name>`.
+   */
+  readonly azureEndpoint: string;
+  /** Milliseconds before any answer. */
+  latency: number;
+  /** Milliseconds between two SSE events. */
+  chunkDelay: number;
+  /** Tokens per minute (0 = unlimited). */
+  tpm: number;
+  /** Requests per minute (0 = unlimited). */
+  rpm: number;
+  /** Required API key, if any. */
+  apiKey: string | undefined;
+  /** Fixed completion size, if any. */
+  completionTokens: number | undefined;
+  /** Charge `max_tokens` instead of the completion against the TPM quota. */
+  chargeMaxTokens: boolean;
+  /** Speed-up of the quota windows. */
+  readonly timeScale: number;
+  /** Model ids `GET models` lists. */
+  models: string[];
+  /** Counters, updated in place (see {@link SimulatedDeploymentStats}). */
+  readonly stats: SimulatedDeploymentStats = emptyStats();
+  /** The last 1000 API requests, oldest first. */
+  readonly requests: SimulatedRequestRecord[] = [];
+
+  /**
+   * @internal Use {@link SimulatedUpstream.start}; `origin` is `http://host:port`.
+   */
+  constructor(options: SimulatedDeploymentOptions, origin: string, clock: () => number) {
+    if (typeof options.name !== 'string' || !NAME_PATTERN.test(options.name)) {
+      throw new Error(
+        `Invalid simulated deployment name ${JSON.stringify(options.name)}: ` +
+          'use letters, digits, ".", "_", "~" or "-"',
+      );
+    }
+    checkNonNegative(options.latency, 'latency');
+    checkNonNegative(options.chunkDelay, 'chunkDelay');
+    checkNonNegative(options.tpm, 'tpm');
+    checkNonNegative(options.rpm, 'rpm');
+    checkNonNegative(options.completionTokens, 'completionTokens');
+    const timeScale = options.timeScale ?? 1;
+    if (!(Number.isFinite(timeScale) && timeScale > 0)) {
+      throw new RangeError(`timeScale must be a finite number > 0, got ${String(timeScale)}`);
+    }
+    this.name = options.name;
+    this.openaiBaseURL = `${origin}/${options.name}/openai/v1/`;
+    this.anthropicBaseURL = `${origin}/${options.name}/anthropic/`;
+    this.azureEndpoint = `${origin}/${options.name}`;
+    this.latency = options.latency ?? 0;
+    this.chunkDelay = options.chunkDelay ?? 0;
+    this.tpm = options.tpm ?? 0;
+    this.rpm = options.rpm ?? 0;
+    this.apiKey = options.apiKey;
+    this.completionTokens =
+      options.completionTokens === undefined ? undefined : Math.floor(options.completionTokens);
+    this.chargeMaxTokens = options.chargeMaxTokens ?? false;
+    this.timeScale = timeScale;
+    this.models = [...(options.models ?? DEFAULT_MODELS)];
+    internals.set(this, {
+      clock,
+      faults: [],
+      requestWindow: new QuotaWindow(10_000 / timeScale),
+      tokenWindow: new QuotaWindow(60_000 / timeScale),
+      sequence: 0,
+      waiters: new Set(),
+      responses: new Map(),
+      promptCache: new Map(),
+      closed: false,
+    });
+  }
+
+  /**
+   * Queues `fault` for the next `times` API requests (default 1; `Infinity` = every request until
+   * {@link clearFaults}). Faults are played in FIFO order, before any other handling.
+   *
+   * @example
+   * ```ts
+   * deployment.fail({ kind: 'hang' }).fail({ kind: 'status', status: 500 }, 2);
+   * ```
+   */
+  fail(fault: SimulatedFault, times = 1): this {
+    validateFault(fault, times);
+    internalsOf(this).faults.push({ fault: { ...fault }, remaining: times });
+    return this;
+  }
+
+  /**
+   * Drops every queued fault.
+   *
+   * @example
+   * ```ts
+   * deployment.fail({ kind: 'reset' }, Infinity);
+   * // ...
+   * deployment.clearFaults();
+   * ```
+   */
+  clearFaults(): this {
+    internalsOf(this).faults.length = 0;
+    return this;
+  }
+
+  /**
+   * How many requests the queued faults will still affect (`Infinity` when one repeats forever).
+   *
+   * @example
+   * ```ts
+   * deployment.fail({ kind: 'reset' }, 2);
+   * deployment.pendingFaults; // => 2
+   * ```
+   */
+  get pendingFaults(): number {
+    return internalsOf(this).faults.reduce((sum, entry) => sum + entry.remaining, 0);
+  }
+
+  /**
+   * Zeroes the counters (except `inFlight`, a live gauge) and empties the request log.
+   *
+   * @example
+   * ```ts
+   * beforeEach(() => deployment.resetStats());
+   * ```
+   */
+  resetStats(): void {
+    const inFlight = this.stats.inFlight;
+    for (const key of Object.keys(this.stats.byStatus)) delete this.stats.byStatus[Number(key)];
+    Object.assign(this.stats, { ...emptyStats(), byStatus: this.stats.byStatus, inFlight });
+    this.requests.length = 0;
+  }
+
+  /**
+   * Forgets the quota usage: the next request opens fresh TPM / RPM windows.
+   *
+   * @example
+   * ```ts
+   * deployment.resetQuotas();
+   * ```
+   */
+  resetQuotas(): void {
+    internalsOf(this).requestWindow.reset();
+    internalsOf(this).tokenWindow.reset();
+  }
+
+  /**
+   * Forgets the stored responses (as if they had expired) and the prompt cache.
+   *
+   * @example
+   * ```ts
+   * deployment.forgetResponses();
+   * // a chained call with previous_response_id now gets a 404
+   * ```
+   */
+  forgetResponses(): void {
+    internalsOf(this).responses.clear();
+    internalsOf(this).promptCache.clear();
+  }
+
+  /**
+   * Ids of the responses this deployment stored, oldest first (at most the last 10 000).
+   *
+   * @example
+   * ```ts
+   * expect(deployment.storedResponseIds).toContain(response.id);
+   * ```
+   */
+  get storedResponseIds(): string[] {
+    return [...internalsOf(this).responses.keys()];
+  }
+
+  /**
+   * Resolves once `predicate(this)` holds, checked now and whenever a request arrives or ends;
+   * rejects if the upstream closes first. Sets no timer.
+   *
+   * @example
+   * ```ts
+   * const pending = openai.chat.completions.create(params);
+   * await deployment.waitFor((d) => d.stats.inFlight === 1);
+   * ```
+   */
+  waitFor(predicate: (deployment: SimulatedDeployment) => boolean): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      internalsOf(this).waiters.add({ predicate, resolve, reject });
+      notifyWaiters(this);
+    });
+  }
+
+  /**
+   * Resolves once no request is in flight.
+   *
+   * @example
+   * ```ts
+   * await deployment.whenIdle();
+   * expect(deployment.stats.aborted).toBe(1);
+   * ```
+   */
+  whenIdle(): Promise<void> {
+    return this.waitFor((deployment) => deployment.stats.inFlight === 0);
+  }
+
+  /**
+   * Options for `new OpenAI(...)` pointed at this deployment (`maxRetries: 0`; the API key is the
+   * deployment's or `'simulated'`).
+   *
+   * @example
+   * ```ts
+   * const openai = new OpenAI(deployment.openaiClientOptions());
+   * ```
+   */
+  openaiClientOptions(): SimulatedClientOptions {
+    return { baseURL: this.openaiBaseURL, apiKey: this.apiKey ?? 'simulated', maxRetries: 0 };
+  }
+
+  /**
+   * Options for `new Anthropic(...)` or `new AnthropicFoundry(...)` pointed at this deployment.
+   *
+   * @example
+   * ```ts
+   * const anthropic = new AnthropicFoundry(deployment.anthropicClientOptions());
+   * ```
+   */
+  anthropicClientOptions(): SimulatedClientOptions {
+    return { baseURL: this.anthropicBaseURL, apiKey: this.apiKey ?? 'simulated', maxRetries: 0 };
+  }
+}
+
+/** Stores `response` under `id` on `deployment`, dropping the oldest past the bound (internal). */
+export function storeResponse(
+  deployment: SimulatedDeployment,
+  id: string,
+  response: StoredResponse,
+): void {
+  const responses = internalsOf(deployment).responses;
+  responses.set(id, response);
+  if (responses.size > MAX_STORED_RESPONSES) {
+    responses.delete(responses.keys().next().value as string);
+  }
+}
+
+/**
+ * Looks `key` up in the prompt cache of `deployment` and writes it when missing: true when it
+ * was there (a cache read), false when this request writes it (internal).
+ */
+export function usePromptCache(deployment: SimulatedDeployment, key: string, now: number): boolean {
+  const cache = internalsOf(deployment).promptCache;
+  const hit = cache.has(key);
+  cache.delete(key);
+  cache.set(key, now);
+  if (cache.size > MAX_CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+  return hit;
+}
+
+/** Appends `record` to the request log of `deployment`, keeping the last 1000 (internal). */
+export function recordRequest(
+  deployment: SimulatedDeployment,
+  record: SimulatedRequestRecord,
+): void {
+  deployment.requests.push(record);
+  if (deployment.requests.length > MAX_RECORDS) {
+    deployment.requests.splice(0, deployment.requests.length - MAX_RECORDS);
+  }
+}
