@@ -128,6 +128,11 @@ export class DeploymentRegistry {
    * The deployment for a call: the session's own while it is healthy for the model, else one the
    * selector picks among healthy deployments not in `exclude` (best effort among all when none is
    * healthy); a session is then remembered on the new one.
+   *
+   * `exclude` holds the deployments a call already tried. While any deployment is left untried,
+   * the choice stays among those (healthy first, then best effort): one that is cooling down or
+   * over its quota may still answer, while the one that just failed this call has already said it
+   * will not. Only once every deployment was tried does the choice go back to them all.
    */
   select(model: string, sessionId?: string, exclude?: ReadonlySet<Deployment>): Deployment {
     const pool = this.poolFor(model);
@@ -138,7 +143,8 @@ export class DeploymentRegistry {
         if (d !== undefined && d.models.get(model)?.isHealthy() && !exclude?.has(d)) return d;
       }
     }
-    const chosen = pool.length === 1 ? pool[0]! : this.selector.pick(model, pool, exclude);
+    const candidates = exclude && exclude.size > 0 ? untried(pool, exclude) : pool;
+    const chosen = candidates.length === 1 ? candidates[0]! : this.selector.pick(model, candidates);
     if (sessionId !== undefined) this.sessions.set(sessionId, chosen.name);
     if (this.logger && !chosen.models.get(model)!.isHealthy()) this.warnBestEffort(model, chosen);
     return chosen;
@@ -188,6 +194,15 @@ export class DeploymentRegistry {
       `No healthy deployment for ${model}: trying ${chosen.name} on a best-effort basis`,
     );
   }
+}
+
+/** The deployments of `pool` not in `tried`; all of `pool` when every one was tried. */
+function untried(
+  pool: readonly Deployment[],
+  tried: ReadonlySet<Deployment>,
+): readonly Deployment[] {
+  const left = pool.filter((d) => !tried.has(d));
+  return left.length > 0 ? left : pool;
 }
 
 function build(

@@ -110,3 +110,32 @@ describe('sessions through calls', () => {
     expect(r.sb.selectDeployment({ model: GPT, sessionId: 'chat-1' }).name).not.toBe(first);
   });
 });
+
+describe('best effort within one call', () => {
+  let r: Rig;
+  beforeEach(async () => {
+    r = await rig({ openai: 2, random: seeded(3) });
+  });
+  afterEach(() => r.close());
+
+  it('with the first deployment failing and the other marked down, fails over to the untried one', async () => {
+    r.upstream.deployment('oai0').fail({ kind: 'status', status: 500 }, Infinity);
+    stateOf(r, 'oai1').markDown(60_000);
+    // Two calls: a third 500 in a row would mark oai0 down as well.
+    for (let i = 0; i < 2; i++) {
+      const c = await r.sb.chat.completions.create(ask(`call ${i}`));
+      expect(c.choices[0]!.message.content).toContain(`call ${i}`);
+    }
+    // Each call: the healthy oai0 failed first, then the cooling but untried oai1 answered.
+    expect(requestCounts(r.upstream)).toEqual({ oai0: 2, oai1: 2 });
+  });
+
+  it('goes back to a tried deployment only once every one was tried', () => {
+    const [a, b] = [...r.sb.deployments.values()];
+    stateOf(r, 'oai1').markDown(60_000);
+    for (let i = 0; i < 20; i++) {
+      expect(r.sb.registry.select(GPT, undefined, new Set([a!]))).toBe(b);
+      expect(r.sb.registry.select(GPT, undefined, new Set([a!, b!]))).toBe(a);
+    }
+  });
+});
