@@ -147,6 +147,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.hooks = {
       sent: (state) => metrics.request(state),
       failed: (state, reason) => metrics.failure(state, reason),
+      staleSocketRetried: (state) => metrics.retry(state, 'stale_socket'),
     };
     this.chat = {
       completions: {
@@ -297,17 +298,20 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     if (this.policy.attempts <= 1) return promise;
     return promise.catch((error: unknown) => {
       const tried = new Set<Deployment>([first]);
+      let last = first;
       return failover(
         error,
         () => {
           const d = this.registry.select(model, sessionId, tried);
           tried.add(d);
+          last = d;
           if (sessionId !== undefined) this.state.rememberSession?.(sessionId, d.name);
           return attempt(d, d.models.get(model)!, op, d.prepare(body), options, this.hooks);
         },
         this.policy,
         pool[0]!.errors,
         options?.signal,
+        (_attempt, _delay, reason) => this.metrics.retry(last.models.get(model)!, reason),
       );
     });
   }

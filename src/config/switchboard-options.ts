@@ -1,4 +1,5 @@
 import type { LoggerService, Type } from '@nestjs/common';
+import type { FailureReason } from '../failover/classify';
 import type { Selector } from '../selection/selector';
 import type { StateStore } from '../state/state-store';
 
@@ -92,7 +93,11 @@ export type DeploymentConfig = OpenAIConfig | AnthropicConfig;
  *
  * @example
  * ```ts
- * const failover: FailoverOptions = { attempts: 3, delay: (_err, attempt) => 100 * attempt };
+ * const failover: FailoverOptions = {
+ *   attempts: 3,
+ *   delay: (_err, attempt) => 100 * attempt,
+ *   onRetry: (attempt, delay, reason) => logger.warn(`attempt ${attempt} in ${delay} ms (${reason})`),
+ * };
  * ```
  */
 export interface FailoverOptions {
@@ -102,6 +107,12 @@ export interface FailoverOptions {
   delay?: number | ((error: unknown, attempt: number) => number);
   /** Replaces the default decision of which errors are worth another attempt. */
   retryIf?: (error: unknown) => boolean;
+  /**
+   * Told of each further attempt of a call before its wait begins: the attempt's number (2, 3,
+   * ...), the wait in ms, why the previous attempt failed, and its error. For logs and metrics;
+   * it must not throw (an exception would fail the call).
+   */
+  onRetry?: (attempt: number, delay: number, reason: FailureReason, error: unknown) => void;
 }
 
 /**

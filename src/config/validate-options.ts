@@ -101,6 +101,7 @@ export const switchboardOptionsSchema = z.strictObject({
         })
         .optional(),
       retryIf: fn('a function (error) => boolean').optional(),
+      onRetry: fn('a function (attempt, delay, reason, error) => void').optional(),
     })
     .optional(),
   ratelimitWindow: millis('a non-negative number of milliseconds (0 disables resets)').optional(),

@@ -13,7 +13,7 @@ import {
 } from 'rxjs';
 import type { FailoverOptions } from '../config/switchboard-options';
 import type { ProviderErrors } from '../registry/deployment';
-import { classify } from './classify';
+import { classify, type FailureReason } from './classify';
 
 /** Default number of attempts per call, the first included. */
 export const DEFAULT_ATTEMPTS = 2;
@@ -23,13 +23,27 @@ export interface FailoverPolicy {
   attempts: number;
   delay: (error: unknown, attempt: number) => number;
   retryIf: (error: unknown, errors: ProviderErrors) => boolean;
+  /** Told of every further attempt before its wait (see {@link FailoverOptions.onRetry}). */
+  onRetry?: RetryListener;
 }
+
+/**
+ * Told of each further attempt of a call, before its wait: the attempt's number (2, 3, ...), the
+ * wait in ms, and why the previous attempt failed.
+ */
+export type RetryListener = (
+  attempt: number,
+  delay: number,
+  reason: FailureReason,
+  error: unknown,
+) => void;
 
 /** Fill in the defaults of {@link FailoverOptions}. */
 export function failoverPolicy(options: FailoverOptions = {}): FailoverPolicy {
-  const { delay = 0, retryIf } = options;
+  const { delay = 0, retryIf, onRetry } = options;
   return {
     attempts: options.attempts ?? DEFAULT_ATTEMPTS,
+    onRetry,
     delay: typeof delay === 'function' ? delay : () => delay,
     retryIf: (error, errors) => {
       const verdict = classify(error, errors);
@@ -44,9 +58,17 @@ export function failoverPolicy(options: FailoverOptions = {}): FailoverPolicy {
  * Further attempts after a first one failed with `error`: an RxJS `retry` over a `defer`, so each
  * subscription runs `next` anew (which selects a deployment again). Resolves with the first
  * success, or rejects with the last error once the policy says stop. The caller's abort ends the
- * wait between attempts at once, with the SDK's `APIUserAbortError`.
+ * wait between attempts at once, with the SDK's `APIUserAbortError`, and no further attempt
+ * starts. Before each wait, `policy.onRetry` and then `onRetry` hear of the attempt to come.
  *
  * Only entered after a failure: a call that succeeds at once never builds this pipeline.
+ *
+ * @example
+ * ```ts
+ * const result = await promise.catch((error) =>
+ *   failover(error, () => attempt(select(), ...), policy, deployment.errors, options?.signal),
+ * );
+ * ```
  */
 export function failover<T>(
   error: unknown,
@@ -54,6 +76,7 @@ export function failover<T>(
   policy: FailoverPolicy,
   errors: ProviderErrors,
   signal?: AbortSignal | null,
+  onRetry?: RetryListener,
 ): Promise<T> {
   if (policy.attempts <= 1 || signal?.aborted || !policy.retryIf(error, errors)) {
     return Promise.reject(error);
@@ -61,6 +84,11 @@ export function failover<T>(
   let attempt = 1;
   const wait = (err: unknown): Observable<unknown> => {
     const ms = policy.delay(err, attempt + 1);
+    if (policy.onRetry || onRetry) {
+      const { reason } = classify(err, errors);
+      policy.onRetry?.(attempt + 1, ms > 0 ? ms : 0, reason, err);
+      onRetry?.(attempt + 1, ms > 0 ? ms : 0, reason, err);
+    }
     if (!(ms > 0)) return of(0);
     if (!signal) return timer(ms);
     // An abort ends the wait with the SDK's abort error: no further attempt is started.

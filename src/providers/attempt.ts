@@ -11,11 +11,14 @@ import type {
   SdkRequestOptions,
 } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
+import { retryStaleSocket } from '../failover/stale-socket';
 
 /** What an attempt reports back to its switchboard. */
 export interface AttemptHooks {
   sent(state: ModelState): void;
   failed(state: ModelState, reason: FailureReason): void;
+  /** A request lost to a stale pooled socket was sent again at once, on the same deployment. */
+  staleSocketRetried?(state: ModelState): void;
 }
 
 /**
@@ -25,6 +28,8 @@ export interface AttemptHooks {
  * - the answer's real usage replaces the estimate (for streams, as usage events arrive);
  * - the deadline is the switchboard's own, so a timeout is always reported as the SDK's
  *   `APIConnectionTimeoutError`, whatever the SDK made of the abort;
+ * - a request lost to a stale pooled socket is sent once more at once, on the same deployment,
+ *   without a mark-down ({@link retryStaleSocket});
  * - a failure is classified, and the model marked down where the design says so.
  */
 export function attempt(
@@ -92,7 +97,11 @@ export function attempt(
     };
     let sent: Promise<unknown>;
     try {
-      sent = deployment.send(op, request.body, sdkOptions);
+      sent = retryStaleSocket(
+        () => deployment.send(op, request.body, sdkOptions),
+        () => !settled && !timedOut && !caller?.aborted,
+        () => hooks.staleSocketRetried?.(state),
+      );
     } catch (error) {
       release();
       settled = true;

@@ -19,6 +19,9 @@ export const METER_NAME = 'azure_switchboard.switchboard';
  *
  * - `requests` (counter) {model, deployment}: attempts sent upstream
  * - `failures` (counter) {model, deployment, reason}: attempts that failed
+ * - `retries` (counter) {model, deployment, reason}: further attempts after a failure on that
+ *   deployment: failover to another attempt (by the failure's reason), or the immediate resend of
+ *   a request lost to a stale pooled socket (`stale_socket`)
  * - `healthy_deployments_count` (gauge) {model}
  * - `utilization` (gauge) {model, deployment}: the true utilization, 0..1
  *
@@ -31,6 +34,7 @@ export const METER_NAME = 'azure_switchboard.switchboard';
 export class SwitchboardMetrics {
   private readonly requests: Counter;
   private readonly failures: Counter;
+  private readonly retries: Counter;
   private readonly gauges: Array<[ObservableGauge, ObservableCallback]> = [];
 
   constructor(registry: DeploymentRegistry, provider: MeterProvider = metrics.getMeterProvider()) {
@@ -40,6 +44,9 @@ export class SwitchboardMetrics {
     });
     this.failures = meter.createCounter('failures', {
       description: 'Requests to a deployment that failed, by reason',
+    });
+    this.retries = meter.createCounter('retries', {
+      description: 'Further attempts after a failed one, by the reason it failed',
     });
     const healthy = meter.createObservableGauge('healthy_deployments_count', {
       description: 'Deployments currently healthy for a model',
@@ -71,6 +78,11 @@ export class SwitchboardMetrics {
 
   failure(state: ModelState, reason: FailureReason): void {
     this.failures.add(1, { ...state.attributes, reason });
+  }
+
+  /** A further attempt follows a failure on `state`'s deployment. */
+  retry(state: ModelState, reason: FailureReason | 'stale_socket'): void {
+    this.retries.add(1, { ...state.attributes, reason });
   }
 
   /** Detach the gauges from the registry. */

@@ -159,12 +159,26 @@ describe('connections, timeouts and aborts', () => {
     expect(Object.values(requestCounts(r.upstream)).reduce((a, b) => a + b)).toBe(0);
   });
 
-  it('a reset connection marks the model down and fails over', async () => {
+  it('a connection reset twice in a row marks the model down and fails over', async () => {
+    const name = pin(r, 's', CLAUDE);
+    // The first reset, before any answer, is taken for a stale pooled socket and sent again at
+    // once to the same deployment; the second is the deployment's.
+    r.upstream.deployment(name).fail({ kind: 'reset' }, 2);
+    const m = await r.sb.messages.create(askClaude('reset', { session_id: 's' }));
+    expect(m.type).toBe('message');
+    expect(r.upstream.deployment(name).stats.requests).toBe(2);
+    expect(stateOf(r, name, CLAUDE).isCooling()).toBe(true);
+    expect(pin(r, 's', CLAUDE)).not.toBe(name);
+  });
+
+  it('a single reset before any answer is sent again to the same deployment, no mark-down', async () => {
     const name = pin(r, 's', CLAUDE);
     r.upstream.deployment(name).fail({ kind: 'reset' });
     const m = await r.sb.messages.create(askClaude('reset', { session_id: 's' }));
     expect(m.type).toBe('message');
-    expect(stateOf(r, name, CLAUDE).isCooling()).toBe(true);
+    expect(requestCounts(r.upstream)[name]).toBe(2);
+    expect(Object.values(requestCounts(r.upstream)).reduce((a, b) => a + b)).toBe(2);
+    expect(stateOf(r, name, CLAUDE).isCooling()).toBe(false);
   });
 
   it('a dropped stream marks the model down and the error reaches the consumer', async () => {

@@ -164,6 +164,37 @@ describe('switchboard metrics through the application MeterProvider', () => {
     expect(byAttributes(data.utilization)['deployment=east,model=gpt-4o-mini']).toBeCloseTo(0.3, 5);
   });
 
+  it('counts each failover retry by the deployment that failed and the reason', async () => {
+    const retrying = createSwitchboard({
+      deployments: (['east', 'west'] as const).map((name) => ({
+        provider: 'openai' as const,
+        name,
+        baseURL: upstream.deployment(name).openaiBaseURL,
+        apiKey: 'k',
+        models: [{ name: GPT }],
+      })),
+      failover: { attempts: 3 },
+      ratelimitWindow: 0,
+    });
+    try {
+      retrying.registry.sessions.set('s', 'east');
+      upstream.deployment('east').fail({ kind: 'status', status: 500 });
+      upstream.deployment('west').fail({ kind: 'status', status: 429, retryAfterMs: 1 });
+      await retrying.chat.completions.create({
+        model: GPT,
+        messages: [{ role: 'user', content: 'Hi' }],
+        session_id: 's',
+      });
+      const data = await read(reader);
+      expect(byAttributes(data.retries)).toEqual({
+        'deployment=east,model=gpt-4o-mini,reason=server_error': 1,
+        'deployment=west,model=gpt-4o-mini,reason=rate_limit': 1,
+      });
+    } finally {
+      await retrying.close();
+    }
+  });
+
   it('stops observing a closed switchboard', async () => {
     await ask();
     expect(byAttributes((await read(reader)).healthy_deployments_count)).toEqual({

@@ -62,6 +62,10 @@ describe('construction', () => {
     expect(build({ deployments, failover: { attempts: 0 } })).toThrow(
       /failover\.attempts must be a whole number of attempts/,
     );
+    expect(build({ deployments, failover: { onRetry: 'log' } })).toThrow(
+      /failover\.onRetry must be a function \(attempt, delay, reason, error\) => void/,
+    );
+    expect(build({ deployments, failover: { onRetry: () => undefined } })).not.toThrow();
     expect(build({ deployments, ratelimitWindow: -5 })).toThrow(/ratelimitWindow must be/);
     expect(build({ deployments, usageWindow: 'rolling' })).toThrow(
       /usageWindow must be 'sliding' or 'fixed'/,
