@@ -33,6 +33,7 @@ import { DeploymentRegistry, type ModelStats } from './registry/deployment-regis
 import { Selector } from './selection/selector';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { memoryState, type StateStore } from './state/state-store';
+import { SwitchboardError } from './switchboard.error';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 
 /** The switchboard's own addition to every call's params. */
@@ -229,7 +230,20 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     return this.close();
   }
 
-  /** Stops timers, gauges and the state store; calls in flight finish. Idempotent. */
+  /**
+   * Closes the switchboard: stops timers, gauges and the state store. Calls and streams already in
+   * flight finish as they would have (failover included); every call made afterwards rejects at
+   * once with a {@link SwitchboardError} ("switchboard is closed"), without reaching a
+   * deployment. Idempotent. In Nest, `app.close()` calls it.
+   *
+   * @example
+   * ```ts
+   * const sb = createSwitchboard({ deployments });
+   * await sb.chat.completions.create({ model: 'gpt-4o-mini', messages });
+   * await sb.close();
+   * await sb.chat.completions.create({ model: 'gpt-4o-mini', messages }); // rejects: closed
+   * ```
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -241,6 +255,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
 
   private call(api: Provider, op: Operation, params: object, options?: object): Promise<unknown> {
     try {
+      if (this.closed) throw closedError(api, op);
       if (params === null || typeof params !== 'object') {
         throw new TypeError(`${describe(api, op)} expects a params object as its first argument`);
       }
@@ -342,6 +357,13 @@ function resolveSelector(options: SwitchboardOptions): Selector {
   if (s instanceof Selector) return s;
   if (typeof s === 'function') return new s();
   return s as Selector;
+}
+
+function closedError(api: Provider, op: Operation): SwitchboardError {
+  return new SwitchboardError(
+    `switchboard is closed: ${describe(api, op)} was called after close() (or the Nest application's close()). ` +
+      'Make calls before closing, or build a new switchboard with createSwitchboard() for further calls.',
+  );
 }
 
 function describe(api: Provider, op: Operation): string {
