@@ -28,12 +28,16 @@ type MarkDown =
  *   `error` class and nothing is retried.
  */
 type Outcome =
-  { kind: 'failover' } | { kind: 'stream-error'; error: 'APIConnectionError' | 'APIError' };
+  | { kind: 'failover' }
+  | { kind: 'resent' } // sent again at once to the same deployment, which then answered
+  | { kind: 'stream-error'; error: 'APIConnectionError' | 'APIError' };
 
 interface FaultCase {
   fault: string;
   /** What the faulty deployment plays; absent = it points at a port nothing listens on. */
   inject?: SimulatedFault;
+  /** How many requests in a row get the fault (default 1). */
+  times?: number;
   markDown: MarkDown;
   /** Outcome of a non-streaming call, and of a streaming one when it differs. */
   outcome: Outcome;
@@ -54,7 +58,8 @@ const FAULTS: FaultCase[] = [
   { fault: '503',                         inject: { kind: 'status', status: 503 },                        markDown: none,     outcome: failover },
   { fault: '529 overloaded',              inject: { kind: 'status', status: 529 },                        markDown: none,     outcome: failover },
   { fault: 'connection refused',                                                                          markDown: cooldown, outcome: failover },
-  { fault: 'reset before the response',   inject: { kind: 'reset' },                                      markDown: cooldown, outcome: failover },
+  { fault: 'reset before the response, once (a stale pooled socket)', inject: { kind: 'reset' },          markDown: none,     outcome: { kind: 'resent' } },
+  { fault: 'reset before the response, on the resend too', inject: { kind: 'reset' }, times: 2,           markDown: cooldown, outcome: failover },
   { fault: 'hang past the timeout',       inject: { kind: 'hang' },                                       markDown: none,     outcome: failover },
   { fault: 'drop mid-stream',             inject: { kind: 'drop-mid-stream', afterEvents: 2 },            markDown: cooldown, outcome: failover,
     streamOutcome: { kind: 'stream-error', error: 'APIConnectionError' } },
@@ -101,7 +106,7 @@ describe('fault matrix: every fault, both APIs, streaming or not', () => {
       { name: primary, provider: c.provider, dead: c.inject === undefined, cooldown: COOLDOWN },
       { name: backup, provider: c.provider, cooldown: COOLDOWN },
     ]);
-    if (c.inject) b.upstream.deployment(primary).fail(c.inject);
+    if (c.inject) b.upstream.deployment(primary).fail(c.inject, c.times ?? 1);
     sb.registry.sessions.set('s', primary); // the first attempt goes to the faulty deployment
     const id = `call-${c.name}`;
     const params = {
@@ -113,10 +118,12 @@ describe('fault matrix: every fault, both APIs, streaming or not', () => {
     const started = Date.now();
     const call = send(sb, c, params);
 
-    if (c.expected.kind === 'failover') {
+    if (c.expected.kind === 'failover' || c.expected.kind === 'resent') {
       const text = await textOf(await call);
       expect(text).toBe(id);
-      expect(b.upstream.deployment(backup).stats.requests).toBe(1);
+      expect(b.upstream.deployment(backup).stats.requests).toBe(
+        c.expected.kind === 'failover' ? 1 : 0,
+      );
     } else {
       const stream = await call; // the stream was handed over before the fault
       const ErrorClass = c.sdk[c.expected.error];
@@ -128,7 +135,8 @@ describe('fault matrix: every fault, both APIs, streaming or not', () => {
       expect(b.upstream.deployment(backup).stats.requests).toBe(0); // nothing retried
     }
     expect(Date.now() - started).toBeLessThan(5_000);
-    if (c.inject) expect(b.upstream.deployment(primary).stats.requests).toBe(1);
+    const resends = c.expected.kind === 'resent' ? 1 : (c.times ?? 1) - 1;
+    if (c.inject) expect(b.upstream.deployment(primary).stats.requests).toBe(1 + resends);
 
     const faulty = b.state(sb, primary);
     switch (c.markDown.for) {
@@ -152,7 +160,7 @@ describe('fault matrix: every fault, both APIs, streaming or not', () => {
     await sb.close();
     await flushRejections();
     expect(unhandled.seen).toEqual([]);
-    expect(upstreamRequests(b.upstream)).toBeLessThanOrEqual(2);
+    expect(upstreamRequests(b.upstream)).toBeLessThanOrEqual(3);
   });
 });
 

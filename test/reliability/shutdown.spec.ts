@@ -132,17 +132,23 @@ describe('shutdown', () => {
   });
 
   it('close() stops the usage-reset timer', async () => {
-    // The fixed window is the one with a timer (the sliding default needs none).
-    const sb = createSwitchboard({ ...options, ratelimitWindow: 100, usageWindow: 'fixed' });
-    const state = sb.deployments.get('oai')!.models.get(GPT)!;
-    await sb.chat.completions.create({ model: GPT, messages: [{ role: 'user', content: 'x' }] });
-    expect(state.rpmUsage).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    expect(state.rpmUsage).toBe(0); // the timer ran
-    await sb.close();
-    await sb.chat.completions.create({ model: GPT, messages: [{ role: 'user', content: 'x' }] });
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    expect(state.rpmUsage).toBe(1); // and now it does not
+    jest.useFakeTimers();
+    try {
+      // The fixed window is the one with a timer (the sliding default needs none).
+      const sb = createSwitchboard({ ...options, ratelimitWindow: 100, usageWindow: 'fixed' });
+      const state = sb.deployments.get('oai')!.models.get(GPT)!;
+      expect(jest.getTimerCount()).toBe(1);
+      state.spend(5, 1);
+      await jest.advanceTimersByTimeAsync(100);
+      expect(state.rpmUsage).toBe(0); // the timer ran
+      state.spend(5, 1);
+      await sb.close();
+      expect(jest.getTimerCount()).toBe(0);
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(state.rpmUsage).toBe(1); // and now it does not
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('close() detaches the metric gauges', async () => {
