@@ -73,6 +73,8 @@ export async function readBody(
 /** One request/response pair in flight, with its once-only outcome. */
 export class Exchange {
   readonly controller = new AbortController();
+  /** Runs once when the exchange ends after its request was admitted (quota reconciliation). */
+  onSettle: (() => void) | undefined;
   private settled = false;
 
   constructor(
@@ -108,6 +110,7 @@ export class Exchange {
     if (this.settled) return;
     this.settled = true;
     this.active.delete(this);
+    this.onSettle?.();
     const deployment = this.deployment;
     if (!deployment) return;
     const stats = deployment.stats;

@@ -2,8 +2,10 @@
  * One named simulated deployment: its options, URLs, run-time knobs, fault queue, counters,
  * request log, stored responses and prompt cache.
  */
-import { checkNonNegative, validateFault, type QueuedFault, type SimulatedFault } from './faults';
-import { QuotaWindow } from './quota';
+import { validateFault, type QueuedFault, type SimulatedFault } from './faults';
+import { checkOptions, simulatedDeploymentSchema } from './options';
+import { DeploymentQuota, type QuotaFamily, type QuotaSettings } from './quota';
+import { SwitchboardError } from '../switchboard.error';
 import type { StoredResponse } from './wire/responses';
 
 /**
@@ -29,10 +31,35 @@ export interface SimulatedDeploymentOptions {
   latency?: number;
   /** Milliseconds between two SSE events of a streamed answer (default 0). Mutable at run time. */
   chunkDelay?: number;
-  /** Tokens per minute; `0` / `undefined` = unlimited. See {@link SimulatedDeployment} quotas. */
+  /**
+   * Tokens per minute; `0` / `undefined` = unlimited. On `/anthropic/` routes a combined
+   * input + output limit (beside `itpm` / `otpm`). See {@link SimulatedDeployment} quotas.
+   */
   tpm?: number;
-  /** Requests per minute, enforced as `rpm / 6` per 10 s; `0` / `undefined` = unlimited. */
+  /**
+   * Requests per minute; `0` / `undefined` = unlimited. Azure routes enforce `rpm / 6` per 10 s
+   * (or `rpm / 60` per 1 s, see `requestWindow`); Anthropic routes a bucket refilled over the
+   * minute.
+   */
   rpm?: number;
+  /** Anthropic routes: input tokens per minute (uncached input + cache writes); 0 = unlimited. */
+  itpm?: number;
+  /** Anthropic routes: output tokens per minute (reserved from `max_tokens`); 0 = unlimited. */
+  otpm?: number;
+  /**
+   * `'faithful'` (default): the rules Azure OpenAI and Anthropic document (output cap charged at
+   * admission, headers on every answer, see {@link SimulatedDeployment}). `'friendly'`: the
+   * simulator's older model, prompt + actual completion charged (or + `max_tokens` with
+   * `chargeMaxTokens`), fixed windows on both routes, only the `remaining` headers.
+   */
+  quota?: 'faithful' | 'friendly';
+  /**
+   * Faithful Azure routes: the output tokens reserved for a request that sets no
+   * `max_completion_tokens` / `max_tokens` / `max_output_tokens` (default 4096).
+   */
+  inferredMaxTokens?: number;
+  /** Faithful Azure routes: the RPM window, `'10s'` (default, `rpm / 6`) or `'1s'` (`rpm / 60`). */
+  requestWindow?: '10s' | '1s';
   /** Speed-up of the quota windows: `60` makes the 60 s TPM window last 1 s (default 1). */
   timeScale?: number;
   /** When set, requests must send it as `api-key`, `x-api-key` or `Authorization: Bearer`. */
@@ -40,8 +67,8 @@ export interface SimulatedDeploymentOptions {
   /** Fixed `completion_tokens` / `output_tokens` of every answer (default: estimated). */
   completionTokens?: number;
   /**
-   * Charge `max_tokens` (when the request sets it) instead of the actual completion size against
-   * the TPM quota, as Azure OpenAI does (default false).
+   * Friendly quota only: charge `max_tokens` (when the request sets it) instead of the actual
+   * completion size (default false). The faithful quota always charges the output cap.
    */
   chargeMaxTokens?: boolean;
   /** Model ids `GET models` lists (default `gpt-4o`, `gpt-4o-mini`, `text-embedding-3-small`). */
@@ -118,12 +145,37 @@ export interface SimulatedClientOptions {
   maxRetries: number;
 }
 
+/**
+ * Usage charged by {@link SimulatedDeployment.consume}: another application's requests on the
+ * same deployment.
+ *
+ * @example
+ * ```ts
+ * const usage: SimulatedUsage = { requests: 3, tokens: 2_400 };
+ * ```
+ */
+export interface SimulatedUsage {
+  /** Requests (default 1). */
+  requests?: number;
+  /** Azure routes: tokens charged (default `inputTokens + outputTokens`). Anthropic: combined. */
+  tokens?: number;
+  /** Anthropic routes: input tokens (default `tokens`). */
+  inputTokens?: number;
+  /** Anthropic routes: output tokens reserved (default 0). */
+  outputTokens?: number;
+  /** Which limits: `'openai'` (Azure routes, default) or `'anthropic'`. */
+  family?: QuotaFamily;
+  /** Charge even when it does not fit (default false: refused like a 429). */
+  force?: boolean;
+}
+
 const MAX_RECORDS = 1000;
 /** Stored responses a deployment keeps (oldest dropped first). */
 const MAX_STORED_RESPONSES = 10_000;
 /** Prompt-cache entries a deployment keeps (oldest dropped first). */
 const MAX_CACHE_ENTRIES = 10_000;
-const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._~-]*$/;
+/** Output tokens a faithful Azure route reserves for a request without an output cap. */
+export const DEFAULT_INFERRED_MAX_TOKENS = 4096;
 /** Models `GET models` lists when the deployment's options name none. */
 const DEFAULT_MODELS = ['gpt-4o', 'gpt-4o-mini', 'text-embedding-3-small'] as const;
 
@@ -137,8 +189,7 @@ interface Waiter {
 export interface DeploymentInternals {
   clock: () => number;
   faults: QueuedFault[];
-  requestWindow: QuotaWindow;
-  tokenWindow: QuotaWindow;
+  quota: DeploymentQuota;
   sequence: number;
   waiters: Set<Waiter>;
   /** Responses this deployment stored, by id (insertion order = age). */
@@ -250,15 +301,25 @@ export class SimulatedDeployment {
   latency: number;
   /** Milliseconds between two SSE events. */
   chunkDelay: number;
-  /** Tokens per minute (0 = unlimited). */
+  /** Tokens per minute (0 = unlimited). Mutable at run time (usage restarts). */
   tpm: number;
-  /** Requests per minute (0 = unlimited). */
+  /** Requests per minute (0 = unlimited). Mutable at run time (usage restarts). */
   rpm: number;
+  /** Anthropic input tokens per minute (0 = unlimited). Mutable at run time. */
+  itpm: number;
+  /** Anthropic output tokens per minute (0 = unlimited). Mutable at run time. */
+  otpm: number;
+  /** Which quota rules apply (see {@link SimulatedDeploymentOptions.quota}). Mutable. */
+  quota: 'faithful' | 'friendly';
+  /** Output tokens reserved when a request sets no cap (faithful Azure routes). Mutable. */
+  inferredMaxTokens: number;
+  /** The faithful Azure RPM window. */
+  readonly requestWindow: '10s' | '1s';
   /** Required API key, if any. */
   apiKey: string | undefined;
   /** Fixed completion size, if any. */
   completionTokens: number | undefined;
-  /** Charge `max_tokens` instead of the completion against the TPM quota. */
+  /** Friendly quota: charge `max_tokens` instead of the completion. */
   chargeMaxTokens: boolean;
   /** Speed-up of the quota windows. */
   readonly timeScale: number;
@@ -273,21 +334,8 @@ export class SimulatedDeployment {
    * @internal Use {@link SimulatedUpstream.start}; `origin` is `http://host:port`.
    */
   constructor(options: SimulatedDeploymentOptions, origin: string, clock: () => number) {
-    if (typeof options.name !== 'string' || !NAME_PATTERN.test(options.name)) {
-      throw new Error(
-        `Invalid simulated deployment name ${JSON.stringify(options.name)}: ` +
-          'use letters, digits, ".", "_", "~" or "-"',
-      );
-    }
-    checkNonNegative(options.latency, 'latency');
-    checkNonNegative(options.chunkDelay, 'chunkDelay');
-    checkNonNegative(options.tpm, 'tpm');
-    checkNonNegative(options.rpm, 'rpm');
-    checkNonNegative(options.completionTokens, 'completionTokens');
+    options = checkOptions(simulatedDeploymentSchema, options, 'simulated deployment options');
     const timeScale = options.timeScale ?? 1;
-    if (!(Number.isFinite(timeScale) && timeScale > 0)) {
-      throw new RangeError(`timeScale must be a finite number > 0, got ${String(timeScale)}`);
-    }
     this.name = options.name;
     this.openaiBaseURL = `${origin}/${options.name}/openai/v1/`;
     this.anthropicBaseURL = `${origin}/${options.name}/anthropic/`;
@@ -296,6 +344,11 @@ export class SimulatedDeployment {
     this.chunkDelay = options.chunkDelay ?? 0;
     this.tpm = options.tpm ?? 0;
     this.rpm = options.rpm ?? 0;
+    this.itpm = options.itpm ?? 0;
+    this.otpm = options.otpm ?? 0;
+    this.quota = options.quota ?? 'faithful';
+    this.inferredMaxTokens = options.inferredMaxTokens ?? DEFAULT_INFERRED_MAX_TOKENS;
+    this.requestWindow = options.requestWindow ?? '10s';
     this.apiKey = options.apiKey;
     this.completionTokens =
       options.completionTokens === undefined ? undefined : Math.floor(options.completionTokens);
@@ -305,8 +358,11 @@ export class SimulatedDeployment {
     internals.set(this, {
       clock,
       faults: [],
-      requestWindow: new QuotaWindow(10_000 / timeScale),
-      tokenWindow: new QuotaWindow(60_000 / timeScale),
+      quota: new DeploymentQuota(
+        () => this.quotaSettings(),
+        timeScale,
+        this.requestWindow === '1s' ? 1_000 : 10_000,
+      ),
       sequence: 0,
       waiters: new Set(),
       responses: new Map(),
@@ -382,8 +438,73 @@ export class SimulatedDeployment {
    * ```
    */
   resetQuotas(): void {
-    internalsOf(this).requestWindow.reset();
-    internalsOf(this).tokenWindow.reset();
+    internalsOf(this).quota.reset();
+  }
+
+  /**
+   * Charges usage by another application that shares this deployment's quota, outside the
+   * switchboard, now: `requests` (default 1) and `tokens` on Azure routes (`family: 'openai'`,
+   * the default), or `inputTokens` / `outputTokens` on Anthropic routes. Like that
+   * application's own requests, it is refused when it does not fit, unless `force` is set.
+   * Returns whether it was charged and, when not, how long until it would fit.
+   *
+   * @example
+   * ```ts
+   * // Another application takes half of a 10 000 TPM deployment's minute.
+   * const { admitted } = deployment.consume({ tokens: 5_000 });
+   * ```
+   */
+  consume(usage: SimulatedUsage): { admitted: boolean; retryAfterMs: number } {
+    const requests = usage.requests ?? 1;
+    const family = usage.family ?? 'openai';
+    for (const [key, value] of Object.entries({ ...usage, requests })) {
+      if (key === 'family' || key === 'force') continue;
+      if (typeof value !== 'number' || !(Number.isFinite(value) && value >= 0)) {
+        throw new SwitchboardError(
+          `Invalid consume() usage: ${key} must be a number >= 0, got ${String(value)}`,
+        );
+      }
+    }
+    const input = usage.inputTokens ?? usage.tokens ?? 0;
+    const output = usage.outputTokens ?? 0;
+    const state = internalsOf(this);
+    const admission = state.quota.admit(
+      family,
+      {
+        requests,
+        tokens: usage.tokens ?? input + output,
+        inputTokens: input,
+        outputTokens: output,
+      },
+      state.clock(),
+      usage.force === true,
+    );
+    return { admitted: admission.ok, retryAfterMs: admission.ok ? 0 : admission.retryMs };
+  }
+
+  /**
+   * The rate-limit headers an answer of `family` would carry now (what the quota reports).
+   *
+   * @example
+   * ```ts
+   * deployment.rateLimitHeaders()['x-ratelimit-remaining-tokens']; // => 10000
+   * ```
+   */
+  rateLimitHeaders(family: QuotaFamily = 'openai'): Record<string, string | number> {
+    const state = internalsOf(this);
+    return state.quota.headers(family, state.clock());
+  }
+
+  private quotaSettings(): QuotaSettings {
+    return {
+      quota: this.quota,
+      rpm: this.rpm,
+      tpm: this.tpm,
+      itpm: this.itpm,
+      otpm: this.otpm,
+      inferredMaxTokens: this.inferredMaxTokens,
+      chargeMaxTokens: this.chargeMaxTokens,
+    };
   }
 
   /**

@@ -18,8 +18,9 @@ import {
   untilAborted,
   type Provider,
 } from './exchange';
-import { checkNonNegative, takeFault, type SimulatedFault } from './faults';
-import { admit } from './quota';
+import { takeFault, type SimulatedFault } from './faults';
+import { checkOptions, simulatedUpstreamSchema } from './options';
+import { demandOf, type Admission, type QuotaDemand, type QuotaFamily } from './quota';
 import { matchRoute, type Route } from './routing';
 import {
   internalsOf,
@@ -149,6 +150,61 @@ const RECORD_API: Record<Route['kind'], SimulatedRequestRecord['api']> = {
   'delete-response': 'response',
 };
 
+/** The `retry-after` headers of a quota 429: Anthropic sends seconds only. */
+function retryHeaders(
+  deployment: SimulatedDeployment,
+  family: QuotaFamily,
+  retryMs: number,
+): Record<string, number> {
+  const seconds = Math.max(1, Math.ceil(retryMs / 1000));
+  if (family === 'anthropic' && deployment.quota === 'faithful') return { 'retry-after': seconds };
+  return { 'retry-after': seconds, 'retry-after-ms': Math.max(1, Math.ceil(retryMs)) };
+}
+
+const LIMIT_NAMES = {
+  requests: 'request',
+  tokens: 'token',
+  input_tokens: 'input token',
+  output_tokens: 'output token',
+} as const;
+
+/** The message of a quota 429, naming the limit, and the sizes when the request can never fit. */
+function rateLimitMessage(
+  deployment: SimulatedDeployment,
+  family: QuotaFamily,
+  demand: QuotaDemand,
+  admission: Extract<Admission, { ok: false }>,
+): string {
+  const seconds = Math.max(1, Math.ceil(admission.retryMs / 1000));
+  const retry = `Please retry after ${seconds} second${seconds === 1 ? '' : 's'}.`;
+  const what = LIMIT_NAMES[admission.reason];
+  if (admission.never) {
+    const [size, limit] =
+      admission.reason === 'input_tokens'
+        ? [demand.inputTokens, deployment.itpm]
+        : admission.reason === 'output_tokens'
+          ? [demand.outputTokens, deployment.otpm]
+          : [
+              family === 'anthropic' ? demand.inputTokens + demand.outputTokens : demand.tokens,
+              deployment.tpm,
+            ];
+    return (
+      `This request's ${size} ${what}s exceed the ${what} rate limit of simulated deployment ` +
+      `'${deployment.name}' (${limit} per minute) and can never fit.`
+    );
+  }
+  if (family === 'anthropic' && deployment.quota === 'faithful') {
+    return (
+      `This request would exceed the ${what} rate limit of simulated deployment ` +
+      `'${deployment.name}' per minute. ${retry}`
+    );
+  }
+  return (
+    `Requests to simulated deployment '${deployment.name}' have exceeded its ${what} rate ` +
+    `limit. ${retry}`
+  );
+}
+
 const isQuotaRoute = (route: Route): route is { kind: QuotaRoute } => route.kind in WIRES;
 
 /**
@@ -252,15 +308,8 @@ export class SimulatedUpstream {
    * ```
    */
   static async start(options: SimulatedUpstreamOptions): Promise<SimulatedUpstream> {
-    const names = new Set<string>();
-    for (const deployment of options.deployments) {
-      if (names.has(deployment.name)) {
-        throw new Error(`Duplicate simulated deployment name '${deployment.name}'`);
-      }
-      names.add(deployment.name);
-    }
+    options = checkOptions(simulatedUpstreamSchema, options, 'simulated upstream options');
     const host = options.host ?? '127.0.0.1';
-    checkNonNegative(options.keepAliveTimeout, 'keepAliveTimeout');
     const server = createServer();
     if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
     await new Promise<void>((resolve, reject) => {
@@ -432,6 +481,12 @@ export class SimulatedUpstream {
     }
     if (!(await delay(deployment.latency, exchange.signal))) return exchange.abort();
     const created = Math.floor(state.clock() / 1000);
+    // Every answer reports the quota, errors and faults included, as the services do.
+    for (const [name, value] of Object.entries(
+      state.quota.headers(exchange.provider, state.clock()),
+    )) {
+      res.setHeader(name, value);
+    }
 
     if (fault) return this.playFault(exchange, deployment, fault, route, body, sequence, created);
     if (raw.tooLarge) {
@@ -472,34 +527,21 @@ export class SimulatedUpstream {
       plan.cacheCreationTokens = hit ? 0 : plan.cachePrefix.tokens;
     }
 
-    const admission = admit(
-      {
-        rpm: deployment.rpm,
-        tpm: deployment.tpm,
-        chargeMaxTokens: deployment.chargeMaxTokens,
-        requestWindow: state.requestWindow,
-        tokenWindow: state.tokenWindow,
-      },
-      plan,
-      state.clock(),
-    );
+    const family: QuotaFamily = exchange.provider;
+    const demand = demandOf(plan, family, deployment);
+    const admission = state.quota.admit(family, demand, state.clock());
     if (!admission.ok) {
-      const seconds = Math.max(1, Math.ceil(admission.retryMs / 1000));
-      return exchange.sendError(
-        429,
-        `Requests to simulated deployment '${deployment.name}' have exceeded its ` +
-          `${admission.reason === 'tokens' ? 'token' : 'request'} rate limit. ` +
-          `Please retry after ${seconds} second${seconds === 1 ? '' : 's'}.`,
-        {
-          type: admission.reason,
-          headers: {
-            ...admission.headers,
-            'retry-after': seconds,
-            'retry-after-ms': Math.max(1, Math.ceil(admission.retryMs)),
-          },
+      return exchange.sendError(429, rateLimitMessage(deployment, family, demand, admission), {
+        type: admission.reason,
+        headers: {
+          ...admission.headers,
+          ...retryHeaders(deployment, family, admission.retryMs),
         },
-      );
+      });
     }
+    const charge = admission.charge;
+    exchange.onSettle = () =>
+      state.quota.settle(charge, plan.completionTokens, internalsOf(deployment).clock());
     if (cacheKey !== undefined) usePromptCache(deployment, cacheKey, state.clock());
 
     const id = wire.id(deployment.name, sequence);

@@ -71,8 +71,9 @@ describe('SimulatedUpstream', () => {
         { name: 'b' },
         { name: 'slow', chunkDelay: 1 },
         { name: 'locked', apiKey: 'secret' },
-        { name: 'rpm', rpm: 12, timeScale: 60 },
-        { name: 'tpm', tpm: 100, timeScale: 60 },
+        // The friendly quota model; the faithful default has its own suite (faithful-quota.spec).
+        { name: 'rpm', rpm: 12, timeScale: 60, quota: 'friendly' },
+        { name: 'tpm', tpm: 100, timeScale: 60, quota: 'friendly' },
         { name: 'fixed', completionTokens: 42 },
       ],
       clock: () => now,
@@ -107,9 +108,9 @@ describe('SimulatedUpstream', () => {
     it('rejects invalid and duplicate names', async () => {
       await expect(
         SimulatedUpstream.start({ deployments: [{ name: 'x' }, { name: 'x' }] }),
-      ).rejects.toThrow(/Duplicate/);
+      ).rejects.toThrow(/deployments\[1\]\.name duplicates the name 'x'/);
       await expect(SimulatedUpstream.start({ deployments: [{ name: 'a/b' }] })).rejects.toThrow(
-        /Invalid simulated deployment name/,
+        /deployments\[0\]\.name must use letters, digits/,
       );
     });
   });
@@ -610,7 +611,7 @@ describe('SimulatedUpstream', () => {
     });
   });
 
-  describe('quotas', () => {
+  describe("quota: 'friendly'", () => {
     it('enforces rpm / 6 per 10 s window, scaled by timeScale', async () => {
       // rpm 12 -> 2 requests per 10 s window; timeScale 60 -> the window lasts 166.67 ms
       const d = upstream.deployment('rpm');
