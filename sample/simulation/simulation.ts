@@ -113,6 +113,9 @@ export class Simulation implements OnApplicationShutdown {
         name: d.name,
         tpm: d.tpm,
         rpm: d.rpm,
+        // Curl calls and the demo traffic seldom set max_tokens, and on quotas this small Azure's
+        // large inferred output reservation would admit about one such call per minute.
+        inferredMaxTokens: 256,
         latency: Math.round(d.latency * factor),
         chunkDelay: this.options.chunkDelay ?? 15,
       })),

@@ -260,12 +260,29 @@ export function notifyWaiters(deployment: SimulatedDeployment): void {
  * at least 1; completion tokens = `completionTokens` or ceil(answer characters / 4), at least 1,
  * at most `max_tokens`.
  *
- * **Quotas.** RPM allows `max(1, floor(rpm / 6))` requests per 10 s window, TPM allows `tpm`
- * tokens per 60 s window; both windows are divided by `timeScale` and start with the first request
- * after the previous window expired. A valid request is admitted (and charged prompt + completion
- * tokens, or prompt + `max_tokens` with `chargeMaxTokens`) when it fits both, else it gets a 429
- * with `retry-after` (whole seconds, at least 1) and `retry-after-ms` until the window ends.
- * Admitted answers carry `x-ratelimit-remaining-requests` / `x-ratelimit-remaining-tokens`.
+ * **Quotas** (`quota: 'faithful'`, the default; every window divided by `timeScale`).
+ * Azure routes (`/openai/`): a request is charged at admission its prompt tokens plus its output
+ * cap (`max_completion_tokens` / `max_tokens` / `max_output_tokens`, else `inferredMaxTokens`,
+ * default 4096; embeddings: the input only) in a fixed 60 s window that opens with the first
+ * request after the previous one expired, with no refund; requests are limited to
+ * `max(1, floor(rpm / 6))` per 10 s (or `rpm / 60` per 1 s with `requestWindow: '1s'`). Every
+ * answer carries `x-ratelimit-limit-requests` / `-tokens` (the per-minute `rpm` / `tpm`),
+ * `x-ratelimit-remaining-requests` / `-tokens` (left in the current minute) and
+ * `x-ratelimit-reset-requests` / `-tokens` (seconds until that minute ends, to the millisecond).
+ * Anthropic routes (`/anthropic/`): token buckets refilled continuously over 60 s for `rpm`,
+ * `itpm` (uncached input + cache writes; cache reads are free), `otpm` (reserved from
+ * `max_tokens`, the unused part given back when the answer ends) and `tpm` (input + output), with
+ * `anthropic-ratelimit-{requests,input-tokens,output-tokens,tokens}-{limit,remaining,reset}`
+ * (reset as an RFC 3339 time; `tokens-*` is the combined bucket, else the tighter of input and
+ * output). A request that does not fit gets a 429 with `retry-after` (whole seconds, at least 1;
+ * Azure routes also `retry-after-ms`). `quota: 'friendly'` keeps the simulator's older model on
+ * both routes: prompt + actual completion (or + `max_tokens` with `chargeMaxTokens`), fixed
+ * windows, only the two `x-ratelimit-remaining-*` headers. {@link SimulatedDeployment.consume}
+ * charges another application's usage.
+ *
+ * **Prompt caching** (Anthropic routes): a request whose system or message blocks carry
+ * `cache_control` caches its prompt up to the last marked block, per deployment: the first such
+ * request reports it as `cache_creation_input_tokens`, later ones as `cache_read_input_tokens`.
  *
  * **Order of handling** of an API request: body read and recorded, next fault taken from the
  * queue, `latency`, then the fault if any, else authentication (401), validation (400), quota
