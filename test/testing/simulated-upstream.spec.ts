@@ -77,6 +77,9 @@ describe('SimulatedUpstream', () => {
         { name: 'fixed', completionTokens: 42 },
       ],
       clock: () => now,
+      // Bursts of fetch() calls reuse pooled sockets: on a busy machine a pause between two
+      // bursts can reach Node's 5 s idle timeout and race the server's close (ECONNRESET).
+      keepAliveTimeout: 60_000,
     });
   });
   afterEach(() => upstream.reset());
