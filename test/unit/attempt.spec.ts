@@ -1,0 +1,216 @@
+import OpenAI from 'openai';
+import { attempt, type AttemptHooks } from '../../src/providers/attempt';
+import {
+  Deployment,
+  type Operation,
+  type PreparedRequest,
+  type ProviderErrors,
+  type SdkRequestOptions,
+} from '../../src/registry/deployment';
+import { ModelState } from '../../src/registry/model-state';
+import type { FailureReason } from '../../src';
+
+const MODEL = 'gpt-4o-mini';
+const ERRORS: ProviderErrors = {
+  APIError: OpenAI.APIError,
+  APIConnectionError: OpenAI.APIConnectionError,
+  APIConnectionTimeoutError: OpenAI.APIConnectionTimeoutError,
+  APIUserAbortError: OpenAI.APIUserAbortError,
+};
+
+interface Sent {
+  options: SdkRequestOptions;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * A deployment whose sends the test settles by hand: no SDK, no sockets, so the attempt's own
+ * timers are the only ones and fake timers drive them exactly. Like the SDK, a send rejects with
+ * the abort error when its signal aborts.
+ */
+class HandDeployment extends Deployment {
+  readonly provider = 'openai' as const;
+  readonly errors = ERRORS;
+  readonly sent: Sent[] = [];
+
+  constructor(timeout: number) {
+    const models = new Map([[MODEL, new ModelState({ name: MODEL }, 'hand', () => 0)]]);
+    super('hand', models, timeout);
+  }
+
+  get state(): ModelState {
+    return this.models.get(MODEL)!;
+  }
+
+  prepare(body: Record<string, unknown>): PreparedRequest {
+    return { body, stream: false, estimate: 10, hideUsageChunk: false };
+  }
+
+  send(
+    _op: Operation,
+    _body: Record<string, unknown>,
+    options: SdkRequestOptions,
+  ): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.sent.push({ options, resolve, reject });
+      options?.signal?.addEventListener('abort', () => reject(new OpenAI.APIUserAbortError()));
+    });
+  }
+
+  usageOf(result: unknown): number | undefined {
+    return (result as { usage?: { total_tokens: number } }).usage?.total_tokens;
+  }
+
+  streamUsage(): number | undefined {
+    return undefined;
+  }
+
+  makeStream(): unknown {
+    throw new Error('not streamed here');
+  }
+}
+
+function hooks() {
+  const failed: FailureReason[] = [];
+  const staleResends: number[] = [];
+  const h: AttemptHooks = {
+    sent: () => undefined,
+    failed: (_state, reason) => failed.push(reason),
+    staleSocketRetried: () => staleResends.push(1),
+  };
+  return { h, failed, staleResends };
+}
+
+function start(d: HandDeployment, hs: AttemptHooks, options?: SdkRequestOptions) {
+  const promise = attempt(d, d.state, 'create', d.prepare({ model: MODEL }), options, hs);
+  let settlements = 0;
+  const outcome = promise.then(
+    (value) => {
+      settlements++;
+      return { value };
+    },
+    (error: unknown) => {
+      settlements++;
+      return { error };
+    },
+  );
+  return { outcome, settlements: () => settlements };
+}
+
+const staleSocket = () =>
+  new OpenAI.APIConnectionError({
+    cause: Object.assign(new TypeError('fetch failed'), {
+      cause: { code: 'UND_ERR_SOCKET', message: 'other side closed', socket: { bytesRead: 300 } },
+    }),
+  });
+
+describe('attempt() on fake timers', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => {
+    jest.clearAllTimers();
+    jest.useRealTimers();
+  });
+
+  it.each([
+    ['without request options', undefined],
+    ['with a caller signal', { signal: new AbortController().signal }],
+  ])(
+    'the deadline fires exactly once, %s: one timeout error, one failure, no timer left',
+    async (_what, options) => {
+      const d = new HandDeployment(1_000);
+      const { h, failed } = hooks();
+      const { outcome, settlements } = start(d, h, options);
+      expect(jest.getTimerCount()).toBe(1);
+      await jest.advanceTimersByTimeAsync(999);
+      expect(settlements()).toBe(0);
+      await jest.advanceTimersByTimeAsync(1);
+      const result = await outcome;
+      expect(result).toEqual({ error: expect.any(OpenAI.APIConnectionTimeoutError) });
+      // A late answer changes nothing.
+      d.sent[0]!.resolve({ usage: { total_tokens: 50 } });
+      await jest.advanceTimersByTimeAsync(60_000);
+      expect(settlements()).toBe(1);
+      expect(failed).toEqual(['timeout']);
+      expect(jest.getTimerCount()).toBe(0);
+      expect(d.state.isCooling()).toBe(false); // timeouts never mark down
+      expect(d.state.tpmUsage).toBe(0); // the estimate went back
+      expect(d.state.rpmUsage).toBe(1);
+    },
+  );
+
+  it('a call-level timeout replaces the deployment deadline', async () => {
+    const d = new HandDeployment(30_000);
+    const { h } = hooks();
+    const { outcome, settlements } = start(d, h, { timeout: 200 });
+    await jest.advanceTimersByTimeAsync(199);
+    expect(settlements()).toBe(0);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(await outcome).toEqual({ error: expect.any(OpenAI.APIConnectionTimeoutError) });
+  });
+
+  it('an answer before the deadline clears its timer and charges the real usage', async () => {
+    const d = new HandDeployment(1_000);
+    const { h, failed } = hooks();
+    const { outcome } = start(d, h);
+    await jest.advanceTimersByTimeAsync(500);
+    d.sent[0]!.resolve({ usage: { total_tokens: 42 } });
+    expect(await outcome).toEqual({ value: { usage: { total_tokens: 42 } } });
+    expect(jest.getTimerCount()).toBe(0);
+    expect(failed).toEqual([]);
+    expect(d.state.tpmUsage).toBe(42);
+  });
+
+  it("a caller's abort rejects with the abort error, clears the deadline and marks nothing down", async () => {
+    const d = new HandDeployment(1_000);
+    const { h, failed } = hooks();
+    const controller = new AbortController();
+    const { outcome } = start(d, h, { signal: controller.signal });
+    await jest.advanceTimersByTimeAsync(100);
+    controller.abort();
+    expect(await outcome).toEqual({ error: expect.any(OpenAI.APIUserAbortError) });
+    expect(jest.getTimerCount()).toBe(0);
+    expect(failed).toEqual(['aborted']);
+    expect(d.state.isCooling()).toBe(false);
+  });
+
+  it('a stale pooled socket is sent once more at once: same deadline, no mark-down, no failure', async () => {
+    const d = new HandDeployment(1_000);
+    const { h, failed, staleResends } = hooks();
+    const { outcome } = start(d, h);
+    d.sent[0]!.reject(staleSocket());
+    await jest.advanceTimersByTimeAsync(0);
+    expect(d.sent).toHaveLength(2); // without waiting for any timer
+    expect(staleResends).toHaveLength(1);
+    expect(jest.getTimerCount()).toBe(1); // still the one deadline
+    d.sent[1]!.resolve({ usage: { total_tokens: 12 } });
+    expect(await outcome).toEqual({ value: { usage: { total_tokens: 12 } } });
+    expect(failed).toEqual([]);
+    expect(d.state.isCooling()).toBe(false);
+    expect(d.state.rpmUsage).toBe(1); // one request charged, not two
+  });
+
+  it('a stale socket again on the resend follows the usual rules: marked down', async () => {
+    const d = new HandDeployment(1_000);
+    const { h, failed } = hooks();
+    const { outcome } = start(d, h);
+    d.sent[0]!.reject(staleSocket());
+    await jest.advanceTimersByTimeAsync(0);
+    d.sent[1]!.reject(staleSocket());
+    expect(await outcome).toEqual({ error: expect.any(OpenAI.APIConnectionError) });
+    expect(d.sent).toHaveLength(2);
+    expect(failed).toEqual(['connection']);
+    expect(d.state.isCooling()).toBe(true);
+  });
+
+  it('no resend once the deadline has passed', async () => {
+    const d = new HandDeployment(1_000);
+    const { h, staleResends } = hooks();
+    const { outcome } = start(d, h, { signal: new AbortController().signal });
+    await jest.advanceTimersByTimeAsync(1_000);
+    d.sent[0]!.reject(staleSocket());
+    expect(await outcome).toEqual({ error: expect.any(OpenAI.APIConnectionTimeoutError) });
+    expect(d.sent).toHaveLength(1);
+    expect(staleResends).toEqual([]);
+  });
+});
