@@ -1,16 +1,8 @@
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { createSwitchboard } from '../../src';
-import {
-  ask,
-  askClaude,
-  CLAUDE,
-  GPT,
-  requestCounts,
-  rig,
-  until,
-  type Rig,
-} from '../support/upstream';
+import { ask, askClaude, CLAUDE, GPT, requestCounts, rig, type Rig } from '../support/upstream';
+import { eventually } from '../support/eventually';
 
 const stateOf = (r: Rig, name: string, model = GPT) =>
   r.sb.deployments.get(name)!.models.get(model)!;
@@ -22,8 +14,10 @@ function pin(r: Rig, session: string, model = GPT): string {
 
 describe('rate limits', () => {
   let r: Rig;
+  // A clock that stands still: a cooldown's remaining time is exactly what the upstream asked for.
+  const clock = () => 1_700_000_000_000;
   beforeEach(async () => {
-    r = await rig({ openai: 3, anthropic: 2 });
+    r = await rig({ openai: 3, anthropic: 2, clock });
   });
   afterEach(() => r.close());
 
@@ -34,8 +28,7 @@ describe('rate limits', () => {
     expect(c.choices[0]!.message.content).toContain('limited');
     const state = stateOf(r, name);
     expect(state.isCooling()).toBe(true);
-    expect(state.cooldownRemaining).toBeGreaterThan(7_000);
-    expect(state.cooldownRemaining).toBeLessThanOrEqual(7_500);
+    expect(state.cooldownRemaining).toBe(7_500);
     expect(pin(r, 's')).not.toBe(name); // the session moved with the call
   });
 
@@ -44,18 +37,14 @@ describe('rate limits', () => {
     r.upstream.deployment(name).fail({ kind: 'status', status: 429, retryAfter: 42 });
     const m = await r.sb.messages.create(askClaude('limited', { session_id: 's' }));
     expect(m.content).toHaveLength(1);
-    const remaining = stateOf(r, name, CLAUDE).cooldownRemaining;
-    expect(remaining).toBeGreaterThan(41_000);
-    expect(remaining).toBeLessThanOrEqual(42_000);
+    expect(stateOf(r, name, CLAUDE).cooldownRemaining).toBe(42_000);
   });
 
   it("falls back to the model's own cooldown without a retry-after header", async () => {
     const name = pin(r, 's');
     r.upstream.deployment(name).fail({ kind: 'status', status: 429 });
     await r.sb.chat.completions.create(ask('limited', { session_id: 's' }));
-    const remaining = stateOf(r, name).cooldownRemaining;
-    expect(remaining).toBeGreaterThan(9_000);
-    expect(remaining).toBeLessThanOrEqual(10_000);
+    expect(stateOf(r, name).cooldownRemaining).toBe(10_000);
   });
 });
 
@@ -101,7 +90,8 @@ describe('server errors', () => {
 describe('connections, timeouts and aborts', () => {
   let r: Rig;
   beforeEach(async () => {
-    r = await rig({ openai: 3, anthropic: 2, timeout: 300 });
+    // Long enough for any answer on a busy machine; a hang still ends within the test's time.
+    r = await rig({ openai: 3, anthropic: 2, timeout: 1_500 });
   });
   afterEach(() => r.close());
 
@@ -127,13 +117,22 @@ describe('connections, timeouts and aborts', () => {
   });
 
   it('a per-call timeout option overrides the deployment timeout', async () => {
-    const name = pin(r, 's');
-    r.upstream.deployment(name).latency = 150;
-    const sb = r.sb;
-    await expect(
-      sb.chat.completions.create(ask('x', { session_id: 's' }), { timeout: 50, maxRetries: 0 }),
-    ).resolves.toBeDefined(); // failed over to a fast deployment
-    expect(stateOf(r, name).isCooling()).toBe(false);
+    // The deployment waits 30 s, as long as the test may run: only the call's own 2 s deadline
+    // ends the hang in time for the call to fail over and succeed.
+    const slow = await rig({ openai: 2, timeout: 30_000 });
+    try {
+      const name = pin(slow, 's');
+      slow.upstream.deployment(name).fail({ kind: 'hang' });
+      const c = await slow.sb.chat.completions.create(ask('x', { session_id: 's' }), {
+        timeout: 2_000,
+        maxRetries: 0,
+      });
+      expect(c.choices[0]!.message.content).toContain('x');
+      expect(requestCounts(slow.upstream)[name]).toBe(1);
+      expect(stateOf(slow, name).isCooling()).toBe(false);
+    } finally {
+      await slow.close();
+    }
   });
 
   it('a caller abort rejects with the SDK abort error: no retry, no mark down', async () => {
@@ -143,10 +142,10 @@ describe('connections, timeouts and aborts', () => {
     const call = r.sb.chat.completions.create(ask('x', { session_id: 's' }), {
       signal: controller.signal,
     });
-    await until(() => r.upstream.deployment(name).stats.inFlight === 1);
+    await eventually(() => r.upstream.deployment(name).stats.inFlight === 1);
     controller.abort();
     await expect(call).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
-    await until(() => r.upstream.deployment(name).stats.inFlight === 0); // connection closed
+    await eventually(() => r.upstream.deployment(name).stats.inFlight === 0); // connection closed
     expect(Object.values(requestCounts(r.upstream)).reduce((a, b) => a + b)).toBe(1);
     expect(stateOf(r, name).isCooling()).toBe(false);
     expect(stateOf(r, name).tpmUsage).toBe(0);

@@ -103,7 +103,7 @@ export interface Spec {
   /** Point it at a port nothing listens on (connection refused). */
   dead?: boolean;
   cooldown?: number;
-  /** Per-request deadline in ms (default 1 000). */
+  /** Per-request deadline in ms (default 2 000: any answer fits in it on a busy machine). */
   timeout?: number;
   apiKey?: DeploymentConfig['apiKey'];
 }
@@ -148,7 +148,7 @@ export async function bench(
               name: s.name,
               baseURL: sim?.openaiBaseURL ?? `${origin}/openai/v1/`,
               apiKey: s.apiKey ?? `sk-${s.name}`,
-              timeout: s.timeout ?? 1_000,
+              timeout: s.timeout ?? 2_000,
               models: [model],
             }
           : {
@@ -156,7 +156,7 @@ export async function bench(
               name: s.name,
               baseURL: sim?.anthropicBaseURL ?? `${origin}/anthropic/`,
               apiKey: s.apiKey ?? `foundry-${s.name}`,
-              timeout: s.timeout ?? 1_000,
+              timeout: s.timeout ?? 2_000,
               models: [model],
             };
       });

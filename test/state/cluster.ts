@@ -86,15 +86,3 @@ export async function cluster(options: ClusterOptions): Promise<Cluster> {
 export function inspector(url: string): Redis {
   return new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1 });
 }
-
-/** Resolves once `condition` (sync or async) holds, polling every 5 ms; fails after `ms`. */
-export async function eventually(
-  condition: () => boolean | Promise<boolean>,
-  ms = 5_000,
-): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}

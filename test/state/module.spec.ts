@@ -5,7 +5,7 @@ import { SwitchboardModule } from '../../src/switchboard.module';
 import { SimulatedUpstream } from '../../src/testing';
 import { RedisServer } from '../support/redis-server';
 import { ask, GPT } from '../support/upstream';
-import { eventually } from './cluster';
+import { eventually } from '../support/eventually';
 
 let server: RedisServer;
 let upstream: SimulatedUpstream;

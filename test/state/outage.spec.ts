@@ -1,7 +1,8 @@
 import { SwitchboardHealthIndicator } from '../../src/health/switchboard-health.indicator';
 import { RedisServer } from '../support/redis-server';
 import { ask } from '../support/upstream';
-import { cluster, eventually, type Cluster } from './cluster';
+import { cluster, type Cluster } from './cluster';
+import { eventually } from '../support/eventually';
 
 const NAMES = ['oai0', 'oai1', 'oai2'];
 
@@ -36,6 +37,15 @@ async function burst(k: Cluster, calls: number, session?: (i: number, j: number)
       ),
     ),
   );
+}
+
+/** Whether `promise` is already settled: it wins a race against one microtask turn. */
+function settlesAtOnce(promise: Promise<unknown>): Promise<boolean> {
+  const settled = promise.then(
+    () => true,
+    () => true,
+  );
+  return Promise.race([settled, Promise.resolve().then(() => false)]);
 }
 
 describe('Redis outage', () => {
@@ -80,21 +90,20 @@ describe('Redis outage', () => {
     await eventually(() => sb.state.health().lastSync !== undefined);
     server.freeze();
     try {
-      // The first new session waits for its lookup at most `timeout`...
-      let t = performance.now();
+      // The first new session waits for its lookup, which gives up (a frozen Redis never
+      // answers: without the bound this call would never finish)...
       await sb.chat.completions.create(ask('first', { session_id: 'frozen-1' }));
-      const first = performance.now() - t;
-      expect(first).toBeGreaterThanOrEqual(timeout - 50);
-      expect(first).toBeLessThan(timeout + 900);
       expect(sb.state.health().status).toBe('degraded');
-      // ...and once the store knows Redis is in trouble, nobody waits for it.
-      t = performance.now();
+      // ...and once the store knows Redis is in trouble, nobody waits for it: a lookup is
+      // answered before a single turn of the microtask queue, not after a timeout.
+      for (let j = 2; j < 12; j++) {
+        expect(await settlesAtOnce(sb.state.lookupSession!(`frozen-${j}`))).toBe(true);
+      }
       await Promise.all(
         Array.from({ length: 10 }, (_, j) =>
           sb.chat.completions.create(ask('next', { session_id: `frozen-${j + 2}` })),
         ),
       );
-      expect(performance.now() - t).toBeLessThan(timeout * 0.7);
       expect(k.loggers[0]!.warnings(/Redis/)).toHaveLength(1);
     } finally {
       server.resume();

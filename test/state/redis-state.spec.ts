@@ -11,7 +11,8 @@ import {
 import type * as Src from '../../src';
 import { openaiDeployments } from '../support/configs';
 import { RedisServer } from '../support/redis-server';
-import { RecordingLogger, eventually } from './cluster';
+import { RecordingLogger } from './cluster';
+import { eventually } from '../support/eventually';
 
 let server: RedisServer;
 

@@ -1,7 +1,8 @@
 import type Redis from 'ioredis';
 import { RedisServer } from '../support/redis-server';
 import { ask } from '../support/upstream';
-import { cluster, eventually as until, inspector, type Cluster } from './cluster';
+import { cluster, inspector, type Cluster } from './cluster';
+import { eventually } from '../support/eventually';
 
 const NAMES = ['oai0', 'oai1', 'oai2'];
 
@@ -44,14 +45,14 @@ describe('usage', () => {
     'each of %i instances routes on the cluster total after a sync, counted once',
     async (n) => {
       const k = (c = await cluster({ instances: n, redisUrl: server.url }));
-      await until(() => synced(k));
+      await eventually(() => synced(k));
       const calls = k.instances.flatMap((sb, i) =>
         Array.from({ length: 3 + i }, (_, j) =>
           sb.chat.completions.create(ask(`instance ${i} call ${j} `.repeat(20))),
         ),
       );
       await Promise.all(calls);
-      await until(() => converged(k), 3_000);
+      await eventually(() => converged(k), 3_000);
 
       // The cluster view is exactly what the upstream served: the preflight estimates were
       // replaced by the real usage, nothing was counted twice.
@@ -77,21 +78,21 @@ describe('usage', () => {
     let offset = Math.ceil(now / 60_000) * 60_000 + 30_000 - now;
     const clock = () => Date.now() + offset;
     const k = (c = await cluster({ instances: 2, redisUrl: server.url, clock }));
-    await until(() => synced(k));
+    await eventually(() => synced(k));
     const a = k.model(0, 'oai0');
     const b = k.model(1, 'oai0');
 
     a.spend(100, 1); // preflight estimate
-    await until(() => b.tpmUsage === 100 && b.rpmUsage === 1);
+    await eventually(() => b.tpmUsage === 100 && b.rpmUsage === 1);
     a.spend(-60); // the answer used less
-    await until(() => b.tpmUsage === 40);
+    await eventually(() => b.tpmUsage === 40);
     expect(a.tpmUsage).toBe(40);
 
     offset += 60_000; // next window: everyone starts from zero
-    await until(() => a.tpmUsage === 0 && b.tpmUsage === 0 && b.rpmUsage === 0);
+    await eventually(() => a.tpmUsage === 0 && b.tpmUsage === 0 && b.rpmUsage === 0);
     a.spend(-40); // a late refund of the previous window must not eat into this one
     b.spend(10, 1);
-    await until(() => a.tpmUsage === 10 && a.rpmUsage === 1);
+    await eventually(() => a.tpmUsage === 10 && a.rpmUsage === 1);
     expect(b.tpmUsage).toBe(10);
 
     const keys = await redis.keys(`${k.prefix}usage:*`);
@@ -107,15 +108,18 @@ describe('usage', () => {
 
 describe('cooldowns', () => {
   it('keeps every instance off a model that returned 429 to one, until the cooldown ends', async () => {
-    const k = (c = await cluster({ instances: 4, redisUrl: server.url }));
-    await until(() => synced(k));
-    k.upstream.deployment('oai0').fail({ kind: 'status', status: 429, retryAfterMs: 1_500 });
+    // The cooldown ends when the test moves the clock, never while a busy machine is slow.
+    let offset = 0;
+    const clock = () => Date.now() + offset;
+    const k = (c = await cluster({ instances: 4, redisUrl: server.url, clock }));
+    await eventually(() => synced(k));
+    k.upstream.deployment('oai0').fail({ kind: 'status', status: 429, retryAfterMs: 60_000 });
     for (let i = 0; i < 60 && !k.model(0, 'oai0').isCooling(); i++) {
       await k.instances[0]!.chat.completions.create(ask('hello'));
     }
     const until0 = k.model(0, 'oai0').cooldownUntil;
-    expect(until0).toBeGreaterThan(Date.now());
-    await until(() => [1, 2, 3].every((i) => k.model(i, 'oai0').isCooling()), 1_000);
+    expect(k.model(0, 'oai0').isCooling()).toBe(true);
+    await eventually(() => [1, 2, 3].every((i) => k.model(i, 'oai0').isCooling()));
     for (const i of [1, 2, 3]) expect(k.model(i, 'oai0').cooldownUntil).toBe(until0);
 
     const before = k.upstream.deployment('oai0').stats.requests;
@@ -126,17 +130,18 @@ describe('cooldowns', () => {
     );
     expect(k.upstream.deployment('oai0').stats.requests).toBe(before);
 
-    await until(() => k.instances.every((_, i) => !k.model(i, 'oai0').isCooling()), 3_000);
-    expect(Date.now()).toBeGreaterThanOrEqual(until0);
+    offset += 60_000;
+    expect(clock()).toBeGreaterThanOrEqual(until0);
+    for (let i = 0; i < 4; i++) expect(k.model(i, 'oai0').isCooling()).toBe(false);
   });
 
   it('lifts a cooldown everywhere on a mark-up', async () => {
     const k = (c = await cluster({ instances: 3, redisUrl: server.url }));
-    await until(() => synced(k));
+    await eventually(() => synced(k));
     k.model(0, 'oai1').markDown(60_000);
-    await until(() => k.instances.every((_, i) => k.model(i, 'oai1').isCooling()));
+    await eventually(() => k.instances.every((_, i) => k.model(i, 'oai1').isCooling()));
     k.model(2, 'oai1').markUp();
-    await until(() => k.instances.every((_, i) => !k.model(i, 'oai1').isCooling()));
+    await eventually(() => k.instances.every((_, i) => !k.model(i, 'oai1').isCooling()));
     expect(await redis.hgetall(`${k.prefix}cooldowns`)).toEqual({});
   });
 });
@@ -144,7 +149,7 @@ describe('cooldowns', () => {
 describe('sessions', () => {
   it('continues a session on the same deployment through another instance', async () => {
     const k = (c = await cluster({ instances: 4, redisUrl: server.url }));
-    await until(() => synced(k));
+    await eventually(() => synced(k));
     for (let s = 0; s < 12; s++) {
       const id = `user-${s}`;
       const first = k.instances[s % 4]!;
@@ -168,27 +173,27 @@ describe('sessions', () => {
       redisUrl: server.url,
       state: { sessionTtl: 1_000 },
     }));
-    await until(() => synced(k));
+    await eventually(() => synced(k));
     const sb = k.instances[0]!;
     await sb.chat.completions.create(ask('one', { session_id: 'sliding' }));
     const [key] = await redis.keys(`${k.prefix}session:*`);
     expect(key).toBeDefined();
-    await until(async () => {
+    await eventually(async () => {
       const ttl = await redis.pttl(key!);
       return ttl > 0 && ttl < 600;
     }, 2_000);
     await sb.chat.completions.create(ask('two', { session_id: 'sliding' }));
-    await until(async () => (await redis.pttl(key!)) > 800, 1_000);
-    await until(async () => (await redis.exists(key!)) === 0, 2_000);
+    await eventually(async () => (await redis.pttl(key!)) > 800, 1_000);
+    await eventually(async () => (await redis.exists(key!)) === 0, 2_000);
   });
 
   it('writes nothing secret, and only under its prefix', async () => {
     await redis.flushall();
     const k = (c = await cluster({ instances: 2, redisUrl: server.url }));
-    await until(() => synced(k));
+    await eventually(() => synced(k));
     await k.instances[0]!.chat.completions.create(ask('x', { session_id: 'alice@example.com' }));
     k.model(1, 'oai2').markDown(5_000);
-    await until(() => converged(k) && k.model(0, 'oai2').isCooling());
+    await eventually(() => converged(k) && k.model(0, 'oai2').isCooling());
     const keys = await redis.keys('*');
     expect(keys.length).toBeGreaterThan(0);
     let dump = '';

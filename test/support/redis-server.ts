@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from './eventually';
 
 /**
  * A real `redis-server` on a free loopback port, without persistence, that a test can stop,
@@ -74,7 +75,14 @@ export class RedisServer {
     failed.catch(() => undefined);
     this.child = child;
     try {
-      await Promise.race([waitForPort(this.port, 5_000), failed]);
+      await Promise.race([
+        eventually(() => listening(this.port), {
+          timeout: 5_000,
+          interval: 20,
+          what: `redis-server listening on ${this.port}`,
+        }),
+        failed,
+      ]);
     } catch (error) {
       this.child = undefined;
       child.kill('SIGKILL');
@@ -128,20 +136,14 @@ function freePort(): Promise<number> {
   });
 }
 
-async function waitForPort(port: number, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = createConnection({ port, host: '127.0.0.1' });
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
+/** Whether something accepts connections on `port` now. */
+function listening(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const socket = createConnection({ port, host: '127.0.0.1' });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
     });
-    if (ok) return;
-    if (Date.now() > deadline)
-      throw new Error(`redis-server did not listen on ${port} in ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+    socket.once('error', () => resolve(false));
+  });
 }

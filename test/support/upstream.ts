@@ -85,12 +85,3 @@ export const askClaude = <const E extends object = object>(content: string, extr
 export function requestCounts(upstream: SimulatedUpstream): Record<string, number> {
   return Object.fromEntries(upstream.deployments.map((d) => [d.name, d.stats.requests]));
 }
-
-/** Resolves once `condition` holds, checking after each turn of I/O; fails after `ms`. */
-export async function until(condition: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
