@@ -7,6 +7,7 @@
  * (`apt-get install -y chromium`).
  */
 import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { SimulatedUpstream } from 'nestjs-switchboard/testing';
@@ -15,19 +16,23 @@ import type { SwitchboardStatus } from '../../sample/status/status.service';
 
 const CHROMIUM = '/usr/bin/chromium';
 const COOLDOWN = 1_500;
-const SCREENSHOT = join(__dirname, '..', '..', 'docs', 'status-page.png');
+// The suite writes nothing tracked: docs/status-page.png is a committed asset. To refresh it,
+// run this spec with STATUS_PAGE_SCREENSHOT=docs/status-page.png.
+const SCREENSHOT =
+  process.env.STATUS_PAGE_SCREENSHOT ?? join(tmpdir(), 'nestjs-switchboard', 'status-page.png');
 
 const inCI = !!process.env.CI && !['0', 'false'].includes(process.env.CI.toLowerCase());
 const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium && !inCI) {
-  console.warn(
-    `Skipping the status page's browser tests: ${CHROMIUM} is missing. ` +
-      'Install it with `apt-get install -y chromium` (with CI set, the tests fail instead).',
-  );
-}
+// Without Chromium (and CI unset) the suite is skipped, its title saying why: nothing is printed
+// into Jest's report.
 const suite = haveChromium || inCI ? describe : describe.skip;
+const title = `status page in headless Chromium${
+  suite === describe
+    ? ''
+    : ` (skipped: ${CHROMIUM} is missing; install it with \`apt-get install -y chromium\`)`
+}`;
 
-suite('status page in headless Chromium', () => {
+suite(title, () => {
   jest.setTimeout(60_000);
 
   let gateway: Gateway;

@@ -1,5 +1,7 @@
 // The README's standalone quick start, run against simulated deployments. Keep the two in step:
 // the block between the markers is what the README shows.
+import { format } from 'node:util';
+import type { Switchboard } from 'nestjs-switchboard';
 import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 
 describe('README standalone quick start', () => {
@@ -17,6 +19,28 @@ describe('README standalone quick start', () => {
   afterAll(() => upstream.close());
 
   it('runs as written', async () => {
+    // What the snippet prints is captured and checked, not mixed into the test report.
+    let printed = '';
+    const log = jest
+      .spyOn(console, 'log')
+      .mockImplementation((...parts: unknown[]) => void (printed += `${format(...parts)}\n`));
+    const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      printed += String(chunk);
+      return true;
+    });
+    try {
+      await quickStart();
+    } finally {
+      log.mockRestore();
+      write.mockRestore();
+    }
+    expect(printed.split('\n')[0]).toContain('Hello!');
+    expect(printed).toMatch(
+      /foundry1: \{ 'claude-sonnet-5': \{ util: [\d.]+, tpm: '\d+\/30000', rpm: '1\/300' \} \}/,
+    ); // sb.stats()
+  });
+
+  async function quickStart(): Promise<void> {
     // README:standalone
     const { createSwitchboard } = await import('nestjs-switchboard');
 
@@ -68,11 +92,13 @@ describe('README standalone quick start', () => {
     console.log(sb.stats()); // { east: { 'gpt-4o-mini': { util: 0.003, tpm: '6/30000', rpm: '1/300' } }, ... }
     await sb.close();
     // README:end
+    check(completion.choices[0]!.message.content, sb.stats());
+  }
 
-    expect(completion.choices[0]!.message.content).toContain('Hello!');
-    const stats = sb.stats();
+  function check(content: string | null, stats: ReturnType<Switchboard['stats']>): void {
+    expect(content).toContain('Hello!');
     const served = Object.values(stats).filter((m) => m['gpt-4o-mini']?.rpm === '1/300');
     expect(served).toHaveLength(1);
     expect(stats.foundry1!['claude-sonnet-5']!.rpm).toBe('1/300');
-  });
+  }
 });
