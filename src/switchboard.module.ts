@@ -1,5 +1,6 @@
 import { Module, type Provider } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
+import type { ModuleRef } from '@nestjs/core';
+import { peerRequire } from './runtime/peer-require';
 import { validateOptions } from './config/validate-options';
 import { loadHealthResults, SWITCHBOARD_HEALTH_RESULTS } from './health/health-results';
 import { SwitchboardHealthIndicator } from './health/switchboard-health.indicator';
@@ -25,7 +26,12 @@ const selectorProvider: Provider = {
     if (typeof selector === 'function') return moduleRef.create(selector);
     return selector;
   },
-  inject: [SWITCHBOARD_MODULE_OPTIONS, ModuleRef],
+  // @nestjs/core is loaded when Nest reads the provider, not at import: standalone applications
+  // import this package without having it installed.
+  get inject() {
+    const core = peerRequire('@nestjs/core') as { ModuleRef: typeof ModuleRef };
+    return [SWITCHBOARD_MODULE_OPTIONS, core.ModuleRef];
+  },
 };
 
 const switchboardProvider: Provider = {

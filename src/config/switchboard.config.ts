@@ -1,4 +1,5 @@
-import { registerAs } from '@nestjs/config';
+import type { ConfigFactory, ConfigFactoryKeyHost, registerAs } from '@nestjs/config';
+import { peerRequire } from '../runtime/peer-require';
 import { loadSwitchboardConfigFile, type SwitchboardEnv } from './load-config-file';
 import type { OpenAIConfig, SwitchboardOptions } from './switchboard-options';
 import { SwitchboardConfigError } from './switchboard-config.error';
@@ -104,7 +105,7 @@ export function loadSwitchboardConfig(
  * export class AppModule {}
  * ```
  */
-export const switchboardConfig = registerAs('switchboard', (): SwitchboardOptions => {
+export const switchboardConfig = lazyRegisterAs('switchboard', (): SwitchboardOptions => {
   const options = loadSwitchboardConfig();
   if (options === undefined) {
     throw new SwitchboardConfigError('environment', [
@@ -113,6 +114,38 @@ export const switchboardConfig = registerAs('switchboard', (): SwitchboardOption
   }
   return options;
 });
+
+/**
+ * `registerAs(token, factory)` of `@nestjs/config`, called the first time `ConfigModule` (or the
+ * application) reads one of the properties it defines, not at import: standalone applications
+ * import this package without having `@nestjs/config` installed.
+ */
+function lazyRegisterAs<T extends object>(
+  token: string,
+  factory: () => T,
+): ConfigFactory<T> & ConfigFactoryKeyHost<T> {
+  // The properties registerAs defines: PARTIAL_CONFIGURATION_KEY, KEY and asProvider.
+  const keys = ['PARTIAL_CONFIGURATION_KEY', 'KEY', 'asProvider'];
+  let registered = false;
+  const register = () => {
+    if (registered) return;
+    registered = true;
+    for (const key of keys) delete (factory as unknown as Record<string, unknown>)[key];
+    const config = peerRequire('@nestjs/config') as { registerAs: typeof registerAs };
+    config.registerAs(token, factory);
+  };
+  for (const key of keys) {
+    Object.defineProperty(factory, key, {
+      configurable: true,
+      enumerable: false,
+      get: () => {
+        register();
+        return (factory as unknown as Record<string, unknown>)[key];
+      },
+    });
+  }
+  return factory as ConfigFactory<T> & ConfigFactoryKeyHost<T>;
+}
 
 /** `https://x.openai.azure.com` -> `https://x.openai.azure.com/openai/v1/` (kept if already there). */
 function azureBaseURL(endpoint: string): string {

@@ -39,7 +39,8 @@ export interface HealthResults {
  * Test.createTestingModule(...).overrideProvider(SWITCHBOARD_HEALTH_RESULTS).useValue(results);
  * ```
  */
-export const SWITCHBOARD_HEALTH_RESULTS = Symbol('SWITCHBOARD_HEALTH_RESULTS');
+// Symbol.for: the ESM and the CommonJS build, if both are loaded, agree on the token.
+export const SWITCHBOARD_HEALTH_RESULTS = Symbol.for('nestjs-switchboard.health-results');
 
 /**
  * Builds results the way terminus' `HealthIndicatorService` does, for applications without
@@ -83,5 +84,10 @@ export async function loadHealthResults(): Promise<HealthResults> {
 /** True when `error` says that `pkg` itself is not installed (not one of its dependencies). */
 function isMissing(error: unknown, pkg: string): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  return code === 'MODULE_NOT_FOUND' && typeof message === 'string' && message.includes(`'${pkg}'`);
+  // require() says MODULE_NOT_FOUND, import() (the ESM build) ERR_MODULE_NOT_FOUND.
+  return (
+    (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') &&
+    typeof message === 'string' &&
+    message.includes(`'${pkg}'`)
+  );
 }

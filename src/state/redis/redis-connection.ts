@@ -1,3 +1,4 @@
+import { peerRequire } from '../../runtime/peer-require';
 import { SwitchboardError } from '../../switchboard.error';
 import type { ResolvedRedisOptions } from './redis-options';
 
@@ -114,11 +115,10 @@ function loadIoredis(): IoredisConstructor {
   let mod: unknown;
   try {
     // Loaded here, not at import: applications without Redis never need the package.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    mod = require('ioredis');
+    mod = peerRequire('ioredis');
   } catch (error) {
     const { code } = (error ?? {}) as { code?: unknown };
-    if (code === 'MODULE_NOT_FOUND') {
+    if (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') {
       throw new SwitchboardError(
         'redisState() needs the ioredis package: run `npm install ioredis` (or pass an ioredis instance as `client`)',
         { cause: error },
