@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
-const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+// SWITCHBOARD_TSC: another TypeScript's bin/tsc (the compatibility job builds with TypeScript 6).
+const tsc = process.env.SWITCHBOARD_TSC ?? join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 
 rmSync(dist, { recursive: true, force: true });
 for (const project of ['tsconfig.build.json', 'tsconfig.build.esm.json']) {

@@ -1,0 +1,454 @@
+import {
+  SpanKind,
+  SpanStatusCode,
+  metrics,
+  trace,
+  type Attributes,
+  type Histogram,
+  type MeterProvider,
+  type Span,
+  type TracerProvider,
+  type Tracer,
+} from '@opentelemetry/api';
+import {
+  DURATION_BUCKETS,
+  GEN_AI,
+  GEN_AI_LATEST,
+  GEN_AI_VALUES,
+  TOKEN_BUCKETS,
+  captureContent,
+  latestExperimental,
+} from './gen-ai-conventions';
+
+/** The tracer's and the GenAI meter's instrumentation scope name. */
+export const GEN_AI_SCOPE = 'nestjs-switchboard';
+
+/**
+ * What an attempt is, for its span and histograms.
+ *
+ * @example
+ * ```ts
+ * const info: GenAiAttemptInfo = {
+ *   provider: 'openai', baseURL: 'https://east.openai.azure.com/openai/v1/', deployment: 'east',
+ *   model: 'gpt-4o-mini', attempt: 1, body,
+ * };
+ * ```
+ */
+export interface GenAiAttemptInfo {
+  /** The deployment's provider: `openai` (OpenAI, Azure OpenAI) or `anthropic` (Claude). */
+  provider: 'openai' | 'anthropic';
+  /** The deployment's base URL, for `server.address` / `server.port` and Azure detection. */
+  baseURL: string | undefined;
+  /** The deployment's name. */
+  deployment: string;
+  /** The requested model. */
+  model: string;
+  /** 1 for the first attempt of a call, 2 for its first failover, ... */
+  attempt: number;
+  /** Why the previous attempt of this call failed (absent on the first). */
+  failoverReason?: string;
+  /** The request body as sent (for max_tokens, stream, and content when captured). */
+  body?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Token usage as the GenAI conventions count it: input includes cached input.
+ *
+ * @example
+ * ```ts
+ * const usage: GenAiUsage = { inputTokens: 120, outputTokens: 30, cacheReadInputTokens: 100 };
+ * ```
+ */
+export interface GenAiUsage {
+  inputTokens?: number;
+  outputTokens?: number;
+  cacheReadInputTokens?: number;
+  cacheCreationInputTokens?: number;
+}
+
+/**
+ * One attempt's span and measurements; every method after the first `succeeded` / `failed` is a
+ * no-op.
+ *
+ * @example
+ * ```ts
+ * const handle = telemetry.startAttempt(info);
+ * try {
+ *   const completion = await client.chat.completions.create(body);
+ *   handle.response(completion);
+ * } catch (error) {
+ *   handle.failed(error, 'rate_limit');
+ * }
+ * ```
+ */
+export interface GenAiAttempt {
+  /** A non-streamed answer: takes its usage, model, id and finish reasons, and ends the span. */
+  response(result: unknown): void;
+  /** One stream event: the first marks the time to first chunk; usage and model accumulate. */
+  event(event: unknown): void;
+  /** The stream ended normally: ends the span with what the events reported. */
+  streamEnded(): void;
+  /** Ends the span as a success with this usage and response model. */
+  succeeded(usage?: GenAiUsage, responseModel?: string): void;
+  /** Ends the span as a failure: `error.type`, the switchboard's reason, the exception. */
+  failed(error: unknown, reason: string): void;
+}
+
+/**
+ * Options of {@link GenAiTelemetry}; all default to the global OpenTelemetry providers and
+ * `process.env`.
+ *
+ * @example
+ * ```ts
+ * new GenAiTelemetry({ tracerProvider, meterProvider, now: () => clock.now() });
+ * ```
+ */
+export interface GenAiTelemetryOptions {
+  tracerProvider?: TracerProvider;
+  meterProvider?: MeterProvider;
+  /** Milliseconds, for durations; default `performance.now`. */
+  now?: () => number;
+  /** Where `OTEL_SEMCONV_STABILITY_OPT_IN` and the content opt-in are read. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * The OpenTelemetry GenAI client conventions for the switchboard's attempts: per attempt a CLIENT
+ * span `{gen_ai.operation.name} {gen_ai.request.model}` (e.g. `chat gpt-4o-mini`), and the
+ * histograms `gen_ai.client.operation.duration` and `gen_ai.client.token.usage`. The tracer and
+ * meter are taken when this is built (not at import), so providers registered in `main.ts` after
+ * the imports receive the data; without providers, everything is a no-op.
+ *
+ * Span attributes: `gen_ai.operation.name`, `gen_ai.provider.name` (`azure.ai.openai`, `openai`,
+ * `anthropic`), `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.response.model`,
+ * `gen_ai.response.id`, `gen_ai.response.finish_reasons`, `gen_ai.usage.*`, `server.address`,
+ * `server.port`, `error.type`, and the switchboard's own `switchboard.deployment`,
+ * `switchboard.attempt`, `switchboard.failover.reason` (why the previous attempt failed) and
+ * `switchboard.failure.reason`. Prompts and completions only with
+ * `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
+ *
+ * @example
+ * ```ts
+ * const telemetry = new GenAiTelemetry();
+ * const handle = telemetry.startAttempt({ provider: 'anthropic', baseURL, deployment: 'foundry1',
+ *   model: 'claude-sonnet-5', attempt: 1, body });
+ * handle.response(message);
+ * ```
+ */
+export class GenAiTelemetry {
+  private readonly tracer: Tracer;
+  private readonly duration: Histogram;
+  private readonly tokens: Histogram;
+  private readonly firstChunk: Histogram | undefined;
+  private readonly now: () => number;
+  private readonly latest: boolean;
+  private readonly content: boolean;
+
+  constructor(options: GenAiTelemetryOptions = {}) {
+    const env = options.env ?? process.env;
+    this.tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(GEN_AI_SCOPE);
+    const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(GEN_AI_SCOPE);
+    this.duration = meter.createHistogram(GEN_AI.CLIENT_OPERATION_DURATION, {
+      description: 'GenAI operation duration.',
+      unit: 's',
+      advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] },
+    });
+    this.tokens = meter.createHistogram(GEN_AI.CLIENT_TOKEN_USAGE, {
+      description: 'Number of input and output tokens used.',
+      unit: '{token}',
+      advice: { explicitBucketBoundaries: [...TOKEN_BUCKETS] },
+    });
+    this.latest = latestExperimental(env);
+    this.content = captureContent(env);
+    this.firstChunk = this.latest
+      ? meter.createHistogram(GEN_AI_LATEST.CLIENT_OPERATION_TIME_TO_FIRST_CHUNK, {
+          description: 'Time to receive the first chunk of a streamed response.',
+          unit: 's',
+          advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] },
+        })
+      : undefined;
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  /**
+   * Starts an attempt's span (a child of the active context) and its clock.
+   *
+   * @example
+   * ```ts
+   * const handle = telemetry.startAttempt({ provider: 'openai', baseURL: undefined,
+   *   deployment: 'openai', model: 'gpt-4o-mini', attempt: 2, failoverReason: 'rate_limit' });
+   * ```
+   */
+  startAttempt(info: GenAiAttemptInfo): GenAiAttempt {
+    const common: Attributes = {
+      [GEN_AI.OPERATION_NAME]: GEN_AI_VALUES.OPERATION_CHAT,
+      [GEN_AI.PROVIDER_NAME]: providerName(info.provider, info.baseURL),
+      [GEN_AI.REQUEST_MODEL]: info.model,
+      ...serverAttributes(info.provider, info.baseURL),
+    };
+    const attributes: Attributes = {
+      ...common,
+      'switchboard.deployment': info.deployment,
+      'switchboard.attempt': info.attempt,
+    };
+    if (info.failoverReason !== undefined) {
+      attributes['switchboard.failover.reason'] = info.failoverReason;
+    }
+    const body = info.body;
+    const maxTokens = body?.max_completion_tokens ?? body?.max_tokens;
+    if (typeof maxTokens === 'number') attributes[GEN_AI.REQUEST_MAX_TOKENS] = maxTokens;
+    const stream = body?.stream === true;
+    if (this.latest) attributes[GEN_AI_LATEST.REQUEST_STREAM] = stream;
+    if (this.content && body !== undefined) {
+      attributes[GEN_AI.INPUT_MESSAGES] = JSON.stringify(body.messages ?? []);
+    }
+    const span = this.tracer.startSpan(`${GEN_AI_VALUES.OPERATION_CHAT} ${info.model}`, {
+      kind: SpanKind.CLIENT,
+      attributes,
+    });
+    return new Attempt(this, span, common, info.provider, this.now());
+  }
+
+  /** @internal */
+  finish(
+    span: Span,
+    common: Attributes,
+    started: number,
+    outcome: {
+      usage?: GenAiUsage;
+      responseModel?: string;
+      errorType?: string;
+      firstChunkAt?: number;
+      output?: unknown;
+    },
+  ): void {
+    const end = this.now();
+    const metricAttributes: Attributes = { ...common };
+    if (outcome.responseModel !== undefined) {
+      span.setAttribute(GEN_AI.RESPONSE_MODEL, outcome.responseModel);
+      metricAttributes[GEN_AI.RESPONSE_MODEL] = outcome.responseModel;
+    }
+    if (outcome.errorType !== undefined) metricAttributes[GEN_AI.ERROR_TYPE] = outcome.errorType;
+    const usage = outcome.usage;
+    if (usage !== undefined) {
+      setIfNumber(span, GEN_AI.USAGE_INPUT_TOKENS, usage.inputTokens);
+      setIfNumber(span, GEN_AI.USAGE_OUTPUT_TOKENS, usage.outputTokens);
+      setIfNumber(span, GEN_AI.USAGE_CACHE_READ_INPUT_TOKENS, usage.cacheReadInputTokens);
+      setIfNumber(span, GEN_AI.USAGE_CACHE_CREATION_INPUT_TOKENS, usage.cacheCreationInputTokens);
+      if (usage.inputTokens !== undefined) {
+        this.tokens.record(usage.inputTokens, {
+          ...metricAttributes,
+          [GEN_AI.TOKEN_TYPE]: GEN_AI_VALUES.TOKEN_INPUT,
+        });
+      }
+      if (usage.outputTokens !== undefined) {
+        this.tokens.record(usage.outputTokens, {
+          ...metricAttributes,
+          [GEN_AI.TOKEN_TYPE]: GEN_AI_VALUES.TOKEN_OUTPUT,
+        });
+      }
+    }
+    if (this.content && outcome.output !== undefined) {
+      span.setAttribute(GEN_AI.OUTPUT_MESSAGES, JSON.stringify(outcome.output));
+    }
+    if (outcome.firstChunkAt !== undefined && this.firstChunk !== undefined) {
+      const seconds = Math.max(0, outcome.firstChunkAt - started) / 1000;
+      span.setAttribute(GEN_AI_LATEST.RESPONSE_TIME_TO_FIRST_CHUNK, seconds);
+      this.firstChunk.record(seconds, metricAttributes);
+    }
+    this.duration.record(Math.max(0, end - started) / 1000, metricAttributes);
+    span.end();
+  }
+
+  /** @internal */
+  clock(): number {
+    return this.now();
+  }
+}
+
+class Attempt implements GenAiAttempt {
+  private done = false;
+  private firstChunkAt: number | undefined;
+  private readonly usage: GenAiUsage = {};
+  private responseModel: string | undefined;
+
+  constructor(
+    private readonly telemetry: GenAiTelemetry,
+    private readonly span: Span,
+    private readonly common: Attributes,
+    private readonly provider: 'openai' | 'anthropic',
+    private readonly started: number,
+  ) {}
+
+  response(result: unknown): void {
+    if (this.done) return;
+    const r = (result ?? {}) as Record<string, unknown>;
+    if (typeof r.id === 'string') this.span.setAttribute(GEN_AI.RESPONSE_ID, r.id);
+    const reasons = finishReasons(this.provider, r);
+    if (reasons.length > 0) this.span.setAttribute(GEN_AI.RESPONSE_FINISH_REASONS, reasons);
+    const output = this.provider === 'openai' ? r.choices : r.content;
+    this.end({
+      usage: usageOf(this.provider, r.usage),
+      responseModel: typeof r.model === 'string' ? r.model : undefined,
+      output,
+    });
+  }
+
+  event(event: unknown): void {
+    if (this.done) return;
+    this.firstChunkAt ??= this.telemetry.clock();
+    const e = (event ?? {}) as Record<string, unknown>;
+    if (this.provider === 'openai') {
+      if (typeof e.model === 'string') this.responseModel = e.model;
+      if (typeof e.id === 'string') this.span.setAttribute(GEN_AI.RESPONSE_ID, e.id);
+      const reasons = finishReasons('openai', e);
+      if (reasons.length > 0) this.span.setAttribute(GEN_AI.RESPONSE_FINISH_REASONS, reasons);
+      if (e.usage) Object.assign(this.usage, usageOf('openai', e.usage));
+      return;
+    }
+    if (e.type === 'message_start') {
+      const message = (e.message ?? {}) as Record<string, unknown>;
+      if (typeof message.model === 'string') this.responseModel = message.model;
+      if (typeof message.id === 'string') this.span.setAttribute(GEN_AI.RESPONSE_ID, message.id);
+      Object.assign(this.usage, usageOf('anthropic', message.usage));
+    } else if (e.type === 'message_delta') {
+      // Cumulative counts: the last one wins. Input counts appear only when the API sends them.
+      Object.assign(this.usage, usageOf('anthropic', e.usage));
+      const stop = (e.delta as { stop_reason?: unknown } | undefined)?.stop_reason;
+      if (typeof stop === 'string') this.span.setAttribute(GEN_AI.RESPONSE_FINISH_REASONS, [stop]);
+    }
+  }
+
+  streamEnded(): void {
+    this.end({
+      usage: Object.keys(this.usage).length > 0 ? this.usage : undefined,
+      responseModel: this.responseModel,
+    });
+  }
+
+  succeeded(usage?: GenAiUsage, responseModel?: string): void {
+    this.end({ usage, responseModel });
+  }
+
+  failed(error: unknown, reason: string): void {
+    if (this.done) return;
+    const errorType = errorTypeOf(error);
+    this.span.setAttribute(GEN_AI.ERROR_TYPE, errorType);
+    this.span.setAttribute('switchboard.failure.reason', reason);
+    if (error instanceof Error) this.span.recordException(error);
+    this.span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: error instanceof Error ? error.message : String(error),
+    });
+    this.end({
+      errorType,
+      responseModel: this.responseModel,
+      usage: Object.keys(this.usage).length > 0 ? this.usage : undefined,
+    });
+  }
+
+  private end(outcome: Parameters<GenAiTelemetry['finish']>[3]): void {
+    if (this.done) return;
+    this.done = true;
+    this.telemetry.finish(this.span, this.common, this.started, {
+      ...outcome,
+      firstChunkAt: this.firstChunkAt,
+    });
+  }
+}
+
+/**
+ * `azure.ai.openai` for Azure OpenAI endpoints, `openai` for other OpenAI-compatible ones,
+ * `anthropic` for Claude (on Foundry too: the API is Anthropic's).
+ *
+ * @example
+ * ```ts
+ * providerName('openai', 'https://east.openai.azure.com/openai/v1/'); // 'azure.ai.openai'
+ * ```
+ */
+export function providerName(
+  provider: 'openai' | 'anthropic',
+  baseURL: string | undefined,
+): string {
+  if (provider === 'anthropic') return GEN_AI_VALUES.PROVIDER_ANTHROPIC;
+  const host = hostOf(baseURL);
+  return host !== undefined &&
+    /\.(openai\.azure\.com|cognitiveservices\.azure\.com|services\.ai\.azure\.com)$/i.test(host)
+    ? GEN_AI_VALUES.PROVIDER_AZURE_OPENAI
+    : GEN_AI_VALUES.PROVIDER_OPENAI;
+}
+
+/**
+ * The usage an SDK reports, counted as the conventions count it. OpenAI: `prompt_tokens` (cached
+ * included), `completion_tokens`, `prompt_tokens_details.cached_tokens`. Anthropic:
+ * `input_tokens` + cache reads + cache writes, `output_tokens`, and the two cache counts.
+ *
+ * @example
+ * ```ts
+ * usageOf('anthropic', { input_tokens: 10, cache_read_input_tokens: 90, output_tokens: 5 });
+ * // { inputTokens: 100, outputTokens: 5, cacheReadInputTokens: 90 }
+ * ```
+ */
+export function usageOf(provider: 'openai' | 'anthropic', raw: unknown): GenAiUsage | undefined {
+  if (raw === null || typeof raw !== 'object') return undefined;
+  const u = raw as Record<string, unknown>;
+  const out: GenAiUsage = {};
+  if (provider === 'openai') {
+    if (typeof u.prompt_tokens === 'number') out.inputTokens = u.prompt_tokens;
+    if (typeof u.completion_tokens === 'number') out.outputTokens = u.completion_tokens;
+    const cached = (u.prompt_tokens_details as { cached_tokens?: unknown } | undefined)
+      ?.cached_tokens;
+    if (typeof cached === 'number') out.cacheReadInputTokens = cached;
+    return out;
+  }
+  const read = typeof u.cache_read_input_tokens === 'number' ? u.cache_read_input_tokens : 0;
+  const write =
+    typeof u.cache_creation_input_tokens === 'number' ? u.cache_creation_input_tokens : 0;
+  if (typeof u.input_tokens === 'number') out.inputTokens = u.input_tokens + read + write;
+  if (typeof u.output_tokens === 'number') out.outputTokens = u.output_tokens;
+  if (typeof u.cache_read_input_tokens === 'number') out.cacheReadInputTokens = read;
+  if (typeof u.cache_creation_input_tokens === 'number') out.cacheCreationInputTokens = write;
+  return out;
+}
+
+function finishReasons(provider: 'openai' | 'anthropic', r: Record<string, unknown>): string[] {
+  if (provider === 'anthropic') return typeof r.stop_reason === 'string' ? [r.stop_reason] : [];
+  const choices = Array.isArray(r.choices) ? (r.choices as Array<{ finish_reason?: unknown }>) : [];
+  return choices.flatMap((c) => (typeof c.finish_reason === 'string' ? [c.finish_reason] : []));
+}
+
+/** The HTTP status of an SDK's `APIError`, else the error's class name (`APIConnectionError`). */
+function errorTypeOf(error: unknown): string {
+  const status = (error as { status?: unknown } | null)?.status;
+  if (typeof status === 'number') return String(status);
+  if (error instanceof Error) return error.constructor.name || error.name;
+  return '_OTHER';
+}
+
+function serverAttributes(
+  provider: 'openai' | 'anthropic',
+  baseURL: string | undefined,
+): Attributes {
+  const fallback = provider === 'openai' ? 'https://api.openai.com/v1' : undefined;
+  const url = parse(baseURL ?? fallback);
+  if (url === undefined) return {};
+  const port = url.port !== '' ? Number(url.port) : url.protocol === 'http:' ? 80 : 443;
+  return { [GEN_AI.SERVER_ADDRESS]: url.hostname, [GEN_AI.SERVER_PORT]: port };
+}
+
+function hostOf(baseURL: string | undefined): string | undefined {
+  return parse(baseURL)?.hostname;
+}
+
+function parse(value: string | undefined): URL | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
+function setIfNumber(span: Span, key: string, value: number | undefined): void {
+  if (value !== undefined) span.setAttribute(key, value);
+}
