@@ -52,11 +52,12 @@ for (const file of walk(join(dist, 'esm'))) {
   }
 }
 // An ES module has no `require`: optional peers go through runtime/peer-require.
+const callsRequire = (file) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .some((line) => !/^\s*(\/\/|\*|\/\*)/.test(line) && /\brequire\(/.test(line));
 const stray = [...walk(join(dist, 'esm'))].filter(
-  (f) =>
-    f.endsWith('.js') &&
-    !f.endsWith('peer-require.js') &&
-    /\brequire\(/.test(readFileSync(f, 'utf8')),
+  (f) => f.endsWith('.js') && !f.endsWith('peer-require.js') && callsRequire(f),
 );
 if (stray.length > 0) {
   throw new Error(`build: require() in the ESM build (use peerRequire): ${stray.join(', ')}`);
