@@ -1,14 +1,18 @@
 import 'reflect-metadata';
+import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { parseEnv } from 'node:util';
 import type { Server } from 'node:http';
 import { type INestApplication, type LoggerService } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { loadSwitchboardConfig, SwitchboardConfigError } from 'nestjs-switchboard';
 import { AppModule } from './app.module';
 import type { GatewayConfig } from './gateway.config';
 import type { SimulationOptions } from './simulation/simulation';
 import { startPrometheus } from './telemetry/prometheus';
+import { startTracing } from './telemetry/tracing';
 
 /** Options of {@link createGateway}. */
 export interface GatewayOptions {
@@ -35,6 +39,7 @@ export interface Gateway {
 export async function createGateway(options: GatewayOptions = {}): Promise<Gateway> {
   // Before the application is built: the switchboard takes its meter when it is created.
   const prometheus = startPrometheus();
+  const tracing = startTracing();
   let app: NestExpressApplication;
   try {
     app = await NestFactory.create<NestExpressApplication>(
@@ -43,6 +48,7 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
     );
   } catch (error) {
     await prometheus.shutdown();
+    await tracing?.shutdown();
     throw error;
   }
   // LLM requests carry whole conversations (and images): more than express's 100 kB default.
@@ -55,6 +61,7 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
   } catch (error) {
     await app.close();
     await prometheus.shutdown();
+    await tracing?.shutdown();
     throw error;
   }
   const address = (app.getHttpServer() as Server).address() as AddressInfo;
@@ -68,12 +75,25 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
       (closing ??= (async () => {
         await app.close();
         await prometheus.shutdown();
+        await tracing?.shutdown();
       })()),
   };
 }
 
 /** `npm start`: the gateway on :3000 (or `PORT`), printing where everything is. */
-async function main(): Promise<void> {
+export async function main(): Promise<void> {
+  // A bad configuration is reported once, as its list of problems, before Nest starts: from inside
+  // Nest's injector it would come with Nest's own stack trace first. The environment is read as
+  // ConfigModule reads it, `.env` below the real environment.
+  try {
+    const dotenv = existsSync('.env') ? parseEnv(readFileSync('.env', 'utf8')) : {};
+    loadSwitchboardConfig({ ...dotenv, ...process.env });
+  } catch (error) {
+    if (!(error instanceof SwitchboardConfigError)) throw error;
+    console.error(error.message);
+    process.exitCode = 1;
+    return;
+  }
   const gateway = await createGateway();
   // Ctrl-C and SIGTERM close the application: the switchboard, then the simulated deployments.
   gateway.app.enableShutdownHooks();
