@@ -34,6 +34,7 @@ import { Selector } from './selection/selector';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
+import { GenAiTelemetry, type AttemptContext } from './telemetry/gen-ai-telemetry';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 
 /** The switchboard's own addition to every call's params. */
@@ -145,10 +146,14 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.clock = options.clock ?? Date.now;
     this.metrics = new SwitchboardMetrics(this.registry);
     const metrics = this.metrics;
+    // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
+    const genAi = new GenAiTelemetry();
     this.hooks = {
       sent: (state) => metrics.request(state),
       failed: (state, reason) => metrics.failure(state, reason),
       staleSocketRetried: (state) => metrics.retry(state, 'stale_socket'),
+      started: (deployment, state, request, context) =>
+        genAi.forDeployment(deployment, state.name, request.body, context),
     };
     this.chat = {
       completions: {
@@ -314,6 +319,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     return promise.catch((error: unknown) => {
       const tried = new Set<Deployment>([first]);
       let last = first;
+      let context: AttemptContext = { attempt: 1 };
       return failover(
         error,
         () => {
@@ -321,12 +327,23 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
           tried.add(d);
           last = d;
           if (sessionId !== undefined) this.state.rememberSession?.(sessionId, d.name);
-          return attempt(d, d.models.get(model)!, op, d.prepare(body), options, this.hooks);
+          return attempt(
+            d,
+            d.models.get(model)!,
+            op,
+            d.prepare(body),
+            options,
+            this.hooks,
+            context,
+          );
         },
         this.policy,
         pool[0]!.errors,
         options?.signal,
-        (_attempt, _delay, reason) => this.metrics.retry(last.models.get(model)!, reason),
+        (n, _delay, reason) => {
+          context = { attempt: n, failoverReason: reason };
+          this.metrics.retry(last.models.get(model)!, reason);
+        },
       );
     });
   }

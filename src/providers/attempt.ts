@@ -12,6 +12,9 @@ import type {
 } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import { retryStaleSocket } from '../failover/stale-socket';
+import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
+
+const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 
 /** What an attempt reports back to its switchboard. */
 export interface AttemptHooks {
@@ -19,6 +22,13 @@ export interface AttemptHooks {
   failed(state: ModelState, reason: FailureReason): void;
   /** A request lost to a stale pooled socket was sent again at once, on the same deployment. */
   staleSocketRetried?(state: ModelState): void;
+  /** The attempt starts: its GenAI span and measurements, told how it ends. */
+  started?(
+    deployment: Deployment,
+    state: ModelState,
+    request: PreparedRequest,
+    context: AttemptContext,
+  ): AttemptTrace | undefined;
 }
 
 /**
@@ -39,9 +49,11 @@ export function attempt(
   request: PreparedRequest,
   options: SdkRequestOptions | undefined,
   hooks: AttemptHooks,
+  context: AttemptContext = FIRST_ATTEMPT,
 ): Promise<unknown> {
   state.spend(request.estimate, 1);
   hooks.sent(state);
+  const trace = hooks.started?.(deployment, state, request, context);
 
   const deadline = options?.timeout ?? deployment.timeout;
   const caller = options?.signal ?? undefined;
@@ -78,6 +90,7 @@ export function attempt(
       state.markDown(verdict.markDown === 'default' ? undefined : verdict.markDown, verdict.reason);
     }
     hooks.failed(state, verdict.reason);
+    trace?.failed(translated, verdict.reason);
     return translated;
   };
 
@@ -118,13 +131,16 @@ export function attempt(
         settled = true;
         if (request.stream) {
           clearTimeout(timer);
-          resolve(accountedStream(deployment, state, result, request, caller, release, fail));
+          resolve(
+            accountedStream(deployment, state, result, request, caller, release, fail, trace),
+          );
           return;
         }
         release();
         const used = deployment.usageOf(result);
         if (used !== undefined && used !== request.estimate) state.spend(used - request.estimate);
         state.recordSuccess();
+        trace?.response(result);
         resolve(result);
       },
       (error: unknown) => {
@@ -151,6 +167,7 @@ function accountedStream(
   caller: AbortSignal | undefined,
   release: () => void,
   fail: (error: unknown, charged: number) => Error,
+  trace: AttemptTrace | undefined,
 ): unknown {
   const stream = source as AsyncIterable<unknown> & { controller: AbortController };
   let charged = request.estimate;
@@ -163,6 +180,7 @@ function accountedStream(
           state.spend(total - charged);
           charged = total;
         }
+        trace?.event(event);
         if (request.hideUsageChunk && deployment.isUsageChunk(event)) continue;
         yield event;
       }
@@ -172,6 +190,8 @@ function accountedStream(
       throw fail(error, 0);
     } finally {
       release();
+      // Ended by the source, or by a consumer that stopped reading: a success either way.
+      trace?.streamEnded();
     }
   }
   return deployment.makeStream(() => iterate(), stream.controller);

@@ -95,6 +95,32 @@ export interface GenAiAttempt {
 }
 
 /**
+ * Which attempt of its call an attempt is, for its span.
+ *
+ * @example
+ * ```ts
+ * const second: AttemptContext = { attempt: 2, failoverReason: 'rate_limit' };
+ * ```
+ */
+export interface AttemptContext {
+  /** 1 for the first attempt of a call, 2 for its first failover, ... */
+  attempt: number;
+  /** Why the previous attempt failed. */
+  failoverReason?: string;
+}
+
+/**
+ * What an attempt tells its span: how it ended.
+ *
+ * @example
+ * ```ts
+ * const trace: AttemptTrace | undefined = hooks.started?.(deployment, state, request, context);
+ * trace?.response(result);
+ * ```
+ */
+export type AttemptTrace = Pick<GenAiAttempt, 'response' | 'event' | 'streamEnded' | 'failed'>;
+
+/**
  * Options of {@link GenAiTelemetry}; all default to the global OpenTelemetry providers and
  * `process.env`.
  *
@@ -143,6 +169,8 @@ export class GenAiTelemetry {
   private readonly now: () => number;
   private readonly latest: boolean;
   private readonly content: boolean;
+  private readonly baseURLs = new Map<string, string>();
+  private readonly endpoints = new Map<string, Attributes>();
 
   constructor(options: GenAiTelemetryOptions = {}) {
     const env = options.env ?? process.env;
@@ -180,11 +208,20 @@ export class GenAiTelemetry {
    * ```
    */
   startAttempt(info: GenAiAttemptInfo): GenAiAttempt {
+    // Parsed once per endpoint: URL parsing would cost more than the rest of the span.
+    const key = `${info.provider} ${info.baseURL ?? ''}`;
+    let endpoint = this.endpoints.get(key);
+    if (endpoint === undefined) {
+      endpoint = {
+        [GEN_AI.PROVIDER_NAME]: providerName(info.provider, info.baseURL),
+        ...serverAttributes(info.provider, info.baseURL),
+      };
+      this.endpoints.set(key, endpoint);
+    }
     const common: Attributes = {
       [GEN_AI.OPERATION_NAME]: GEN_AI_VALUES.OPERATION_CHAT,
-      [GEN_AI.PROVIDER_NAME]: providerName(info.provider, info.baseURL),
       [GEN_AI.REQUEST_MODEL]: info.model,
-      ...serverAttributes(info.provider, info.baseURL),
+      ...endpoint,
     };
     const attributes: Attributes = {
       ...common,
@@ -207,6 +244,38 @@ export class GenAiTelemetry {
       attributes,
     });
     return new Attempt(this, span, common, info.provider, this.now());
+  }
+
+  /**
+   * {@link startAttempt} for an attempt on one of the switchboard's deployments.
+   *
+   * @example
+   * ```ts
+   * const trace = telemetry.forDeployment(deployment, 'gpt-4o-mini', body, { attempt: 1 });
+   * ```
+   */
+  forDeployment(
+    deployment: { readonly name: string; readonly provider: 'openai' | 'anthropic' },
+    model: string,
+    body: Readonly<Record<string, unknown>>,
+    context: AttemptContext,
+  ): GenAiAttempt {
+    let baseURL = this.baseURLs.get(deployment.name);
+    if (baseURL === undefined) {
+      // The SDK client's own base URL: what it really calls (the default when none was given).
+      const client = (deployment as { client?: { baseURL?: unknown } }).client;
+      baseURL = typeof client?.baseURL === 'string' ? client.baseURL : '';
+      this.baseURLs.set(deployment.name, baseURL);
+    }
+    return this.startAttempt({
+      provider: deployment.provider,
+      baseURL: baseURL === '' ? undefined : baseURL,
+      deployment: deployment.name,
+      model,
+      attempt: context.attempt,
+      failoverReason: context.failoverReason,
+      body,
+    });
   }
 
   /** @internal */
