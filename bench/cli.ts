@@ -88,8 +88,8 @@ This benchmark's own:
       --instances N     switchboards sharing the deployments (default 4; 0 or 1 skips them)
       --state NAME      state store of those instances: memory (default, uncoordinated) |
                         redis (redisState: syncInterval a scaled second, keys per run and
-                        scenario; it counts usage in its own clock-aligned windows, so
-                        --window does not apply to those rows)
+                        scenario; the uncoordinated rows run too, load by load, and a
+                        table compares the two)
       --redis-url URL   with --state redis (default redis://127.0.0.1:6379)
       --json FILE       also write the figures as JSON
       --seed N          seed of the load generators (default 1)

@@ -2,7 +2,8 @@
  * Section 4: strategies under Azure-like quotas. Simulated deployments enforce TPM per (scaled)
  * minute and RPM as rpm/6 per (scaled) 10 s; calls arrive at a steady rate (open loop) of 80 %,
  * 95 % and 110 % of the deployments' total capacity, with log-normal prompt sizes; one switchboard,
- * then several that share the deployments without coordinating.
+ * then several that share the deployments without coordinating, and (with a shared state store)
+ * the same replicas sharing their view, side by side.
  */
 import {
   createSwitchboard,
@@ -74,6 +75,49 @@ export interface ScenarioResult {
   utilMax: number;
   /** Instances whose state store was degraded at the end, or never synced. */
   storeProblems: number;
+  /** Mark-downs the instances decided themselves (after a 429), all instances together. */
+  cooldowns: number;
+  /**
+   * Cooldown episodes: per deployment, runs of overlapping mark-downs by any instance (a cooldown
+   * another instance only applied from a shared store is not a mark-down of its own).
+   */
+  cooldownEpisodes: number;
+  /**
+   * Cooldown spread: instances that took a 429 of their own per episode, on average. 1 = the
+   * first 429 kept every other replica off; N = each replica found out by itself.
+   */
+  cooldownSpread: number;
+}
+
+interface DownEvent {
+  t: number;
+  until: number;
+  instance: number;
+}
+
+/** Groups each deployment's mark-downs into episodes of overlapping cooldowns. */
+export function cooldownEpisodes(events: ReadonlyMap<string, DownEvent[]>): {
+  episodes: number;
+  spread: number;
+} {
+  let episodes = 0;
+  let hit = 0;
+  for (const list of events.values()) {
+    const sorted = [...list].sort((a, b) => a.t - b.t);
+    let end = -Infinity;
+    let instances = new Set<number>();
+    for (const e of sorted) {
+      if (e.t >= end) {
+        hit += instances.size;
+        instances = new Set();
+        episodes++;
+      }
+      instances.add(e.instance);
+      end = Math.max(end, e.until);
+    }
+    hit += instances.size;
+  }
+  return { episodes, spread: episodes > 0 ? hit / episodes : NaN };
 }
 
 /** Prompt sizes in characters: log-normal (heavy tail), capped, from a seeded source. */
@@ -140,7 +184,7 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
     ],
   }));
   // A quota minute of the scaled clock; the switchboard counts it as `usageWindow` says (a
-  // store that resets usage itself, such as redisState, counts in its own aligned windows).
+  // shared store adds the others' usage over the same sliding minute).
   const sbs: Switchboard[] = Array.from({ length: o.instances }, (_, instance) =>
     createSwitchboard({
       deployments,
@@ -149,6 +193,15 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
       ...(o.window ? { usageWindow: o.window } : {}),
       logger: quietLogger(),
       ...(o.state ? { state: o.state({ id: o.id, instance, setup }) } : {}),
+    }),
+  );
+  const downs = new Map<string, DownEvent[]>();
+  sbs.forEach((sb, instance) =>
+    sb.registry.onModelEvent((state, event) => {
+      if (event.type !== 'down') return;
+      const list = downs.get(state.deployment) ?? [];
+      list.push({ t: Date.now(), until: event.until, instance });
+      downs.set(state.deployment, list);
     }),
   );
   const rate = o.load * capacity(setup, o.meanTokens).perSecond;
@@ -233,6 +286,7 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
     tokens += s.totalTokens;
   }
   const goodput = tokens / elapsed;
+  const episodes = cooldownEpisodes(downs);
   return {
     strategy: o.strategy,
     instances: o.instances,
@@ -250,6 +304,9 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
     utilMean: mean(utils),
     utilMax: utils.length ? Math.max(...utils) : NaN,
     storeProblems,
+    cooldowns: [...downs.values()].reduce((n, l) => n + l.length, 0),
+    cooldownEpisodes: episodes.episodes,
+    cooldownSpread: episodes.spread,
   };
 }
 
@@ -281,7 +338,7 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
       `Usage window: ${o.window === 'sliding' ? "usageWindow 'sliding' (the default: the quota minute that ends now, plus the rpm/6-per-10-s term)" : "usageWindow 'fixed' (all usage reset every quota minute)"}, ` +
       `ratelimitWindow ${Math.round(60_000 / setup.timeScale)} ms; "fixed window" rows use usageWindow 'fixed' whatever --window says` +
       (o.state
-        ? '; a shared store that resets usage itself counts in its own clock-aligned windows.'
+        ? `; the ${o.instances} replicas run uncoordinated, then sharing state, for each load.`
         : '.'),
   );
   const upstreams = await startUpstreams(
@@ -307,10 +364,14 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
   if (o.instances > 1) {
     modes.push({
       instances: o.instances,
-      state: o.state?.factory,
-      label: o.state
-        ? `${o.instances} switchboards sharing state (${o.state.name})`
-        : `${o.instances} switchboards, uncoordinated (state: memory)`,
+      label: `${o.instances} switchboards, uncoordinated (state: memory)`,
+    });
+  }
+  if (o.instances > 1 && o.state) {
+    modes.push({
+      instances: o.instances,
+      state: o.state.factory,
+      label: `${o.instances} switchboards sharing state (${o.state.name})`,
     });
   }
   try {
@@ -329,8 +390,10 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
       meanTokens,
     });
     let seq = 0;
-    for (const mode of modes) {
-      for (const load of o.loads) {
+    // Load by load, every mode in turn: the rows compared below ran minutes apart, not a section.
+    for (const load of o.loads) {
+      const byMode: ScenarioResult[][] = [];
+      for (const mode of modes) {
         const rows: ScenarioResult[] = [];
         for (const strategy of names) {
           const r = await scenario({
@@ -367,6 +430,7 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
               'failed for caller',
               'goodput tok/s',
               'util mean / max',
+              'cooldown episodes / spread',
             ],
             rows.map((r) => [
               r.strategy,
@@ -375,7 +439,31 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
               `${r.failed} (${pct(r.failedShare, 2)})`,
               `${fixed(r.goodput, 0)} (${pct(r.goodputShare, 0)})`,
               `${fixed(r.utilMean, 3)} / ${fixed(r.utilMax, 3)}`,
+              `${r.cooldownEpisodes} / ${fixed(r.cooldownSpread, 2)}`,
             ]),
+          ),
+        );
+        byMode.push(rows);
+      }
+      if (o.state && byMode.length === 3) {
+        const [, alone, shared] = byMode as [ScenarioResult[], ScenarioResult[], ScenarioResult[]];
+        console.log(
+          `\n${o.instances} replicas uncoordinated vs ${o.state.name.split(' ')[0]}State at ${pct(load, 0)} ` +
+            '(same run; spread = replicas that took a 429 of their own per cooldown episode):',
+        );
+        console.log(
+          table(
+            ['strategy', 'upstream 429s', 'failed for caller', 'cooldown spread', 'goodput'],
+            alone.map((a, k) => {
+              const r = shared[k]!;
+              return [
+                a.strategy,
+                `${pct(a.share429, 2)} -> ${pct(r.share429, 2)}`,
+                `${pct(a.failedShare, 2)} -> ${pct(r.failedShare, 2)}`,
+                `${fixed(a.cooldownSpread, 2)} -> ${fixed(r.cooldownSpread, 2)}`,
+                `${pct(a.goodputShare, 0)} -> ${pct(r.goodputShare, 0)}`,
+              ];
+            }),
           ),
         );
       }

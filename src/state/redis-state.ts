@@ -16,7 +16,14 @@ import {
   type RedisStateOptions,
   type ResolvedRedisOptions,
 } from './redis/redis-options';
-import { parseSyncReply, SYNC_SCRIPT, syncCommand, type UsageWrite } from './redis/redis-protocol';
+import {
+  parseSyncReply,
+  publishBuckets,
+  sumOthers,
+  SYNC_SCRIPT,
+  syncCommand,
+  type PublishedUsage,
+} from './redis/redis-protocol';
 import type { StateContext, StateStore, StateStoreHealth } from './state-store';
 
 export type { RedisClientLike } from './redis/redis-connection';
@@ -26,10 +33,11 @@ export type { RedisStateOptions } from './redis/redis-options';
  * Usage, cooldowns and session assignments shared by every switchboard instance that uses the
  * same Redis and prefix, so that N replicas split the quotas instead of each spending all of it.
  *
- * - Usage: every `syncInterval`, one script writes this instance's usage of the current window
- *   and reads everyone's; instances route on the cluster total as of the last sync plus their own
- *   since. Windows are `ratelimitWindow` long and aligned to the clock, so all instances reset
- *   together.
+ * - Usage: every `syncInterval`, one script writes this instance's own usage per epoch-aligned
+ *   bucket (1/60 of `ratelimitWindow`) and reads the others'; each instance adds up the others'
+ *   buckets over its own sliding window (the `ratelimitWindow` that ends now) and routes on that
+ *   plus its own usage, counted as without a store (`usageWindow`). Nothing is reset at a clock
+ *   boundary: the view slides, as the upstream's count does.
  * - Cooldowns: a mark-down is published with its expiry at once; others apply it on their next
  *   sync. A mark-up clears it everywhere.
  * - Sessions: assignments are written with a sliding TTL; a session new to an instance is looked
@@ -55,6 +63,13 @@ export function redisState(options: RedisStateOptions): StateStore {
 
 /** Without a window, usage keys live this long after the last write. */
 const UNWINDOWED_TTL = 24 * 3_600_000;
+/** Most buckets per window in which usage is published: a view at most 1/60 of it too old. */
+const BUCKETS_PER_WINDOW = 60;
+
+/** How many of a window's buckets go into one published bucket. */
+function mergeFactor(bucketMs: number, windowMs: number): number {
+  return Math.max(1, Math.ceil(Math.round(windowMs / bucketMs) / BUCKETS_PER_WINDOW));
+}
 /** What a dropped connection is reported as, when nothing better is known. */
 const CLOSED = 'connection closed';
 /** Session refreshes kept while Redis is unreachable. */
@@ -72,15 +87,11 @@ interface Entry {
 
 /** @internal */
 class RedisStateStore implements StateStore {
-  readonly resetsUsage = true;
   private readonly id = randomBytes(6).toString('hex');
   private client: RedisClientLike | undefined;
   private logger: SwitchboardLogger | undefined;
   private clock: () => number = Date.now;
   private windowMs = 0;
-  private window = 0;
-  /** Bumped at every window change, so that a sync of the previous window is not applied. */
-  private generation = 0;
   private entries: Entry[] = [];
   private readonly byField = new Map<string, Entry>();
   private readonly cooldownOps = new Map<string, number>();
@@ -90,7 +101,6 @@ class RedisStateStore implements StateStore {
   private known = new SessionAffinity(1024);
   private unsubscribe: (() => void) | undefined;
   private syncTimer: NodeJS.Timeout | undefined;
-  private windowTimer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
   private flushQueued = false;
   private attached = false;
@@ -122,7 +132,6 @@ class RedisStateStore implements StateStore {
     this.logger = context.logger;
     this.clock = context.clock;
     this.windowMs = context.ratelimitWindow;
-    this.window = this.currentWindow();
     this.known = new SessionAffinity(Math.max(1024, registry.sessions.capacity));
     for (const d of registry.deployments.values()) {
       for (const state of d.models.values()) {
@@ -134,7 +143,7 @@ class RedisStateStore implements StateStore {
     }
     const fields = new Map(this.entries.map((e) => [e.state, e.field]));
     this.unsubscribe = registry.onModelEvent((state, event) => {
-      if (event.type !== 'spend') this.onCooldown(fields.get(state), event);
+      if (event.type === 'down' || event.type === 'up') this.onCooldown(fields.get(state), event);
     });
 
     const client = this.connect();
@@ -144,7 +153,6 @@ class RedisStateStore implements StateStore {
     client.on('ready', this.listeners.ready);
     this.syncTimer = setInterval(() => this.tick(), this.options.syncInterval);
     this.syncTimer.unref();
-    this.scheduleWindow();
     if (client.status === 'ready') this.tick();
   }
 
@@ -205,7 +213,6 @@ class RedisStateStore implements StateStore {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.syncTimer);
-    clearTimeout(this.windowTimer);
     this.unsubscribe?.();
     const client = this.client;
     if (client === undefined) return;
@@ -222,7 +229,6 @@ class RedisStateStore implements StateStore {
 
   private tick(): void {
     if (this.closed || this.client === undefined) return;
-    this.roll();
     if (this.inFlight !== undefined || this.client.status !== 'ready') return;
     this.inFlight = this.sync(this.client)
       .then(
@@ -236,7 +242,6 @@ class RedisStateStore implements StateStore {
 
   /** One round trip: publish, write own usage, read everyone's, refresh sessions. */
   private async sync(client: RedisClientLike, usage = true): Promise<void> {
-    const generation = this.generation;
     const now = this.clock();
     const cooldowns = new Map(this.cooldownOps);
     this.cooldownOps.clear();
@@ -248,18 +253,15 @@ class RedisStateStore implements StateStore {
         this.sessionWrites.delete(id);
       }
     }
-    const entries = usage ? this.entries : [];
-    const base = `${this.options.prefix}usage:${this.window * this.windowMs}:`;
-    const writes: UsageWrite[] = entries.map((e) => {
-      const own = e.state.localUsage;
-      return { key: base + e.field, tokens: own.tokens, requests: own.requests };
-    });
+    // Usage keys outlive a window a little, so that a replica a bit behind still finds them.
+    const usageTtl = this.windowMs > 0 ? 2 * this.windowMs : UNWINDOWED_TTL;
     const { keys, args } = syncCommand(this.options.prefix, {
       id: this.id,
       now,
-      expireAt: this.expireAt(now),
       cooldowns,
-      usage: writes,
+      usage: usage ? this.ownUsage(now) : undefined,
+      usageTtl,
+      staleBefore: now - usageTtl,
       sessions,
       sessionTtl: this.options.sessionTtl,
     });
@@ -278,17 +280,7 @@ class RedisStateStore implements StateStore {
       throw error;
     }
     const { others, cooling } = parseSyncReply(reply);
-    if (generation === this.generation) {
-      for (let i = 0; i < entries.length; i++) {
-        const state = entries[i]!.state;
-        const { tokens, requests } = others[i]!;
-        if (state.shared === undefined) state.shared = { tokens, requests };
-        else {
-          state.shared.tokens = tokens;
-          state.shared.requests = requests;
-        }
-      }
-    }
+    if (usage) this.applyOthers(sumOthers(others, this.clock(), this.windowMs));
     this.applyCooldowns(cooling);
     if (usage) this.lastSync = this.clock();
   }
@@ -328,44 +320,36 @@ class RedisStateStore implements StateStore {
     });
   }
 
-  /** Start a new usage window when the clock has crossed into one. */
-  private roll(): void {
-    if (this.windowMs <= 0) return;
-    const window = this.currentWindow();
-    if (window === this.window) return;
-    this.window = window;
-    this.generation++;
-    for (const { state } of this.entries) {
-      state.resetUsage();
-      if (state.shared !== undefined) {
-        state.shared.tokens = 0;
-        state.shared.requests = 0;
+  /**
+   * This instance's own usage per bucket, as published: the models' own windows, whose buckets
+   * are epoch-aligned, merged into at most {@link BUCKETS_PER_WINDOW} per window to keep each
+   * sync small. A fixed window is one bucket that never ages (its owner resets it).
+   */
+  private ownUsage(now: number): PublishedUsage {
+    const models: Record<string, number[]> = {};
+    let bucketMs = 0;
+    for (const e of this.entries) {
+      const window = e.state.window;
+      const merge = window.bucketMs > 0 ? mergeFactor(window.bucketMs, window.windowMs) : 1;
+      if (window.bucketMs > 0) bucketMs = window.bucketMs * merge;
+      const flat = publishBuckets(window.ownBuckets(), window.bucketMs, merge);
+      if (flat.length > 0) models[e.field] = flat;
+    }
+    return { at: now, bucketMs, models };
+  }
+
+  /** The others' usage over the sliding window becomes each model's shared view. */
+  private applyOthers(sums: ReadonlyMap<string, { tokens: number; requests: number }>): void {
+    for (const { state, field } of this.entries) {
+      const sum = sums.get(field);
+      const tokens = sum?.tokens ?? 0;
+      const requests = sum?.requests ?? 0;
+      if (state.shared === undefined) state.shared = { tokens, requests };
+      else {
+        state.shared.tokens = tokens;
+        state.shared.requests = requests;
       }
     }
-  }
-
-  private scheduleWindow(): void {
-    if (this.windowMs <= 0 || this.closed) return;
-    const next = (this.currentWindow() + 1) * this.windowMs - this.clock();
-    this.windowTimer = setTimeout(
-      () => {
-        this.roll();
-        this.scheduleWindow();
-      },
-      Math.min(Math.max(next, 10), this.windowMs),
-    );
-    this.windowTimer.unref();
-  }
-
-  private currentWindow(): number {
-    return this.windowMs > 0 ? Math.floor(this.clock() / this.windowMs) : 0;
-  }
-
-  private expireAt(now: number): number {
-    // A little past the window's end, so that clocks a bit behind still find the key.
-    return this.windowMs > 0
-      ? (this.window + 1) * this.windowMs + Math.min(this.windowMs, 60_000)
-      : now + UNWINDOWED_TTL;
   }
 
   private sessionKey(sessionId: string): string {

@@ -49,8 +49,9 @@ export interface StateStore {
    */
   attach(registry: DeploymentRegistry, context: StateContext): void;
   /**
-   * True when the store resets usage itself, at `ratelimitWindow` boundaries aligned to the clock
-   * so that every instance counts in the same windows; the switchboard then runs no reset timer.
+   * True when the store resets usage itself; the switchboard then neither slides its window nor
+   * runs a reset timer. The built-in stores leave usage to the switchboard (`redisState` shares a
+   * sliding view of the others' usage instead).
    */
   readonly resetsUsage?: boolean;
   /** Find the deployment name of a session that this instance has not seen. */

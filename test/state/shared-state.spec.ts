@@ -1,4 +1,10 @@
 import type Redis from 'ioredis';
+import {
+  parseSyncReply,
+  sumOthers,
+  SYNC_SCRIPT,
+  syncCommand,
+} from '../../src/state/redis/redis-protocol';
 import { RedisServer } from '../support/redis-server';
 import { ask } from '../support/upstream';
 import { cluster, inspector, type Cluster } from './cluster';
@@ -72,10 +78,10 @@ describe('usage', () => {
     },
   );
 
-  it('keeps Redis counters exact through refunds and window changes, never negative', async () => {
-    // Start mid-window so that the test alone decides when the window changes.
+  it('shares a sliding window: nothing resets at a clock boundary, usage leaves as it ages', async () => {
+    // Start 5 s before an aligned minute boundary, where a fixed-window store would reset.
     const now = Date.now();
-    let offset = Math.ceil(now / 60_000) * 60_000 + 30_000 - now;
+    let offset = Math.ceil(now / 60_000) * 60_000 - 5_000 - now;
     const clock = () => Date.now() + offset;
     const k = (c = await cluster({ instances: 2, redisUrl: server.url, clock }));
     await eventually(() => synced(k));
@@ -88,21 +94,68 @@ describe('usage', () => {
     await eventually(() => b.tpmUsage === 40);
     expect(a.tpmUsage).toBe(40);
 
-    offset += 60_000; // next window: everyone starts from zero
-    await eventually(() => a.tpmUsage === 0 && b.tpmUsage === 0 && b.rpmUsage === 0);
-    a.spend(-40); // a late refund of the previous window must not eat into this one
+    offset += 10_000; // across the boundary, 10 s after the charge: still in everyone's window
     b.spend(10, 1);
-    await eventually(() => a.tpmUsage === 10 && a.rpmUsage === 1);
-    expect(b.tpmUsage).toBe(10);
+    await eventually(() => a.tpmUsage === 50 && a.rpmUsage === 2);
+    expect(b.tpmUsage).toBe(50);
 
-    const keys = await redis.keys(`${k.prefix}usage:*`);
-    expect(keys.length).toBe(2); // oai0 in two windows; untouched models write nothing
-    for (const key of keys) {
-      const fields = await redis.hgetall(key);
-      for (const value of Object.values(fields)) expect(Number(value)).toBeGreaterThanOrEqual(0);
-      const ttl = await redis.pttl(key);
-      expect(ttl).toBeGreaterThan(0); // expires with its window
-    }
+    offset += 51_000; // 61 s after a's charge, 51 s after b's
+    await eventually(() => a.tpmUsage === 10 && b.tpmUsage === 10 && a.rpmUsage === 1);
+    a.spend(-500); // a late refund of usage that left the window takes nothing from b's
+    expect(a.tpmUsage).toBe(10);
+    offset += 60_000;
+    await eventually(() => a.tpmUsage === 0 && b.tpmUsage === 0 && b.rpmUsage === 0);
+
+    const keys = await redis.keys(`${k.prefix}usage*`);
+    expect(keys).toEqual([`${k.prefix}usage`]); // one hash, a field per instance
+    const fields = await redis.hgetall(keys[0]!);
+    expect(Object.keys(fields)).toHaveLength(2);
+    expect(await redis.pttl(keys[0]!)).toBeGreaterThan(0); // expires when nobody writes
+  });
+
+  it("keeps a stopped instance's usage until it ages out, then deletes its field", async () => {
+    let offset = 0;
+    const clock = () => Date.now() + offset;
+    const k = (c = await cluster({ instances: 2, redisUrl: server.url, clock }));
+    await eventually(() => synced(k));
+    const b = k.model(1, 'oai1');
+    k.model(0, 'oai1').spend(70, 1);
+    await eventually(() => b.tpmUsage === 70);
+    await k.instances[0]!.close(); // its calls still count at the upstream for the minute
+    offset += 30_000;
+    await eventually(
+      () => k.instances[1]!.state.health().lastSync! >= new Date(clock() - 1_000).toISOString(),
+    );
+    expect(b.tpmUsage).toBe(70);
+    offset += 31_000;
+    await eventually(() => b.tpmUsage === 0);
+    offset += 60_000; // two windows without a write: gone
+    await eventually(async () => (await redis.hlen(`${k.prefix}usage`)) === 1);
+  });
+
+  it('counts a replayed or delayed write once, and never lets an older one win', async () => {
+    const prefix = `replay${Date.now()}:`;
+    const now = Date.now();
+    const s = Math.floor(now / 1000);
+    const write = (id: string, at: number, tokens: number) =>
+      syncCommand(prefix, {
+        id,
+        now: at,
+        cooldowns: new Map(),
+        usage: { at, bucketMs: 1000, models: { 'oai0:m': [s, tokens, 1] } },
+        usageTtl: 120_000,
+        staleBefore: at - 120_000,
+        sessions: [],
+        sessionTtl: 1_000,
+      });
+    const run = async (cmd: { keys: string[]; args: (string | number)[] }) =>
+      parseSyncReply(await redis.eval(SYNC_SCRIPT, cmd.keys.length, ...cmd.keys, ...cmd.args));
+    await run(write('a', now, 100));
+    await run(write('a', now, 100)); // the same sync again (a retry after a timeout)
+    await run(write('a', now - 50, 999)); // a delayed older write
+    const seen = await run(write('b', now, 1));
+    expect(sumOthers(seen.others, now, 60_000).get('oai0:m')).toEqual({ tokens: 100, requests: 1 });
+    expect(await redis.hlen(`${prefix}usage`)).toBe(2);
   });
 });
 

@@ -2,26 +2,30 @@
  * The one script a sync runs: publish cooldown changes, write this instance's usage and read the
  * others', refresh sessions, read the cooldowns in force. One round trip, atomic.
  *
- * KEYS: [cooldowns hash, ...usage hashes (nUsage), ...session keys]
- * ARGV: [instance id, usage PEXPIREAT, now ms, nUsage, nOps, session ttl ms,
- *        ...ops (field, until; until 0 = mark-up), ...usage (tokens, requests), ...session values]
- * Returns [[othersTokens, othersRequests, ...] per usage key, [field, until, ...] cooling now].
+ * KEYS: [cooldowns hash, usage hash, ...session keys]
+ * ARGV: [instance id, now ms, nOps, session ttl ms, usage ttl ms, stale before (epoch ms),
+ *        own usage ('' = do not write), ...ops (field, until; until 0 = mark-up), ...session values]
+ * Returns [[usage of every other instance], [field, until, ...] cooling now].
  *
- * Each instance writes its own absolute usage of the window under its own fields (`t:<id>`,
- * `r:<id>`), never an increment: a retried or replayed write cannot double count, and a refund
- * cannot take a total below zero, because an instance's own usage never goes below zero.
+ * The usage hash holds one field per instance: the instance's own usage per epoch-aligned bucket
+ * (see {@link encodeUsage}), written whole each time, never incremented. A retried or replayed
+ * write cannot double count, a refund cannot take anything below zero, and a write older than the
+ * one in place is dropped. Readers sum the buckets in their own sliding window, so an instance that
+ * stops writing ages out by itself; its field is deleted once it is older than `stale before`.
  *
  * @internal
  */
 export const SYNC_SCRIPT = `
 local id = ARGV[1]
-local expireAt = ARGV[2]
-local now = tonumber(ARGV[3])
-local nUsage = tonumber(ARGV[4])
-local nOps = tonumber(ARGV[5])
-local ttl = ARGV[6]
-local a = 7
+local now = tonumber(ARGV[2])
+local nOps = tonumber(ARGV[3])
+local ttl = ARGV[4]
+local usageTtl = ARGV[5]
+local staleBefore = tonumber(ARGV[6])
+local own = ARGV[7]
+local a = 8
 local cd = KEYS[1]
+local uk = KEYS[2]
 for i = 1, nOps do
   local field, untilMs = ARGV[a], tonumber(ARGV[a + 1])
   if untilMs == 0 then
@@ -31,35 +35,30 @@ for i = 1, nOps do
   end
   a = a + 2
 end
-local tf, rf = 't:' .. id, 'r:' .. id
-local usage = {}
-for k = 2, nUsage + 1 do
-  local key = KEYS[k]
-  local t, r = ARGV[a], ARGV[a + 1]
-  a = a + 2
-  if t == '0' and r == '0' then
-    redis.call('HDEL', key, tf, rf)
-  else
-    redis.call('HSET', key, tf, t, rf, r)
-    redis.call('PEXPIREAT', key, expireAt)
+if own ~= '' then
+  local prev = redis.call('HGET', uk, id)
+  if not prev or tonumber(string.match(own, '^%d+')) >= tonumber(string.match(prev, '^%d+') or '0') then
+    redis.call('HSET', uk, id, own)
   end
-  local ot, orq = 0, 0
-  local all = redis.call('HGETALL', key)
-  for j = 1, #all, 2 do
-    local f = all[j]
-    if f ~= tf and f ~= rf then
-      if string.byte(f, 1) == 116 then ot = ot + tonumber(all[j + 1]) else orq = orq + tonumber(all[j + 1]) end
+  redis.call('PEXPIRE', uk, usageTtl)
+end
+local others = {}
+local all = redis.call('HGETALL', uk)
+for j = 1, #all, 2 do
+  if all[j] ~= id then
+    if (tonumber(string.match(all[j + 1], '^%d+') or '0')) < staleBefore then
+      redis.call('HDEL', uk, all[j])
+    else
+      others[#others + 1] = all[j + 1]
     end
   end
-  usage[#usage + 1] = ot
-  usage[#usage + 1] = orq
 end
-for k = nUsage + 2, #KEYS do
+for k = 3, #KEYS do
   redis.call('SET', KEYS[k], ARGV[a], 'PX', ttl)
   a = a + 1
 end
 local cooling = {}
-local all = redis.call('HGETALL', cd)
+all = redis.call('HGETALL', cd)
 for j = 1, #all, 2 do
   if tonumber(all[j + 1]) <= now then
     redis.call('HDEL', cd, all[j])
@@ -68,48 +67,167 @@ for j = 1, #all, 2 do
     cooling[#cooling + 1] = all[j + 1]
   end
 end
-return { usage, cooling }
+return { others, cooling }
 `;
 
-/** One model's usage as this instance publishes it, under its usage key. */
-export interface UsageWrite {
-  key: string;
-  tokens: number;
-  requests: number;
-}
-
 /**
- * What one sync sends: cooldown changes (`until` 0 = mark-up), this instance's usage, session
- * assignments to refresh.
+ * One instance's usage as published: for each model (by field), its buckets as flat triples
+ * `[index, tokens, requests, ...]`; bucket `index` covers `[index * bucketMs, (index + 1) * bucketMs)`.
  *
  * @example
  * ```ts
- * const request: SyncRequest = { id: 'a1b2', now: Date.now(), expireAt: Date.now() + 120_000,
- *   cooldowns: new Map([['east:gpt-4o', Date.now() + 10_000]]), usage: [], sessions: [], sessionTtl: 3_600_000 };
+ * const usage: PublishedUsage = { at: 1_700_000_000_000, bucketMs: 1000, models: { 'east:gpt-4o': [1_700_000_000, 120, 1] } };
+ * ```
+ */
+export interface PublishedUsage {
+  /** Epoch ms of the write (a later write replaces an earlier one, never the reverse). */
+  at: number;
+  /** ms per bucket; 0 = a single bucket that never ages (no window). */
+  bucketMs: number;
+  models: Record<string, number[]>;
+}
+
+/**
+ * The wire form of {@link PublishedUsage}: `<at> <json>`, so that the script reads the write time
+ * without parsing JSON.
+ *
+ * @example
+ * ```ts
+ * encodeUsage({ at: 5, bucketMs: 1000, models: {} }); // '5 {"b":1000,"m":{}}'
+ * ```
+ */
+export function encodeUsage(u: PublishedUsage): string {
+  return `${Math.floor(u.at)} ${JSON.stringify({ b: u.bucketMs, m: u.models })}`;
+}
+
+/**
+ * Reads what {@link encodeUsage} wrote; `undefined` for anything else (a value from an older
+ * version of the store, or garbage), which is then ignored.
+ *
+ * @example
+ * ```ts
+ * decodeUsage('5 {"b":1000,"m":{}}'); // { at: 5, bucketMs: 1000, models: {} }
+ * ```
+ */
+export function decodeUsage(value: string): PublishedUsage | undefined {
+  const space = value.indexOf(' ');
+  if (space <= 0) return undefined;
+  try {
+    const body = JSON.parse(value.slice(space + 1)) as { b?: unknown; m?: unknown };
+    if (typeof body.b !== 'number' || typeof body.m !== 'object' || body.m === null) {
+      return undefined;
+    }
+    return {
+      at: Number(value.slice(0, space)),
+      bucketMs: body.b,
+      models: body.m as Record<string, number[]>,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A model's own buckets (epoch-aligned, `start` a multiple of `bucketMs`; 0 = one bucket that
+ * never ages) as the flat triples of {@link PublishedUsage}, `merge` consecutive buckets to one:
+ * published bucket `i` covers `[i * bucketMs * merge, (i + 1) * bucketMs * merge)`.
+ *
+ * @example
+ * ```ts
+ * publishBuckets([{ start: 1000, tokens: 5, requests: 1 }, { start: 1500, tokens: 7, requests: 1 }], 500, 2);
+ * // [1, 12, 2]
+ * ```
+ */
+export function publishBuckets(
+  buckets: Iterable<{ start: number; tokens: number; requests: number }>,
+  bucketMs: number,
+  merge = 1,
+): number[] {
+  const flat: number[] = [];
+  for (const b of buckets) {
+    if (b.tokens === 0 && b.requests === 0) continue;
+    // Starts are multiples of bucketMs up to float error: count in bucket numbers.
+    const index = bucketMs > 0 ? Math.floor(Math.round(b.start / bucketMs) / merge) : 0;
+    const n = flat.length;
+    if (n >= 3 && flat[n - 3] === index) {
+      flat[n - 2]! += b.tokens;
+      flat[n - 1]! += b.requests;
+    } else flat.push(index, b.tokens, b.requests);
+  }
+  return flat;
+}
+
+/**
+ * Adds up, per model field, the usage that `others` published over the window `(now - windowMs,
+ * now]`: every bucket that overlaps it counts whole (at most one bucket more than the window,
+ * never less, as the local sliding window counts). With no window, every bucket counts.
+ *
+ * @example
+ * ```ts
+ * sumOthers([decodeUsage(v)!], Date.now(), 60_000); // Map { 'east:gpt-4o' => { tokens: 120, requests: 1 } }
+ * ```
+ */
+export function sumOthers(
+  others: readonly PublishedUsage[],
+  now: number,
+  windowMs: number,
+): Map<string, { tokens: number; requests: number }> {
+  const sums = new Map<string, { tokens: number; requests: number }>();
+  const from = now - windowMs;
+  for (const o of others) {
+    for (const field of Object.keys(o.models)) {
+      const flat = o.models[field]!;
+      let tokens = 0;
+      let requests = 0;
+      for (let i = 0; i + 2 < flat.length; i += 3) {
+        if (windowMs > 0 && o.bucketMs > 0 && (flat[i]! + 1) * o.bucketMs <= from) continue;
+        tokens += flat[i + 1]!;
+        requests += flat[i + 2]!;
+      }
+      const sum = sums.get(field);
+      if (sum === undefined) sums.set(field, { tokens, requests });
+      else {
+        sum.tokens += tokens;
+        sum.requests += requests;
+      }
+    }
+  }
+  return sums;
+}
+
+/**
+ * What one sync sends: cooldown changes (`until` 0 = mark-up), this instance's usage (omitted
+ * for a sync that only publishes cooldowns), session assignments to refresh.
+ *
+ * @example
+ * ```ts
+ * const request: SyncRequest = { id: 'a1b2', now: Date.now(), usageTtl: 120_000, staleBefore: Date.now() - 120_000,
+ *   cooldowns: new Map([['east:gpt-4o', Date.now() + 10_000]]), sessions: [], sessionTtl: 3_600_000 };
  * ```
  */
 export interface SyncRequest {
   id: string;
   now: number;
-  /** Epoch ms at which the usage keys written expire. */
-  expireAt: number;
   cooldowns: ReadonlyMap<string, number>;
-  usage: readonly UsageWrite[];
+  usage?: PublishedUsage;
+  /** ms the usage hash lives after the last write. */
+  usageTtl: number;
+  /** Others' usage written before this (epoch ms) is deleted. */
+  staleBefore: number;
   sessions: ReadonlyArray<{ key: string; deployment: string }>;
   sessionTtl: number;
 }
 
 /**
- * What a sync answers: the others' usage (in the order of {@link SyncRequest.usage}) and the
- * cooldowns in force, by field.
+ * What a sync answers: every other instance's published usage, and the cooldowns in force.
  *
  * @example
  * ```ts
- * const reply: SyncReply = { others: [{ tokens: 120, requests: 2 }], cooling: [['east:gpt-4o', 1_700_000_010_000]] };
+ * const reply: SyncReply = { others: [], cooling: [['east:gpt-4o', 1_700_000_010_000]] };
  * ```
  */
 export interface SyncReply {
-  others: Array<{ tokens: number; requests: number }>;
+  others: PublishedUsage[];
   cooling: Array<[field: string, until: number]>;
 }
 
@@ -126,20 +244,17 @@ export function syncCommand(
   prefix: string,
   r: SyncRequest,
 ): { keys: string[]; args: (string | number)[] } {
-  const keys: string[] = [`${prefix}cooldowns`];
+  const keys: string[] = [`${prefix}cooldowns`, `${prefix}usage`];
   const args: (string | number)[] = [
     r.id,
-    r.expireAt,
     r.now,
-    r.usage.length,
     r.cooldowns.size,
     r.sessionTtl,
+    Math.max(1, Math.ceil(r.usageTtl)),
+    r.staleBefore,
+    r.usage === undefined ? '' : encodeUsage(r.usage),
   ];
   for (const [field, until] of r.cooldowns) args.push(field, until);
-  for (const u of r.usage) {
-    keys.push(u.key);
-    args.push(Math.round(u.tokens), Math.round(u.requests));
-  }
   for (const s of r.sessions) {
     keys.push(s.key);
     args.push(s.deployment);
@@ -152,15 +267,16 @@ export function syncCommand(
  *
  * @example
  * ```ts
- * parseSyncReply([[120, 2], ['east:gpt-4o', '1700000010000']]);
- * // { others: [{ tokens: 120, requests: 2 }], cooling: [['east:gpt-4o', 1700000010000]] }
+ * parseSyncReply([['5 {"b":1000,"m":{}}'], ['east:gpt-4o', '1700000010000']]);
+ * // { others: [{ at: 5, bucketMs: 1000, models: {} }], cooling: [['east:gpt-4o', 1700000010000]] }
  * ```
  */
 export function parseSyncReply(reply: unknown): SyncReply {
   const [usage, cooling] = reply as [unknown[], unknown[]];
-  const others: SyncReply['others'] = [];
-  for (let i = 0; i + 1 < usage.length; i += 2) {
-    others.push({ tokens: Number(usage[i]), requests: Number(usage[i + 1]) });
+  const others: PublishedUsage[] = [];
+  for (const value of usage) {
+    const decoded = decodeUsage(String(value));
+    if (decoded !== undefined) others.push(decoded);
   }
   const out: SyncReply['cooling'] = [];
   for (let j = 0; j + 1 < cooling.length; j += 2) {

@@ -1,0 +1,87 @@
+import {
+  decodeUsage,
+  encodeUsage,
+  publishBuckets,
+  sumOthers,
+  type PublishedUsage,
+} from '../../src/state/redis/redis-protocol';
+import { UsageWindow } from '../../src/quota/usage-window';
+
+const MINUTE = 60_000;
+/** An epoch-aligned minute boundary, far from 0 like real clocks. */
+const T0 = 1_700_000_040_000;
+
+describe('publishing own buckets', () => {
+  it('merges epoch-aligned buckets of one window into fewer, still aligned', () => {
+    const w = new UsageWindow(() => now);
+    let now = T0 + 250;
+    w.configure('sliding', MINUTE); // 120 buckets of 500 ms
+    w.add(10, 1);
+    now = T0 + 700;
+    w.add(5, 1);
+    now = T0 + 1_200;
+    w.add(7, 1);
+    w.add(-2); // a refund comes off the newest bucket
+    const s = T0 / 1000;
+    expect(publishBuckets(w.ownBuckets(), w.bucketMs, 2)).toEqual([s, 15, 2, s + 1, 5, 1]);
+    expect(publishBuckets(w.ownBuckets(), w.bucketMs, 1)).toEqual([
+      2 * s,
+      10,
+      1,
+      2 * s + 1,
+      5,
+      1,
+      2 * s + 2,
+      5,
+      1,
+    ]);
+  });
+
+  it('publishes a fixed window as one bucket that never ages', () => {
+    const w = new UsageWindow(() => T0);
+    w.add(40, 2);
+    expect(publishBuckets(w.ownBuckets(), w.bucketMs)).toEqual([0, 40, 2]);
+    w.reset();
+    expect(publishBuckets(w.ownBuckets(), w.bucketMs)).toEqual([]);
+  });
+});
+
+describe('published usage', () => {
+  const usage = (at: number, models: PublishedUsage['models']): PublishedUsage => ({
+    at,
+    bucketMs: 1000,
+    models,
+  });
+
+  it('round-trips, and ignores what it cannot read', () => {
+    const u = usage(T0, { 'east:gpt-4o': [T0 / 1000, 120, 2] });
+    expect(decodeUsage(encodeUsage(u))).toEqual(u);
+    expect(encodeUsage(u).startsWith(`${T0} `)).toBe(true); // the script reads the time there
+    for (const bad of ['', '12', '12 {', '12 {"m":{}}', '12 []', 'x {"b":1,"m":null}']) {
+      expect(decodeUsage(bad)).toBeUndefined();
+    }
+  });
+
+  it('sums the others over the sliding window that ends now, each overlapping bucket whole', () => {
+    const s = T0 / 1000;
+    const others = [
+      usage(T0, { 'east:m': [s - 61, 1000, 9, s - 60, 100, 1, s, 10, 1], 'west:m': [s, 3, 1] }),
+      usage(T0, { 'east:m': [s - 30, 5, 1] }),
+    ];
+    // Window (T0 - 60 000 + 1, T0 + 1]: bucket s - 61 ended at T0 - 60 000, out; s - 60 overlaps.
+    const sums = sumOthers(others, T0 + 1, MINUTE);
+    expect(sums.get('east:m')).toEqual({ tokens: 115, requests: 3 });
+    expect(sums.get('west:m')).toEqual({ tokens: 3, requests: 1 });
+    // Crossing an aligned minute changes nothing but what slid out.
+    expect(sumOthers(others, T0 + 20_000, MINUTE).get('east:m')).toEqual({
+      tokens: 15,
+      requests: 2,
+    });
+    expect(sumOthers(others, T0 + 61_000, MINUTE).get('east:m')).toEqual({
+      tokens: 0,
+      requests: 0,
+    });
+    // No window: everything counts.
+    expect(sumOthers(others, T0 + 10 * MINUTE, 0).get('east:m')!.tokens).toBe(1115);
+  });
+});
