@@ -39,6 +39,8 @@ export interface BenchArgs {
   strategies: string[] | undefined;
   /** `--window`: `usageWindow` of the switchboards of sections 1, 2 and 4. */
   window: 'fixed' | 'sliding';
+  /** `--time-scale`: how much faster than real time the strategy scenarios' quota clock runs. */
+  timeScale: number;
   /** `--instances`: switchboards of the multi-instance scenario (0 or 1 skips it). */
   instances: number;
   /** `--state`: shared state store of the multi-instance scenario (`memory` | `redis`). */
@@ -85,6 +87,9 @@ This benchmark's own:
       --window W        usageWindow of the switchboards (report, compare, strategies):
                         sliding (default, as the library's) or fixed (all usage reset every
                         ratelimitWindow)
+      --time-scale N    quota clock of the strategy scenarios, N times real time (default 60:
+                        a quota minute lasts 1 s; lower it on a busy machine: calls per second
+                        scale with it)
       --instances N     switchboards sharing the deployments (default 4; 0 or 1 skips them)
       --state NAME      state store of those instances: memory (default, uncoordinated) |
                         redis (redisState: syncInterval a scaled second, keys per run and
@@ -116,6 +121,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     duration: 4,
     loads: [0.8, 0.95, 1.1],
     instances: 4,
+    timeScale: 60,
     window: 'sliding',
     strategies: undefined,
     state: 'memory',
@@ -223,6 +229,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         args.window = v;
         break;
       }
+      case '--time-scale':
+        args.timeScale = int(1);
+        break;
       case '--instances':
         args.instances = int(0);
         break;

@@ -5,9 +5,14 @@
  * the previous one expired; TPM per minute, RPM as rpm/6 per 10 s; admission after the latency).
  * No HTTP, no event-loop lag: differences between runs come from the design alone.
  *
- * Run: node -r ts-node/register/transpile-only bench/lab.ts [load] [instances] [seconds] [fixed|sliding]
+ * A sixth argument stands for `redisState` without Redis: every scaled second (its sync interval) each
+ * instance's published buckets and the others' sliding sum go through the store's own protocol
+ * functions, and a mark-down reaches the others at their next sync.
+ *
+ * Run: node -r ts-node/register/transpile-only bench/lab.ts [load] [instances] [seconds] [fixed|sliding] [both|usage|cooldowns]
  */
 import { createSwitchboard, type Switchboard } from '../src';
+import { publishBuckets, sumOthers, type PublishedUsage } from '../src/state/redis/redis-protocol';
 import { STRATEGIES } from './selectors';
 import {
   DEFAULT_SETUP,
@@ -92,6 +97,7 @@ export function lab(
   seconds: number,
   setup: QuotaSetup = DEFAULT_SETUP,
   window: WindowMode = 'sliding',
+  shared: ShareWhat | undefined = undefined,
 ): LabResult {
   let now = 0;
   const clock = () => now;
@@ -128,6 +134,9 @@ export function lab(
     });
     return sb;
   });
+  if (shared) {
+    shareState(sbs, q, () => now, minute, Math.max(1, Math.round(1000 / setup.timeScale)), shared);
+  }
   // Fixed window: each instance's reset every quota minute of virtual time, phases spread.
   const resetPhase = (k: number) => (k * minute) / instances + 0.37 * minute;
   if (window === 'fixed') {
@@ -213,17 +222,76 @@ export function lab(
   };
 }
 
+/** Share both (as `redisState` does), or one of the two alone. */
+export type ShareWhat = 'both' | 'usage' | 'cooldowns';
+
+/** What `redisState` shares, on the virtual clock: usage per bucket and cooldowns, every `syncMs`. */
+function shareState(
+  sbs: Switchboard[],
+  q: Queue,
+  clock: () => number,
+  minute: number,
+  syncMs: number,
+  what: ShareWhat,
+): void {
+  const published: PublishedUsage[] = sbs.map(() => ({ at: 0, bucketMs: 0, models: {} }));
+  const pending: Array<Map<string, number>> = sbs.map(() => new Map());
+  sbs.forEach((sb, k) => {
+    sb.registry.onModelEvent((state, event) => {
+      if (event.type !== 'down') return;
+      // Published at once; the others apply it at their next sync.
+      pending.forEach((p, j) => {
+        if (j !== k) p.set(state.deployment, Math.max(p.get(state.deployment) ?? 0, event.until));
+      });
+    });
+  });
+  const sync = (k: number, t: number) =>
+    q.push(t, () => {
+      const sb = sbs[k]!;
+      const now = clock();
+      const models: Record<string, number[]> = {};
+      let bucketMs = 0;
+      for (const d of sb.deployments.values()) {
+        const w = d.models.get(MODEL)!.window;
+        bucketMs = w.bucketMs * 2;
+        models[d.name] = publishBuckets(w.ownBuckets(), w.bucketMs, 2);
+      }
+      published[k] = { at: now, bucketMs, models };
+      const sums = sumOthers(
+        published.filter((_, j) => j !== k),
+        now,
+        minute,
+      );
+      for (const d of sb.deployments.values()) {
+        const state = d.models.get(MODEL)!;
+        if (what !== 'cooldowns') state.shared = sums.get(d.name) ?? { tokens: 0, requests: 0 };
+        const until = pending[k]!.get(d.name);
+        if (what !== 'usage' && until !== undefined && until > state.cooldownUntil)
+          state.applyCooldown(until);
+      }
+      pending[k]!.clear();
+      sync(k, t + syncMs);
+    });
+  // Instances sync at different phases, as replicas started at different times do.
+  sbs.forEach((_, k) => sync(k, (k * syncMs) / sbs.length));
+}
+
 if (require.main === module) {
   const load = Number(process.argv[2] ?? 0.95);
   const instances = Number(process.argv[3] ?? 1);
   const seconds = Number(process.argv[4] ?? 20);
   const window = process.argv[5] ?? 'sliding';
   if (window !== 'sliding' && window !== 'fixed') throw new Error(`window: fixed or sliding`);
+  const share = process.argv[6];
+  if (share !== undefined && !['both', 'usage', 'cooldowns'].includes(share)) {
+    throw new Error('share: both, usage or cooldowns');
+  }
+  const shared = share as ShareWhat | undefined;
   const rows = Object.keys(STRATEGIES).map((s) =>
-    lab(s, load, instances, seconds, DEFAULT_SETUP, STRATEGIES[s]!.window ?? window),
+    lab(s, load, instances, seconds, DEFAULT_SETUP, STRATEGIES[s]!.window ?? window, shared),
   );
   console.log(
-    `lab: load ${pct(load, 0)}, ${instances} instance(s), ${seconds} s, ${window} window`,
+    `lab: load ${pct(load, 0)}, ${instances} instance(s)${shared ? ` sharing ${shared}` : ''}, ${seconds} s, ${window} window`,
   );
   console.log(
     table(

@@ -66,6 +66,7 @@ async function main(): Promise<void> {
       strategies: args.strategies,
       seed: args.seed,
       inproc: args.inproc,
+      setup: { ...DEFAULT_SETUP, timeScale: args.timeScale },
       state: await stateFactory(args),
     });
   }
@@ -100,13 +101,15 @@ async function stateFactory(
   const scaledSecond = (timeScale: number) => Math.max(1, Math.round(1000 / timeScale));
   return {
     name:
-      `redis ${redact(args.redisUrl)}, syncInterval ${scaledSecond(DEFAULT_SETUP.timeScale)} ms ` +
+      `redis ${redact(args.redisUrl)}, syncInterval ${scaledSecond(args.timeScale)} ms ` +
       `(a scaled second), prefix switchboard-bench:${run}:<scenario>:`,
     factory: ({ id, setup }) =>
       redisState({
         url: args.redisUrl,
         prefix: `switchboard-bench:${run}:${id}:`,
         syncInterval: scaledSecond(setup.timeScale),
+        // A busy machine answers slower than a production Redis; the rows compare coordination.
+        timeout: 1000,
       }),
   };
 }

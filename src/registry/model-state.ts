@@ -18,6 +18,8 @@ export type ModelEvent =
 export interface SharedUsage {
   tokens: number;
   requests: number;
+  /** Requests in the newest sixth of the window, weighed against `rpm / 6` as the own ones are. */
+  recentRequests?: number;
 }
 
 /** What the upstream last reported for one limit, for operators. */
@@ -225,7 +227,9 @@ export class ModelState {
       if (usage.bucketMs !== 0) {
         // Azure enforces RPM as rpm/6 per 10 s: a burst fills that long before the minute does.
         const recent =
-          usage.recentRequests + this.burstAnchor.correction(this.clock(), this.span / 6);
+          usage.recentRequests +
+          (shared?.recentRequests ?? 0) +
+          this.burstAnchor.correction(this.clock(), this.span / 6);
         const burst = recent / this.burstLimit;
         if (burst > r) r = burst;
       }
@@ -304,7 +308,10 @@ export class ModelState {
       const used = usage.requests + shared + this.rpmLimit.correction(now, this.span);
       if (used + 1 > rpm) return false;
       if (usage.bucketMs !== 0) {
-        const recent = usage.recentRequests + this.burstAnchor.correction(now, this.span / 6);
+        const recent =
+          usage.recentRequests +
+          (this.shared?.recentRequests ?? 0) +
+          this.burstAnchor.correction(now, this.span / 6);
         if (recent + 1 > this.burstLimit) return false;
       }
     }
@@ -361,7 +368,8 @@ export class ModelState {
       );
       if (this.usage.bucketMs !== 0) {
         const c = Math.max(0, this.burstAnchor.correction(now, this.span / 6));
-        const w = this.usage.timeUntil(Infinity, Infinity, this.burstLimit - 1 - c);
+        const others = shared?.recentRequests ?? 0;
+        const w = this.usage.timeUntil(Infinity, Infinity, this.burstLimit - 1 - c - others);
         // A correction of the newest sixth fades out within a sixth of the window.
         wait = Math.max(wait, Math.min(w, c > 0 ? this.span / 6 : w));
       }

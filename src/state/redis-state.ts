@@ -339,16 +339,15 @@ class RedisStateStore implements StateStore {
   }
 
   /** The others' usage over the sliding window becomes each model's shared view. */
-  private applyOthers(sums: ReadonlyMap<string, { tokens: number; requests: number }>): void {
+  private applyOthers(
+    sums: ReadonlyMap<string, { tokens: number; requests: number; recentRequests: number }>,
+  ): void {
     for (const { state, field } of this.entries) {
       const sum = sums.get(field);
-      const tokens = sum?.tokens ?? 0;
-      const requests = sum?.requests ?? 0;
-      if (state.shared === undefined) state.shared = { tokens, requests };
-      else {
-        state.shared.tokens = tokens;
-        state.shared.requests = requests;
-      }
+      const shared = (state.shared ??= { tokens: 0, requests: 0, recentRequests: 0 });
+      shared.tokens = sum?.tokens ?? 0;
+      shared.requests = sum?.requests ?? 0;
+      shared.recentRequests = sum?.recentRequests ?? 0;
     }
   }
 

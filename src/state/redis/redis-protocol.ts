@@ -160,35 +160,43 @@ export function publishBuckets(
 /**
  * Adds up, per model field, the usage that `others` published over the window `(now - windowMs,
  * now]`: every bucket that overlaps it counts whole (at most one bucket more than the window,
- * never less, as the local sliding window counts). With no window, every bucket counts.
+ * never less, as the local sliding window counts). `recentRequests` are the requests of the
+ * buckets that overlap the newest sixth, which Azure limits to `rpm / 6`. With no window, every
+ * bucket counts (and none is recent).
  *
  * @example
  * ```ts
- * sumOthers([decodeUsage(v)!], Date.now(), 60_000); // Map { 'east:gpt-4o' => { tokens: 120, requests: 1 } }
+ * sumOthers([decodeUsage(v)!], Date.now(), 60_000); // Map { 'east:gpt-4o' => { tokens: 120, requests: 1, recentRequests: 1 } }
  * ```
  */
 export function sumOthers(
   others: readonly PublishedUsage[],
   now: number,
   windowMs: number,
-): Map<string, { tokens: number; requests: number }> {
-  const sums = new Map<string, { tokens: number; requests: number }>();
+): Map<string, { tokens: number; requests: number; recentRequests: number }> {
+  const sums = new Map<string, { tokens: number; requests: number; recentRequests: number }>();
   const from = now - windowMs;
+  const recentFrom = now - windowMs / 6;
   for (const o of others) {
+    const aging = windowMs > 0 && o.bucketMs > 0;
     for (const field of Object.keys(o.models)) {
       const flat = o.models[field]!;
       let tokens = 0;
       let requests = 0;
+      let recent = 0;
       for (let i = 0; i + 2 < flat.length; i += 3) {
-        if (windowMs > 0 && o.bucketMs > 0 && (flat[i]! + 1) * o.bucketMs <= from) continue;
+        const end = (flat[i]! + 1) * o.bucketMs;
+        if (aging && end <= from) continue;
         tokens += flat[i + 1]!;
         requests += flat[i + 2]!;
+        if (aging && end > recentFrom) recent += flat[i + 2]!;
       }
       const sum = sums.get(field);
-      if (sum === undefined) sums.set(field, { tokens, requests });
+      if (sum === undefined) sums.set(field, { tokens, requests, recentRequests: recent });
       else {
         sum.tokens += tokens;
         sum.requests += requests;
+        sum.recentRequests += recent;
       }
     }
   }
