@@ -70,7 +70,7 @@ describe('published usage', () => {
     ];
     // Window (T0 - 60 000 + 1, T0 + 1]: bucket s - 61 ended at T0 - 60 000, out; s - 60 overlaps.
     const sums = sumOthers(others, T0 + 1, MINUTE);
-    expect(sums.get("east:m")).toEqual({ tokens: 115, requests: 3, recentRequests: 1 });
+    expect(sums.get('east:m')).toEqual({ tokens: 115, requests: 3, recentRequests: 1 });
     expect(sums.get('west:m')).toEqual({ tokens: 3, requests: 1 });
     // Crossing an aligned minute changes nothing but what slid out.
     expect(sumOthers(others, T0 + 20_000, MINUTE).get('east:m')).toEqual({
