@@ -154,7 +154,11 @@ describe('usage', () => {
     await run(write('a', now, 100)); // the same sync again (a retry after a timeout)
     await run(write('a', now - 50, 999)); // a delayed older write
     const seen = await run(write('b', now, 1));
-    expect(sumOthers(seen.others, now, 60_000).get('oai0:m')).toEqual({ tokens: 100, requests: 1 });
+    expect(sumOthers(seen.others, now, 60_000).get('oai0:m')).toEqual({
+      tokens: 100,
+      requests: 1,
+      recentRequests: 1,
+    });
     expect(await redis.hlen(`${prefix}usage`)).toBe(2);
   });
 });

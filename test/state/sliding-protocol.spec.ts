@@ -6,6 +6,7 @@ import {
   type PublishedUsage,
 } from '../../src/state/redis/redis-protocol';
 import { UsageWindow } from '../../src/quota/usage-window';
+import { ModelState } from '../../src/registry/model-state';
 
 const MINUTE = 60_000;
 /** An epoch-aligned minute boundary, far from 0 like real clocks. */
@@ -71,17 +72,34 @@ describe('published usage', () => {
     // Window (T0 - 60 000 + 1, T0 + 1]: bucket s - 61 ended at T0 - 60 000, out; s - 60 overlaps.
     const sums = sumOthers(others, T0 + 1, MINUTE);
     expect(sums.get('east:m')).toEqual({ tokens: 115, requests: 3, recentRequests: 1 });
-    expect(sums.get('west:m')).toEqual({ tokens: 3, requests: 1 });
+    expect(sums.get('west:m')).toEqual({ tokens: 3, requests: 1, recentRequests: 1 });
     // Crossing an aligned minute changes nothing but what slid out.
     expect(sumOthers(others, T0 + 20_000, MINUTE).get('east:m')).toEqual({
       tokens: 15,
       requests: 2,
+      recentRequests: 0, // the newest sixth (the last 10 s) holds none of them
     });
     expect(sumOthers(others, T0 + 61_000, MINUTE).get('east:m')).toEqual({
       tokens: 0,
       requests: 0,
+      recentRequests: 0,
     });
     // No window: everything counts.
     expect(sumOthers(others, T0 + 10 * MINUTE, 0).get('east:m')!.tokens).toBe(1115);
+  });
+});
+
+describe("the others' recent requests", () => {
+  it('weigh against rpm / 6 as the own ones do', () => {
+    let now = T0;
+    const state = new ModelState({ name: 'm', tpm: 100_000, rpm: 60 }, 'east', () => now);
+    state.slideUsage(MINUTE);
+    state.spend(10, 1);
+    state.shared = { tokens: 0, requests: 9, recentRequests: 8 };
+    expect(state.util).toBeCloseTo(0.9); // 1 + 8 of 10 per 10 s; the minute holds 10 of 60
+    state.shared.recentRequests = 9;
+    expect(state.isHealthy()).toBe(false);
+    now += 15_000; // the own request left the newest sixth; the others' count is the store's
+    expect(state.util).toBeCloseTo(0.9);
   });
 });
