@@ -28,6 +28,8 @@ import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard
 import { validateOptions } from './config/validate-options';
 import { failover, failoverPolicy, type FailoverPolicy } from './failover/failover';
 import { attempt, type AttemptHooks } from './providers/attempt';
+import { resolveFallbacks } from './routing/fallbacks';
+import { routeCall, type Route } from './routing/route-call';
 import type { Deployment, Operation, Provider, SdkRequestOptions } from './registry/deployment';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { Selector } from './selection/selector';
@@ -41,6 +43,8 @@ import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 export interface SessionParams {
   /** Calls with the same session id stay on one deployment while it is healthy (prompt caches). */
   session_id?: string;
+  /** `false`: this call goes to the model it names or fails, whatever `options.fallbacks` says. */
+  fallbacks?: boolean;
 }
 
 /** The `openai` client's request options (`signal`, `headers`, `timeout`, ...). */
@@ -119,6 +123,8 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   private readonly policy: FailoverPolicy;
   private readonly metrics: SwitchboardMetrics;
   private readonly hooks: AttemptHooks;
+  /** Per model, its fallbacks in order of preference (chains resolved). */
+  private readonly fallbacks: ReadonlyMap<string, readonly string[]>;
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;
@@ -144,6 +150,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;
+    this.fallbacks = resolveFallbacks(options.fallbacks);
     this.metrics = new SwitchboardMetrics(this.registry);
     const metrics = this.metrics;
     // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
@@ -264,17 +271,24 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       if (params === null || typeof params !== 'object') {
         throw new TypeError(`${describe(api, op)} expects a params object as its first argument`);
       }
-      // Copy the params only to take session_id out of them.
+      // Copy the params only to take the switchboard's own fields out of them.
       let body = params as Record<string, unknown>;
       const sessionId = (params as SessionParams).session_id;
-      if ('session_id' in params) {
-        const { session_id: _sessionId, ...rest } = body;
+      const allowFallbacks = (params as SessionParams).fallbacks;
+      if ('session_id' in params || 'fallbacks' in params) {
+        const { session_id: _sessionId, fallbacks: _fallbacks, ...rest } = body;
         body = rest;
       }
       if (sessionId !== undefined && typeof sessionId !== 'string') {
         throw new TypeError(`session_id must be a string, got ${typeof sessionId}`);
       }
+      if (allowFallbacks !== undefined && typeof allowFallbacks !== 'boolean') {
+        throw new TypeError(
+          `fallbacks must be false (no fallback model for this call) or true, got ${typeof allowFallbacks}`,
+        );
+      }
       const pool = this.registry.poolFor(body.model, api);
+      const chain = allowFallbacks === false ? undefined : this.fallbacks.get(body.model as string);
       const lookup = this.state.lookupSession;
       if (
         sessionId !== undefined &&
@@ -286,12 +300,12 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
             if (name !== undefined && this.registry.deployments.has(name)) {
               this.registry.sessions.set(sessionId, name);
             }
-            return this.dispatch(op, body, options as SdkRequestOptions, sessionId, pool);
+            return this.dispatch(op, body, options as SdkRequestOptions, sessionId, pool, chain);
           },
-          () => this.dispatch(op, body, options as SdkRequestOptions, sessionId, pool),
+          () => this.dispatch(op, body, options as SdkRequestOptions, sessionId, pool, chain),
         );
       }
-      return this.dispatch(op, body, options as SdkRequestOptions, sessionId, pool);
+      return this.dispatch(op, body, options as SdkRequestOptions, sessionId, pool, chain);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -303,7 +317,11 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     options: SdkRequestOptions | undefined,
     sessionId: string | undefined,
     pool: readonly Deployment[],
+    fallbacks?: readonly string[],
   ): Promise<unknown> {
+    if (fallbacks !== undefined) {
+      return this.dispatchWithFallbacks(op, body, options, sessionId, pool, fallbacks);
+    }
     const model = body.model as string;
     const first = this.registry.select(model, sessionId);
     if (sessionId !== undefined) this.state.rememberSession?.(sessionId, first.name);
@@ -346,6 +364,67 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
         },
       );
     });
+  }
+
+  /** {@link dispatch} for a model with fallbacks: each attempt is routed by {@link routeCall}. */
+  private dispatchWithFallbacks(
+    op: Operation,
+    body: Record<string, unknown>,
+    options: SdkRequestOptions | undefined,
+    sessionId: string | undefined,
+    pool: readonly Deployment[],
+    fallbacks: readonly string[],
+  ): Promise<unknown> {
+    const model = body.model as string;
+    const tried = new Set<Deployment>();
+    const next = (): Promise<unknown> => {
+      const route = this.fallbackRoute(model, fallbacks, sessionId, tried);
+      tried.add(route.deployment);
+      if (sessionId !== undefined) this.state.rememberSession?.(sessionId, route.deployment.name);
+      return this.attemptRoute(route, model, op, body, options);
+    };
+    const promise = next();
+    if (this.policy.attempts <= 1) return promise;
+    return promise.catch((error: unknown) =>
+      failover(error, next, this.policy, pool[0]!.errors, options?.signal),
+    );
+  }
+
+  /** {@link routeCall}, with a debug line when a fallback model takes the attempt. */
+  private fallbackRoute(
+    model: string,
+    fallbacks: readonly string[],
+    sessionId: string | undefined,
+    tried?: ReadonlySet<Deployment>,
+  ): Route {
+    const route = routeCall(this.registry, model, fallbacks, sessionId, tried);
+    if (route.model !== model) {
+      this.logger.debug?.(
+        `No deployment of ${model} can take the call: falling back to ${route.model} on ${route.deployment.name}`,
+      );
+    }
+    return route;
+  }
+
+  /** One attempt on a route; a fallback's replaces the params' `model` for this attempt only. */
+  private attemptRoute(
+    route: Route,
+    requested: string,
+    op: Operation,
+    body: Record<string, unknown>,
+    options: SdkRequestOptions | undefined,
+  ): Promise<unknown> {
+    const { deployment, model } = route;
+    const state = deployment.models.get(model)!;
+    if (model === requested) {
+      return attempt(deployment, state, op, deployment.prepare(body), options, this.hooks);
+    }
+    const metrics = this.metrics;
+    const hooks: AttemptHooks = {
+      sent: (s) => metrics.request(s, requested),
+      failed: this.hooks.failed,
+    };
+    return attempt(deployment, state, op, deployment.prepare({ ...body, model }), options, hooks);
   }
 }
 

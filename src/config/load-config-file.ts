@@ -61,6 +61,8 @@ const NUMERIC_KEYS = new Set([
   'maxWait',
   'maxQueued',
   'defaultReservation',
+  'priority',
+  'weight',
 ]);
 
 const REFERENCE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$\{/g;

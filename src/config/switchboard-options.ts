@@ -27,6 +27,27 @@ export interface ModelConfig {
   otpm?: number;
   /** How long (ms) the model is avoided after a 429 or a dropped connection. Default 10 000. */
   cooldown?: number;
+  /** Overrides the deployment's `priority` for this model: its tier, 0 = most preferred. */
+  priority?: number;
+  /** Overrides the deployment's `weight` for this model within its tier. */
+  weight?: number;
+}
+
+/**
+ * Where a deployment stands in its model's routing: `priority` picks the tier (lower is preferred;
+ * the next tier only takes what the ones before cannot), `weight` shares traffic within a tier.
+ *
+ * @example
+ * ```ts
+ * const ptu: RoutingConfig = { priority: 0 }; // provisioned throughput: keep it full
+ * const payg: RoutingConfig = { priority: 1, weight: 2 }; // takes the overflow
+ * ```
+ */
+export interface RoutingConfig {
+  /** Tier of the deployment, a non-negative integer; 0 (the default) is the most preferred. */
+  priority?: number;
+  /** Share of traffic within its tier against the other deployments there; positive, default 1. */
+  weight?: number;
 }
 
 /** An API key, or a function that returns a fresh one (for Microsoft Entra ID tokens). */
@@ -46,7 +67,7 @@ export type ApiKey = string | (() => Promise<string>);
  * };
  * ```
  */
-export interface OpenAIConfig {
+export interface OpenAIConfig extends RoutingConfig {
   provider: 'openai';
   /** Unique name of the deployment; shows in stats, logs and metrics. */
   name: string;
@@ -72,7 +93,7 @@ export interface OpenAIConfig {
  * };
  * ```
  */
-export interface AnthropicConfig {
+export interface AnthropicConfig extends RoutingConfig {
   provider: 'anthropic';
   name: string;
   /** Foundry resource: requests go to `https://<resource>.services.ai.azure.com/anthropic/`. */
@@ -172,6 +193,12 @@ export interface SwitchboardOptions {
    * model, and its rate-limit headers show it to the switchboard anyway.
    */
   defaultReservation?: number;
+  /**
+   * Models to use when no deployment of the requested one can take a call (all cooling, none with
+   * room, or every attempt of the call failed), in order of preference. A fallback's own
+   * fallbacks follow it. Opt out per call with `fallbacks: false` beside `session_id`.
+   */
+  fallbacks?: Record<string, string[]>;
   /** How many session ids are remembered (LRU). Default 1024. */
   maxSessions?: number;
   /** Where usage, cooldowns and sessions live: `memoryState()` (default) or a shared store. */

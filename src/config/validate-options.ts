@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { checkFallbacks } from '../routing/fallbacks';
 import { SwitchboardError } from '../switchboard.error';
 import type { SwitchboardOptions } from './switchboard-options';
 
@@ -31,6 +32,14 @@ const apiKeyMessage = 'must be a non-empty string or a function returning a Prom
 const keyString = z.string().min(1, { error: apiKeyMessage });
 const apiKey = z.union([keyString, fn('a string or a function')], { error: apiKeyMessage });
 
+const priority = z
+  .number({ error: 'must be a non-negative integer (0 = most preferred)' })
+  .int({ error: 'must be a non-negative integer (0 = most preferred)' })
+  .nonnegative({ error: 'must be a non-negative integer (0 = most preferred)' });
+const weight = z
+  .number({ error: 'must be a positive number (default 1)' })
+  .positive({ error: 'must be a positive number (default 1)' });
+
 const model = z.strictObject({
   name,
   tpm: quota.optional(),
@@ -38,6 +47,8 @@ const model = z.strictObject({
   itpm: quota.optional(),
   otpm: quota.optional(),
   cooldown: millis('a non-negative number of milliseconds').optional(),
+  priority: priority.optional(),
+  weight: weight.optional(),
 });
 const models = z.array(model, { error: 'must be a list of models' }).min(1, {
   error: 'must list at least one model',
@@ -49,6 +60,8 @@ const openai = z.strictObject({
   baseURL: httpUrl.optional(),
   apiKey: apiKey.optional(),
   timeout: positiveMillis.optional(),
+  priority: priority.optional(),
+  weight: weight.optional(),
   models,
 });
 const anthropic = z
@@ -64,6 +77,8 @@ const anthropic = z
     baseURL: httpUrl.optional(),
     apiKey: apiKey.optional(),
     timeout: positiveMillis.optional(),
+    priority: priority.optional(),
+    weight: weight.optional(),
     models,
   })
   .refine((d) => d.resource !== undefined || d.baseURL !== undefined, {
@@ -123,6 +138,15 @@ export const switchboardOptionsSchema = z.strictObject({
     .number({ error: 'must be a non-negative integer number of output tokens' })
     .int({ error: 'must be a non-negative integer number of output tokens' })
     .nonnegative({ error: 'must be a non-negative integer number of output tokens' })
+    .optional(),
+  fallbacks: z
+    .record(
+      name,
+      z
+        .array(name, { error: 'must be a list of model names' })
+        .min(1, { error: 'must list at least one fallback model' }),
+      { error: "must map a model to its fallback models, such as { 'gpt-4o': ['gpt-4o-mini'] }" },
+    )
     .optional(),
   maxSessions: z
     .number({ error: 'must be a positive integer' })
@@ -239,5 +263,6 @@ export function crossCheck(options: SwitchboardOptions): string[] {
       } else if (!other) providerOf.set(m.name, { provider: d.provider, index: i });
     });
   });
+  problems.push(...checkFallbacks(options));
   return problems;
 }

@@ -1,6 +1,8 @@
 import type { DeploymentConfig, SwitchboardLogger } from '../config/switchboard-options';
 import { AnthropicDeployment } from '../providers/anthropic/anthropic-deployment';
 import { OpenAIDeployment } from '../providers/openai/openai-deployment';
+import { hasRoom } from '../routing/room';
+import { chooseInTiers, tiersOf } from '../routing/tiers';
 import { SessionAffinity } from '../selection/session-affinity';
 import type { Selector } from '../selection/selector';
 import { SwitchboardError } from '../switchboard.error';
@@ -44,6 +46,8 @@ export class DeploymentRegistry {
   readonly deployments: ReadonlyMap<string, Deployment>;
   /** Every deployment that serves a model, by model name. */
   readonly pools: ReadonlyMap<string, readonly Deployment[]>;
+  /** Models whose deployments have more than one `priority`: their tiers, most preferred first. */
+  readonly tiers: ReadonlyMap<string, readonly (readonly Deployment[])[]>;
   /** Session id -> deployment name. */
   readonly sessions: SessionAffinity;
   private readonly providers = new Map<string, Provider>();
@@ -66,7 +70,12 @@ export class DeploymentRegistry {
     configs.forEach((config, i) => {
       const models = new Map<string, ModelState>();
       for (const m of config.models) {
-        const state = new ModelState(m, config.name, this.clock);
+        // A model entry's own priority and weight win over its deployment's.
+        const routing = {
+          priority: m.priority ?? config.priority,
+          weight: m.weight ?? config.weight,
+        };
+        const state = new ModelState({ ...m, ...routing }, config.name, this.clock);
         state.listener = onEvent;
         models.set(m.name, state);
       }
@@ -81,6 +90,12 @@ export class DeploymentRegistry {
     });
     this.deployments = deployments;
     this.pools = pools;
+    const tiers = new Map<string, readonly (readonly Deployment[])[]>();
+    for (const [model, pool] of pools) {
+      const t = tiersOf(model, pool);
+      if (t !== undefined) tiers.set(model, t);
+    }
+    this.tiers = tiers;
   }
 
   /** Models by name with the provider that serves them. */
@@ -125,9 +140,10 @@ export class DeploymentRegistry {
   }
 
   /**
-   * The deployment for a call: the session's own while it is healthy for the model, else one the
-   * selector picks among healthy deployments not in `exclude` (best effort among all when none is
-   * healthy); a session is then remembered on the new one.
+   * The deployment for a call: the session's own while it has room for the model, else one the
+   * selector picks among healthy deployments not in `exclude`, in the most preferred tier that
+   * has one (best effort among all when none is healthy); a session is then remembered on the
+   * new one.
    *
    * `exclude` holds the deployments a call already tried. While any deployment is left untried,
    * the choice stays among those (healthy first, then best effort): one that is cooling down or
@@ -136,18 +152,62 @@ export class DeploymentRegistry {
    */
   select(model: string, sessionId?: string, exclude?: ReadonlySet<Deployment>): Deployment {
     const pool = this.poolFor(model);
-    if (sessionId !== undefined) {
-      const name = this.sessions.get(sessionId);
-      if (name !== undefined) {
-        const d = this.deployments.get(name);
-        if (d !== undefined && d.models.get(model)?.isHealthy() && !exclude?.has(d)) return d;
-      }
-    }
+    const held = this.sessionDeployment(model, sessionId, exclude);
+    if (held !== undefined) return held;
     const candidates = exclude && exclude.size > 0 ? untried(pool, exclude) : pool;
-    const chosen = candidates.length === 1 ? candidates[0]! : this.selector.pick(model, candidates);
+    const tiers = this.tiers.get(model);
+    let chosen: Deployment;
+    if (tiers === undefined) {
+      chosen = candidates.length === 1 ? candidates[0]! : this.selector.pick(model, candidates);
+    } else {
+      // Untried first, as for a flat pool; among them the most preferred tier with room.
+      const fresh = candidates === pool ? undefined : exclude;
+      chosen =
+        chooseInTiers(this.selector, model, tiers, fresh) ??
+        this.selector.bestEffort(model, candidates);
+    }
     if (sessionId !== undefined) this.sessions.set(sessionId, chosen.name);
     if (this.logger && !chosen.models.get(model)!.isHealthy()) this.warnBestEffort(model, chosen);
     return chosen;
+  }
+
+  /**
+   * Like {@link select}, but only a deployment with room for the model and not in `exclude`
+   * (the session's own first), or `undefined`: no best effort. Fallbacks ask it of each model.
+   *
+   * @example
+   * ```ts
+   * const d = registry.choose('gpt-4o', 'user-42') ?? registry.choose('gpt-4o-mini', 'user-42');
+   * ```
+   */
+  choose(
+    model: string,
+    sessionId?: string,
+    exclude?: ReadonlySet<Deployment>,
+  ): Deployment | undefined {
+    const pool = this.poolFor(model);
+    const held = this.sessionDeployment(model, sessionId, exclude);
+    if (held !== undefined) return held;
+    const chosen = chooseInTiers(this.selector, model, this.tiers.get(model) ?? [pool], exclude);
+    if (chosen !== undefined && sessionId !== undefined) this.sessions.set(sessionId, chosen.name);
+    return chosen;
+  }
+
+  /**
+   * The session's deployment while it has room for the model, even in a lower tier than one
+   * that recovered: moving would lose the upstream's prompt cache.
+   */
+  private sessionDeployment(
+    model: string,
+    sessionId: string | undefined,
+    exclude: ReadonlySet<Deployment> | undefined,
+  ): Deployment | undefined {
+    if (sessionId === undefined) return undefined;
+    const name = this.sessions.get(sessionId);
+    if (name === undefined) return undefined;
+    const d = this.deployments.get(name);
+    const state = d?.models.get(model);
+    return state !== undefined && hasRoom(state) && !exclude?.has(d!) ? d : undefined;
   }
 
   /** Forget usage on every deployment. */

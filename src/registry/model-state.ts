@@ -64,6 +64,10 @@ export class ModelState {
   readonly name: string;
   /** Default cooldown in ms. */
   readonly cooldown: number;
+  /** Routing tier: 0 is the most preferred; the next tier only takes what this one cannot. */
+  readonly priority: number;
+  /** Share of traffic within the tier (default 1). */
+  readonly weight: number;
   /** Name of the deployment this state belongs to. */
   readonly deployment: string;
   /** `{ model, deployment }`, built once for metric attributes. */
@@ -116,6 +120,8 @@ export class ModelState {
   ) {
     this.name = config.name;
     this.cooldown = config.cooldown ?? DEFAULT_COOLDOWN;
+    this.priority = config.priority ?? 0;
+    this.weight = config.weight ?? 1;
     this.deployment = deployment;
     this.attributes = Object.freeze({ model: config.name, deployment });
     this.charge = options.charge ?? 'reserve';

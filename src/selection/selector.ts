@@ -1,4 +1,5 @@
 import type { Deployment } from '../registry/deployment';
+import { hasRoom } from '../routing/room';
 
 /**
  * Chooses a deployment for a model among healthy candidates. Swap it to change the strategy: pass
@@ -7,7 +8,7 @@ import type { Deployment } from '../registry/deployment';
  *
  * `select` is only asked when there is a real choice: the switchboard answers alone when one
  * healthy deployment serves the model, and passes every serving deployment (best effort) when
- * none is healthy.
+ * none is healthy. With priority tiers it is asked within one tier at a time.
  *
  * @example
  * ```ts
@@ -29,22 +30,62 @@ export abstract class Selector {
    * empty): candidates are the healthy ones not in `exclude` (then the healthy ones; then, best
    * effort, those not cooling down; then all);
    * one candidate is taken as it is, more go to {@link select}. Selectors that can decide without
-   * building the candidate list (sampling, as {@link TwoRandomChoices} does) override this and fall
-   * back to it.
+   * building the candidate list (sampling, as {@link TwoRandomChoices} does) override
+   * {@link choose} and fall back to it.
    */
   pick(model: string, pool: readonly Deployment[], exclude?: ReadonlySet<Deployment>): Deployment {
-    let candidates = pool.filter(
-      (d) => !exclude?.has(d) && (d.models.get(model)?.isHealthy() ?? false),
+    return (
+      this.choose(model, pool, exclude) ??
+      (exclude && exclude.size > 0 ? this.choose(model, pool) : undefined) ??
+      this.bestEffort(model, pool, exclude)
     );
-    if (candidates.length === 0 && exclude && exclude.size > 0) {
-      candidates = pool.filter((d) => d.models.get(model)?.isHealthy() ?? false);
-    }
-    if (candidates.length === 0) {
-      // Best effort. A deployment that is only over its quota by our count may still answer;
-      // one that is cooling down has just said it will not.
-      candidates = pool.filter((d) => !(d.models.get(model)?.isCooling() ?? false));
-      if (candidates.length === 0) candidates = pool as Deployment[];
-    }
+  }
+
+  /**
+   * A deployment of `pool` with room for `model` and not in `exclude`, or `undefined` when there
+   * is none: no best effort. Tiers and fallbacks ask this of each group of deployments in turn.
+   *
+   * @example
+   * ```ts
+   * const ptu = selector.choose('gpt-4o', ptuDeployments) ?? selector.choose('gpt-4o', payg);
+   * ```
+   */
+  choose(
+    model: string,
+    pool: readonly Deployment[],
+    exclude?: ReadonlySet<Deployment>,
+  ): Deployment | undefined {
+    const candidates = pool.filter((d) => {
+      if (exclude?.has(d)) return false;
+      const state = d.models.get(model);
+      return state !== undefined && hasRoom(state);
+    });
+    return candidates.length === 0 ? undefined : this.among(model, candidates);
+  }
+
+  /**
+   * When no deployment of `pool` is healthy: one that is only over its quota by our count may
+   * still answer; one that is cooling down has just said it will not.
+   *
+   * @example
+   * ```ts
+   * const d = selector.choose(model, pool) ?? selector.bestEffort(model, pool);
+   * ```
+   */
+  bestEffort(
+    model: string,
+    pool: readonly Deployment[],
+    _exclude?: ReadonlySet<Deployment>,
+  ): Deployment {
+    let candidates: readonly Deployment[] = pool.filter(
+      (d) => !(d.models.get(model)?.isCooling() ?? false),
+    );
+    if (candidates.length === 0) candidates = pool;
+    return this.among(model, candidates);
+  }
+
+  /** One candidate is taken as it is; more go to {@link select}, whose answer is checked. */
+  protected among(model: string, candidates: readonly Deployment[]): Deployment {
     if (candidates.length === 1) return candidates[0]!;
     const chosen = this.select(model, candidates);
     if (!candidates.includes(chosen)) {

@@ -17,7 +17,13 @@ export const METER_NAME = 'azure_switchboard.switchboard';
  * the switchboard is built (not at import), so a provider registered in `main.ts` after the
  * imports still receives the data.
  *
- * - `requests` (counter) {model, deployment}: attempts sent upstream
+ * - `requests` (counter) {model, deployment}: attempts sent upstream; an attempt that a fallback
+ *   model took is counted under the requested `model`, with `fallback` naming the model that
+ *   answered
+ * - `spillovers` (counter) {model, deployment, priority}: attempts sent to a deployment below its
+ *   model's most preferred tier (the overflow of the tiers above)
+ * - `fallbacks` (counter) {model, fallback, deployment}: attempts that `fallback` took because
+ *   no deployment of `model` could
  * - `failures` (counter) {model, deployment, reason}: attempts that failed
  * - `retries` (counter) {model, deployment, reason}: further attempts after a failure on that
  *   deployment: failover to another attempt (by the failure's reason), or the immediate resend of
@@ -35,6 +41,10 @@ export class SwitchboardMetrics {
   private readonly requests: Counter;
   private readonly failures: Counter;
   private readonly retries: Counter;
+  private readonly spillovers: Counter;
+  private readonly fallbacks: Counter;
+  /** States below their model's most preferred tier, with the attributes of their spillovers. */
+  private readonly lowerTiers = new Map<ModelState, Readonly<Record<string, string | number>>>();
   private readonly gauges: Array<[ObservableGauge, ObservableCallback]> = [];
 
   constructor(registry: DeploymentRegistry, provider: MeterProvider = metrics.getMeterProvider()) {
@@ -48,6 +58,21 @@ export class SwitchboardMetrics {
     this.retries = meter.createCounter('retries', {
       description: 'Further attempts after a failed one, by the reason it failed',
     });
+    this.spillovers = meter.createCounter('spillovers', {
+      description:
+        "Requests sent to a deployment below its model's most preferred tier (the tiers above were full)",
+    });
+    this.fallbacks = meter.createCounter('fallbacks', {
+      description: 'Requests a fallback model took because no deployment of the requested one could',
+    });
+    for (const [model, tiers] of registry.tiers) {
+      for (const tier of tiers.slice(1)) {
+        for (const d of tier) {
+          const state = d.models.get(model)!;
+          this.lowerTiers.set(state, { ...state.attributes, priority: state.priority });
+        }
+      }
+    }
     const healthy = meter.createObservableGauge('healthy_deployments_count', {
       description: 'Deployments currently healthy for a model',
     });
@@ -72,8 +97,25 @@ export class SwitchboardMetrics {
     this.gauges.push([healthy, observeHealthy], [util, observeUtil]);
   }
 
-  request(state: ModelState): void {
-    this.requests.add(1, state.attributes);
+  /** An attempt sent to `state`; `fallbackFor` names the requested model a fallback stands in for. */
+  request(state: ModelState, fallbackFor?: string): void {
+    if (fallbackFor === undefined) this.requests.add(1, state.attributes);
+    else {
+      this.requests.add(1, {
+        model: fallbackFor,
+        deployment: state.deployment,
+        fallback: state.name,
+      });
+      this.fallbacks.add(1, {
+        model: fallbackFor,
+        fallback: state.name,
+        deployment: state.deployment,
+      });
+    }
+    if (this.lowerTiers.size !== 0) {
+      const spill = this.lowerTiers.get(state);
+      if (spill !== undefined) this.spillovers.add(1, spill);
+    }
   }
 
   failure(state: ModelState, reason: FailureReason): void {

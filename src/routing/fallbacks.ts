@@ -1,0 +1,110 @@
+import type { SwitchboardOptions } from '../config/switchboard-options';
+
+/**
+ * Problems with `options.fallbacks`, one line each naming the entry: a model nobody serves, a
+ * fallback served through the other provider's API (the call's params would not fit it), a chain
+ * that comes back to where it started. Run it on options that passed the schema.
+ *
+ * @example
+ * ```ts
+ * checkFallbacks({ deployments, fallbacks: { 'gpt-4o': ['gpt-4o'] } });
+ * // ["fallbacks.gpt-4o[0] 'gpt-4o' makes a cycle: gpt-4o -> gpt-4o; ..."]
+ * ```
+ */
+export function checkFallbacks(options: SwitchboardOptions): string[] {
+  const fallbacks = options.fallbacks;
+  if (fallbacks === undefined) return [];
+  const providers = new Map<string, string>();
+  for (const d of options.deployments) {
+    for (const m of d.models) if (!providers.has(m.name)) providers.set(m.name, d.provider);
+  }
+  const served = [...providers.keys()].join(', ');
+  const problems: string[] = [];
+  for (const [model, list] of Object.entries(fallbacks)) {
+    const provider = providers.get(model);
+    if (provider === undefined) {
+      problems.push(
+        `fallbacks.${model} names a model no deployment serves: use one of ${served}, or add a deployment for it`,
+      );
+    }
+    list.forEach((fallback, i) => {
+      const at = `fallbacks.${model}[${i}] '${fallback}'`;
+      const other = providers.get(fallback);
+      if (other === undefined) {
+        problems.push(
+          `${at} is served by no deployment: add a deployment that serves it, or remove it from the list (served: ${served})`,
+        );
+      } else if (provider !== undefined && other !== provider) {
+        problems.push(
+          `${at} is served by ${other} deployments but ${model} by ${provider} ones: a fallback must take the same API's params`,
+        );
+      }
+    });
+  }
+  // Depth-first over the fallback graph: a model met again on the current path closes a cycle.
+  const done = new Set<string>();
+  const reported = new Set<string>();
+  const visit = (model: string, path: string[]): void => {
+    if (done.has(model)) return;
+    const list = listOf(fallbacks, model);
+    list.forEach((next, i) => {
+      const start = path.indexOf(next);
+      if (start >= 0 || next === model) {
+        const cycle = [...path.slice(start >= 0 ? start : path.length), model, next];
+        const key = [...cycle].sort().join('\0');
+        if (!reported.has(key)) {
+          reported.add(key);
+          problems.push(
+            `fallbacks.${model}[${i}] '${next}' makes a cycle: ${cycle.join(' -> ')}; a model cannot fall back to itself, remove one of the links`,
+          );
+        }
+        return;
+      }
+      visit(next, [...path, model]);
+    });
+    done.add(model);
+  };
+  for (const model of Object.keys(fallbacks)) visit(model, []);
+  return problems;
+}
+
+/**
+ * Per model, every model a call may fall back to, in order: each listed fallback followed by its
+ * own fallbacks (depth first), each model once, the requested one never. Models without
+ * fallbacks are left out. Expects options that passed {@link checkFallbacks}.
+ *
+ * @example
+ * ```ts
+ * resolveFallbacks({ 'gpt-4o': ['gpt-4o-mini'], 'gpt-4o-mini': ['gpt-35-turbo'] });
+ * // Map { 'gpt-4o' => ['gpt-4o-mini', 'gpt-35-turbo'], 'gpt-4o-mini' => ['gpt-35-turbo'] }
+ * ```
+ */
+export function resolveFallbacks(
+  fallbacks: Readonly<Record<string, readonly string[]>> | undefined,
+): ReadonlyMap<string, readonly string[]> {
+  const out = new Map<string, readonly string[]>();
+  if (fallbacks === undefined) return out;
+  for (const model of Object.keys(fallbacks)) {
+    const order: string[] = [];
+    const seen = new Set<string>([model]);
+    const walk = (m: string): void => {
+      for (const next of listOf(fallbacks, m)) {
+        if (seen.has(next)) continue;
+        seen.add(next);
+        order.push(next);
+        walk(next);
+      }
+    };
+    walk(model);
+    if (order.length > 0) out.set(model, order);
+  }
+  return out;
+}
+
+// Own keys only: a model may well be called `constructor`.
+function listOf(
+  fallbacks: Readonly<Record<string, readonly string[]>>,
+  model: string,
+): readonly string[] {
+  return Object.hasOwn(fallbacks, model) ? fallbacks[model]! : [];
+}

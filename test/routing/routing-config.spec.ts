@@ -1,0 +1,162 @@
+import { createSwitchboard, SwitchboardError, type SwitchboardOptions } from '../../src';
+import { parseSwitchboardConfig } from '../../src/config/load-config-file';
+import { anthropicDeployment, openaiDeployments } from '../support/configs';
+
+const build = (options: unknown) => () => createSwitchboard(options as SwitchboardOptions);
+
+const pool = () => [
+  ...openaiDeployments(1, 'gpt-4o'),
+  ...openaiDeployments(1, 'gpt-4o-mini').map((d) => ({ ...d, name: 'mini' })),
+  ...openaiDeployments(1, 'gpt-35-turbo').map((d) => ({ ...d, name: 'old' })),
+  anthropicDeployment('foundry'),
+];
+
+function errorOf(options: unknown): SwitchboardError {
+  try {
+    build(options)();
+  } catch (error) {
+    if (error instanceof SwitchboardError) return error;
+    throw error;
+  }
+  throw new Error('construction did not fail');
+}
+
+describe('routing options at construction', () => {
+  it('accepts priority and weight on deployments and models, and fallbacks', () => {
+    const [a, b] = openaiDeployments(2, 'gpt-4o');
+    const sb = createSwitchboard({
+      deployments: [
+        { ...a!, priority: 0, weight: 2.5 },
+        { ...b!, priority: 1, models: [{ name: 'gpt-4o', priority: 3, weight: 0.5 }] },
+        ...pool().slice(1),
+      ],
+      fallbacks: { 'gpt-4o': ['gpt-4o-mini'], 'gpt-4o-mini': ['gpt-35-turbo'] },
+      ratelimitWindow: 0,
+    });
+    const state = (name: string) => sb.deployments.get(name)!.models.get('gpt-4o')!;
+    expect([state('d0').priority, state('d0').weight]).toEqual([0, 2.5]);
+    // The model entry wins over its deployment.
+    expect([state('d1').priority, state('d1').weight]).toEqual([3, 0.5]);
+    expect(sb.deployments.get('mini')!.models.get('gpt-4o-mini')!.priority).toBe(0);
+    expect(sb.deployments.get('mini')!.models.get('gpt-4o-mini')!.weight).toBe(1);
+    expect(sb.registry.tiers.get('gpt-4o')!.map((t) => t.map((d) => d.name))).toEqual([
+      ['d0'],
+      ['d1'],
+    ]);
+    return sb.close();
+  });
+
+  it.each([
+    [{ priority: -1 }, /deployments\[0\]\.priority must be a non-negative integer/],
+    [{ priority: 0.5 }, /deployments\[0\]\.priority must be a non-negative integer/],
+    [{ weight: 0 }, /deployments\[0\]\.weight must be a positive number/],
+    [{ weight: 'heavy' }, /deployments\[0\]\.weight must be a positive number/],
+    [
+      { models: [{ name: 'gpt-4o', priority: 'high' }] },
+      /deployments\[0\]\.models\[0\]\.priority must be a non-negative integer/,
+    ],
+    [
+      { models: [{ name: 'gpt-4o', weight: -2 }] },
+      /deployments\[0\]\.models\[0\]\.weight must be a positive number/,
+    ],
+  ])('rejects %j naming the field', (patch, message) => {
+    const [a] = openaiDeployments(1, 'gpt-4o');
+    expect(build({ deployments: [{ ...a, ...patch }] })).toThrow(message);
+  });
+
+  it.each([
+    [{ 'gpt-4o': 'gpt-4o-mini' }, /fallbacks\.gpt-4o must be a list of model names/],
+    [{ 'gpt-4o': [] }, /fallbacks\.gpt-4o must list at least one fallback model/],
+    [{ 'gpt-4o': [''] }, /fallbacks\.gpt-4o\[0\] must be a non-empty string/],
+    [['gpt-4o-mini'], /fallbacks must map a model to its fallback models/],
+  ])('rejects fallbacks %j with the field path', (fallbacks, message) => {
+    expect(build({ deployments: pool(), fallbacks })).toThrow(message);
+  });
+
+  it('rejects a fallback model that no deployment serves, naming the entry', () => {
+    const error = errorOf({ deployments: pool(), fallbacks: { 'gpt-4o': ['gpt-4o-mini', 'o9'] } });
+    expect(error.message).toMatch(
+      /fallbacks\.gpt-4o\[1\] 'o9' is served by no deployment: add a deployment that serves it/,
+    );
+    expect(error.message).not.toMatch(/\[0\]/);
+  });
+
+  it('rejects fallbacks for a model that no deployment serves', () => {
+    expect(build({ deployments: pool(), fallbacks: { 'gpt-5': ['gpt-4o'] } })).toThrow(
+      /fallbacks\.gpt-5 names a model no deployment serves/,
+    );
+  });
+
+  it("rejects a fallback served through the other provider's API", () => {
+    expect(build({ deployments: pool(), fallbacks: { 'gpt-4o': ['claude-sonnet-5'] } })).toThrow(
+      /fallbacks\.gpt-4o\[0\] 'claude-sonnet-5' is served by anthropic deployments but gpt-4o by openai ones/,
+    );
+    expect(build({ deployments: pool(), fallbacks: { 'claude-sonnet-5': ['gpt-4o'] } })).toThrow(
+      /fallbacks\.claude-sonnet-5\[0\] 'gpt-4o' is served by openai deployments but claude-sonnet-5 by anthropic ones/,
+    );
+  });
+
+  it('rejects a cycle, direct or through a chain, once each', () => {
+    expect(build({ deployments: pool(), fallbacks: { 'gpt-4o': ['gpt-4o'] } })).toThrow(
+      /fallbacks\.gpt-4o\[0\] 'gpt-4o' makes a cycle: gpt-4o -> gpt-4o/,
+    );
+    const error = errorOf({
+      deployments: pool(),
+      fallbacks: {
+        'gpt-4o': ['gpt-4o-mini'],
+        'gpt-4o-mini': ['gpt-35-turbo'],
+        'gpt-35-turbo': ['gpt-4o'],
+      },
+    });
+    expect(error.message).toMatch(
+      /fallbacks\.gpt-35-turbo\[0\] 'gpt-4o' makes a cycle: gpt-4o -> gpt-4o-mini -> gpt-35-turbo -> gpt-4o/,
+    );
+    expect(error.message.match(/makes a cycle/g)).toHaveLength(1);
+  });
+
+  it('accepts a chain without a cycle, and a model reached by two paths', () => {
+    const sb = createSwitchboard({
+      deployments: pool(),
+      fallbacks: {
+        'gpt-4o': ['gpt-4o-mini', 'gpt-35-turbo'],
+        'gpt-4o-mini': ['gpt-35-turbo'],
+      },
+      ratelimitWindow: 0,
+    });
+    return sb.close();
+  });
+
+  it('reads priority, weight and fallbacks from YAML, with field paths and lines on errors', () => {
+    const yaml = (extra: string) => `
+deployments:
+  - provider: openai
+    name: ptu
+    baseURL: http://127.0.0.1:9/ptu/openai/v1/
+    apiKey: k
+    priority: 0
+    models: [{ name: gpt-4o, weight: 2 }]
+  - provider: openai
+    name: payg
+    baseURL: http://127.0.0.1:9/payg/openai/v1/
+    apiKey: k
+    priority: \${PAYG_PRIORITY:-1}
+    models: [{ name: gpt-4o }, { name: gpt-4o-mini }]
+${extra}`;
+    const options = parseSwitchboardConfig(yaml(`fallbacks:\n  gpt-4o: [gpt-4o-mini]\n`), {
+      source: 'switchboard.yaml',
+      env: {},
+    });
+    expect(options.deployments[1]!.priority).toBe(1);
+    expect(options.deployments[0]!.models[0]!.weight).toBe(2);
+    expect(options.fallbacks).toEqual({ 'gpt-4o': ['gpt-4o-mini'] });
+    expect(() =>
+      parseSwitchboardConfig(yaml(`fallbacks:\n  gpt-4o: [gpt-4o-nano]\n`), {
+        source: 'switchboard.yaml',
+        env: {},
+      }),
+    ).toThrow(/switchboard\.yaml: fallbacks\.gpt-4o\[0\] 'gpt-4o-nano' is served by no deployment/);
+    expect(() =>
+      parseSwitchboardConfig(yaml(''), { source: 'switchboard.yaml', env: { PAYG_PRIORITY: '-1' } }),
+    ).toThrow(/switchboard\.yaml: deployments\[1\]\.priority must be a non-negative integer/);
+  });
+});
