@@ -63,7 +63,8 @@ export class SwitchboardMetrics {
         "Requests sent to a deployment below its model's most preferred tier (the tiers above were full)",
     });
     this.fallbacks = meter.createCounter('fallbacks', {
-      description: 'Requests a fallback model took because no deployment of the requested one could',
+      description:
+        'Requests a fallback model took because no deployment of the requested one could',
     });
     for (const [model, tiers] of registry.tiers) {
       for (const tier of tiers.slice(1)) {

@@ -156,7 +156,10 @@ ${extra}`;
       }),
     ).toThrow(/switchboard\.yaml: fallbacks\.gpt-4o\[0\] 'gpt-4o-nano' is served by no deployment/);
     expect(() =>
-      parseSwitchboardConfig(yaml(''), { source: 'switchboard.yaml', env: { PAYG_PRIORITY: '-1' } }),
+      parseSwitchboardConfig(yaml(''), {
+        source: 'switchboard.yaml',
+        env: { PAYG_PRIORITY: '-1' },
+      }),
     ).toThrow(/switchboard\.yaml: deployments\[1\]\.priority must be a non-negative integer/);
   });
 });

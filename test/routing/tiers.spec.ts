@@ -29,7 +29,9 @@ describe('priority tiers and weights (selection)', () => {
   const clock = new FakeClock();
   afterEach(() => sb?.close());
 
-  const board = (options: Partial<SwitchboardOptions> & Pick<SwitchboardOptions, 'deployments'>) => {
+  const board = (
+    options: Partial<SwitchboardOptions> & Pick<SwitchboardOptions, 'deployments'>,
+  ) => {
     sb = createSwitchboard({ random: seeded(3), clock: clock.now, ratelimitWindow: 0, ...options });
     return sb;
   };
@@ -119,7 +121,12 @@ describe('priority tiers and weights (selection)', () => {
 
   it('gives weights 3:1 a 3:1 share within ±20 % over 400 selections with unlimited quotas', () => {
     const [a, b] = openaiDeployments(2, MODEL, { tpm: 0, rpm: 0 });
-    board({ deployments: [{ ...a!, weight: 3 }, { ...b!, weight: 1 }] });
+    board({
+      deployments: [
+        { ...a!, weight: 3 },
+        { ...b!, weight: 1 },
+      ],
+    });
     const counts = tally(400);
     const ratio = counts.d0! / counts.d1!;
     expect(ratio).toBeGreaterThanOrEqual(2.4);
@@ -144,7 +151,12 @@ describe('priority tiers and weights (selection)', () => {
 
   it('lets utilization decide between weighted deployments when quotas are set', () => {
     const [a, b] = openaiDeployments(2, MODEL, { tpm: 0, rpm: 100 });
-    board({ deployments: [{ ...a!, weight: 3 }, { ...b!, weight: 1 }] });
+    board({
+      deployments: [
+        { ...a!, weight: 3 },
+        { ...b!, weight: 1 },
+      ],
+    });
     // Charge each pick as a call would: the heavier one cannot take more than its quota.
     const counts = tally(200, () => {
       const d = sb.selectDeployment({ model: MODEL });
