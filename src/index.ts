@@ -13,6 +13,7 @@ export type {
   OpenAIConfig,
   AnthropicConfig,
   DeploymentConfig,
+  RoutingConfig,
   FailoverOptions,
   SwitchboardOptions,
   SwitchboardLogger,
@@ -49,6 +50,7 @@ export type {
 export { SwitchboardHealthIndicator } from './health/switchboard-health.indicator';
 export type {
   ModelHealth,
+  TierHealth,
   SwitchboardHealthDetails,
   SwitchboardHealthOptions,
 } from './health/switchboard-health.indicator';

@@ -123,8 +123,11 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   private readonly policy: FailoverPolicy;
   private readonly metrics: SwitchboardMetrics;
   private readonly hooks: AttemptHooks;
-  /** Per model, its fallbacks in order of preference (chains resolved). */
-  private readonly fallbacks: ReadonlyMap<string, readonly string[]>;
+  /**
+   * Per model with fallbacks, every model its calls may fall back to, in the order they are tried
+   * (`options.fallbacks` with chains followed).
+   */
+  readonly fallbacks: ReadonlyMap<string, readonly string[]>;
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;

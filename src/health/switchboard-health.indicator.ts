@@ -25,6 +25,27 @@ export interface ModelHealth {
   cooling?: Record<string, number>;
   /** Deployments whose TPM or RPM quota is used up until the next usage reset. */
   saturated?: string[];
+  /** With priority tiers: each tier's healthy and configured deployments, most preferred first. */
+  tiers?: TierHealth[];
+  /** Configured fallback models, in the order calls try them. */
+  fallbacks?: string[];
+  /** The fallback model taking this model's calls now: none of its own deployments is healthy. */
+  fallbackInUse?: string;
+}
+
+/**
+ * Health of one priority tier of a model.
+ *
+ * @example
+ * ```ts
+ * const ptu: TierHealth = { priority: 0, healthy: 0, total: 2, deployments: ['ptu-1', 'ptu-2'] };
+ * ```
+ */
+export interface TierHealth {
+  priority: number;
+  healthy: number;
+  total: number;
+  deployments: string[];
 }
 
 /**
@@ -61,7 +82,7 @@ export interface SwitchboardHealthOptions {
 
 /**
  * A `@nestjs/terminus` health indicator: `up` while every model (or every one of `models`) has a
- * healthy deployment, `down` otherwise, with per-model counts, the deployments cooling down and
+ * healthy deployment or a fallback model with one, `down` otherwise, with per-model counts, the deployments cooling down and
  * the state store's health in the details. It never throws: terminus reads the status.
  *
  * Registered and exported by `SwitchboardModule`. Results come from terminus'
@@ -123,8 +144,27 @@ export class SwitchboardHealthIndicator {
           (health.saturated ??= []).push(deployment.name);
         }
       }
+      const tiers = registry.tiers.get(model);
+      if (tiers !== undefined) {
+        health.tiers = tiers.map((tier) => ({
+          priority: tier[0]!.models.get(model)!.priority,
+          healthy: tier.filter((d) => d.models.get(model)!.isHealthy()).length,
+          total: tier.length,
+          deployments: tier.map((d) => d.name),
+        }));
+      }
+      const fallbacks = this.switchboard.fallbacks.get(model);
+      if (fallbacks !== undefined) {
+        health.fallbacks = [...fallbacks];
+        if (health.healthy === 0) {
+          // Calls are still answered, by the first fallback with a healthy deployment.
+          health.fallbackInUse = fallbacks.find((f) =>
+            (registry.pools.get(f) ?? []).some((d) => d.models.get(f)!.isHealthy()),
+          );
+        }
+      }
       models[model] = health;
-      if (health.healthy === 0) down.push(model);
+      if (health.healthy === 0 && health.fallbackInUse === undefined) down.push(model);
     }
     const details: SwitchboardHealthDetails = { models, state: this.stateHealth() };
     const check = this.healthIndicatorService.check(key);
