@@ -5,7 +5,7 @@
  */
 
 /** Sections of a full run, in the order they run. */
-export const SECTIONS = ['report', 'compare', 'select', 'strategies'] as const;
+export const SECTIONS = ['report', 'compare', 'select', 'strategies', 'tiers'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {

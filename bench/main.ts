@@ -10,6 +10,7 @@ import { clientOnly, compare, fixture, originalReport } from './overhead';
 import { selectionScaling } from './selection';
 import { soak } from './soak';
 import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
+import { tiers } from './tiers';
 import { hasGc } from './util';
 
 async function main(): Promise<void> {
@@ -68,6 +69,16 @@ async function main(): Promise<void> {
       inproc: args.inproc,
       setup: { ...DEFAULT_SETUP, timeScale: args.timeScale },
       state: await stateFactory(args),
+    });
+  }
+  if (want('tiers')) {
+    console.log('\n== 5. PTU + PAYG: priority tiers vs a flat pool ==\n');
+    figures.tiers = await tiers({
+      seconds: args.duration,
+      loads: args.smoke ? [0.5, 2] : [0.5, 1, 1.5, 2],
+      seed: args.seed,
+      inproc: args.inproc,
+      window: args.window,
     });
   }
   if (args.soak !== undefined || args.smoke) {

@@ -87,6 +87,10 @@ export interface ScenarioResult {
    * first 429 kept every other replica off; N = each replica found out by itself.
    */
   cooldownSpread: number;
+  /** Per upstream deployment: successful answers and 429s. */
+  byDeployment: Record<string, { ok: number; rateLimited: number }>;
+  /** Seconds the calls arrived over. */
+  elapsed: number;
 }
 
 interface DownEvent {
@@ -147,7 +151,7 @@ export function capacity(
 /** `usageWindow` of the switchboards: `sliding` (the library's default) or `fixed`. */
 export type WindowMode = 'fixed' | 'sliding';
 
-interface RunOptions {
+export interface RunOptions {
   /** `usageWindow` of the switchboards; absent = the library's default (sliding). */
   window?: WindowMode;
   upstreams: Upstreams;
@@ -162,6 +166,8 @@ interface RunOptions {
   sizes: readonly number[];
   meanTokens: number;
   state?: StateFactory;
+  /** `priority` of each deployment by name; absent = one flat pool. */
+  priority?: (deployment: string) => number | undefined;
 }
 
 export async function scenario(o: RunOptions): Promise<ScenarioResult> {
@@ -174,6 +180,7 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
     baseURL: e.openaiBaseURL,
     apiKey: 'bench',
     timeout: 5000,
+    ...(o.priority?.(e.name) !== undefined ? { priority: o.priority(e.name) } : {}),
     models: [
       {
         name: MODEL,
@@ -280,7 +287,9 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
   let upstreamRequests = 0;
   let upstream429 = 0;
   let tokens = 0;
-  for (const s of Object.values(stats)) {
+  const byDeployment: ScenarioResult['byDeployment'] = {};
+  for (const [name, s] of Object.entries(stats)) {
+    byDeployment[name] = { ok: s.ok, rateLimited: s.byStatus[429] ?? 0 };
     upstreamRequests += s.requests;
     upstream429 += s.byStatus[429] ?? 0;
     tokens += s.totalTokens;
@@ -307,6 +316,8 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
     cooldowns: [...downs.values()].reduce((n, l) => n + l.length, 0),
     cooldownEpisodes: episodes.episodes,
     cooldownSpread: episodes.spread,
+    byDeployment,
+    elapsed,
   };
 }
 

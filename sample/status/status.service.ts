@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Switchboard, type ModelStats } from 'nestjs-switchboard';
+import { Switchboard, type Deployment, type ModelStats } from 'nestjs-switchboard';
 import { Simulation } from '../simulation/simulation';
 import { RATE_WINDOW_SECONDS, TrafficService } from './traffic.service';
 
@@ -22,6 +22,9 @@ export interface ModelStatus {
   rpm: Quota;
   /** Requests sent to it since the gateway started (failover attempts included). */
   requests: number;
+  /** Its routing tier for this model (0 = most preferred) and its weight within the tier. */
+  priority: number;
+  weight: number;
 }
 
 export interface DeploymentStatus {
@@ -39,6 +42,14 @@ export interface ModelSummary {
   healthy: number;
   total: number;
   requests: number;
+  /** With priority tiers: per tier, most preferred first. */
+  tiers?: Array<{ priority: number; healthy: number; total: number }>;
+  /** Requests sent to deployments below the most preferred tier: the overflow. */
+  spilled: number;
+  /** Models its calls fall back to, in order. */
+  fallbacks: string[];
+  /** The fallback taking its calls now, when none of its own deployments is healthy. */
+  fallbackInUse?: string;
 }
 
 /** What `GET /switchboard` answers. */
@@ -83,15 +94,42 @@ export class StatusService {
         tpm: { used: Math.round(m.tpmUsage), limit: m.tpm },
         rpm: { used: Math.round(m.rpmUsage), limit: m.rpm },
         requests: this.traffic.requests(d.name, m.name),
+        priority: m.priority,
+        weight: m.weight,
       })),
     }));
-    const models: ModelSummary[] = [...registry.pools].map(([name, pool]) => ({
-      name,
-      provider: pool[0]!.provider,
-      healthy: pool.filter((d) => d.models.get(name)!.isHealthy()).length,
-      total: pool.length,
-      requests: pool.reduce((sum, d) => sum + this.traffic.requests(d.name, name), 0),
-    }));
+    const healthyIn = (model: string, list: readonly Deployment[]) =>
+      list.filter((d) => d.models.get(model)!.isHealthy()).length;
+    const models: ModelSummary[] = [...registry.pools].map(([name, pool]) => {
+      const tiers = registry.tiers.get(name);
+      const fallbacks = [...(this.sb.fallbacks.get(name) ?? [])];
+      const healthy = healthyIn(name, pool);
+      const summary: ModelSummary = {
+        name,
+        provider: pool[0]!.provider,
+        healthy,
+        total: pool.length,
+        requests: pool.reduce((sum, d) => sum + this.traffic.requests(d.name, name), 0),
+        spilled: (tiers ?? [])
+          .slice(1)
+          .flat()
+          .reduce((sum, d) => sum + this.traffic.requests(d.name, name), 0),
+        fallbacks,
+      };
+      if (tiers !== undefined) {
+        summary.tiers = tiers.map((tier) => ({
+          priority: tier[0]!.models.get(name)!.priority,
+          healthy: healthyIn(name, tier),
+          total: tier.length,
+        }));
+      }
+      if (healthy === 0) {
+        summary.fallbackInUse = fallbacks.find(
+          (f) => healthyIn(f, registry.pools.get(f) ?? []) > 0,
+        );
+      }
+      return summary;
+    });
     return {
       simulated: this.simulation.enabled,
       time: Date.now(),

@@ -15,6 +15,8 @@ const STEP = 500;
  * are counts, not timings.
  */
 describe('PTU first, pay-as-you-go takes the overflow', () => {
+  // Hundreds of real HTTP calls: a busy machine may need more than Jest's default 5 s.
+  jest.setTimeout(120_000);
   let upstream: SimulatedUpstream;
   let sb: Switchboard;
   let clock: FakeClock;
@@ -68,17 +70,17 @@ describe('PTU first, pay-as-you-go takes the overflow', () => {
 
   it('sends nothing to pay-as-you-go below the PTU tier capacity (60 % of it)', async () => {
     // 3 calls per 500 ms = 60 per 10 s against 100 per 10 s.
-    const failures = await offer(3, 60);
+    const failures = await offer(3, 30);
     const ptu = upstream.deployment('ptu').stats;
     expect(failures).toBe(0);
-    expect(ptu.ok).toBe(360);
+    expect(ptu.ok).toBe(180);
     expect(ptu.rateLimited).toBe(0);
     expect(upstream.deployment('payg0').stats.requests).toBe(0);
     expect(upstream.deployment('payg1').stats.requests).toBe(0);
   });
 
   it('keeps the PTU tier full at 200 % of its capacity and spills the rest', async () => {
-    const seconds = 60;
+    const seconds = 30;
     // 10 calls per 500 ms = 200 per 10 s against 100 per 10 s.
     const failures = await offer(10, seconds);
     const offered = (10 * seconds * 1000) / STEP;
@@ -105,6 +107,7 @@ describe('PTU first, pay-as-you-go takes the overflow', () => {
 });
 
 describe('weights within a tier over real calls', () => {
+  jest.setTimeout(60_000);
   it('gives weights 3:1 a 3:1 share within ±20 % over 400 calls with unlimited quotas', async () => {
     const upstream = await SimulatedUpstream.start({ deployments: [{ name: 'a' }, { name: 'b' }] });
     const sb = createSwitchboard({

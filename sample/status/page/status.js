@@ -82,6 +82,7 @@
         const name = cell('th', '', d.name);
         name.scope = 'row';
         name.append(cell('span', 'provider', d.provider === 'anthropic' ? 'Anthropic' : 'OpenAI'));
+        const tier = cell('td', 'tier');
         const state = cell('span', 'state');
         const stateCell = cell('td');
         stateCell.append(state);
@@ -100,6 +101,7 @@
         tr.append(
           name,
           cell('td', 'model', m.name),
+          tier,
           stateCell,
           tpm.td,
           rpm.td,
@@ -110,6 +112,7 @@
         );
         body.append(tr);
         rows.set(`${d.name}/${m.name}`, {
+          tier,
           state,
           tpm,
           rpm,
@@ -130,10 +133,21 @@
       const name = cell('th', '', m.name);
       name.scope = 'row';
       const healthy = cell('td', 'healthy');
+      const tiers = cell('td', 'tiers');
+      const spilled = cell('td', 'spilled');
+      const fallbacks = cell('td', 'fallbacks');
       const requests = cell('td', 'requests');
-      tr.append(name, cell('td', '', apiName(m.provider)), healthy, requests);
+      tr.append(
+        name,
+        cell('td', '', apiName(m.provider)),
+        healthy,
+        tiers,
+        spilled,
+        fallbacks,
+        requests,
+      );
       models.append(tr);
-      modelRows.set(m.name, { healthy, requests });
+      modelRows.set(m.name, { healthy, tiers, spilled, fallbacks, requests });
     }
   }
 
@@ -164,6 +178,7 @@
       for (const m of d.models) {
         const row = rows.get(`${d.name}/${m.name}`);
         const state = stateOf(m);
+        row.tier.textContent = m.weight === 1 ? `P${m.priority}` : `P${m.priority} × ${m.weight}`;
         row.state.className = `state ${state.kind}`;
         row.state.textContent = state.text;
         setQuota(row.tpm, m.tpm, 'tokens per minute');
@@ -177,6 +192,15 @@
     for (const m of snapshot.models) {
       const row = modelRows.get(m.name);
       row.healthy.textContent = `${m.healthy} of ${m.total}`;
+      row.tiers.textContent = m.tiers
+        ? m.tiers.map((t) => `P${t.priority}: ${t.healthy} of ${t.total}`).join(' · ')
+        : 'one tier';
+      row.spilled.textContent = m.tiers ? number.format(m.spilled) : '–';
+      row.fallbacks.textContent =
+        m.fallbacks.length === 0
+          ? 'none'
+          : m.fallbacks.join(' → ') + (m.fallbackInUse ? ` (in use: ${m.fallbackInUse})` : '');
+      row.fallbacks.classList.toggle('in-use', !!m.fallbackInUse);
       row.requests.textContent = number.format(m.requests);
     }
     refreshes += 1;
