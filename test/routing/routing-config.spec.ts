@@ -162,4 +162,60 @@ ${extra}`;
       }),
     ).toThrow(/switchboard\.yaml: deployments\[1\]\.priority must be a non-negative integer/);
   });
+
+  it("builds the README's PTU example: the PTU tier first, pay-as-you-go by weight, gpt-4o-mini as fallback", async () => {
+    // ---- README: switchboard.yaml (priority tiers) ----
+    const text = `
+# switchboard.yaml: a PTU deployment first, two pay-as-you-go ones for the overflow, and
+# gpt-4o-mini when no gpt-4o deployment can take a call
+deployments:
+  - provider: openai
+    name: ptu-eastus
+    baseURL: \${AZURE_OPENAI_PTU_ENDPOINT}/openai/v1/
+    apiKey: \${AZURE_OPENAI_PTU_API_KEY}
+    priority: 0
+    models:
+      - { name: gpt-4o, tpm: 300000, rpm: 1800 }
+  - provider: openai
+    name: payg-eastus
+    baseURL: \${AZURE_OPENAI_EASTUS_ENDPOINT}/openai/v1/
+    apiKey: \${AZURE_OPENAI_EASTUS_API_KEY}
+    priority: 1
+    weight: 2 # twice the quota of payg-sweden
+    models:
+      - { name: gpt-4o, tpm: 100000, rpm: 600 }
+      - { name: gpt-4o-mini, tpm: 200000, rpm: 1200, priority: 0 }
+  - provider: openai
+    name: payg-sweden
+    baseURL: \${AZURE_OPENAI_SWEDEN_ENDPOINT}/openai/v1/
+    apiKey: \${AZURE_OPENAI_SWEDEN_API_KEY}
+    priority: 1
+    models:
+      - { name: gpt-4o, tpm: 50000, rpm: 300 }
+fallbacks:
+  gpt-4o: [gpt-4o-mini]
+`;
+    // ---- end of README code ----
+    const env = Object.fromEntries(
+      ['PTU', 'EASTUS', 'SWEDEN'].flatMap((n) => [
+        [`AZURE_OPENAI_${n}_ENDPOINT`, `http://127.0.0.1:9/${n.toLowerCase()}`],
+        [`AZURE_OPENAI_${n}_API_KEY`, 'k'],
+      ]),
+    );
+    const sb = createSwitchboard({
+      ...parseSwitchboardConfig(text, { source: 'switchboard.yaml', env }),
+      ratelimitWindow: 0,
+    });
+    try {
+      expect(sb.registry.tiers.get('gpt-4o')!.map((t) => t.map((d) => d.name))).toEqual([
+        ['ptu-eastus'],
+        ['payg-eastus', 'payg-sweden'],
+      ]);
+      expect(sb.deployments.get('payg-eastus')!.models.get('gpt-4o')!.weight).toBe(2);
+      expect(sb.deployments.get('payg-eastus')!.models.get('gpt-4o-mini')!.priority).toBe(0);
+      expect(sb.fallbacks.get('gpt-4o')).toEqual(['gpt-4o-mini']);
+    } finally {
+      await sb.close();
+    }
+  });
 });
