@@ -227,7 +227,8 @@ export function validateOptions(options: unknown): SwitchboardOptions {
 }
 
 /**
- * Rules that span several deployments (unique names, one provider per model), as lines naming the
+ * Rules that span several deployments (unique names, one provider per model, fallbacks that
+ * exist, fit the API and make no cycle), as lines naming the
  * field path. Run it on options that passed {@link switchboardOptionsSchema}.
  *
  * @example
