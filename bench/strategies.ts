@@ -360,6 +360,9 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
       timeScale: setup.timeScale,
       latency: setup.latency,
       completionTokens: setup.completionTokens,
+      // Callers are modelled as capping output at the answer's size: without it Azure's admission
+      // count reserves its large inferred default per call and the quotas here admit ~2 calls a minute.
+      inferredMaxTokens: setup.completionTokens,
     })),
     o.inproc,
   );

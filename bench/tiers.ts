@@ -68,6 +68,9 @@ export async function tiers(o: TiersOptions): Promise<Record<string, unknown>> {
       timeScale: setup.timeScale,
       latency: setup.latency,
       completionTokens: setup.completionTokens,
+      // Callers are modelled as capping output at the answer's size: without it Azure's admission
+      // count reserves its large inferred default per call and the quotas here admit ~2 calls a minute.
+      inferredMaxTokens: setup.completionTokens,
     })),
     o.inproc,
   );
