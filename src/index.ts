@@ -4,8 +4,24 @@ export type {
   OpenAIRequestOptions,
   AnthropicRequestOptions,
   SwitchboardChatCompletions,
+  SwitchboardResponses,
+  SwitchboardEmbeddings,
   SwitchboardMessages,
+  BuiltinSurfaces,
 } from './switchboard';
+export { defineAdapter } from './providers/adapter';
+export type {
+  ApiAdapter,
+  ApiOperation,
+  AdapterAt,
+  ChainRules,
+  Mounted,
+  PreparedBody,
+  SdkAnswer,
+  Surface,
+  SurfacesOf,
+} from './providers/adapter';
+export type { Admission, TokenUsage } from './quota/admission';
 export { SwitchboardError } from './switchboard.error';
 export type {
   ApiKey,

@@ -47,7 +47,7 @@ const definition = new ConfigurableModuleBuilder<SwitchboardModuleOptions>({
 export const SWITCHBOARD_MODULE_OPTIONS: string = definition.MODULE_OPTIONS_TOKEN as string;
 
 /**
- * @internal The generated base class with `forRoot` / `forRootAsync`.
+ * The generated base class with `forRoot` / `forRootAsync` (public: `SwitchboardModule` extends it).
  *
  * @example
  * ```ts

@@ -1,98 +1,41 @@
 import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import type { Anthropic } from '@anthropic-ai/sdk';
-import type {
-  ExtractParsedContentFromParams as ExtractParsedMessageContent,
-  ParsedMessage,
-} from '@anthropic-ai/sdk/lib/parser';
-import type {
-  Message,
-  MessageCreateParamsBase,
-  MessageCreateParamsNonStreaming,
-  MessageCreateParamsStreaming,
-  RawMessageStreamEvent,
-} from '@anthropic-ai/sdk/resources/messages';
-import type { Stream as AnthropicStream } from '@anthropic-ai/sdk/streaming';
-import type { OpenAI } from 'openai';
-import type { ExtractParsedContentFromParams } from 'openai/lib/parser';
-import type {
-  ChatCompletion,
-  ChatCompletionChunk,
-  ChatCompletionCreateParamsBase,
-  ChatCompletionCreateParamsNonStreaming,
-  ChatCompletionCreateParamsStreaming,
-  ChatCompletionParseParams,
-  ParsedChatCompletion,
-} from 'openai/resources/chat/completions';
-import type { Stream as OpenAIStream } from 'openai/streaming';
 import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
 import { validateOptions } from './config/validate-options';
 import { failover, failoverPolicy, type FailoverPolicy } from './failover/failover';
-import { attempt, type AttemptHooks } from './providers/attempt';
+import type { ApiAdapter, ApiOperation, Surface, SurfacesOf } from './providers/adapter';
+import { attempt, type AttemptHooks, type PreparedRequest } from './providers/attempt';
+import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
+import type { Answer, Deployment, SdkRequestOptions } from './registry/deployment';
 import { resolveFallbacks } from './routing/fallbacks';
 import { routeCall, type Route } from './routing/route-call';
-import type { Deployment, Operation, Provider, SdkRequestOptions } from './registry/deployment';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
+import { ModelState } from './registry/model-state';
 import { Selector } from './selection/selector';
+import { SessionAffinity } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
 import { GenAiTelemetry, type AttemptContext } from './telemetry/gen-ai-telemetry';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
+import type { SessionParams } from './types';
 
-/** The switchboard's own addition to every call's params. */
-export interface SessionParams {
-  /** Calls with the same session id stay on one deployment while it is healthy (prompt caches). */
-  session_id?: string;
-  /** `false`: this call goes to the model it names or fails, whatever `options.fallbacks` says. */
-  fallbacks?: boolean;
-}
+export type { SessionParams } from './types';
+export type { OpenAIRequestOptions } from './providers/openai/openai-deployment';
+export type { AnthropicRequestOptions } from './providers/anthropic/anthropic-deployment';
+export type { SwitchboardChatCompletions } from './providers/openai/chat';
+export type { SwitchboardResponses } from './providers/openai/responses';
+export type { SwitchboardEmbeddings } from './providers/openai/embeddings';
+export type { SwitchboardMessages } from './providers/anthropic/messages';
 
-/** The `openai` client's request options (`signal`, `headers`, `timeout`, ...). */
-export type OpenAIRequestOptions = NonNullable<
-  Parameters<OpenAI['chat']['completions']['create']>[1]
->;
-/** The `@anthropic-ai/sdk` client's request options (`signal`, `headers`, `timeout`, ...). */
-export type AnthropicRequestOptions = NonNullable<Parameters<Anthropic['messages']['create']>[1]>;
+/** The built-in surfaces: `chat.completions`, `responses`, `embeddings`, `messages`. */
+export type BuiltinSurfaces = SurfacesOf<typeof BUILTIN_ADAPTERS>;
 
-/** `sb.chat.completions`: the `openai` client's `chat.completions`, balanced. */
-export interface SwitchboardChatCompletions {
-  create(
-    body: ChatCompletionCreateParamsNonStreaming & SessionParams,
-    options?: OpenAIRequestOptions,
-  ): Promise<ChatCompletion>;
-  create(
-    body: ChatCompletionCreateParamsStreaming & SessionParams,
-    options?: OpenAIRequestOptions,
-  ): Promise<OpenAIStream<ChatCompletionChunk>>;
-  create(
-    body: ChatCompletionCreateParamsBase & SessionParams,
-    options?: OpenAIRequestOptions,
-  ): Promise<OpenAIStream<ChatCompletionChunk> | ChatCompletion>;
-  parse<Params extends ChatCompletionParseParams, ParsedT = ExtractParsedContentFromParams<Params>>(
-    body: Params & SessionParams,
-    options?: OpenAIRequestOptions,
-  ): Promise<ParsedChatCompletion<ParsedT>>;
-}
+/** Names that a mounted surface must not take. */
+const RESERVED = new Set(Object.getOwnPropertyNames(Object.prototype));
 
-/** `sb.messages`: the `@anthropic-ai/sdk` client's `messages`, balanced. */
-export interface SwitchboardMessages {
-  create(
-    body: MessageCreateParamsNonStreaming & SessionParams,
-    options?: AnthropicRequestOptions,
-  ): Promise<Message>;
-  create(
-    body: MessageCreateParamsStreaming & SessionParams,
-    options?: AnthropicRequestOptions,
-  ): Promise<AnthropicStream<RawMessageStreamEvent>>;
-  create(
-    body: MessageCreateParamsBase & SessionParams,
-    options?: AnthropicRequestOptions,
-  ): Promise<AnthropicStream<RawMessageStreamEvent> | Message>;
-  parse<Params extends MessageCreateParamsNonStreaming>(
-    body: Params & SessionParams,
-    options?: AnthropicRequestOptions,
-  ): Promise<ParsedMessage<ExtractParsedMessageContent<Params>>>;
-}
+// The surfaces are built from the adapters at run time; this merge gives them their types.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface Switchboard extends BuiltinSurfaces {}
 
 /**
  * A client-side load balancer over OpenAI / Azure OpenAI and Claude-on-Foundry deployments, called
@@ -112,9 +55,8 @@ export interface SwitchboardMessages {
  * });
  * ```
  */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class Switchboard implements OnModuleInit, OnModuleDestroy {
-  readonly chat: { readonly completions: SwitchboardChatCompletions };
-  readonly messages: SwitchboardMessages;
   /** The deployments, their models and the session map. */
   readonly registry: DeploymentRegistry;
   readonly selector: Selector;
@@ -128,6 +70,14 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
    * (`options.fallbacks` with chains followed).
    */
   readonly fallbacks: ReadonlyMap<string, readonly string[]>;
+  /** Stored response id -> the deployment that created it. */
+  private readonly chains: SessionAffinity;
+  /** Facades by adapter, for {@link surface}. */
+  private readonly surfaces = new Map<ApiAdapter, object>();
+  /** The intermediate objects of mounted paths (`sb.chat`). */
+  private readonly branches = new WeakSet<object>();
+  /** Per deployment, the state that calls without a model (retrievals) report to. */
+  private readonly unmetered = new Map<Deployment, ModelState>();
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;
@@ -150,6 +100,11 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     });
     this.state = options.state ?? memoryState();
     this.policy = failoverPolicy(options.failover);
+    this.chains = new SessionAffinity(options.maxResponses ?? 10_000);
+    // Mounted before anything that needs closing is made: a bad adapter fails the constructor.
+    for (const adapter of [...BUILTIN_ADAPTERS, ...(options.adapters ?? [])]) {
+      this.mount(adapter as ApiAdapter);
+    }
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;
@@ -164,17 +119,8 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       staleSocketRetried: (state) => metrics.retry(state, 'stale_socket'),
       started: (deployment, state, request, context) =>
         genAi.forDeployment(deployment, state.name, request.body, context),
+      observed: () => undefined,
     };
-    this.chat = {
-      completions: {
-        create: (body: object, options?: object) => this.call('openai', 'create', body, options),
-        parse: (body: object, options?: object) => this.call('openai', 'parse', body, options),
-      } as SwitchboardChatCompletions,
-    };
-    this.messages = {
-      create: (body: object, options?: object) => this.call('anthropic', 'create', body, options),
-      parse: (body: object, options?: object) => this.call('anthropic', 'parse', body, options),
-    } as SwitchboardMessages;
   }
 
   /** Deployments by name, in configuration order. */
@@ -268,11 +214,97 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     await this.state.close();
   }
 
-  private call(api: Provider, op: Operation, params: object, options?: object): Promise<unknown> {
+  /**
+   * The facade an adapter mounted on this switchboard (typed by the adapter), for adapters passed
+   * in `options.adapters`.
+   *
+   * @example
+   * ```ts
+   * const sb = createSwitchboard({ deployments, adapters: [moderations] });
+   * await sb.surface(moderations).create({ model: 'omni-moderation-latest', input: 'hi' });
+   * ```
+   */
+  surface<Facade extends object>(adapter: ApiAdapter<Facade, never>): Facade {
+    const facade = this.surfaces.get(adapter as ApiAdapter);
+    if (facade === undefined) {
+      throw new SwitchboardError(
+        `The adapter '${adapter.name}' is not mounted on this switchboard: pass it in options.adapters`,
+      );
+    }
+    return facade as Facade;
+  }
+
+  private mount(adapter: ApiAdapter): void {
+    const where = `sb.${adapter.path.join('.')}`;
+    if (adapter.path.length === 0 || adapter.path.some((k) => typeof k !== 'string' || k === '')) {
+      throw new SwitchboardError(`Adapter '${adapter.name}' needs a path such as ['moderations']`);
+    }
+    let node = this as unknown as Record<string, unknown>;
+    adapter.path.forEach((key, i) => {
+      const taken = RESERVED.has(key) || key in node;
+      if (i === adapter.path.length - 1) {
+        if (taken) {
+          throw new SwitchboardError(
+            `Adapter '${adapter.name}' cannot be mounted at ${where}: that name is taken`,
+          );
+        }
+        const facade = adapter.facade(this.surfaceFor(adapter));
+        node[key] = facade;
+        this.surfaces.set(adapter, facade);
+        return;
+      }
+      if (!taken) node[key] = this.branch();
+      else if (!this.isBranch(node[key])) {
+        throw new SwitchboardError(
+          `Adapter '${adapter.name}' cannot be mounted at ${where}: ${key} is taken`,
+        );
+      }
+      node = node[key] as Record<string, unknown>;
+    });
+  }
+
+  private branch(): object {
+    const b = {};
+    this.branches.add(b);
+    return b;
+  }
+
+  private isBranch(value: unknown): boolean {
+    return typeof value === 'object' && value !== null && this.branches.has(value);
+  }
+
+  private surfaceFor(adapter: ApiAdapter): Surface {
+    const kit = PROVIDERS[adapter.provider];
+    const name = `sb.${adapter.path.join('.')}`;
+    const opFor = (op: string): ApiOperation => {
+      const found = Object.prototype.hasOwnProperty.call(adapter.operations, op)
+        ? adapter.operations[op]
+        : undefined;
+      if (found === undefined) {
+        throw new SwitchboardError(`${name} has no operation '${op}'`);
+      }
+      return found;
+    };
+    return {
+      name,
+      call: (op, body, options) =>
+        kit.promise(this.call(adapter, opFor(op), `${name}.${op}()`, body, options)),
+      callHolding: (op, id, body, options) =>
+        kit.promise(this.callHolding(adapter, opFor(op), id, body, options)),
+    };
+  }
+
+  private call(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    what: string,
+    params: unknown,
+    options: unknown,
+  ): Promise<Answer> {
     try {
-      if (this.closed) throw closedError(api, op);
+      if (this.closed) throw closedError(what);
       if (params === null || typeof params !== 'object') {
-        throw new TypeError(`${describe(api, op)} expects a params object as its first argument`);
+        throw new TypeError(`${what} expects a params object as its first argument`);
       }
       // Copy the params only to take the switchboard's own fields out of them.
       let body = params as Record<string, unknown>;
@@ -290,7 +322,22 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
           `fallbacks must be false (no fallback model for this call) or true, got ${typeof allowFallbacks}`,
         );
       }
-      const pool = this.registry.poolFor(body.model, api);
+      const pool = this.registry.poolFor(body.model);
+      if (pool[0]!.provider !== adapter.provider) throw this.wrongProvider(adapter, body.model);
+      const request = this.prepare(adapter, op, body);
+      const sdkOptions = options as SdkRequestOptions | undefined;
+      const chained = adapter.chain?.refersTo(body);
+      if (chained !== undefined) {
+        return this.pinned(
+          adapter,
+          op,
+          chained,
+          request,
+          sdkOptions,
+          body.model as string,
+          sessionId,
+        );
+      }
       const chain = allowFallbacks === false ? undefined : this.fallbacks.get(body.model as string);
       const lookup = this.state.lookupSession;
       if (
@@ -303,36 +350,71 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
             if (name !== undefined && this.registry.deployments.has(name)) {
               this.registry.sessions.set(sessionId, name);
             }
-            return this.dispatch(op, body, options as SdkRequestOptions, sessionId, pool, chain);
+            return this.dispatch(adapter, op, request, sdkOptions, sessionId, pool, chain);
           },
-          () => this.dispatch(op, body, options as SdkRequestOptions, sessionId, pool, chain),
+          () => this.dispatch(adapter, op, request, sdkOptions, sessionId, pool, chain),
         );
       }
-      return this.dispatch(op, body, options as SdkRequestOptions, sessionId, pool, chain);
+      return this.dispatch(adapter, op, request, sdkOptions, sessionId, pool, chain);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  private dispatch(
-    op: Operation,
+  private prepare(
+    adapter: ApiAdapter,
+    op: ApiOperation,
     body: Record<string, unknown>,
+  ): PreparedRequest {
+    const stream = op.streams ? op.streams(body) : body.stream === true;
+    const metered = op.metered !== false;
+    let charge = 0;
+    if (metered) {
+      const admission = adapter.admission(body);
+      charge = admission.input + admission.output;
+    }
+    const chain = adapter.chain;
+    const track = chain
+      ? (value: unknown, d: Deployment) => {
+          const id = chain.created(value, body);
+          if (id !== undefined) this.rememberResponse(id, d.name);
+        }
+      : undefined;
+    if (stream && adapter.prepareStream) {
+      const prepared = adapter.prepareStream(body);
+      return {
+        body: prepared.body,
+        stream,
+        charge,
+        metered,
+        hideUsageEvents: prepared.hideUsageEvents,
+        track,
+      };
+    }
+    return { body, stream, charge, metered, hideUsageEvents: false, track };
+  }
+
+  private dispatch(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    request: PreparedRequest,
     options: SdkRequestOptions | undefined,
     sessionId: string | undefined,
     pool: readonly Deployment[],
     fallbacks?: readonly string[],
-  ): Promise<unknown> {
+  ): Promise<Answer> {
     if (fallbacks !== undefined) {
-      return this.dispatchWithFallbacks(op, body, options, sessionId, pool, fallbacks);
+      return this.dispatchWithFallbacks(adapter, op, request, options, sessionId, pool, fallbacks);
     }
-    const model = body.model as string;
+    const model = request.body.model as string;
     const first = this.registry.select(model, sessionId);
     if (sessionId !== undefined) this.state.rememberSession?.(sessionId, first.name);
     const promise = attempt(
       first,
       first.models.get(model)!,
+      adapter,
       op,
-      first.prepare(body),
+      request,
       options,
       this.hooks,
     );
@@ -351,8 +433,9 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
           return attempt(
             d,
             d.models.get(model)!,
+            adapter,
             op,
-            d.prepare(body),
+            request,
             options,
             this.hooks,
             context,
@@ -371,25 +454,39 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
 
   /** {@link dispatch} for a model with fallbacks: each attempt is routed by {@link routeCall}. */
   private dispatchWithFallbacks(
-    op: Operation,
-    body: Record<string, unknown>,
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    request: PreparedRequest,
     options: SdkRequestOptions | undefined,
     sessionId: string | undefined,
     pool: readonly Deployment[],
     fallbacks: readonly string[],
-  ): Promise<unknown> {
-    const model = body.model as string;
+  ): Promise<Answer> {
+    const model = request.body.model as string;
     const tried = new Set<Deployment>();
-    const next = (): Promise<unknown> => {
+    let last: Route | undefined;
+    let context: AttemptContext = { attempt: 1 };
+    const next = (): Promise<Answer> => {
       const route = this.fallbackRoute(model, fallbacks, sessionId, tried);
       tried.add(route.deployment);
+      last = route;
       if (sessionId !== undefined) this.state.rememberSession?.(sessionId, route.deployment.name);
-      return this.attemptRoute(route, model, op, body, options);
+      return this.attemptRoute(route, model, adapter, op, request, options, context);
     };
     const promise = next();
     if (this.policy.attempts <= 1) return promise;
     return promise.catch((error: unknown) =>
-      failover(error, next, this.policy, pool[0]!.errors, options?.signal),
+      failover(
+        error,
+        next,
+        this.policy,
+        pool[0]!.errors,
+        options?.signal,
+        (n, _delay, reason) => {
+          context = { attempt: n, failoverReason: reason };
+          if (last) this.metrics.retry(last.deployment.models.get(last.model)!, reason);
+        },
+      ),
     );
   }
 
@@ -413,21 +510,162 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   private attemptRoute(
     route: Route,
     requested: string,
-    op: Operation,
-    body: Record<string, unknown>,
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    request: PreparedRequest,
     options: SdkRequestOptions | undefined,
-  ): Promise<unknown> {
+    context: AttemptContext,
+  ): Promise<Answer> {
     const { deployment, model } = route;
     const state = deployment.models.get(model)!;
     if (model === requested) {
-      return attempt(deployment, state, op, deployment.prepare(body), options, this.hooks);
+      return attempt(deployment, state, adapter, op, request, options, this.hooks, context);
     }
     const metrics = this.metrics;
     const hooks: AttemptHooks = {
+      ...this.hooks,
       sent: (s) => metrics.request(s, requested),
-      failed: this.hooks.failed,
     };
-    return attempt(deployment, state, op, deployment.prepare({ ...body, model }), options, hooks);
+    const body = { ...request.body, model };
+    return attempt(deployment, state, adapter, op, { ...request, body }, options, hooks, context);
+  }
+
+  /** `retrieve(id)` and the like: to the deployment holding `id`, unmetered. */
+  private callHolding(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    id: unknown,
+    body: Record<string, unknown>,
+    options: unknown,
+  ): Promise<Answer> {
+    try {
+      if (this.closed) throw closedError(`sb.${adapter.path.join('.')}`);
+      if (typeof id !== 'string' || id === '') {
+        throw new TypeError(
+          `sb.${adapter.path.join('.')} expects an id string as its first argument`,
+        );
+      }
+      const request = this.prepare(adapter, op, body);
+      return this.pinned(
+        adapter,
+        op,
+        id,
+        request,
+        options as SdkRequestOptions,
+        undefined,
+        undefined,
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * A call that builds on (or reads) the stored object `id`: it goes to the deployment that
+   * created it, or fails with a {@link SwitchboardError} naming the id. Never to another
+   * deployment, which would answer 404; so no failover either.
+   */
+  private pinned(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    id: string,
+    request: PreparedRequest,
+    options: SdkRequestOptions | undefined,
+    model: string | undefined,
+    sessionId: string | undefined,
+  ): Promise<Answer> {
+    const known = this.chains.get(id);
+    const lookup = this.state.lookupResponse;
+    if (known !== undefined || !lookup) {
+      return this.sendPinned(adapter, op, id, known, request, options, model, sessionId);
+    }
+    return lookup.call(this.state, id).then(
+      (name) => {
+        if (name !== undefined && this.registry.deployments.has(name)) this.chains.set(id, name);
+        return this.sendPinned(adapter, op, id, name, request, options, model, sessionId);
+      },
+      () => this.sendPinned(adapter, op, id, undefined, request, options, model, sessionId),
+    );
+  }
+
+  private sendPinned(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    id: string,
+    holder: string | undefined,
+    request: PreparedRequest,
+    options: SdkRequestOptions | undefined,
+    model: string | undefined,
+    sessionId: string | undefined,
+  ): Promise<Answer> {
+    try {
+      let d = holder === undefined ? undefined : this.registry.deployments.get(holder);
+      if (d === undefined) {
+        // Where only one deployment could have created it, that one holds it.
+        const candidates =
+          model !== undefined
+            ? this.registry.poolFor(model)
+            : [...this.registry.deployments.values()].filter(
+                (x) => x.provider === adapter.provider,
+              );
+        if (candidates.length !== 1) {
+          throw new SwitchboardError(
+            `No deployment is known to hold ${id}: it was not created through this switchboard, or it ` +
+              `has been forgotten (maxResponses). It is not sent to another deployment, which would answer 404.`,
+          );
+        }
+        d = candidates[0]!;
+      }
+      if (model === undefined) {
+        return attempt(d, this.unmeteredState(d), adapter, op, request, options, this.hooks);
+      }
+      const state = d.models.get(model);
+      if (state === undefined) {
+        throw new SwitchboardError(
+          `${id} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
+        );
+      }
+      if (!state.isHealthy()) {
+        const why = state.isCooling()
+          ? `is cooling down for ${Math.ceil(state.cooldownRemaining / 1000)} s`
+          : 'is at its quota';
+        throw new SwitchboardError(
+          `${id} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
+        );
+      }
+      if (sessionId !== undefined) {
+        this.registry.sessions.set(sessionId, d.name);
+        this.state.rememberSession?.(sessionId, d.name);
+      }
+      return attempt(d, state, adapter, op, request, options, this.hooks);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private rememberResponse(id: string, deployment: string): void {
+    this.chains.set(id, deployment);
+    this.state.rememberResponse?.(id, deployment);
+  }
+
+  private unmeteredState(d: Deployment): ModelState {
+    let state = this.unmetered.get(d);
+    if (state === undefined) {
+      // Not in the deployment's models: what happens to it changes no model's health.
+      state = new ModelState({ name: '(unmetered)' }, d.name, this.clock);
+      this.unmetered.set(d, state);
+    }
+    return state;
+  }
+
+  private wrongProvider(adapter: ApiAdapter, model: unknown): SwitchboardError {
+    const provider = this.registry.models.get(model as string)!;
+    const right = [...this.surfaces.keys()]
+      .filter((a) => a.provider === provider)
+      .map((a) => `sb.${a.path.join('.')}.create()`);
+    return new SwitchboardError(
+      `${String(model)} is served by ${provider} deployments only and cannot take a sb.${adapter.path.join('.')} call: use ${right.join(' or ')}`,
+    );
   }
 }
 
@@ -458,13 +696,9 @@ function resolveSelector(options: SwitchboardOptions): Selector {
   return s as Selector;
 }
 
-function closedError(api: Provider, op: Operation): SwitchboardError {
+function closedError(what: string): SwitchboardError {
   return new SwitchboardError(
-    `switchboard is closed: ${describe(api, op)} was called after close() (or the Nest application's close()). ` +
+    `switchboard is closed: ${what} was called after close() (or the Nest application's close()). ` +
       'Make calls before closing, or build a new switchboard with createSwitchboard() for further calls.',
   );
-}
-
-function describe(api: Provider, op: Operation): string {
-  return api === 'openai' ? `sb.chat.completions.${op}()` : `sb.messages.${op}()`;
 }

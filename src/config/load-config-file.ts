@@ -42,6 +42,7 @@ const CODE_ONLY_KEYS: Readonly<Record<string, string>> = {
   selector: 'selector: MySelector',
   state: 'state: redisState({ url })',
   logger: 'logger: myLogger',
+  adapters: 'adapters: [myAdapter]',
   clock: 'clock: () => Date.now()',
   random: 'random: Math.random',
 };
@@ -63,6 +64,7 @@ const NUMERIC_KEYS = new Set([
   'defaultReservation',
   'priority',
   'weight',
+  'maxResponses',
 ]);
 
 const REFERENCE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$\{/g;

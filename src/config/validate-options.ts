@@ -153,6 +153,24 @@ export const switchboardOptionsSchema = z.strictObject({
     .int({ error: 'must be a positive integer' })
     .positive({ error: 'must be a positive integer' })
     .optional(),
+  maxResponses: z
+    .number({ error: 'must be a positive integer' })
+    .int({ error: 'must be a positive integer' })
+    .positive({ error: 'must be a positive integer' })
+    .optional(),
+  adapters: z
+    .array(
+      z.custom<unknown>(
+        (v) =>
+          typeof v === 'object' &&
+          v !== null &&
+          Array.isArray((v as { path?: unknown }).path) &&
+          typeof (v as { facade?: unknown }).facade === 'function',
+        { error: 'must be an API adapter (an object with a path and a facade function)' },
+      ),
+      { error: 'must be a list of API adapters' },
+    )
+    .optional(),
   state: z
     .custom<unknown>((v) => typeof v === 'object' && v !== null, {
       error: 'must be a state store such as memoryState() or redisState({ url })',

@@ -1,17 +1,8 @@
 import type { ProviderErrors } from '../registry/deployment';
 import { SwitchboardError } from '../switchboard.error';
+import type { FailureReason } from '../types';
 
-/** Why an attempt failed, as failure metrics and logs name it. */
-export type FailureReason =
-  | 'rate_limit'
-  | 'connection'
-  | 'timeout'
-  | 'aborted'
-  | 'server_error'
-  | 'malformed_response'
-  | 'client_error'
-  | 'switchboard'
-  | 'other';
+export type { FailureReason } from '../types';
 
 /** What a failed attempt means for the deployment and for the call. */
 export interface Verdict {

@@ -11,7 +11,7 @@ import {
   timer,
   type Observable,
 } from 'rxjs';
-import type { FailoverOptions } from '../config/switchboard-options';
+import type { FailoverOptions } from '../types';
 import type { ProviderErrors } from '../registry/deployment';
 import { classify, type FailureReason } from './classify';
 

@@ -4,17 +4,14 @@ import {
   isMalformedResponse,
   type FailureReason,
 } from '../failover/classify';
-import type {
-  Deployment,
-  Operation,
-  PreparedRequest,
-  SdkRequestOptions,
-} from '../registry/deployment';
+import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import { retryStaleSocket } from '../failover/stale-socket';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
+import type { TokenUsage as Usage } from '../quota/admission';
+import type { ApiAdapter, ApiOperation, SdkAnswer } from './adapter';
 
 /** What an attempt reports back to its switchboard. */
 export interface AttemptHooks {
@@ -29,13 +26,67 @@ export interface AttemptHooks {
     request: PreparedRequest,
     context: AttemptContext,
   ): AttemptTrace | undefined;
+  /** The headers of every answer from the upstream, errors included (rate-limit anchoring). */
+  observed(state: ModelState, headers: Headers): void;
 }
+
+/** A request made ready for one surface, with what it is charged before it is sent. */
+export interface PreparedRequest {
+  body: Record<string, unknown>;
+  stream: boolean;
+  /** Tokens charged up front: admission input + output (0 for unmetered calls). */
+  charge: number;
+  /** Whether the call uses the model's quota at all. */
+  metered: boolean;
+  /** The switchboard asked for usage the caller did not: hide the usage-only events. */
+  hideUsageEvents: boolean;
+  /** Sees the answer, or each stream event, of the attempt that succeeded (response ids). */
+  track?: (value: unknown, deployment: Deployment) => void;
+}
+
+const NO_OPTIONS: Record<string, never> = Object.freeze({}) as Record<string, never>;
+
+/** Headers that describe the wire body, not the JSON a replayed body carries. */
+const BODY_HEADERS = ['content-length', 'content-encoding', 'transfer-encoding'];
+
+/**
+ * The answer of the attempt that succeeded. The switchboard reads every JSON body for its
+ * accounting, so `response` (what `asResponse()` and `withResponse()` give) is then a copy with
+ * the upstream's status and headers and the parsed JSON as its body, built only when asked for.
+ * A stream's response is the upstream's own: its body is read as the stream is.
+ */
+class Answered implements Answer {
+  readonly options = NO_OPTIONS;
+  private replayed: Response | undefined;
+
+  constructor(
+    readonly data: unknown,
+    private readonly raw: Response,
+  ) {}
+
+  get response(): Response {
+    if (!this.raw.bodyUsed) return this.raw;
+    if (this.replayed === undefined) {
+      const headers = new Headers(this.raw.headers);
+      for (const name of BODY_HEADERS) headers.delete(name);
+      this.replayed = new Response(JSON.stringify(this.data), {
+        status: this.raw.status,
+        statusText: this.raw.statusText,
+        headers,
+      });
+    }
+    return this.replayed;
+  }
+}
+
+const totalOf = (usage: Usage): number => usage.input + usage.output;
 
 /**
  * One request to one deployment, with its accounting:
- * - before anything is awaited, 1 request and the preflight estimate are charged, so concurrent
+ * - before anything is awaited, 1 request and the admission charge are spent, so concurrent
  *   calls see them;
- * - the answer's real usage replaces the estimate (for streams, as usage events arrive);
+ * - the answer's real usage replaces the charge (for streams, as usage events arrive);
+ * - the headers of the answer (or of the error) go to `hooks.observed`;
  * - the deadline is the switchboard's own, so a timeout is always reported as the SDK's
  *   `APIConnectionTimeoutError`, whatever the SDK made of the abort;
  * - a request lost to a stale pooled socket is sent once more at once, on the same deployment,
@@ -45,13 +96,15 @@ export interface AttemptHooks {
 export function attempt(
   deployment: Deployment,
   state: ModelState,
-  op: Operation,
+  adapter: ApiAdapter,
+  op: ApiOperation,
   request: PreparedRequest,
   options: SdkRequestOptions | undefined,
   hooks: AttemptHooks,
   context: AttemptContext = FIRST_ATTEMPT,
-): Promise<unknown> {
-  state.spend(request.estimate, 1);
+): Promise<Answer> {
+  const metered = request.metered;
+  if (metered) state.spend(request.charge, 1);
   hooks.sent(state);
   const trace = hooks.started?.(deployment, state, request, context);
 
@@ -80,6 +133,10 @@ export function attempt(
   ) as SdkRequestOptions;
 
   const fail = (error: unknown, charged: number): Error => {
+    const headers = (error as { headers?: unknown } | null)?.headers;
+    if (headers && typeof (headers as Headers).get === 'function') {
+      hooks.observed(state, headers as Headers);
+    }
     const translated = translate(deployment, error, caller, timedOut);
     const verdict = classify(translated, deployment.errors);
     if (charged !== 0) state.spend(-charged);
@@ -93,62 +150,79 @@ export function attempt(
     trace?.failed(translated, verdict.reason);
     return translated;
   };
+  const charge = metered ? request.charge : 0;
 
-  return new Promise<unknown>((resolve, reject) => {
+  return new Promise<Answer>((resolve, reject) => {
     const timer = setTimeout(() => {
       timedOut = true;
       if (controller) controller.abort();
       else if (!settled) {
         settled = true;
-        // Nothing was produced: the estimate goes back, the request stays counted.
-        reject(fail(undefined, request.estimate));
+        // Nothing was produced: the charge goes back, the request stays counted.
+        reject(fail(undefined, charge));
       }
     }, deadline);
     const release = () => {
       clearTimeout(timer);
       if (caller) caller.removeEventListener('abort', onCallerAbort);
     };
-    let sent: Promise<unknown>;
+    let sent: Promise<SdkAnswer>;
     try {
       sent = retryStaleSocket(
-        () => deployment.send(op, request.body, sdkOptions),
+        () => op.send(deployment.client, request.body, sdkOptions),
         () => !settled && !timedOut && !caller?.aborted,
         () => hooks.staleSocketRetried?.(state),
       );
     } catch (error) {
       release();
       settled = true;
-      reject(fail(error, request.estimate));
+      reject(fail(error, charge));
       return;
     }
     sent.then(
-      (result) => {
+      (answer) => {
         if (settled) {
           // Timed out just before the headers came: close the stream nobody will read.
-          if (request.stream) (result as { controller?: AbortController }).controller?.abort();
+          if (request.stream) (answer.data as { controller?: AbortController }).controller?.abort();
           return;
         }
         settled = true;
+        hooks.observed(state, answer.response.headers);
         if (request.stream) {
           clearTimeout(timer);
-          resolve(
-            accountedStream(deployment, state, result, request, caller, release, fail, trace),
+          const data = accountedStream(
+            deployment,
+            state,
+            adapter,
+            answer.data,
+            request,
+            caller,
+            release,
+            fail,
+            trace,
           );
+          resolve(new Answered(data, answer.response));
           return;
         }
         release();
-        const used = deployment.usageOf(result);
-        if (used !== undefined && used !== request.estimate) state.spend(used - request.estimate);
+        if (metered) {
+          const usage = adapter.usage(answer.data);
+          if (usage !== undefined) {
+            const used = totalOf(usage);
+            if (used !== charge) state.spend(used - charge);
+          }
+        }
         state.recordSuccess();
-        trace?.response(result);
-        resolve(result);
+        trace?.response(answer.data);
+        if (request.track) request.track(answer.data, deployment);
+        resolve(new Answered(answer.data, answer.response));
       },
       (error: unknown) => {
         if (settled) return;
         settled = true;
         release();
-        // Nothing was produced: the estimate goes back, the request stays counted.
-        reject(fail(error, request.estimate));
+        // Nothing was produced: the charge goes back, the request stays counted.
+        reject(fail(error, charge));
       },
     );
   });
@@ -156,12 +230,13 @@ export function attempt(
 
 /**
  * Wraps the SDK's stream in the SDK's own `Stream` class: usage is charged as events report it
- * (only the increase each time), the usage chunk the caller did not ask for is hidden, and a
+ * (only the change each time), usage-only events the caller did not ask for are hidden, and a
  * dropped connection marks the model down and reaches the consumer as `APIConnectionError`.
  */
 function accountedStream(
   deployment: Deployment,
   state: ModelState,
+  adapter: ApiAdapter,
   source: unknown,
   request: PreparedRequest,
   caller: AbortSignal | undefined,
@@ -170,18 +245,25 @@ function accountedStream(
   trace: AttemptTrace | undefined,
 ): unknown {
   const stream = source as AsyncIterable<unknown> & { controller: AbortController };
-  let charged = request.estimate;
-  const memo = { input: 0 };
+  const streamUsage = request.metered ? adapter.streamUsage : undefined;
+  const track = request.track;
+  let charged = request.metered ? request.charge : 0;
+  const memo: Usage = { input: 0, output: 0 };
   async function* iterate(): AsyncGenerator<unknown> {
     try {
       for await (const event of stream) {
-        const total = deployment.streamUsage(event, memo);
-        if (total !== undefined && total !== charged) {
-          state.spend(total - charged);
-          charged = total;
+        if (streamUsage) {
+          const usage = streamUsage.call(adapter, event, memo);
+          if (usage !== undefined) {
+            const total = totalOf(usage);
+            if (total !== charged) {
+              state.spend(total - charged);
+              charged = total;
+            }
+          }
         }
-        trace?.event(event);
-        if (request.hideUsageChunk && deployment.isUsageChunk(event)) continue;
+        if (track) track(event, deployment);
+        if (request.hideUsageEvents && adapter.isUsageEvent?.(event)) continue;
         yield event;
       }
       if (!caller?.aborted) state.recordSuccess();

@@ -24,3 +24,30 @@ export function contentLength(content: unknown): number {
   }
   return n;
 }
+
+/**
+ * Characters of text in a Responses or embeddings `input`: a string, a list of strings, token
+ * arrays (a token counts as 4 characters, so chars / 4 gives it back), or input items with a
+ * `content` or `output`.
+ */
+export function inputLength(input: unknown): number {
+  if (typeof input === 'string') return input.length;
+  if (!Array.isArray(input)) return 0;
+  let n = 0;
+  for (const item of input) {
+    if (typeof item === 'string') n += item.length;
+    else if (typeof item === 'number') n += 4;
+    else if (Array.isArray(item)) n += inputLength(item);
+    else if (item !== null && typeof item === 'object') {
+      const { content, output } = item as { content?: unknown; output?: unknown };
+      n += contentLength(content);
+      if (typeof output === 'string') n += output.length;
+    }
+  }
+  return n;
+}
+
+/** A non-negative token count from a request field, 0 when absent or not a number. */
+export function tokenField(value: unknown): number {
+  return typeof value === 'number' && value > 0 ? value : 0;
+}

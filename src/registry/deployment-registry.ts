@@ -1,6 +1,6 @@
-import type { DeploymentConfig, SwitchboardLogger } from '../config/switchboard-options';
-import { AnthropicDeployment } from '../providers/anthropic/anthropic-deployment';
-import { OpenAIDeployment } from '../providers/openai/openai-deployment';
+import type { DeploymentConfig, SwitchboardLogger } from '../types';
+import { PROVIDERS } from '../providers/index';
+import type { ProviderKit } from '../providers/provider-kit';
 import { hasRoom } from '../routing/room';
 import { chooseInTiers, tiersOf } from '../routing/tiers';
 import { SessionAffinity } from '../selection/session-affinity';
@@ -116,7 +116,7 @@ export class DeploymentRegistry {
    * The deployments serving `model` through `api`, or a {@link SwitchboardError} that says why
    * there are none.
    */
-  poolFor(model: unknown, api?: Provider): readonly Deployment[] {
+  poolFor(model: unknown): readonly Deployment[] {
     if (typeof model !== 'string' || model === '') {
       throw new SwitchboardError('model is required: pass the model name as `model`');
     }
@@ -125,15 +125,6 @@ export class DeploymentRegistry {
       const known = [...this.pools.keys()].join(', ');
       throw new SwitchboardError(
         `No deployments available for ${model} (configured models: ${known})`,
-      );
-    }
-    if (api !== undefined && pool[0]!.provider !== api) {
-      const [right, wrong] =
-        api === 'openai'
-          ? ['sb.messages.create()', 'a chat completions call']
-          : ['sb.chat.completions.create()', 'a messages call'];
-      throw new SwitchboardError(
-        `${model} is served by ${pool[0]!.provider} deployments only and cannot take ${wrong}: use ${right}`,
       );
     }
     return pool;
@@ -271,9 +262,8 @@ function build(
   index: number,
 ): Deployment {
   try {
-    return config.provider === 'openai'
-      ? new OpenAIDeployment(config, models)
-      : new AnthropicDeployment(config, models);
+    const kit = PROVIDERS[config.provider] as ProviderKit;
+    return kit.deployment(config, models);
   } catch (err) {
     // The SDK constructors throw on missing credentials; their message names environment
     // variables, ours names the field.

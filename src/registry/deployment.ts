@@ -1,11 +1,11 @@
 import { inspect, type InspectOptions } from 'node:util';
+import type { Provider } from '../types';
 import type { ModelState } from './model-state';
 
-/** Which API a deployment speaks. */
-export type Provider = 'openai' | 'anthropic';
+export type { Provider } from '../types';
 
-/** The SDK call a switchboard call maps to. */
-export type Operation = 'create' | 'parse';
+/** The name of an SDK method a switchboard call maps to (`create`, `parse`, `retrieve`, ...). */
+export type Operation = string;
 
 /** The SDK's own error classes, so errors the switchboard raises look like the SDK's. */
 export interface ProviderErrors {
@@ -29,13 +29,16 @@ export interface SdkRequestOptions {
   [key: string]: unknown;
 }
 
-/** A request body made ready for the SDK, with its preflight token estimate. */
-export interface PreparedRequest {
-  body: Record<string, unknown>;
-  stream: boolean;
-  estimate: number;
-  /** The switchboard asked for usage the caller did not: hide the usage-only chunk. */
-  hideUsageChunk: boolean;
+/**
+ * What a successful attempt resolves with: the SDK's parsed data and the raw `Response` it came
+ * from. Shaped as the SDKs' `APIPromise` expects its response props, so the SDK's own class can
+ * wrap it without another copy.
+ */
+export interface Answer {
+  data: unknown;
+  response: Response;
+  /** Always empty: what the SDKs' `APIPromise` reads its tracing options from. */
+  options: Record<string, never>;
 }
 
 /**
@@ -63,32 +66,11 @@ export abstract class Deployment {
   /** @internal The SDK's error classes. */
   abstract readonly errors: ProviderErrors;
 
-  /** @internal Split the switchboard's fields off, add what accounting needs, estimate tokens. */
-  abstract prepare(body: Record<string, unknown>): PreparedRequest;
-
-  /** @internal Send through the SDK client. */
-  abstract send(
-    op: Operation,
-    body: Record<string, unknown>,
-    options: SdkRequestOptions,
-  ): Promise<unknown>;
-
-  /** @internal Total tokens a non-streaming response reports, if any. */
-  abstract usageOf(result: unknown): number | undefined;
-
-  /**
-   * @internal Cumulative total tokens as of this stream event, if the event tells. `memo` keeps
-   * what earlier events of the same stream said.
-   */
-  abstract streamUsage(event: unknown, memo: { input: number }): number | undefined;
+  /** @internal The SDK client (typed by each provider's subclass). */
+  abstract readonly client: unknown;
 
   /** @internal Build the SDK's own `Stream` over an iterator. */
   abstract makeStream(iterator: () => AsyncIterator<unknown>, controller: AbortController): unknown;
-
-  /** @internal Whether a stream event is the usage-only chunk the caller did not ask for. */
-  isUsageChunk(_event: unknown): boolean {
-    return false;
-  }
 
   toString(): string {
     return `Deployment(${this.name})`;

@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../config/switchboard-options';
+import type { ModelConfig } from '../types';
 import type { Admission, ChargePolicy, TokenUsage } from '../quota/admission';
 import { QuotaLimit, type LimitName } from '../quota/quota-limit';
 import { readRateLimits, type HeaderSource, type ReportedLimit } from '../quota/rate-limit-headers';

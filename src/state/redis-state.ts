@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { SwitchboardLogger } from '../config/switchboard-options';
+import type { SwitchboardLogger } from '../types';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelEvent, ModelState } from '../registry/model-state';
 import { SessionAffinity } from '../selection/session-affinity';

@@ -1,5 +1,5 @@
 import type { DeploymentRegistry } from '../registry/deployment-registry';
-import type { SwitchboardLogger } from '../config/switchboard-options';
+import type { SwitchboardLogger } from '../types';
 
 /**
  * How a state store is doing, for health checks.
@@ -34,7 +34,8 @@ export interface StateContext {
 
 /**
  * Where usage, cooldowns and sessions live beyond one switchboard instance. The call path never
- * waits for a store, except {@link lookupSession} on a session the local map does not know.
+ * waits for a store, except {@link lookupSession} on a session the local map does not know (and
+ * {@link lookupResponse} on a response id it does not know).
  *
  * @example
  * ```ts
@@ -58,6 +59,13 @@ export interface StateStore {
   lookupSession?(sessionId: string): Promise<string | undefined>;
   /** Publish a session's deployment; called on every call with a session, so it must be cheap. */
   rememberSession?(sessionId: string, deployment: string): void;
+  /** Find the deployment that created a stored response this instance has not seen. */
+  lookupResponse?(responseId: string): Promise<string | undefined>;
+  /**
+   * Publish which deployment created a stored response (Responses API), so that calls chained on
+   * it from any instance reach it; called once per stored response, so it must be cheap.
+   */
+  rememberResponse?(responseId: string, deployment: string): void;
   /** Current health of the store. */
   health(): StateStoreHealth;
   /** Stop syncing and release connections; idempotent. */

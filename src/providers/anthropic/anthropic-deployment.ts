@@ -1,16 +1,11 @@
 import Anthropic from '@anthropic-ai/sdk';
+import { APIPromise } from '@anthropic-ai/sdk/core/api-promise';
 import { Stream } from '@anthropic-ai/sdk/streaming';
 import { AnthropicFoundry } from '@anthropic-ai/foundry-sdk';
-import type { AnthropicConfig } from '../../config/switchboard-options';
-import {
-  Deployment,
-  type Operation,
-  type PreparedRequest,
-  type ProviderErrors,
-  type SdkRequestOptions,
-} from '../../registry/deployment';
+import { Deployment, type Answer, type ProviderErrors } from '../../registry/deployment';
 import type { ModelState } from '../../registry/model-state';
-import { contentLength, textLength } from '../text-length';
+import type { AnthropicConfig } from '../../types';
+import type { ProviderKit } from '../provider-kit';
 
 const ERRORS: ProviderErrors = {
   APIError: Anthropic.APIError,
@@ -18,11 +13,6 @@ const ERRORS: ProviderErrors = {
   APIConnectionTimeoutError: Anthropic.APIConnectionTimeoutError,
   APIUserAbortError: Anthropic.APIUserAbortError,
 };
-
-interface Usage {
-  input_tokens?: number | null;
-  output_tokens?: number | null;
-}
 
 /**
  * A Claude deployment on Azure AI Foundry, reached through `@anthropic-ai/foundry-sdk` (a string
@@ -36,6 +26,7 @@ interface Usage {
  */
 export class AnthropicDeployment extends Deployment {
   readonly provider = 'anthropic' as const;
+  /** @internal */
   readonly errors = ERRORS;
   /** The SDK client for this deployment (built with `maxRetries: 0`). */
   readonly client: AnthropicFoundry;
@@ -53,40 +44,22 @@ export class AnthropicDeployment extends Deployment {
     });
   }
 
-  prepare(body: Record<string, unknown>): PreparedRequest {
-    const chars = textLength(body.messages) + contentLength(body.system);
-    return {
-      body,
-      stream: body.stream === true,
-      estimate: Math.ceil(chars / 4),
-      hideUsageChunk: false,
-    };
-  }
-
-  send(op: Operation, body: Record<string, unknown>, options: SdkRequestOptions): Promise<unknown> {
-    const messages = this.client.messages as unknown as Record<
-      Operation,
-      (b: unknown, o: unknown) => Promise<unknown>
-    >;
-    return messages[op](body, options);
-  }
-
-  usageOf(result: unknown): number | undefined {
-    const usage = (result as { usage?: Usage }).usage;
-    return usage ? (usage.input_tokens ?? 0) + (usage.output_tokens ?? 0) : undefined;
-  }
-
-  streamUsage(event: unknown, memo: { input: number }): number | undefined {
-    const e = event as { type?: string; message?: { usage?: Usage }; usage?: Usage };
-    let usage: Usage | undefined;
-    if (e.type === 'message_start') usage = e.message?.usage;
-    else if (e.type === 'message_delta') usage = e.usage;
-    if (!usage) return undefined;
-    if (usage.input_tokens != null) memo.input = usage.input_tokens;
-    return memo.input + (usage.output_tokens ?? 0);
-  }
-
+  /** @internal */
   makeStream(iterator: () => AsyncIterator<unknown>, controller: AbortController): unknown {
     return new Stream(iterator, controller, this.client);
   }
 }
+
+const dataOf = (_client: unknown, props: unknown) => (props as Answer).data;
+
+/** @internal The `@anthropic-ai/sdk` provider: its deployments and its `APIPromise`. */
+export const anthropicProvider: ProviderKit<AnthropicConfig> = {
+  errors: ERRORS,
+  deployment: (config, models) => new AnthropicDeployment(config, models),
+  // The client argument only reaches the parse function (which reads the answer alone) and the
+  // SDK's tracing, which runs only for calls that carry a span: these never do.
+  promise: (answer) => new APIPromise(null as never, answer as never, dataOf as never),
+};
+
+/** The `@anthropic-ai/sdk` client's request options (`signal`, `headers`, `timeout`, ...). */
+export type AnthropicRequestOptions = NonNullable<Parameters<Anthropic['messages']['create']>[1]>;

@@ -1,15 +1,10 @@
 import OpenAI from 'openai';
+import { APIPromise } from 'openai/core/api-promise';
 import { Stream } from 'openai/streaming';
-import type { OpenAIConfig } from '../../config/switchboard-options';
-import {
-  Deployment,
-  type Operation,
-  type PreparedRequest,
-  type ProviderErrors,
-  type SdkRequestOptions,
-} from '../../registry/deployment';
+import { Deployment, type Answer, type ProviderErrors } from '../../registry/deployment';
 import type { ModelState } from '../../registry/model-state';
-import { textLength } from '../text-length';
+import type { OpenAIConfig } from '../../types';
+import type { ProviderKit } from '../provider-kit';
 
 const ERRORS: ProviderErrors = {
   APIError: OpenAI.APIError,
@@ -17,10 +12,6 @@ const ERRORS: ProviderErrors = {
   APIConnectionTimeoutError: OpenAI.APIConnectionTimeoutError,
   APIUserAbortError: OpenAI.APIUserAbortError,
 };
-
-interface Usage {
-  usage?: { total_tokens?: number } | null;
-}
 
 /**
  * An OpenAI or Azure OpenAI (v1) deployment, reached through the official `openai` client.
@@ -33,6 +24,7 @@ interface Usage {
  */
 export class OpenAIDeployment extends Deployment {
   readonly provider = 'openai' as const;
+  /** @internal */
   readonly errors = ERRORS;
   /** The SDK client for this deployment (built with `maxRetries: 0`). */
   readonly client: OpenAI;
@@ -47,44 +39,23 @@ export class OpenAIDeployment extends Deployment {
     });
   }
 
-  prepare(body: Record<string, unknown>): PreparedRequest {
-    const estimate = Math.ceil(textLength(body.messages) / 4);
-    const stream = body.stream === true;
-    if (!stream) return { body, stream, estimate, hideUsageChunk: false };
-    const streamOptions = body.stream_options as { include_usage?: boolean } | null | undefined;
-    if (streamOptions?.include_usage !== undefined) {
-      return { body, stream, estimate, hideUsageChunk: false };
-    }
-    return {
-      body: { ...body, stream_options: { ...streamOptions, include_usage: true } },
-      stream,
-      estimate,
-      hideUsageChunk: true,
-    };
-  }
-
-  send(op: Operation, body: Record<string, unknown>, options: SdkRequestOptions): Promise<unknown> {
-    const completions = this.client.chat.completions as unknown as Record<
-      Operation,
-      (b: unknown, o: unknown) => Promise<unknown>
-    >;
-    return completions[op](body, options);
-  }
-
-  usageOf(result: unknown): number | undefined {
-    return (result as Usage).usage?.total_tokens;
-  }
-
-  streamUsage(event: unknown): number | undefined {
-    return (event as Usage).usage?.total_tokens ?? undefined;
-  }
-
-  override isUsageChunk(event: unknown): boolean {
-    const chunk = event as { choices?: unknown[]; usage?: unknown };
-    return chunk.usage != null && Array.isArray(chunk.choices) && chunk.choices.length === 0;
-  }
-
+  /** @internal */
   makeStream(iterator: () => AsyncIterator<unknown>, controller: AbortController): unknown {
     return new Stream(iterator, controller, this.client);
   }
 }
+
+const dataOf = (_client: unknown, props: unknown) => (props as Answer).data;
+
+/** @internal The `openai` provider: its deployments and its `APIPromise`. */
+export const openaiProvider: ProviderKit<OpenAIConfig> = {
+  errors: ERRORS,
+  deployment: (config, models) => new OpenAIDeployment(config, models),
+  // The client argument only reaches the parse function, and this one reads the answer alone.
+  promise: (answer) => new APIPromise(null as never, answer as never, dataOf as never),
+};
+
+/** The `openai` client's request options (`signal`, `headers`, `timeout`, ...). */
+export type OpenAIRequestOptions = NonNullable<
+  Parameters<OpenAI['chat']['completions']['create']>[1]
+>;

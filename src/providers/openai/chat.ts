@@ -1,0 +1,154 @@
+import type { OpenAI } from 'openai';
+import type { APIPromise } from 'openai/core/api-promise';
+import type { Stream } from 'openai/core/streaming';
+import type { RunnerOptions } from 'openai/lib/AbstractChatCompletionRunner';
+import {
+  ChatCompletionRunner,
+  type ChatCompletionToolRunnerParams,
+} from 'openai/lib/ChatCompletionRunner';
+import {
+  ChatCompletionStream,
+  type ChatCompletionStreamParams,
+} from 'openai/lib/ChatCompletionStream';
+import {
+  ChatCompletionStreamingRunner,
+  type ChatCompletionStreamingToolRunnerParams,
+} from 'openai/lib/ChatCompletionStreamingRunner';
+import type { ExtractParsedContentFromParams } from 'openai/lib/parser';
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionCreateParamsBase,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionParseParams,
+  ParsedChatCompletion,
+} from 'openai/resources/chat/completions';
+import type { TokenUsage as Usage } from '../../quota/admission';
+import type { SessionParams } from '../../types';
+import { defineAdapter } from '../adapter';
+import { textLength, tokenField } from '../text-length';
+import type { OpenAIRequestOptions } from './openai-deployment';
+
+/** `sb.chat.completions`: the `openai` client's `chat.completions`, balanced. */
+export interface SwitchboardChatCompletions {
+  create(
+    body: ChatCompletionCreateParamsNonStreaming & SessionParams,
+    options?: OpenAIRequestOptions,
+  ): APIPromise<ChatCompletion>;
+  create(
+    body: ChatCompletionCreateParamsStreaming & SessionParams,
+    options?: OpenAIRequestOptions,
+  ): APIPromise<Stream<ChatCompletionChunk>>;
+  create(
+    body: ChatCompletionCreateParamsBase & SessionParams,
+    options?: OpenAIRequestOptions,
+  ): APIPromise<Stream<ChatCompletionChunk> | ChatCompletion>;
+  parse<Params extends ChatCompletionParseParams, ParsedT = ExtractParsedContentFromParams<Params>>(
+    body: Params & SessionParams,
+    options?: OpenAIRequestOptions,
+  ): APIPromise<ParsedChatCompletion<ParsedT>>;
+  /** The SDK's `ChatCompletionStream` over a balanced streaming call. */
+  stream<
+    Params extends ChatCompletionStreamParams,
+    ParsedT = ExtractParsedContentFromParams<Params>,
+  >(
+    body: Params & SessionParams,
+    options?: OpenAIRequestOptions,
+  ): ChatCompletionStream<ParsedT>;
+  /** The SDK's tool runner; every turn is a balanced call (the same session keeps one deployment). */
+  runTools<
+    Params extends ChatCompletionToolRunnerParams<never>,
+    ParsedT = ExtractParsedContentFromParams<Params>,
+  >(
+    body: Params & SessionParams,
+    options?: RunnerOptions,
+  ): ChatCompletionRunner<ParsedT>;
+  runTools<
+    Params extends ChatCompletionStreamingToolRunnerParams<never>,
+    ParsedT = ExtractParsedContentFromParams<Params>,
+  >(
+    body: Params & SessionParams,
+    options?: RunnerOptions,
+  ): ChatCompletionStreamingRunner<ParsedT>;
+}
+
+interface ChatUsage {
+  usage?: {
+    prompt_tokens?: number;
+    completion_tokens?: number;
+    prompt_tokens_details?: { cached_tokens?: number } | null;
+  } | null;
+}
+
+function usageOf(value: unknown): Usage | undefined {
+  const usage = (value as ChatUsage).usage;
+  if (!usage) return undefined;
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  return {
+    input: usage.prompt_tokens ?? 0,
+    output: usage.completion_tokens ?? 0,
+    ...(cached ? { cacheRead: cached } : {}),
+  };
+}
+
+/**
+ * Chat Completions (`POST /chat/completions`) on OpenAI and Azure OpenAI deployments.
+ *
+ * @example
+ * ```ts
+ * await sb.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] });
+ * ```
+ */
+export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>()({
+  name: 'chat.completions',
+  path: ['chat', 'completions'],
+  provider: 'openai',
+  operations: {
+    create: {
+      send: (client, body, options) =>
+        client.chat.completions.create(body as never, options as never).withResponse(),
+    },
+    parse: {
+      send: (client, body, options) =>
+        client.chat.completions.parse(body as never, options as never).withResponse(),
+    },
+  },
+  admission(body) {
+    const n = typeof body.n === 'number' && body.n > 1 ? body.n : 1;
+    return {
+      input: Math.ceil(textLength(body.messages) / 4),
+      output: tokenField(body.max_completion_tokens ?? body.max_tokens) * n,
+    };
+  },
+  usage: usageOf,
+  streamUsage: (event) => usageOf(event),
+  prepareStream(body) {
+    const streamOptions = body.stream_options as { include_usage?: boolean } | null | undefined;
+    if (streamOptions?.include_usage !== undefined) return { body, hideUsageEvents: false };
+    return {
+      body: { ...body, stream_options: { ...streamOptions, include_usage: true } },
+      hideUsageEvents: true,
+    };
+  },
+  isUsageEvent(event) {
+    const chunk = event as { choices?: unknown[]; usage?: unknown };
+    return chunk.usage != null && Array.isArray(chunk.choices) && chunk.choices.length === 0;
+  },
+  facade(surface) {
+    const create = (body: unknown, options?: unknown) => surface.call('create', body, options);
+    // The SDK's helpers call `client.chat.completions.create()`: given this one, every request
+    // they make is balanced and accounted.
+    const client = { chat: { completions: { create } } } as unknown as OpenAI;
+    return {
+      create,
+      parse: (body: unknown, options?: unknown) => surface.call('parse', body, options),
+      stream: (body: ChatCompletionStreamParams, options?: OpenAIRequestOptions) =>
+        ChatCompletionStream.createChatCompletion(client, body, options),
+      runTools: (body: { stream?: boolean | null }, options?: RunnerOptions) =>
+        body.stream
+          ? ChatCompletionStreamingRunner.runTools(client, body as never, options)
+          : ChatCompletionRunner.runTools(client, body as never, options),
+    } as unknown as SwitchboardChatCompletions;
+  },
+});

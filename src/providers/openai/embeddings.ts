@@ -1,0 +1,47 @@
+import type { OpenAI } from 'openai';
+import type { APIPromise } from 'openai/core/api-promise';
+import type { CreateEmbeddingResponse, EmbeddingCreateParams } from 'openai/resources/embeddings';
+import type { SessionParams } from '../../types';
+import { defineAdapter } from '../adapter';
+import { inputLength } from '../text-length';
+import type { OpenAIRequestOptions } from './openai-deployment';
+
+/** `sb.embeddings`: the `openai` client's `embeddings`, balanced. */
+export interface SwitchboardEmbeddings {
+  /** The SDK's own call: vectors come back as numbers, base64 decoded as the SDK does. */
+  create(
+    body: EmbeddingCreateParams & SessionParams,
+    options?: OpenAIRequestOptions,
+  ): APIPromise<CreateEmbeddingResponse>;
+}
+
+/**
+ * Embeddings (`POST /embeddings`) on OpenAI and Azure OpenAI deployments. A batch counts as the
+ * tokens of all its inputs.
+ *
+ * @example
+ * ```ts
+ * const { data } = await sb.embeddings.create({ model: 'text-embedding-3-small', input: ['a', 'b'] });
+ * ```
+ */
+export const embeddings = defineAdapter<SwitchboardEmbeddings, OpenAI>()({
+  name: 'embeddings',
+  path: ['embeddings'],
+  provider: 'openai',
+  operations: {
+    create: {
+      streams: () => false,
+      send: (client, body, options) =>
+        client.embeddings.create(body as never, options as never).withResponse(),
+    },
+  },
+  admission: (body) => ({ input: Math.ceil(inputLength(body.input) / 4), output: 0 }),
+  usage(data) {
+    const usage = (data as { usage?: { prompt_tokens?: number } | null }).usage;
+    return usage ? { input: usage.prompt_tokens ?? 0, output: 0 } : undefined;
+  },
+  facade: (surface) =>
+    ({
+      create: (body: unknown, options?: unknown) => surface.call('create', body, options),
+    }) as unknown as SwitchboardEmbeddings,
+});

@@ -1,0 +1,19 @@
+import type { Answer, Deployment, ProviderErrors } from '../registry/deployment';
+import type { ModelState } from '../registry/model-state';
+import type { DeploymentConfig } from '../types';
+
+/**
+ * What the switchboard needs of one provider (one SDK): its deployments, its error classes, and
+ * its `APIPromise` class around a switchboard call.
+ *
+ * @example
+ * ```ts
+ * const d = openaiProvider.deployment(config, models);
+ * ```
+ */
+export interface ProviderKit<Config extends DeploymentConfig = DeploymentConfig> {
+  errors: ProviderErrors;
+  deployment(config: Config, models: ReadonlyMap<string, ModelState>): Deployment;
+  /** The SDK's own `APIPromise` over the answer of the attempt that succeeded. */
+  promise(answer: Promise<Answer>): Promise<unknown>;
+}

@@ -1,0 +1,188 @@
+import type { LoggerService } from '@nestjs/common';
+
+/*
+ * Plain configuration and data types. This module imports nothing of the library's own, so every
+ * other module can import it without forming a cycle.
+ */
+
+/**
+ * One model served by a deployment, with its quota.
+ *
+ * @example
+ * ```ts
+ * const model: ModelConfig = { name: 'gpt-4o-mini', tpm: 30_000, rpm: 300 };
+ * ```
+ */
+export interface ModelConfig {
+  /** Model (or Azure deployment) name that callers pass as `model`. */
+  name: string;
+  /** Tokens per minute this deployment allows for the model; 0 or absent = unlimited. */
+  tpm?: number;
+  /** Requests per minute this deployment allows for the model; 0 or absent = unlimited. */
+  rpm?: number;
+  /**
+   * Input tokens per minute (Claude on Foundry counts input, cache writes included, apart from
+   * output); 0 or absent = not limited apart, unless the upstream's headers report a limit.
+   */
+  itpm?: number;
+  /** Output tokens per minute (Claude on Foundry), reserved from `max_tokens` at admission. */
+  otpm?: number;
+  /** How long (ms) the model is avoided after a 429 or a dropped connection. Default 10 000. */
+  cooldown?: number;
+  /** Overrides the deployment's `priority` for this model: its tier, 0 = most preferred. */
+  priority?: number;
+  /** Overrides the deployment's `weight` for this model within its tier. */
+  weight?: number;
+}
+
+/**
+ * Where a deployment stands in its model's routing: `priority` picks the tier (lower is preferred;
+ * the next tier only takes what the ones before cannot), `weight` shares traffic within a tier.
+ *
+ * @example
+ * ```ts
+ * const ptu: RoutingConfig = { priority: 0 }; // provisioned throughput: keep it full
+ * const payg: RoutingConfig = { priority: 1, weight: 2 }; // takes the overflow
+ * ```
+ */
+export interface RoutingConfig {
+  /** Tier of the deployment, a non-negative integer; 0 (the default) is the most preferred. */
+  priority?: number;
+  /** Share of traffic within its tier against the other deployments there; positive, default 1. */
+  weight?: number;
+}
+
+/** An API key, or a function that returns a fresh one (for Microsoft Entra ID tokens). */
+export type ApiKey = string | (() => Promise<string>);
+
+/**
+ * An OpenAI or Azure OpenAI (v1 API) deployment.
+ *
+ * @example
+ * ```ts
+ * const east: OpenAIConfig = {
+ *   provider: 'openai',
+ *   name: 'east',
+ *   baseURL: 'https://east.openai.azure.com/openai/v1/',
+ *   apiKey: process.env.AZURE_OPENAI_API_KEY,
+ *   models: [{ name: 'gpt-4o-mini', tpm: 30_000, rpm: 300 }],
+ * };
+ * ```
+ */
+export interface OpenAIConfig extends RoutingConfig {
+  provider: 'openai';
+  /** Unique name of the deployment; shows in stats, logs and metrics. */
+  name: string;
+  /** Azure: `https://<resource>.openai.azure.com/openai/v1/`; absent = api.openai.com. */
+  baseURL?: string;
+  apiKey?: ApiKey;
+  /** Per-request deadline in ms (the SDK's `timeout`). Default 30 000. */
+  timeout?: number;
+  models: ModelConfig[];
+}
+
+/**
+ * A Claude deployment on Azure AI Foundry (Anthropic Messages API).
+ *
+ * @example
+ * ```ts
+ * const foundry: AnthropicConfig = {
+ *   provider: 'anthropic',
+ *   name: 'foundry1',
+ *   resource: 'my-foundry-resource',
+ *   apiKey: process.env.FOUNDRY_API_KEY,
+ *   models: [{ name: 'claude-sonnet-5', tpm: 30_000, rpm: 300 }],
+ * };
+ * ```
+ */
+export interface AnthropicConfig extends RoutingConfig {
+  provider: 'anthropic';
+  name: string;
+  /** Foundry resource: requests go to `https://<resource>.services.ai.azure.com/anthropic/`. */
+  resource?: string;
+  /** Wins over `resource` (proxies, tests). One of the two is required. */
+  baseURL?: string;
+  /** A string is sent as `x-api-key`; a function's token is sent as `Authorization: Bearer`. */
+  apiKey?: ApiKey;
+  timeout?: number;
+  models: ModelConfig[];
+}
+
+/** Either kind of deployment. */
+export type DeploymentConfig = OpenAIConfig | AnthropicConfig;
+
+/**
+ * When and how a failed call moves to another deployment.
+ *
+ * @example
+ * ```ts
+ * const failover: FailoverOptions = {
+ *   attempts: 3,
+ *   delay: (_err, attempt) => 100 * attempt,
+ *   onRetry: (attempt, delay, reason) => logger.warn(`attempt ${attempt} in ${delay} ms (${reason})`),
+ * };
+ * ```
+ */
+export interface FailoverOptions {
+  /** Total attempts per call, the first included. Default 2; 1 disables failover. */
+  attempts?: number;
+  /** Wait before each further attempt, in ms, or a function of the error and attempt number (2, 3, ...). Default 0. */
+  delay?: number | ((error: unknown, attempt: number) => number);
+  /** Replaces the default decision of which errors are worth another attempt. */
+  retryIf?: (error: unknown) => boolean;
+  /**
+   * Told of each further attempt of a call before its wait begins: the attempt's number (2, 3,
+   * ...), the wait in ms, why the previous attempt failed, and its error. For logs and metrics;
+   * it must not throw (an exception would fail the call).
+   */
+  onRetry?: (attempt: number, delay: number, reason: FailureReason, error: unknown) => void;
+}
+
+/**
+ * Waiting for room instead of failing fast when no deployment of a model has room for a call.
+ *
+ * @example
+ * ```ts
+ * const queue: QueueOptions = { maxWait: 5_000, maxQueued: 1_000 };
+ * ```
+ */
+export interface QueueOptions {
+  /** Longest wait in ms; past it the call fails with the SDK's `RateLimitError`. */
+  maxWait: number;
+  /** Most calls waiting per model; one more fails at once. Default: no bound. */
+  maxQueued?: number;
+}
+
+/** Where log lines go; Nest's `Logger` fits. */
+export type SwitchboardLogger = Pick<LoggerService, 'log' | 'warn' | 'error'> &
+  Partial<Pick<LoggerService, 'debug' | 'verbose'>>;
+
+/** Why an attempt failed, as failure metrics and logs name it. */
+export type FailureReason =
+  | 'rate_limit'
+  | 'connection'
+  | 'timeout'
+  | 'aborted'
+  | 'server_error'
+  | 'malformed_response'
+  | 'client_error'
+  | 'switchboard'
+  | 'other';
+
+/** Which SDK family a deployment speaks. */
+export type Provider = 'openai' | 'anthropic';
+
+/**
+ * The switchboard's own addition to every call's params.
+ *
+ * @example
+ * ```ts
+ * await sb.chat.completions.create({ model: 'gpt-4o-mini', messages, session_id: 'user-42' });
+ * ```
+ */
+export interface SessionParams {
+  /** Calls with the same session id stay on one deployment while it is healthy (prompt caches). */
+  session_id?: string;
+  /** `false`: this call goes to the model it names or fails, whatever `options.fallbacks` says. */
+  fallbacks?: boolean;
+}
