@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { redisState } from '../src';
 import { parseArgs, type BenchArgs } from './cli';
 import { clientOnly, compare, fixture, originalReport } from './overhead';
+import { perSurface } from './surfaces';
 import { selectionScaling } from './selection';
 import { soak } from './soak';
 import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
@@ -45,6 +46,8 @@ async function main(): Promise<void> {
         figures.compare = await compare(args, fx);
         console.log('\n-- 2b. The same, client CPU only (canned answers, no sockets) --\n');
         figures.clientOnly = await clientOnly(args);
+        console.log('\n-- 2c. Overhead per API surface (canned answers, no sockets) --\n');
+        figures.surfaces = await perSurface(args);
       }
     } finally {
       await fx.close();

@@ -1,0 +1,273 @@
+/**
+ * Section 2c: the switchboard's cost per call on each API surface, against the same call on a
+ * plain SDK client. Both sides' clients get a `fetch` that answers at once with a canned body, so
+ * what is measured is the SDK's own work and the switchboard's on top: the synchronous part of a
+ * call (what the original calls the overhead per request) and CPU per call, in alternating rounds
+ * with a forced collection before each.
+ */
+import type Anthropic from '@anthropic-ai/sdk';
+import { AnthropicFoundry } from '@anthropic-ai/foundry-sdk';
+import OpenAI from 'openai';
+import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../src';
+import type { BenchArgs } from './cli';
+import { fixed, gc, median, quantile, quietLogger, table } from './util';
+
+const GPT = 'gpt-4o-mini';
+const EMBED = 'text-embedding-3-small';
+const CLAUDE = 'claude-sonnet-5';
+
+const json = (body: unknown) => {
+  const text = JSON.stringify(body);
+  return (): Promise<Response> =>
+    Promise.resolve(
+      new Response(text, {
+        status: 200,
+        headers: {
+          'content-type': 'application/json',
+          'x-request-id': 'req_1',
+          'request-id': 'req_1',
+        },
+      }),
+    );
+};
+
+const vector = Buffer.from(new Float32Array(64).map((_, i) => i / 64).buffer).toString('base64');
+
+const CANNED: Record<string, () => Promise<Response>> = {
+  chat: json({
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 0,
+    model: GPT,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: 'A fact.', refusal: null },
+        finish_reason: 'stop',
+        logprobs: null,
+      },
+    ],
+    usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
+  }),
+  responses: json({
+    id: 'resp_1',
+    object: 'response',
+    created_at: 0,
+    status: 'completed',
+    model: GPT,
+    output: [
+      {
+        type: 'message',
+        id: 'msg_1',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: 'A fact.', annotations: [] }],
+      },
+    ],
+    usage: { input_tokens: 11, output_tokens: 3, total_tokens: 14 },
+  }),
+  embeddings: json({
+    object: 'list',
+    model: EMBED,
+    data: [{ object: 'embedding', index: 0, embedding: vector }],
+    usage: { prompt_tokens: 5, total_tokens: 5 },
+  }),
+  messages: json({
+    id: 'msg_1',
+    type: 'message',
+    role: 'assistant',
+    model: CLAUDE,
+    content: [{ type: 'text', text: 'A fact.' }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: 11, output_tokens: 3 },
+  }),
+};
+
+const question = (i: number) => `Can you tell me a fact about the number ${i}?`;
+
+interface SurfaceCase {
+  name: string;
+  sb: (sb: Switchboard, i: number) => Promise<unknown>;
+  direct: (i: number) => Promise<unknown>;
+}
+
+/** Section 2c, per surface: sync µs and CPU µs per call, switchboard vs direct. */
+export async function perSurface(args: BenchArgs): Promise<Record<string, unknown>> {
+  const n = args.deployments;
+  const openaiBase = 'http://127.0.0.1:9/v1/';
+  const foundryBase = 'http://127.0.0.1:9/anthropic/';
+  const deployments: DeploymentConfig[] = [];
+  for (let i = 0; i < n; i++) {
+    deployments.push({
+      provider: 'openai',
+      name: `oai_${i}`,
+      baseURL: openaiBase,
+      apiKey: 'bench',
+      models: [
+        { name: GPT, tpm: 30_000, rpm: 300 },
+        { name: EMBED, tpm: 30_000, rpm: 300 },
+      ],
+    });
+    deployments.push({
+      provider: 'anthropic',
+      name: `claude_${i}`,
+      baseURL: foundryBase,
+      apiKey: 'bench',
+      models: [{ name: CLAUDE, tpm: 30_000, rpm: 300 }],
+    });
+  }
+  const sb = createSwitchboard({ deployments, usageWindow: args.window, logger: quietLogger() });
+  // Route each client's requests to the canned answer of the surface called (bench only).
+  const route = (url: string): (() => Promise<Response>) =>
+    url.includes('/chat/completions')
+      ? CANNED.chat!
+      : url.includes('/responses')
+        ? CANNED.responses!
+        : url.includes('/embeddings')
+          ? CANNED.embeddings!
+          : CANNED.messages!;
+  const fetch = (url: string | URL | Request) => route(String(url))();
+  for (const d of sb.deployments.values()) {
+    (d as unknown as { client: { fetch: unknown } }).client.fetch = fetch;
+  }
+  const oai = Array.from(
+    { length: n },
+    () =>
+      new OpenAI({ baseURL: openaiBase, apiKey: 'bench', maxRetries: 0, timeout: 30_000, fetch }),
+  );
+  const claude = Array.from(
+    { length: n },
+    () =>
+      new AnthropicFoundry({
+        baseURL: foundryBase,
+        resource: null,
+        apiKey: 'bench',
+        maxRetries: 0,
+        timeout: 30_000,
+        fetch,
+      }) as unknown as Anthropic,
+  );
+  const cases: SurfaceCase[] = [
+    {
+      name: 'chat.completions.create',
+      sb: (s, i) =>
+        s.chat.completions.create({
+          model: GPT,
+          messages: [{ role: 'user', content: question(i) }],
+        }),
+      direct: (i) =>
+        oai[i % n]!.chat.completions.create({
+          model: GPT,
+          messages: [{ role: 'user', content: question(i) }],
+        }),
+    },
+    {
+      name: 'responses.create',
+      sb: (s, i) => s.responses.create({ model: GPT, input: question(i) }),
+      direct: (i) => oai[i % n]!.responses.create({ model: GPT, input: question(i) }),
+    },
+    {
+      name: 'embeddings.create',
+      sb: (s, i) => s.embeddings.create({ model: EMBED, input: question(i) }),
+      direct: (i) => oai[i % n]!.embeddings.create({ model: EMBED, input: question(i) }),
+    },
+    {
+      name: 'messages.create',
+      sb: (s, i) =>
+        s.messages.create({
+          model: CLAUDE,
+          max_tokens: 64,
+          messages: [{ role: 'user', content: question(i) }],
+        }),
+      direct: (i) =>
+        claude[i % n]!.messages.create({
+          model: CLAUDE,
+          max_tokens: 64,
+          messages: [{ role: 'user', content: question(i) }],
+        }),
+    },
+  ];
+  const rounds = Math.max(4, args.rounds * 2);
+  const perRound = args.requests;
+  const out: Record<string, unknown> = { rounds, requests: perRound };
+  const rows: string[][] = [];
+  try {
+    for (const c of cases) {
+      const cpu = { switchboard: [] as number[], direct: [] as number[] };
+      const sync = { switchboard: [] as number[], direct: [] as number[] };
+      const run = async (which: 'switchboard' | 'direct', record: boolean) => {
+        sb.resetUsage();
+        gc();
+        const c0 = process.cpuUsage();
+        const t0 = performance.now();
+        const all: Array<Promise<unknown>> = new Array(perRound);
+        for (let i = 0; i < perRound; i++)
+          all[i] = which === 'switchboard' ? c.sb(sb, i) : c.direct(i);
+        const t1 = performance.now();
+        await Promise.all(all);
+        const used = process.cpuUsage(c0);
+        if (!record) return;
+        cpu[which].push((used.user + used.system) / perRound);
+        sync[which].push(((t1 - t0) / perRound) * 1000);
+      };
+      await run('switchboard', false);
+      await run('direct', false);
+      for (let k = 0; k < rounds; k++) {
+        for (const which of k % 2 === 0
+          ? (['switchboard', 'direct'] as const)
+          : (['direct', 'switchboard'] as const)) {
+          await run(which, true);
+        }
+      }
+      const ratios = cpu.switchboard.map((v, k) => v / cpu.direct[k]!);
+      const figures = {
+        syncUs: {
+          switchboard: median(sync.switchboard),
+          direct: median(sync.direct),
+          difference: median(sync.switchboard.map((v, k) => v - sync.direct[k]!)),
+        },
+        cpuUs: {
+          switchboard: median(cpu.switchboard),
+          direct: median(cpu.direct),
+          difference: median(cpu.switchboard.map((v, k) => v - cpu.direct[k]!)),
+          ratio: median(ratios),
+          ratioQ1: quantile(ratios, 0.25),
+          ratioQ3: quantile(ratios, 0.75),
+        },
+      };
+      out[c.name] = figures;
+      rows.push([
+        c.name,
+        fixed(figures.syncUs.switchboard, 2),
+        fixed(figures.syncUs.direct, 2),
+        `${figures.syncUs.difference >= 0 ? '+' : ''}${fixed(figures.syncUs.difference, 2)}`,
+        fixed(figures.cpuUs.switchboard, 1),
+        fixed(figures.cpuUs.direct, 1),
+        `${figures.cpuUs.difference >= 0 ? '+' : ''}${fixed(figures.cpuUs.difference, 1)}`,
+        `${fixed(figures.cpuUs.ratio, 3)} (${fixed(figures.cpuUs.ratioQ1, 3)}-${fixed(figures.cpuUs.ratioQ3, 3)})`,
+      ]);
+    }
+  } finally {
+    await sb.close();
+  }
+  console.log(
+    `${rounds} rounds per side and surface of ${perRound} calls, alternating, forced GC before each; canned answers, no sockets.`,
+  );
+  console.log(
+    table(
+      [
+        'surface (median per round)',
+        'sync µs sb',
+        'sync µs direct',
+        'sync diff',
+        'CPU µs sb',
+        'CPU µs direct',
+        'CPU diff',
+        'CPU ratio (IQR)',
+      ],
+      rows,
+    ),
+  );
+  return out;
+}
