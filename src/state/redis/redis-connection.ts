@@ -1,28 +1,9 @@
 import { peerRequire } from '../../runtime/peer-require';
 import { SwitchboardError } from '../../switchboard.error';
+import type { RedisClientLike } from './redis-client';
 import type { ResolvedRedisOptions } from './redis-options';
 
-/**
- * The part of an `ioredis` client (`Redis` or `Cluster`) that {@link redisState} uses, so that the
- * switchboard's types do not require `ioredis` to be installed.
- *
- * @example
- * ```ts
- * import Redis from 'ioredis';
- * const client: RedisClientLike = new Redis(process.env.REDIS_URL!);
- * ```
- */
-export interface RedisClientLike {
-  /** `ready` while commands can be sent. */
-  readonly status: string;
-  eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
-  get(key: string): Promise<string | null>;
-  set(key: string, value: string, px: 'PX', milliseconds: number): Promise<unknown>;
-  on(event: 'error' | 'ready' | 'close', listener: (...args: unknown[]) => void): unknown;
-  off(event: 'error' | 'ready' | 'close', listener: (...args: unknown[]) => void): unknown;
-  quit(): Promise<unknown>;
-  disconnect(): void;
-}
+export type { RedisClientLike } from './redis-client';
 
 /**
  * How a store gets its client: a function that makes (or hands over) the connection when the

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { describeIssues } from '../../config/validate-options';
 import { SwitchboardError } from '../../switchboard.error';
-import type { RedisClientLike } from './redis-connection';
+import type { RedisClientLike } from './redis-client';
 
 /**
  * Options of {@link redisState}: one of `url` or `client`.
