@@ -1,9 +1,8 @@
 import OpenAI from 'openai';
-import { attempt, type AttemptHooks } from '../../src/providers/attempt';
+import type { ApiAdapter, ApiOperation, SdkAnswer } from '../../src/providers/adapter';
+import { attempt, type AttemptHooks, type PreparedRequest } from '../../src/providers/attempt';
 import {
   Deployment,
-  type Operation,
-  type PreparedRequest,
   type ProviderErrors,
   type SdkRequestOptions,
 } from '../../src/registry/deployment';
@@ -33,6 +32,8 @@ class HandDeployment extends Deployment {
   readonly provider = 'openai' as const;
   readonly errors = ERRORS;
   readonly sent: Sent[] = [];
+  /** The adapter's operation gets this as its client. */
+  readonly client: HandDeployment = this;
 
   constructor(timeout: number) {
     const models = new Map([[MODEL, new ModelState({ name: MODEL }, 'hand', () => 0)]]);
@@ -43,33 +44,44 @@ class HandDeployment extends Deployment {
     return this.models.get(MODEL)!;
   }
 
-  prepare(body: Record<string, unknown>): PreparedRequest {
-    return { body, stream: false, estimate: 10, hideUsageChunk: false };
-  }
-
-  send(
-    _op: Operation,
-    _body: Record<string, unknown>,
-    options: SdkRequestOptions,
-  ): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      this.sent.push({ options, resolve, reject });
-      options?.signal?.addEventListener('abort', () => reject(new OpenAI.APIUserAbortError()));
-    });
-  }
-
-  usageOf(result: unknown): number | undefined {
-    return (result as { usage?: { total_tokens: number } }).usage?.total_tokens;
-  }
-
-  streamUsage(): number | undefined {
-    return undefined;
-  }
-
   makeStream(): unknown {
     throw new Error('not streamed here');
   }
 }
+
+/** The one operation of the hand adapter: a send the test settles. */
+const SEND: ApiOperation = {
+  send: (client, _body, options) =>
+    new Promise<SdkAnswer>((resolve, reject) => {
+      (client as HandDeployment).sent.push({
+        options: options!,
+        resolve: (data) => resolve({ data, response: new Response('{}') }),
+        reject,
+      });
+      options?.signal?.addEventListener('abort', () => reject(new OpenAI.APIUserAbortError()));
+    }),
+};
+
+const ADAPTER: ApiAdapter = {
+  name: 'hand',
+  path: ['hand'],
+  provider: 'openai',
+  operations: { create: SEND },
+  admission: () => ({ input: 10, output: 0 }),
+  usage: (data) => {
+    const total = (data as { usage?: { total_tokens: number } }).usage?.total_tokens;
+    return total === undefined ? undefined : { input: total, output: 0 };
+  },
+  facade: () => ({}),
+};
+
+const request = (): PreparedRequest => ({
+  body: { model: MODEL },
+  stream: false,
+  charge: 10,
+  metered: true,
+  hideUsageEvents: false,
+});
 
 function hooks() {
   const failed: FailureReason[] = [];
@@ -78,17 +90,18 @@ function hooks() {
     sent: () => undefined,
     failed: (_state, reason) => failed.push(reason),
     staleSocketRetried: () => staleResends.push(1),
+    observed: () => undefined,
   };
   return { h, failed, staleResends };
 }
 
 function start(d: HandDeployment, hs: AttemptHooks, options?: SdkRequestOptions) {
-  const promise = attempt(d, d.state, 'create', d.prepare({ model: MODEL }), options, hs);
+  const promise = attempt(d, d.state, ADAPTER, SEND, request(), options, hs);
   let settlements = 0;
   const outcome = promise.then(
-    (value) => {
+    (answer) => {
       settlements++;
-      return { value };
+      return { value: answer.data };
     },
     (error: unknown) => {
       settlements++;
