@@ -262,6 +262,7 @@ function accountedStream(
             }
           }
         }
+        trace?.event(event);
         if (track) track(event, deployment);
         if (request.hideUsageEvents && adapter.isUsageEvent?.(event)) continue;
         yield event;
