@@ -476,17 +476,10 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     const promise = next();
     if (this.policy.attempts <= 1) return promise;
     return promise.catch((error: unknown) =>
-      failover(
-        error,
-        next,
-        this.policy,
-        pool[0]!.errors,
-        options?.signal,
-        (n, _delay, reason) => {
-          context = { attempt: n, failoverReason: reason };
-          if (last) this.metrics.retry(last.deployment.models.get(last.model)!, reason);
-        },
-      ),
+      failover(error, next, this.policy, pool[0]!.errors, options?.signal, (n, _delay, reason) => {
+        context = { attempt: n, failoverReason: reason };
+        if (last) this.metrics.retry(last.deployment.models.get(last.model)!, reason);
+      }),
     );
   }
 
