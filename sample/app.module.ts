@@ -6,9 +6,12 @@ import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { SwitchboardModule, type SwitchboardOptions } from 'nestjs-switchboard';
 import { OpenTelemetryModule } from 'nestjs-otel';
 import { ChatCompletionsController } from './gateway/chat-completions.controller';
+import { EmbeddingsController } from './gateway/embeddings.controller';
 import { MessagesController } from './gateway/messages.controller';
+import { ModelsController } from './gateway/models.controller';
 import { ProviderErrorFilter } from './gateway/provider-error.filter';
 import { RelayService } from './gateway/relay.service';
+import { ResponsesController } from './gateway/responses.controller';
 import { gatewayConfig, type GatewayConfig } from './gateway.config';
 import { HealthController } from './health/health.controller';
 import { Simulation, type SimulationOptions } from './simulation/simulation';
@@ -59,6 +62,9 @@ export class AppModule {
       ],
       controllers: [
         ChatCompletionsController,
+        ResponsesController,
+        EmbeddingsController,
+        ModelsController,
         MessagesController,
         HealthController,
         MetricsController,

@@ -104,6 +104,7 @@ export async function main(): Promise<void> {
       `Switchboard gateway listening on ${url}`,
       `  status page      ${url}/`,
       `  OpenAI API       ${url}/v1/chat/completions   (new OpenAI({ baseURL: '${url}/v1' }))`,
+      `                   ${url}/v1/responses, /v1/embeddings, /v1/models`,
       `  Anthropic API    ${url}/v1/messages           (new Anthropic({ baseURL: '${url}' }))`,
       `  state (JSON)     ${url}/switchboard`,
       `  health           ${url}/health`,

@@ -5,7 +5,16 @@ import type { Counter } from '@opentelemetry/api';
 import { Switchboard, SwitchboardError } from 'nestjs-switchboard';
 import { MetricService } from 'nestjs-otel';
 import OpenAI from 'openai';
-import type { Problem, Wire } from './wire';
+import { openaiWire, responsesWire, type Problem, type Wire } from './wire';
+
+/** One entry of `GET /v1/models`, as OpenAI lists models. */
+export interface ModelObject {
+  id: string;
+  object: 'model';
+  /** Seconds since the epoch: when the gateway started. */
+  created: number;
+  owned_by: string;
+}
 
 /** An error answer: status, headers and the provider-shaped body. */
 interface Failure {
@@ -24,6 +33,7 @@ type Upstream = Error & { status?: number; headers?: Headers; error?: unknown };
 export class RelayService {
   private readonly logger = new Logger('Gateway');
   private readonly answered: Counter;
+  private readonly created = Math.floor(Date.now() / 1000);
 
   constructor(
     private readonly sb: Switchboard,
@@ -57,16 +67,7 @@ export class RelayService {
 
     let result: unknown;
     try {
-      result =
-        wire.provider === 'openai'
-          ? await this.sb.chat.completions.create(
-              params as unknown as OpenAI.ChatCompletionCreateParams,
-              options,
-            )
-          : await this.sb.messages.create(
-              params as unknown as Anthropic.MessageCreateParams,
-              options,
-            );
+      result = await this.call(wire, params, options);
     } catch (error) {
       if (abort.signal.aborted) return;
       const failure = this.describe(wire, error, params.model as string);
@@ -78,20 +79,79 @@ export class RelayService {
     sendJson(res, 200, result as object);
   }
 
+  /** A stored response (`GET /v1/responses/:id`), from the deployment that created it. */
+  async retrieveResponse(id: string, res: ServerResponse): Promise<void> {
+    res.once('finish', () =>
+      this.answered.add(1, { api: responsesWire.provider, status: String(res.statusCode) }),
+    );
+    try {
+      sendJson(res, 200, await this.sb.responses.retrieve(id));
+    } catch (error) {
+      const failure = this.describe(responsesWire, error, '');
+      sendJson(res, failure.problem.status, failure.body, failure.headers);
+    }
+  }
+
+  /**
+   * The models the switchboard serves, in the OpenAI list shape (`GET /v1/models`, what
+   * OpenAI-compatible tools query first); `owned_by` names the API family.
+   */
+  models(): { object: 'list'; data: ModelObject[] } {
+    return {
+      object: 'list',
+      data: [...this.sb.registry.models].map(([id, provider]) => this.modelObject(id, provider)),
+    };
+  }
+
+  /** One model (`GET /v1/models/:id`), or a 404 in the OpenAI shape. */
+  model(id: string, res: ServerResponse): void {
+    const provider = this.sb.registry.models.get(id);
+    if (provider === undefined) {
+      const problem = this.unknownModel(id);
+      return sendJson(res, problem.status, openaiWire.errorBody(problem));
+    }
+    sendJson(res, 200, this.modelObject(id, provider));
+  }
+
+  private modelObject(id: string, provider: string): ModelObject {
+    return { id, object: 'model', created: this.created, owned_by: provider };
+  }
+
+  private call(
+    wire: Wire,
+    params: Record<string, unknown>,
+    options: { signal: AbortSignal },
+  ): Promise<unknown> {
+    switch (wire.api) {
+      case 'chat':
+        return this.sb.chat.completions.create(
+          params as unknown as OpenAI.ChatCompletionCreateParams,
+          options,
+        );
+      case 'responses':
+        return this.sb.responses.create(
+          params as unknown as OpenAI.Responses.ResponseCreateParams,
+          options,
+        );
+      case 'embeddings':
+        return this.sb.embeddings.create(
+          params as unknown as OpenAI.EmbeddingCreateParams,
+          options,
+        );
+      case 'messages':
+        return this.sb.messages.create(params as unknown as Anthropic.MessageCreateParams, options);
+    }
+  }
+
   /** Unknown models and models of the other API are the client's mistake: say so at once. */
   private checkModel(wire: Wire, model: string): Problem | undefined {
     const provider = this.sb.registry.models.get(model);
-    if (provider === undefined) {
-      const known = [...this.sb.registry.models.keys()].join(', ');
-      return {
-        status: 404,
-        message: `The model '${model}' does not exist on this gateway (models: ${known}).`,
-        param: 'model',
-        code: 'model_not_found',
-      };
-    }
+    if (provider === undefined) return this.unknownModel(model);
     if (provider !== wire.provider) {
-      const path = provider === 'openai' ? '/v1/chat/completions' : '/v1/messages';
+      const path =
+        provider === 'openai'
+          ? '/v1/chat/completions, /v1/responses or /v1/embeddings'
+          : '/v1/messages';
       return {
         status: 400,
         message: `The model '${model}' is served through ${path} on this gateway.`,
@@ -100,6 +160,16 @@ export class RelayService {
       };
     }
     return undefined;
+  }
+
+  private unknownModel(model: string): Problem {
+    const known = [...this.sb.registry.models.keys()].join(', ');
+    return {
+      status: 404,
+      message: `The model '${model}' does not exist on this gateway (models: ${known}).`,
+      param: 'model',
+      code: 'model_not_found',
+    };
   }
 
   /** Writes stream events as SSE; an error after the first event becomes an error event. */
@@ -117,8 +187,9 @@ export class RelayService {
     });
     res.flushHeaders();
     try {
+      const frame = wire.frame ?? ((event: unknown) => `data: ${JSON.stringify(event)}\n\n`);
       for await (const event of stream) {
-        if (!(await write(res, wire.frame(event)))) return;
+        if (!(await write(res, frame(event)))) return;
       }
       if (wire.end !== undefined) await write(res, wire.end);
     } catch (error) {

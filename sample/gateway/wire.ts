@@ -1,6 +1,6 @@
 /**
- * What differs between the two APIs the gateway serves: the shape of an error, the checks a body
- * must pass before it costs a request, and how a stream event is framed as SSE.
+ * What differs between the APIs the gateway serves: the shape of an error, the checks a body must
+ * pass before it costs a request, and how a stream event is framed as SSE.
  */
 
 /** A request the gateway answers with an error of its own, in the provider's shape. */
@@ -15,6 +15,10 @@ export interface Problem {
 
 /** One API the gateway serves. */
 export interface Wire {
+  /** The switchboard surface it calls. */
+  readonly api: 'chat' | 'responses' | 'embeddings' | 'messages';
+  /** The path it is served on, for messages that point callers to it. */
+  readonly path: string;
   readonly provider: 'openai' | 'anthropic';
   /** The error body for `status`, as the provider's API sends it. */
   errorBody(problem: Problem): object;
@@ -22,8 +26,8 @@ export interface Wire {
   upstreamErrorBody(error: { error?: unknown }): object | undefined;
   /** Why `body` cannot be sent at all, if it cannot. */
   validate(body: unknown): Problem | undefined;
-  /** One stream event as SSE. */
-  frame(event: unknown): string;
+  /** One stream event as SSE (undefined: the API does not stream). */
+  frame?(event: unknown): string;
   /** A stream that failed after its first event ends with this. */
   errorFrame(problem: Problem): string;
   /** Written after the last event, if anything. */
@@ -33,8 +37,8 @@ export interface Wire {
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** Checks both APIs share: an object with a `model` string and a `messages` array. */
-function validateCommon(body: unknown, missing: (field: string) => Problem): Problem | undefined {
+/** Checks every API shares: an object with a `model` string and a boolean `stream`, if any. */
+function validateModel(body: unknown, missing: (field: string) => Problem): Problem | undefined {
   if (!isRecord(body)) {
     return { status: 400, message: 'The request body must be a JSON object.' };
   }
@@ -42,15 +46,30 @@ function validateCommon(body: unknown, missing: (field: string) => Problem): Pro
   if (typeof body.model !== 'string' || body.model === '') {
     return { status: 400, message: 'model must be a non-empty string.', param: 'model' };
   }
-  if (body.messages === undefined) return missing('messages');
-  if (!Array.isArray(body.messages)) {
-    return { status: 400, message: 'messages must be an array.', param: 'messages' };
-  }
   if (body.stream !== undefined && typeof body.stream !== 'boolean') {
     return { status: 400, message: 'stream must be a boolean.', param: 'stream' };
   }
   return undefined;
 }
+
+/** The Chat Completions and Messages checks: {@link validateModel} and a `messages` array. */
+function validateCommon(body: unknown, missing: (field: string) => Problem): Problem | undefined {
+  const problem = validateModel(body, missing);
+  if (problem) return problem;
+  const { messages } = body as Record<string, unknown>;
+  if (messages === undefined) return missing('messages');
+  if (!Array.isArray(messages)) {
+    return { status: 400, message: 'messages must be an array.', param: 'messages' };
+  }
+  return undefined;
+}
+
+const openaiMissing = (field: string): Problem => ({
+  status: 400,
+  message: `Missing required parameter: '${field}'.`,
+  param: field,
+  code: 'missing_required_parameter',
+});
 
 const OPENAI_ERROR_TYPES: Record<number, string> = {
   400: 'invalid_request_error',
@@ -60,10 +79,9 @@ const OPENAI_ERROR_TYPES: Record<number, string> = {
   429: 'rate_limit_error',
 };
 
-/** OpenAI Chat Completions (`POST /v1/chat/completions`). */
-export const openaiWire: Wire = {
-  provider: 'openai',
-  errorBody: ({ status, message, param, code }) => ({
+/** The OpenAI error body: `{ error: { message, type, param, code } }`. */
+function openaiErrorBody({ status, message, param, code }: Problem): object {
+  return {
     error: {
       message,
       type:
@@ -71,22 +89,75 @@ export const openaiWire: Wire = {
       param: param ?? null,
       code: code ?? (status === 429 ? 'rate_limit_exceeded' : null),
     },
-  }),
-  // The openai SDK keeps the `error` member of the body.
-  upstreamErrorBody: (e) =>
-    isRecord(e.error) && typeof e.error.message === 'string' ? { error: e.error } : undefined,
-  validate: (body) =>
-    validateCommon(body, (field) => ({
-      status: 400,
-      message: `Missing required parameter: '${field}'.`,
-      param: field,
-      code: 'missing_required_parameter',
-    })),
+  };
+}
+
+// The openai SDK keeps the `error` member of the body.
+const openaiUpstreamErrorBody = (e: { error?: unknown }): object | undefined =>
+  isRecord(e.error) && typeof e.error.message === 'string' ? { error: e.error } : undefined;
+
+/** OpenAI Chat Completions (`POST /v1/chat/completions`). */
+export const openaiWire: Wire = {
+  api: 'chat',
+  path: '/v1/chat/completions',
+  provider: 'openai',
+  errorBody: openaiErrorBody,
+  upstreamErrorBody: openaiUpstreamErrorBody,
+  validate: (body) => validateCommon(body, openaiMissing),
   frame: (event) => `data: ${JSON.stringify(event)}\n\n`,
   errorFrame(problem) {
     return `data: ${JSON.stringify(this.errorBody(problem))}\n\n`;
   },
   end: 'data: [DONE]\n\n',
+};
+
+/**
+ * OpenAI Responses (`POST /v1/responses`): SSE events carry an `event:` line and no `[DONE]`
+ * follows; an error after the first event is an `error` event, which the openai SDK throws.
+ */
+export const responsesWire: Wire = {
+  api: 'responses',
+  path: '/v1/responses',
+  provider: 'openai',
+  errorBody: openaiErrorBody,
+  upstreamErrorBody: openaiUpstreamErrorBody,
+  validate(body) {
+    const problem = validateModel(body, openaiMissing);
+    if (problem) return problem;
+    const { input } = body as Record<string, unknown>;
+    if (input === undefined) return openaiMissing('input');
+    if (typeof input !== 'string' && !Array.isArray(input)) {
+      return { status: 400, message: 'input must be a string or an array.', param: 'input' };
+    }
+    return undefined;
+  },
+  frame: (event) =>
+    `event: ${(event as { type?: string }).type ?? 'message'}\ndata: ${JSON.stringify(event)}\n\n`,
+  errorFrame(problem) {
+    return `event: error\ndata: ${JSON.stringify({ type: 'error', ...this.errorBody(problem) })}\n\n`;
+  },
+};
+
+/** OpenAI Embeddings (`POST /v1/embeddings`): no streaming. */
+export const embeddingsWire: Wire = {
+  api: 'embeddings',
+  path: '/v1/embeddings',
+  provider: 'openai',
+  errorBody: openaiErrorBody,
+  upstreamErrorBody: openaiUpstreamErrorBody,
+  validate(body) {
+    const problem = validateModel(body, openaiMissing);
+    if (problem) return problem;
+    const { input, stream } = body as Record<string, unknown>;
+    if (input === undefined) return openaiMissing('input');
+    if (stream === true) {
+      return { status: 400, message: 'Embeddings do not stream.', param: 'stream' };
+    }
+    return undefined;
+  },
+  errorFrame(problem) {
+    return JSON.stringify(this.errorBody(problem));
+  },
 };
 
 const ANTHROPIC_ERROR_TYPES: Record<number, string> = {
@@ -105,6 +176,8 @@ const ANTHROPIC_ERROR_TYPES: Record<number, string> = {
 
 /** Anthropic Messages (`POST /v1/messages`), as Claude on Azure AI Foundry serves it. */
 export const anthropicWire: Wire = {
+  api: 'messages',
+  path: '/v1/messages',
   provider: 'anthropic',
   errorBody: ({ status, message }) => ({
     type: 'error',
