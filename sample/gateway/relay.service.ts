@@ -5,7 +5,7 @@ import type { Counter } from '@opentelemetry/api';
 import { Switchboard, SwitchboardError } from 'nestjs-switchboard';
 import { MetricService } from 'nestjs-otel';
 import OpenAI from 'openai';
-import { openaiWire, responsesWire, type Problem, type Wire } from './wire';
+import { openaiWire, responsesWire, WIRES, type Problem, type Wire } from './wire';
 
 /** One entry of `GET /v1/models`, as OpenAI lists models. */
 export interface ModelObject {
@@ -87,6 +87,12 @@ export class RelayService {
     try {
       sendJson(res, 200, await this.sb.responses.retrieve(id));
     } catch (error) {
+      // The switchboard refuses an id no deployment is known to hold rather than ask one that
+      // would answer 404: to the client that is the same missing response.
+      if (error instanceof SwitchboardError) {
+        const problem: Problem = { status: 404, message: error.message, param: 'response_id' };
+        return sendJson(res, 404, responsesWire.errorBody(problem));
+      }
       const failure = this.describe(responsesWire, error, '');
       sendJson(res, failure.problem.status, failure.body, failure.headers);
     }
@@ -148,10 +154,9 @@ export class RelayService {
     const provider = this.sb.registry.models.get(model);
     if (provider === undefined) return this.unknownModel(model);
     if (provider !== wire.provider) {
-      const path =
-        provider === 'openai'
-          ? '/v1/chat/completions, /v1/responses or /v1/embeddings'
-          : '/v1/messages';
+      const path = WIRES.filter((w) => w.provider === provider)
+        .map((w) => w.path)
+        .join(', ');
       return {
         status: 400,
         message: `The model '${model}' is served through ${path} on this gateway.`,

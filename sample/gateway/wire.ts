@@ -221,3 +221,13 @@ export const anthropicWire: Wire = {
 export function wireForPath(path: string): Wire {
   return /^\/v1\/messages(?:[/?]|$)/.test(path) ? anthropicWire : openaiWire;
 }
+
+/**
+ * Every API the gateway serves, in the order error messages list their paths.
+ *
+ * @example
+ * ```ts
+ * WIRES.filter((w) => w.provider === 'openai').map((w) => w.path); // ['/v1/chat/completions', ...]
+ * ```
+ */
+export const WIRES: readonly Wire[] = [openaiWire, responsesWire, embeddingsWire, anthropicWire];

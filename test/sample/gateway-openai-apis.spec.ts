@@ -45,7 +45,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
-/** Which simulated deployment answered the last request with `api`. */
+/** The simulated deployments that answered a request of `api` since the last reset. */
 function answeredBy(api: string): string[] {
   return simulation.upstream.deployments
     .filter((d) => d.requests.some((r) => r.api === api))
@@ -95,6 +95,14 @@ describe('Responses (openai client)', () => {
     const retrieved = await openai.responses.retrieve(previous);
     expect(retrieved.id).toBe(previous);
     expect(retrieved.output_text).toBe('turn 4');
+
+    // An id no deployment is known to hold is a missing response, and asks no deployment.
+    const before = simulation.upstream.deployments.reduce((n, d) => n + d.requests.length, 0);
+    const missing = await rejection(openai.responses.retrieve('resp_unknown'));
+    expect(missing).toBeInstanceOf(NotFoundError);
+    expect((missing as NotFoundError).message).toMatch(/resp_unknown/);
+    const after = simulation.upstream.deployments.reduce((n, d) => n + d.requests.length, 0);
+    expect(after).toBe(before);
   });
 
   it('answers bad requests, unknown models and rate limits in the OpenAI error shape', async () => {
@@ -107,6 +115,18 @@ describe('Responses (openai client)', () => {
     const wrongApi = await rejection(openai.responses.create({ model: CLAUDE, input: 'x' }));
     expect(wrongApi).toBeInstanceOf(BadRequestError);
     expect((wrongApi as BadRequestError).message).toMatch(/served through \/v1\/messages/);
+    const wrongPath = await rejection(
+      new OpenAI({ baseURL: `${gateway.url}`, apiKey: 'unused', maxRetries: 0 }).post(
+        '/v1/messages',
+        {
+          body: { model: GPT, max_tokens: 8, messages: [{ role: 'user', content: 'x' }] },
+        },
+      ),
+    );
+    expect(wrongPath).toBeInstanceOf(BadRequestError);
+    expect((wrongPath as BadRequestError).message).toMatch(
+      /served through \/v1\/chat\/completions, \/v1\/responses, \/v1\/embeddings/,
+    );
 
     for (const d of simulation.upstream.deployments) {
       d.fail({ kind: 'status', status: 429, retryAfterMs: 2_000 }, Infinity);
