@@ -604,7 +604,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
         if (candidates.length !== 1) {
           throw new SwitchboardError(
             `No deployment is known to hold ${id}: it was not created through this switchboard, or it ` +
-              `has been forgotten (maxResponses). It is not sent to another deployment, which would answer 404.`,
+              `has been forgotten (maxResponses, or the state store's responseTtl). It is not sent to another deployment, which would answer 404.`,
           );
         }
         d = candidates[0]!;

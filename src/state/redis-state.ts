@@ -41,7 +41,10 @@ export type { RedisStateOptions } from './redis/redis-options';
  * - Cooldowns: a mark-down is published with its expiry at once; others apply it on their next
  *   sync. A mark-up clears it everywhere.
  * - Sessions: assignments are written with a sliding TTL; a session new to an instance is looked
- *   up before selection (the only Redis call a request may wait for, bounded by `timeout`).
+ *   up before selection (a Redis call a request may wait for, bounded by `timeout`).
+ * - Stored responses (Responses API): the deployment that created each one is written at once
+ *   with a `responseTtl`; a `previous_response_id` or `retrieve(id)` that an instance does not
+ *   know is looked up (the other call a request may wait for, bounded by `timeout` too).
  *
  * Redis is never required for a call to succeed: when it is down or slow, the switchboard carries
  * on with local state, logs one warning, reports `degraded` health and resumes by itself.
@@ -76,6 +79,10 @@ const CLOSED = 'connection closed';
 const MAX_PENDING_SESSIONS = 10_000;
 /** Session writes per sync, so that one sync stays small; the rest go with the next. */
 const SESSIONS_PER_SYNC = 1_000;
+/** Stored-response writes kept while Redis is unreachable; past it the oldest is dropped. */
+const MAX_PENDING_RESPONSES = 10_000;
+/** Stored-response writes per sync, as for sessions. */
+const RESPONSES_PER_SYNC = 1_000;
 
 interface Entry {
   state: ModelState;
@@ -97,6 +104,8 @@ class RedisStateStore implements StateStore {
   private readonly cooldownOps = new Map<string, number>();
   /** Session writes not acknowledged yet; past the bound the least recent is dropped. */
   private readonly sessionWrites = new SessionAffinity(MAX_PENDING_SESSIONS);
+  /** Stored-response writes not acknowledged yet; past the bound the least recent is dropped. */
+  private readonly responseWrites = new SessionAffinity(MAX_PENDING_RESPONSES);
   /** Sessions this instance has written or read: later calls only refresh their TTL. */
   private known = new SessionAffinity(1024);
   private unsubscribe: (() => void) | undefined;
@@ -197,6 +206,36 @@ class RedisStateStore implements StateStore {
     });
   }
 
+  lookupResponse(responseId: string): Promise<string | undefined> {
+    const client = this.client;
+    if (client === undefined || this.problem !== undefined || client.status !== 'ready') {
+      return Promise.resolve(undefined);
+    }
+    return this.bounded(client.get(this.responseKey(responseId)), 'response lookup').then(
+      (name) => name ?? undefined,
+      (error: unknown) => {
+        this.degrade(error);
+        return undefined;
+      },
+    );
+  }
+
+  rememberResponse(responseId: string, deployment: string): void {
+    const client = this.client;
+    if (client === undefined || this.problem !== undefined || client.status !== 'ready') {
+      this.responseWrites.set(responseId, deployment);
+      return;
+    }
+    // Written at once: the next turn of the chain may well reach another instance.
+    this.bounded(
+      client.set(this.responseKey(responseId), deployment, 'PX', this.options.responseTtl),
+      'response write',
+    ).catch((error: unknown) => {
+      this.responseWrites.set(responseId, deployment);
+      this.degrade(error);
+    });
+  }
+
   health(): StateStoreHealth {
     const health: StateStoreHealth = {
       status: this.problem === undefined ? 'up' : 'degraded',
@@ -246,11 +285,17 @@ class RedisStateStore implements StateStore {
     const cooldowns = new Map(this.cooldownOps);
     this.cooldownOps.clear();
     const sessions: Array<{ id: string; key: string; deployment: string }> = [];
+    const responses: Array<{ id: string; key: string; deployment: string }> = [];
     if (usage) {
       for (const [id, deployment] of this.sessionWrites.entries()) {
         if (sessions.length === SESSIONS_PER_SYNC) break;
         sessions.push({ id, key: this.sessionKey(id), deployment });
         this.sessionWrites.delete(id);
+      }
+      for (const [id, deployment] of this.responseWrites.entries()) {
+        if (responses.length === RESPONSES_PER_SYNC) break;
+        responses.push({ id, key: this.responseKey(id), deployment });
+        this.responseWrites.delete(id);
       }
     }
     // Usage keys outlive a window a little, so that a replica a bit behind still finds them.
@@ -264,6 +309,8 @@ class RedisStateStore implements StateStore {
       staleBefore: now - usageTtl,
       sessions,
       sessionTtl: this.options.sessionTtl,
+      responses,
+      responseTtl: this.options.responseTtl,
     });
 
     let reply: unknown;
@@ -276,6 +323,10 @@ class RedisStateStore implements StateStore {
       }
       for (const s of sessions) {
         if (this.sessionWrites.get(s.id) === undefined) this.sessionWrites.set(s.id, s.deployment);
+      }
+      for (const r of responses) {
+        if (this.responseWrites.get(r.id) === undefined)
+          this.responseWrites.set(r.id, r.deployment);
       }
       throw error;
     }
@@ -355,6 +406,12 @@ class RedisStateStore implements StateStore {
     // Session ids may be user ids: Redis only sees a digest.
     const digest = createHash('sha256').update(sessionId).digest('base64url').slice(0, 22);
     return `${this.options.prefix}session:${digest}`;
+  }
+
+  private responseKey(responseId: string): string {
+    // Ids come from callers too (previous_response_id): a digest keeps every key short.
+    const digest = createHash('sha256').update(responseId).digest('base64url').slice(0, 22);
+    return `${this.options.prefix}response:${digest}`;
   }
 
   private bounded<T>(promise: Promise<T>, what: string): Promise<T> {

@@ -1,7 +1,8 @@
+import type OpenAI from 'openai';
 import { SwitchboardHealthIndicator } from '../../src/health/switchboard-health.indicator';
 import { RedisServer } from '../support/redis-server';
-import { ask } from '../support/upstream';
-import { cluster, type Cluster } from './cluster';
+import { ask, GPT } from '../support/upstream';
+import { cluster, inspector, type Cluster } from './cluster';
 import { eventually } from '../support/eventually';
 
 const NAMES = ['oai0', 'oai1', 'oai2'];
@@ -81,6 +82,40 @@ describe('Redis outage', () => {
     const home = k.instances[0]!.registry.sessions.get('outage-0-3');
     await k.instances[1]!.chat.completions.create(ask('again', { session_id: 'outage-0-3' }));
     expect(k.instances[1]!.registry.sessions.get('outage-0-3')).toBe(home);
+  });
+
+  it('publishes the responses created during an outage once Redis is back', async () => {
+    const k = (c = await cluster({ instances: 2, redisUrl: server.url }));
+    await eventually(() => healthy(k) && k.instances.every((sb) => sb.state.health().lastSync));
+    await server.stop();
+    const created: OpenAI.Responses.Response[] = [];
+    for (let i = 0; i < 5; i++) {
+      created.push(await k.instances[0]!.responses.create({ model: GPT, input: `during ${i}` }));
+    }
+    await eventually(() => degraded(k));
+    // Redis never heard of them: instance 1 cannot place them, and sends nothing to guess.
+    await expect(k.instances[1]!.responses.retrieve(created[0]!.id)).rejects.toThrow(
+      /No deployment is known to hold/,
+    );
+
+    await server.restart();
+    await eventually(() => healthy(k), 5_000);
+    // The writes that failed went out with the first sync after the outage.
+    const redis = inspector(server.url);
+    try {
+      await eventually(async () => (await redis.keys(`${k.prefix}response:*`)).length === 5);
+    } finally {
+      redis.disconnect();
+    }
+    for (const r of created) {
+      const next = await k.instances[1]!.responses.create({
+        model: GPT,
+        input: 'after',
+        previous_response_id: r.id,
+      });
+      expect(next.previous_response_id).toBe(r.id);
+    }
+    for (const d of NAMES) expect(k.upstream.deployment(d).stats.byStatus[404] ?? 0).toBe(0);
   });
 
   it('does not hold calls when Redis hangs: lookups give up after the timeout, then skip', async () => {

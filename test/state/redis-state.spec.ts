@@ -34,6 +34,7 @@ describe('redisState() options', () => {
       /syncInterval must be a positive number of milliseconds/,
     ],
     [{ url: 'redis://a', sessionTtl: -1 }, /sessionTtl must be a positive number of milliseconds/],
+    [{ url: 'redis://a', responseTtl: 0 }, /responseTtl must be a positive number of milliseconds/],
     [
       { url: 'redis://a', timeout: Number.NaN },
       /timeout must be a positive number of milliseconds/,

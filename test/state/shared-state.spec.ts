@@ -6,7 +6,7 @@ import {
   syncCommand,
 } from '../../src/state/redis/redis-protocol';
 import { RedisServer } from '../support/redis-server';
-import { ask } from '../support/upstream';
+import { ask, GPT } from '../support/upstream';
 import { cluster, inspector, type Cluster } from './cluster';
 import { eventually } from '../support/eventually';
 
@@ -261,5 +261,101 @@ describe('sessions', () => {
         key + JSON.stringify(type === 'hash' ? await redis.hgetall(key) : await redis.get(key));
     }
     expect(dump).not.toMatch(/sk-secret|alice|example\.com|127\.0\.0\.1/);
+  });
+});
+
+describe('stored responses', () => {
+  it('chains a response created through one instance through others that never saw it', async () => {
+    const k = (c = await cluster({ instances: 3, redisUrl: server.url }));
+    await eventually(() => synced(k));
+    const first = await k.instances[0]!.responses.create({ model: GPT, input: 'turn 0' });
+    const home = NAMES.find((d) =>
+      k.upstream.deployment(d).requests.some((r) => r.api === 'responses'),
+    )!;
+    let previous = first.id;
+    for (let turn = 1; turn <= 6; turn++) {
+      // Each turn through another instance, which knows only what Redis tells it.
+      const sb = k.instances[turn % 3]!;
+      const next = await sb.responses.create({
+        model: GPT,
+        input: `turn ${turn}`,
+        previous_response_id: previous,
+      });
+      expect(next.previous_response_id).toBe(previous);
+      previous = next.id;
+    }
+    const retrieved = await k.instances[2]!.responses.retrieve(first.id);
+    expect(retrieved.output_text).toBe('turn 0');
+
+    // Every call, the retrieve included, reached the deployment that created the chain.
+    for (const d of NAMES) {
+      const calls = k.upstream.deployment(d).requests.filter((r) => r.api !== 'chat').length;
+      expect(calls).toBe(d === home ? 8 : 0);
+      expect(k.upstream.deployment(d).stats.byStatus[404] ?? 0).toBe(0);
+    }
+    const keys = await redis.keys(`${k.prefix}response:*`);
+    expect(keys).toHaveLength(7);
+    for (const key of keys) {
+      expect(await redis.get(key)).toBe(home);
+      const ttl = await redis.pttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(86_400_000);
+    }
+  });
+
+  it('keeps a response key for responseTtl from its creation, apart from the session TTL', async () => {
+    const k = (c = await cluster({
+      instances: 2,
+      redisUrl: server.url,
+      state: { responseTtl: 1_000, sessionTtl: 60_000 },
+    }));
+    await eventually(() => synced(k));
+    const r = await k.instances[0]!.responses.create({
+      model: GPT,
+      input: 'short-lived',
+      session_id: 'kept',
+    });
+    const [key] = await redis.keys(`${k.prefix}response:*`);
+    expect(key).toBeDefined();
+    expect(key).not.toContain(r.id); // a digest, like session keys
+    expect(await redis.pttl(key!)).toBeLessThanOrEqual(1_000);
+    await eventually(async () => (await redis.exists(key!)) === 0, 3_000);
+    // Gone from Redis, never seen by instance 1: it says so and sends nothing.
+    const sent = NAMES.reduce((n, d) => n + k.upstream.deployment(d).requests.length, 0);
+    await expect(
+      k.instances[1]!.responses.create({ model: GPT, input: 'late', previous_response_id: r.id }),
+    ).rejects.toThrow(new RegExp(`No deployment is known to hold ${r.id}`));
+    expect(NAMES.reduce((n, d) => n + k.upstream.deployment(d).requests.length, 0)).toBe(sent);
+    const [session] = await redis.keys(`${k.prefix}session:*`);
+    expect(await redis.pttl(session!)).toBeGreaterThan(1_000);
+  });
+
+  it('the sync script writes sessions and responses each with its own TTL', async () => {
+    const prefix = `ttl${Date.now()}:`;
+    const now = Date.now();
+    const cmd = syncCommand(prefix, {
+      id: 'a',
+      now,
+      cooldowns: new Map(),
+      usageTtl: 120_000,
+      staleBefore: now - 120_000,
+      sessions: [{ key: `${prefix}session:s`, deployment: 'oai0' }],
+      sessionTtl: 5_000,
+      responses: [
+        { key: `${prefix}response:r1`, deployment: 'oai1' },
+        { key: `${prefix}response:r2`, deployment: 'oai2' },
+      ],
+      responseTtl: 500_000,
+    });
+    await redis.eval(SYNC_SCRIPT, cmd.keys.length, ...cmd.keys, ...cmd.args);
+    expect(
+      await redis.mget(`${prefix}session:s`, `${prefix}response:r1`, `${prefix}response:r2`),
+    ).toEqual(['oai0', 'oai1', 'oai2']);
+    const session = await redis.pttl(`${prefix}session:s`);
+    expect(session).toBeGreaterThan(0);
+    expect(session).toBeLessThanOrEqual(5_000);
+    for (const r of ['r1', 'r2']) {
+      expect(await redis.pttl(`${prefix}response:${r}`)).toBeGreaterThan(5_000);
+    }
   });
 });

@@ -25,6 +25,13 @@ export interface RedisStateOptions {
   syncInterval?: number;
   /** ms a session's deployment is kept after its last call (sliding). Default 3 600 000 (1 h). */
   sessionTtl?: number;
+  /**
+   * ms a stored response's deployment is kept after the response was created, so that a
+   * `previous_response_id` chain or `responses.retrieve(id)` through any instance reaches it.
+   * Default 86 400 000 (24 h); Azure keeps stored responses 30 days, so raise it (up to
+   * 2 592 000 000) when chains resume later than a day. Each key costs about 100 bytes.
+   */
+  responseTtl?: number;
   /** ms any Redis operation may take before it counts as failed. Default 250. */
   timeout?: number;
 }
@@ -72,6 +79,7 @@ const schema = z
       .default('switchboard:'),
     syncInterval: ms(1000),
     sessionTtl: ms(3_600_000),
+    responseTtl: ms(86_400_000),
     timeout: ms(250),
   })
   .refine((o) => (o.url === undefined) !== (o.client === undefined), {

@@ -1,10 +1,12 @@
 /**
  * The one script a sync runs: publish cooldown changes, write this instance's usage and read the
- * others', refresh sessions, read the cooldowns in force. One round trip, atomic.
+ * others', refresh sessions, write the stored responses not written yet, read the cooldowns in
+ * force. One round trip, atomic.
  *
- * KEYS: [cooldowns hash, usage hash, ...session keys]
+ * KEYS: [cooldowns hash, usage hash, ...session keys, ...response keys]
  * ARGV: [instance id, now ms, nOps, session ttl ms, usage ttl ms, stale before (epoch ms),
- *        own usage ('' = do not write), ...ops (field, until; until 0 = mark-up), ...session values]
+ *        own usage ('' = do not write), response ttl ms, nSessions,
+ *        ...ops (field, until; until 0 = mark-up), ...session values, ...response values]
  * Returns [[usage of every other instance], [field, until, ...] cooling now].
  *
  * The usage hash holds one field per instance: the instance's own usage per epoch-aligned bucket
@@ -23,7 +25,9 @@ local ttl = ARGV[4]
 local usageTtl = ARGV[5]
 local staleBefore = tonumber(ARGV[6])
 local own = ARGV[7]
-local a = 8
+local responseTtl = ARGV[8]
+local nSessions = tonumber(ARGV[9])
+local a = 10
 local cd = KEYS[1]
 local uk = KEYS[2]
 for i = 1, nOps do
@@ -54,7 +58,7 @@ for j = 1, #all, 2 do
   end
 end
 for k = 3, #KEYS do
-  redis.call('SET', KEYS[k], ARGV[a], 'PX', ttl)
+  redis.call('SET', KEYS[k], ARGV[a], 'PX', k - 2 <= nSessions and ttl or responseTtl)
   a = a + 1
 end
 local cooling = {}
@@ -205,7 +209,8 @@ export function sumOthers(
 
 /**
  * What one sync sends: cooldown changes (`until` 0 = mark-up), this instance's usage (omitted
- * for a sync that only publishes cooldowns), session assignments to refresh.
+ * for a sync that only publishes cooldowns), session assignments to refresh, stored responses'
+ * deployments to write.
  *
  * @example
  * ```ts
@@ -224,6 +229,10 @@ export interface SyncRequest {
   staleBefore: number;
   sessions: ReadonlyArray<{ key: string; deployment: string }>;
   sessionTtl: number;
+  /** Stored responses whose deployment is to be written (those an immediate write missed). */
+  responses?: ReadonlyArray<{ key: string; deployment: string }>;
+  /** ms a response key lives after it is written; required with `responses`. */
+  responseTtl?: number;
 }
 
 /**
@@ -261,9 +270,11 @@ export function syncCommand(
     Math.max(1, Math.ceil(r.usageTtl)),
     r.staleBefore,
     r.usage === undefined ? '' : encodeUsage(r.usage),
+    Math.max(1, Math.ceil(r.responseTtl ?? 1)),
+    r.sessions.length,
   ];
   for (const [field, until] of r.cooldowns) args.push(field, until);
-  for (const s of r.sessions) {
+  for (const s of [...r.sessions, ...(r.responses ?? [])]) {
     keys.push(s.key);
     args.push(s.deployment);
   }
