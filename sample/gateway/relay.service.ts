@@ -146,6 +146,11 @@ export class RelayService {
         );
       case 'messages':
         return this.sb.messages.create(params as unknown as Anthropic.MessageCreateParams, options);
+      case 'countTokens':
+        return this.sb.messages.countTokens(
+          params as unknown as Anthropic.MessageCountTokensParams,
+          options,
+        );
     }
   }
 

@@ -16,7 +16,7 @@ export interface Problem {
 /** One API the gateway serves. */
 export interface Wire {
   /** The switchboard surface it calls. */
-  readonly api: 'chat' | 'responses' | 'embeddings' | 'messages';
+  readonly api: 'chat' | 'responses' | 'embeddings' | 'messages' | 'countTokens';
   /** The path it is served on, for messages that point callers to it. */
   readonly path: string;
   readonly provider: 'openai' | 'anthropic';
@@ -217,6 +217,28 @@ export const anthropicWire: Wire = {
   },
 };
 
+/**
+ * Anthropic token counting (`POST /v1/messages/count_tokens`): a Messages body without
+ * `max_tokens`, answered with `{ input_tokens }`; no streaming.
+ */
+export const countTokensWire: Wire = {
+  ...anthropicWire,
+  api: 'countTokens',
+  path: '/v1/messages/count_tokens',
+  validate(body) {
+    const problem = validateCommon(body, (field) => ({
+      status: 400,
+      message: `${field}: Field required`,
+      param: field,
+    }));
+    if (problem) return problem;
+    if ((body as Record<string, unknown>).stream !== undefined) {
+      return { status: 400, message: 'stream: Extra inputs are not permitted', param: 'stream' };
+    }
+    return undefined;
+  },
+};
+
 /** The wire a request path belongs to: `/v1/messages` is Anthropic's, the rest OpenAI's. */
 export function wireForPath(path: string): Wire {
   return /^\/v1\/messages(?:[/?]|$)/.test(path) ? anthropicWire : openaiWire;
@@ -230,4 +252,10 @@ export function wireForPath(path: string): Wire {
  * WIRES.filter((w) => w.provider === 'openai').map((w) => w.path); // ['/v1/chat/completions', ...]
  * ```
  */
-export const WIRES: readonly Wire[] = [openaiWire, responsesWire, embeddingsWire, anthropicWire];
+export const WIRES: readonly Wire[] = [
+  openaiWire,
+  responsesWire,
+  embeddingsWire,
+  anthropicWire,
+  countTokensWire,
+];

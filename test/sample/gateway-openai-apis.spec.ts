@@ -1,7 +1,9 @@
 /**
  * The sample gateway's Responses, Embeddings and Models endpoints, in process on its simulated
- * deployments, driven by the official `openai` client pointed at `<gateway>/v1`.
+ * deployments, driven by the official `openai` client pointed at `<gateway>/v1`; and Anthropic
+ * token counting, driven by the official `@anthropic-ai/sdk` client.
  */
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { BadRequestError, NotFoundError, RateLimitError } from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { Switchboard } from 'nestjs-switchboard';
@@ -103,6 +105,18 @@ describe('Responses (openai client)', () => {
     expect((missing as NotFoundError).message).toMatch(/resp_unknown/);
     const after = simulation.upstream.deployments.reduce((n, d) => n + d.requests.length, 0);
     expect(after).toBe(before);
+
+    // The holder cooling down: the chain is refused, naming the id, and not sent elsewhere.
+    const [home] = answeredBy('responses');
+    sb.deployments.get(home!)!.models.get(GPT)!.markDown(30_000);
+    const refused = await rejection(
+      openai.responses.create({ model: GPT, input: 'turn 5', previous_response_id: previous }),
+    );
+    expect(refused).toBeInstanceOf(BadRequestError);
+    expect((refused as BadRequestError).message).toContain(
+      `${previous} lives on deployment ${home}`,
+    );
+    expect(answeredBy('responses')).toEqual([home]);
   });
 
   it('answers bad requests, unknown models and rate limits in the OpenAI error shape', async () => {
@@ -182,5 +196,31 @@ describe('Models (openai client)', () => {
     expect(one).toMatchObject({ id: GPT, object: 'model', owned_by: 'openai' });
     const unknown = await rejection(openai.models.retrieve('gpt-9'));
     expect(unknown).toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe('Token counting (anthropic client)', () => {
+  it('counts through a deployment serving the model, charging none of its quota', async () => {
+    const anthropic = new Anthropic({ baseURL: gateway.url, apiKey: 'unused', maxRetries: 0 });
+    const messages: Anthropic.MessageParam[] = [
+      { role: 'user', content: 'How many tokens is this prompt, roughly?' },
+    ];
+    const used = () =>
+      [...sb.deployments.values()].flatMap((d) => [...d.models.values()].map((m) => m.tpmUsage));
+    const before = used();
+    const counted = await anthropic.messages.countTokens({ model: CLAUDE, messages });
+    expect(used()).toEqual(before);
+    expect(answeredBy('count_tokens')).toHaveLength(1);
+    expect(answeredBy('count_tokens')[0]).toMatch(/^foundry-/);
+    // The same prompt, sent: its input is what was counted.
+    const message = await anthropic.messages.create({ model: CLAUDE, max_tokens: 16, messages });
+    expect(counted.input_tokens).toBe(message.usage.input_tokens);
+
+    const missing = await rejection(anthropic.messages.countTokens({ model: CLAUDE } as never));
+    expect(missing).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((missing as Error).message).toMatch(/messages: Field required/);
+    const wrongApi = await rejection(anthropic.messages.countTokens({ model: GPT, messages }));
+    expect(wrongApi).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((wrongApi as Error).message).toMatch(/\/v1\/chat\/completions/);
   });
 });
