@@ -7,6 +7,7 @@ import {
   crossCheck,
   describeIssues,
   formatPath,
+  formatProblem,
   switchboardOptionsSchema,
 } from './validate-options';
 
@@ -185,7 +186,7 @@ export function parseSwitchboardConfig(
   if (cross.length > 0) {
     throw new SwitchboardConfigError(
       source,
-      cross.map((p) => `${source}: ${p}${lineOf(pathOfProblem(p))}`),
+      cross.map((p) => `${source}: ${formatProblem(p)}${lineOf(p.path)}`),
     );
   }
   return options as unknown as SwitchboardOptions;
@@ -271,16 +272,6 @@ function findKeyOffset(doc: Document, path: readonly PropertyKey[]): number | un
   const last = path[path.length - 1];
   const pair = parent?.items?.find((item) => item.key?.value === last);
   return pair?.key?.range?.[0] ?? parent?.range?.[0];
-}
-
-/** `['deployments', 1, 'name']` from a cross-check line such as `deployments[1].name 'x' ...`. */
-function pathOfProblem(problem: string): PropertyKey[] {
-  const head = problem.split(' ')[0] ?? '';
-  const path: PropertyKey[] = [];
-  for (const m of head.matchAll(/([A-Za-z_][\w]*)|\[(\d+)\]/g)) {
-    path.push(m[1] !== undefined ? m[1] : Number(m[2]));
-  }
-  return path;
 }
 
 // Not `instanceof Error`: errors from Node's own modules may come from another realm (Jest).

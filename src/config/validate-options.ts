@@ -185,6 +185,25 @@ export const switchboardOptionsSchema = z.strictObject({
   random: fn('a function returning a number in [0, 1)').optional(),
 });
 
+/**
+ * A problem at one field of the options: where it is, and what is wrong there. Kept apart until
+ * it is written out, so a config file can add the line of `path` (model names such as `gpt-4.1`
+ * make a written path ambiguous).
+ *
+ * @example
+ * ```ts
+ * const problem: ConfigProblem = {
+ *   path: ['fallbacks', 'gpt-4o', 0],
+ *   message: "'o9' is served by no deployment: ...",
+ * };
+ * formatProblem(problem); // "fallbacks.gpt-4o[0] 'o9' is served by no deployment: ..."
+ * ```
+ */
+export interface ConfigProblem {
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+}
+
 /** `deployments[1].models[0].tpm` from zod's `['deployments', 1, 'models', 0, 'tpm']`. */
 export function formatPath(path: readonly PropertyKey[], root = ''): string {
   let out = root;
@@ -193,6 +212,11 @@ export function formatPath(path: readonly PropertyKey[], root = ''): string {
     else out += out ? `.${String(key)}` : String(key);
   }
   return out || '(options)';
+}
+
+/** The line of a {@link ConfigProblem}: its field path, then its message. */
+export function formatProblem(problem: ConfigProblem, root = ''): string {
+  return `${formatPath(problem.path, root)} ${problem.message}`;
 }
 
 /** One line per zod issue, each naming the field path and what is expected. */
@@ -237,7 +261,9 @@ export function validateOptions(options: unknown): SwitchboardOptions {
   }
   const parsed = switchboardOptionsSchema.safeParse(options);
   const problems = parsed.success ? [] : describeIssues(parsed.error, options);
-  if (parsed.success) problems.push(...crossCheck(options as SwitchboardOptions));
+  if (parsed.success) {
+    problems.push(...crossCheck(options as SwitchboardOptions).map((p) => formatProblem(p)));
+  }
   if (problems.length > 0) {
     throw new SwitchboardError(`Invalid switchboard options: ${problems.join('; ')}`);
   }
@@ -246,39 +272,42 @@ export function validateOptions(options: unknown): SwitchboardOptions {
 
 /**
  * Rules that span several deployments (unique names, one provider per model, fallbacks that
- * exist, fit the API and make no cycle), as lines naming the
- * field path. Run it on options that passed {@link switchboardOptionsSchema}.
+ * exist, fit the API and make no cycle), each at its field path. Run it on options that passed
+ * {@link switchboardOptionsSchema}.
  *
  * @example
  * ```ts
- * crossCheck({ deployments: [east, { ...east }] });
+ * crossCheck({ deployments: [east, { ...east }] }).map((p) => formatProblem(p));
  * // ["deployments[1].name 'east' duplicates deployments[0].name: deployment names must be unique"]
  * ```
  */
-export function crossCheck(options: SwitchboardOptions): string[] {
-  const problems: string[] = [];
+export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
   const seen = new Map<string, number>();
   const providerOf = new Map<string, { provider: string; index: number }>();
   options.deployments.forEach((d, i) => {
     const first = seen.get(d.name);
     if (first !== undefined) {
-      problems.push(
-        `deployments[${i}].name '${d.name}' duplicates deployments[${first}].name: deployment names must be unique`,
-      );
+      problems.push({
+        path: ['deployments', i, 'name'],
+        message: `'${d.name}' duplicates ${formatPath(['deployments', first, 'name'])}: deployment names must be unique`,
+      });
     } else seen.set(d.name, i);
     const names = new Set<string>();
     d.models.forEach((m, j) => {
       if (names.has(m.name)) {
-        problems.push(
-          `deployments[${i}].models[${j}].name '${m.name}' is listed twice in deployment '${d.name}'`,
-        );
+        problems.push({
+          path: ['deployments', i, 'models', j, 'name'],
+          message: `'${m.name}' is listed twice in deployment '${d.name}'`,
+        });
       }
       names.add(m.name);
       const other = providerOf.get(m.name);
       if (other && other.provider !== d.provider) {
-        problems.push(
-          `deployments[${i}].models[${j}].name '${m.name}' is served by both an ${other.provider} deployment (deployments[${other.index}]) and an ${d.provider} deployment: a model name must belong to one provider`,
-        );
+        problems.push({
+          path: ['deployments', i, 'models', j, 'name'],
+          message: `'${m.name}' is served by both an ${other.provider} deployment (${formatPath(['deployments', other.index])}) and an ${d.provider} deployment: a model name must belong to one provider`,
+        });
       } else if (!other) providerOf.set(m.name, { provider: d.provider, index: i });
     });
   });

@@ -1,17 +1,18 @@
 import type { SwitchboardOptions } from '../config/switchboard-options';
+import type { ConfigProblem } from '../config/validate-options';
 
 /**
- * Problems with `options.fallbacks`, one line each naming the entry: a model nobody serves, a
+ * Problems with `options.fallbacks`, each at the entry it is about: a model nobody serves, a
  * fallback served through the other provider's API (the call's params would not fit it), a chain
  * that comes back to where it started. Run it on options that passed the schema.
  *
  * @example
  * ```ts
  * checkFallbacks({ deployments, fallbacks: { 'gpt-4o': ['gpt-4o'] } });
- * // ["fallbacks.gpt-4o[0] 'gpt-4o' makes a cycle: gpt-4o -> gpt-4o; ..."]
+ * // [{ path: ['fallbacks', 'gpt-4o', 0], message: "'gpt-4o' makes a cycle: gpt-4o -> gpt-4o; ..." }]
  * ```
  */
-export function checkFallbacks(options: SwitchboardOptions): string[] {
+export function checkFallbacks(options: SwitchboardOptions): ConfigProblem[] {
   const fallbacks = options.fallbacks;
   if (fallbacks === undefined) return [];
   const providers = new Map<string, string>();
@@ -19,25 +20,28 @@ export function checkFallbacks(options: SwitchboardOptions): string[] {
     for (const m of d.models) if (!providers.has(m.name)) providers.set(m.name, d.provider);
   }
   const served = [...providers.keys()].join(', ');
-  const problems: string[] = [];
+  const problems: ConfigProblem[] = [];
   for (const [model, list] of Object.entries(fallbacks)) {
     const provider = providers.get(model);
     if (provider === undefined) {
-      problems.push(
-        `fallbacks.${model} names a model no deployment serves: use one of ${served}, or add a deployment for it`,
-      );
+      problems.push({
+        path: ['fallbacks', model],
+        message: `names a model no deployment serves: use one of ${served}, or add a deployment for it`,
+      });
     }
     list.forEach((fallback, i) => {
-      const at = `fallbacks.${model}[${i}] '${fallback}'`;
+      const path = ['fallbacks', model, i];
       const other = providers.get(fallback);
       if (other === undefined) {
-        problems.push(
-          `${at} is served by no deployment: add a deployment that serves it, or remove it from the list (served: ${served})`,
-        );
+        problems.push({
+          path,
+          message: `'${fallback}' is served by no deployment: add a deployment that serves it, or remove it from the list (served: ${served})`,
+        });
       } else if (provider !== undefined && other !== provider) {
-        problems.push(
-          `${at} is served by ${other} deployments but ${model} by ${provider} ones: a fallback must take the same API's params`,
-        );
+        problems.push({
+          path,
+          message: `'${fallback}' is served by ${other} deployments but ${model} by ${provider} ones: a fallback must take the same API's params`,
+        });
       }
     });
   }
@@ -54,9 +58,10 @@ export function checkFallbacks(options: SwitchboardOptions): string[] {
         const key = [...cycle].sort().join('\0');
         if (!reported.has(key)) {
           reported.add(key);
-          problems.push(
-            `fallbacks.${model}[${i}] '${next}' makes a cycle: ${cycle.join(' -> ')}; a model cannot fall back to itself, remove one of the links`,
-          );
+          problems.push({
+            path: ['fallbacks', model, i],
+            message: `'${next}' makes a cycle: ${cycle.join(' -> ')}; a model cannot fall back to itself, remove one of the links`,
+          });
         }
         return;
       }

@@ -225,6 +225,109 @@ describe('loadSwitchboardConfigFile', () => {
     );
   });
 
+  describe('lines of problems at model names with dashes and dots', () => {
+    // Line numbers below count from `deployments:` as line 1.
+    const routed = (models: string, fallbacks: string) => `deployments:
+  - provider: openai
+    name: east-1.eu
+    baseURL: https://east.openai.azure.com/openai/v1/
+    apiKey: k
+    models:
+${models}fallbacks:
+${fallbacks}`;
+    const MODELS = `      - name: gpt-4.1
+      - name: gpt-4.1-mini
+        priority: 1
+        weight: 2
+`;
+    const parse = (text: string) => () =>
+      parseSwitchboardConfig(text, { source: 'sb.yaml', env: {} });
+
+    it('reads the routing fields under such names', () => {
+      const options = parse(routed(MODELS, '  gpt-4.1:\n    - gpt-4.1-mini\n'))();
+      expect(options.deployments[0]!.models[1]).toEqual({
+        name: 'gpt-4.1-mini',
+        priority: 1,
+        weight: 2,
+      });
+      expect(options.fallbacks).toEqual({ 'gpt-4.1': ['gpt-4.1-mini'] });
+    });
+
+    it('gives the line of a fallback to a model no deployment serves', () => {
+      const text = routed(
+        MODELS,
+        '  gpt-4.1:\n    - gpt-4.1-mini\n  gpt-4.1-mini:\n    - gpt-4.1-nano\n',
+      );
+      expect(problemsOf(parse(text)).problems).toEqual([
+        "sb.yaml: fallbacks.gpt-4.1-mini[0] 'gpt-4.1-nano' is served by no deployment: add a deployment that serves it, or remove it from the list (served: gpt-4.1, gpt-4.1-mini) (line 15)",
+      ]);
+    });
+
+    it('gives the line of the link that closes a cycle', () => {
+      const text = routed(MODELS, '  gpt-4.1:\n    - gpt-4.1-mini\n  gpt-4.1-mini: [gpt-4.1]\n');
+      expect(problemsOf(parse(text)).problems).toEqual([
+        "sb.yaml: fallbacks.gpt-4.1-mini[0] 'gpt-4.1' makes a cycle: gpt-4.1 -> gpt-4.1-mini -> gpt-4.1; a model cannot fall back to itself, remove one of the links (line 14)",
+      ]);
+    });
+
+    it('gives the line of fallbacks for a model no deployment serves', () => {
+      const text = routed(MODELS, '  gpt-4.5-preview: [gpt-4.1]\n');
+      expect(problemsOf(parse(text)).problems).toEqual([
+        'sb.yaml: fallbacks.gpt-4.5-preview names a model no deployment serves: use one of gpt-4.1, gpt-4.1-mini, or add a deployment for it (line 12)',
+      ]);
+    });
+
+    it('gives the line of a duplicate deployment name with dots and dashes', () => {
+      const second = '  - provider: openai\n    name: east-1.eu\n    models: [{ name: gpt-4.1 }]\n';
+      const text = routed(MODELS + second, '  gpt-4.1: [gpt-4.1-mini]\n');
+      expect(problemsOf(parse(text)).problems).toEqual([
+        "sb.yaml: deployments[1].name 'east-1.eu' duplicates deployments[0].name: deployment names must be unique (line 12)",
+      ]);
+    });
+
+    it('gives the field path and line of priority: -1 and weight: 0 on such a model', () => {
+      const models = MODELS.replace('priority: 1', 'priority: -1').replace(
+        'weight: 2',
+        'weight: 0',
+      );
+      const text = routed(models, '  gpt-4.1: [gpt-4.1-mini]\n');
+      expect(problemsOf(parse(text)).problems).toEqual([
+        'sb.yaml: deployments[0].models[1].priority must be a non-negative integer (0 = most preferred) (line 9)',
+        'sb.yaml: deployments[0].models[1].weight must be a positive number (default 1) (line 10)',
+      ]);
+    });
+
+    it('gives the field path and line of an empty fallback list under such a name', () => {
+      const text = routed(MODELS, '  gpt-4.1-mini: []\n');
+      expect(problemsOf(parse(text)).problems).toEqual([
+        'sb.yaml: fallbacks.gpt-4.1-mini must list at least one fallback model (line 12)',
+      ]);
+    });
+
+    it('gives the line in a JSON file too', () => {
+      const json = JSON.stringify(
+        {
+          deployments: [
+            {
+              provider: 'openai',
+              name: 'east-1.eu',
+              apiKey: 'k',
+              models: [{ name: 'gpt-4.1' }, { name: 'gpt-4.1-mini' }],
+            },
+          ],
+          fallbacks: { 'gpt-4.1': ['gpt-4.1-mini', 'gpt-4.1-nano'] },
+        },
+        null,
+        2,
+      );
+      const path = file('routed.json', json);
+      const line = json.split('\n').findIndex((l) => l.includes('"gpt-4.1-nano"')) + 1;
+      expect(problemsOf(() => loadSwitchboardConfigFile(path, {})).problems).toEqual([
+        `${path}: fallbacks.gpt-4.1[1] 'gpt-4.1-nano' is served by no deployment: add a deployment that serves it, or remove it from the list (served: gpt-4.1, gpt-4.1-mini) (line ${line})`,
+      ]);
+    });
+  });
+
   it('names the file, line and column of a YAML syntax error', () => {
     const text = 'deployments:\n  - provider: openai\n    name: "east\n';
     const error = problemsOf(() => loadSwitchboardConfigFile(file('bad.yaml', text), {}));
