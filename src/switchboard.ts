@@ -5,9 +5,12 @@ import { failover, failoverPolicy, type FailoverPolicy } from './failover/failov
 import type { ApiAdapter, ApiOperation, Surface, SurfacesOf } from './providers/adapter';
 import { attempt, type AttemptHooks, type PreparedRequest } from './providers/attempt';
 import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
-import type { Answer, Deployment, SdkRequestOptions } from './registry/deployment';
+import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from './registry/deployment';
 import { resolveFallbacks } from './routing/fallbacks';
-import { routeCall, type Route } from './routing/route-call';
+import { routeCall, type NoRoom, type Route } from './routing/route-call';
+import type { Admission } from './quota/admission';
+import { CapacityQueue } from './quota/capacity-queue';
+import { noRoomError } from './quota/no-room';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { ModelState } from './registry/model-state';
 import { Selector } from './selection/selector';
@@ -32,6 +35,12 @@ export type BuiltinSurfaces = SurfacesOf<typeof BUILTIN_ADAPTERS>;
 
 /** Names that a mounted surface must not take. */
 const RESERVED = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
+/** What calls that use no quota (retrievals, token counts) are charged. */
+const UNMETERED: Admission = Object.freeze({ input: 0, output: 0 });
+/** Stands for "others are already waiting for room": no routing is tried. */
+const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
 
 // The surfaces are built from the adapters at run time; this merge gives them their types.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
@@ -78,6 +87,11 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   private readonly branches = new WeakSet<object>();
   /** Per deployment, the state that calls without a model (retrievals) report to. */
   private readonly unmetered = new Map<Deployment, ModelState>();
+  /** Calls waiting for room, when `options.queue` is set. */
+  readonly queue: CapacityQueue | undefined;
+  private readonly defaultReservation: number;
+  /** Calls that failed for their callers, per model: 429s (held back or upstream) and others. */
+  private readonly failedCalls = new Map<string, { rateLimited: number; other: number }>();
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;
@@ -109,6 +123,21 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;
     this.fallbacks = resolveFallbacks(options.fallbacks);
+    this.defaultReservation = options.defaultReservation ?? 0;
+    this.queue = options.queue
+      ? new CapacityQueue({ ...options.queue, clock: this.clock })
+      : undefined;
+    const queue = this.queue;
+    if (queue !== undefined) {
+      // Room may have come back: try the model's line now rather than when it was expected.
+      this.registry.onModelEvent((state, event) => {
+        if (queue.length(state.name) === 0) return;
+        if (event.type === 'up' || event.type === 'limit') queue.kick(state.name);
+        else if (event.type === 'spend' && (event.tokens < 0 || event.requests < 0)) {
+          queue.kick(state.name);
+        }
+      });
+    }
     this.metrics = new SwitchboardMetrics(this.registry);
     const metrics = this.metrics;
     // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
@@ -119,7 +148,11 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       staleSocketRetried: (state) => metrics.retry(state, 'stale_socket'),
       started: (deployment, state, request, context) =>
         genAi.forDeployment(deployment, state.name, request.body, context),
-      observed: () => undefined,
+      observed: (state, headers, admission) => {
+        state.observe(headers, admission);
+        // An answer may show room (the upstream counts less than we did).
+        if (queue !== undefined && queue.length(state.name) > 0) queue.kick(state.name);
+      },
     };
   }
 
@@ -144,9 +177,28 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     return chosen;
   }
 
-  /** Per deployment and model: `{ util, tpm: "used/limit", rpm: "used/limit" }`. */
+  /**
+   * Per deployment and model: `{ util, tpm: "used/limit", rpm: "used/limit" }`, with the input
+   * and output limits where they apply, the limits `learned` from the upstream's headers and what
+   * it last reported left (`upstreamRemaining`).
+   */
   stats(): Record<string, Record<string, ModelStats>> {
     return this.registry.stats();
+  }
+
+  /**
+   * Calls that failed for their callers since the switchboard started, per model (after
+   * failover): `rateLimited` are 429s, held back for want of room or from the upstream.
+   *
+   * @example
+   * ```ts
+   * sb.failures(); // { 'gpt-4o-mini': { rateLimited: 3, other: 0 } }
+   * ```
+   */
+  failures(): Record<string, { rateLimited: number; other: number }> {
+    const out: Record<string, { rateLimited: number; other: number }> = {};
+    for (const [model, c] of this.failedCalls) out[model] = { ...c };
+    return out;
   }
 
   /**
@@ -211,6 +263,9 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     clearInterval(this.resetTimer);
     this.resetTimer = undefined;
     this.metrics.close();
+    this.queue?.close(
+      () => new SwitchboardError('The switchboard closed while the call waited for room'),
+    );
     await this.state.close();
   }
 
@@ -368,11 +423,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   ): PreparedRequest {
     const stream = op.streams ? op.streams(body) : body.stream === true;
     const metered = op.metered !== false;
-    let charge = 0;
-    if (metered) {
-      const admission = adapter.admission(body);
-      charge = admission.input + admission.output;
-    }
+    const admission = metered ? adapter.admission(body, this.defaultReservation) : UNMETERED;
     const chain = adapter.chain;
     const track = chain
       ? (value: unknown, d: Deployment) => {
@@ -385,15 +436,20 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       return {
         body: prepared.body,
         stream,
-        charge,
+        admission,
         metered,
         hideUsageEvents: prepared.hideUsageEvents,
         track,
       };
     }
-    return { body, stream, charge, metered, hideUsageEvents: false, track };
+    return { body, stream, admission, metered, hideUsageEvents: false, track };
   }
 
+  /**
+   * Every attempt of a call is routed by {@link routeCall} (room for its admission charge, tiers,
+   * fallbacks, the deployments it already tried); when no deployment has room the call waits in
+   * the queue or fails at once with the SDK's `RateLimitError`, and failover retries the rest.
+   */
   private dispatch(
     adapter: ApiAdapter,
     op: ApiOperation,
@@ -403,100 +459,97 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     pool: readonly Deployment[],
     fallbacks?: readonly string[],
   ): Promise<Answer> {
-    if (fallbacks !== undefined) {
-      return this.dispatchWithFallbacks(adapter, op, request, options, sessionId, pool, fallbacks);
-    }
     const model = request.body.model as string;
-    const first = this.registry.select(model, sessionId);
-    if (sessionId !== undefined) this.state.rememberSession?.(sessionId, first.name);
-    const promise = attempt(
-      first,
-      first.models.get(model)!,
-      adapter,
-      op,
-      request,
-      options,
-      this.hooks,
-    );
-    if (this.policy.attempts <= 1) return promise;
-    return promise.catch((error: unknown) => {
-      const tried = new Set<Deployment>([first]);
-      let last = first;
-      let context: AttemptContext = { attempt: 1 };
-      return failover(
-        error,
-        () => {
-          const d = this.registry.select(model, sessionId, tried);
-          tried.add(d);
-          last = d;
-          if (sessionId !== undefined) this.state.rememberSession?.(sessionId, d.name);
-          return attempt(
-            d,
-            d.models.get(model)!,
-            adapter,
-            op,
-            request,
-            options,
-            this.hooks,
-            context,
-          );
-        },
-        this.policy,
-        pool[0]!.errors,
-        options?.signal,
-        (n, _delay, reason) => {
+    const admission = request.metered ? request.admission : undefined;
+    const errors = pool[0]!.errors;
+    let tried: Set<Deployment> | undefined;
+    let last: Route | undefined;
+    let context: AttemptContext = FIRST_ATTEMPT;
+    const route = (): Route | NoRoom =>
+      routeCall(this.registry, model, fallbacks, sessionId, tried, admission);
+    const send = (to: Route): Promise<Answer> => {
+      (tried ??= new Set()).add(to.deployment);
+      last = to;
+      if (sessionId !== undefined) this.state.rememberSession?.(sessionId, to.deployment.name);
+      if (to.model !== model) {
+        this.logger.debug?.(
+          `No deployment of ${model} can take the call: falling back to ${to.model} on ${to.deployment.name}`,
+        );
+      }
+      return this.attemptRoute(to, model, adapter, op, request, options, context);
+    };
+    const next = (): Promise<Answer> => {
+      const queue = this.queue;
+      // First come, first served: while calls wait for room, a new one waits behind them.
+      const routed = queue !== undefined && queue.length(model) > 0 ? QUEUED : route();
+      if ('deployment' in routed) return send(routed);
+      return this.waitForRoom(model, admission!, routed, route, options, errors).then(send);
+    };
+    let promise: Promise<Answer>;
+    try {
+      promise = next();
+    } catch (error) {
+      promise = Promise.reject(error);
+    }
+    if (this.policy.attempts > 1) {
+      promise = promise.catch((error: unknown) =>
+        failover(error, next, this.policy, errors, options?.signal, (n, _delay, reason) => {
           context = { attempt: n, failoverReason: reason };
-          this.metrics.retry(last.models.get(model)!, reason);
-        },
+          if (last) this.metrics.retry(last.deployment.models.get(last.model)!, reason);
+        }),
       );
+    }
+    return promise.then(undefined, (error: unknown) => {
+      this.countFailure(model, error);
+      throw error;
     });
   }
 
-  /** {@link dispatch} for a model with fallbacks: each attempt is routed by {@link routeCall}. */
-  private dispatchWithFallbacks(
-    adapter: ApiAdapter,
-    op: ApiOperation,
-    request: PreparedRequest,
+  /**
+   * No deployment has room for the call: a place in the queue (when configured and not full),
+   * woken when room is expected or freed, or else the SDK's `RateLimitError` at once, with
+   * `retry-after` set to when room is expected.
+   */
+  private waitForRoom(
+    model: string,
+    admission: Admission,
+    routed: NoRoom,
+    route: () => Route | NoRoom,
     options: SdkRequestOptions | undefined,
-    sessionId: string | undefined,
-    pool: readonly Deployment[],
-    fallbacks: readonly string[],
-  ): Promise<Answer> {
-    const model = request.body.model as string;
-    const tried = new Set<Deployment>();
-    let last: Route | undefined;
-    let context: AttemptContext = { attempt: 1 };
-    const next = (): Promise<Answer> => {
-      const route = this.fallbackRoute(model, fallbacks, sessionId, tried);
-      tried.add(route.deployment);
-      last = route;
-      if (sessionId !== undefined) this.state.rememberSession?.(sessionId, route.deployment.name);
-      return this.attemptRoute(route, model, adapter, op, request, options, context);
+    errors: ProviderErrors,
+  ): Promise<Route> {
+    const queue = this.queue;
+    const expected = () => {
+      const r = route();
+      return 'waitMs' in r ? r.waitMs : 0;
     };
-    const promise = next();
-    if (this.policy.attempts <= 1) return promise;
-    return promise.catch((error: unknown) =>
-      failover(error, next, this.policy, pool[0]!.errors, options?.signal, (n, _delay, reason) => {
-        context = { attempt: n, failoverReason: reason };
-        if (last) this.metrics.retry(last.deployment.models.get(last.model)!, reason);
-      }),
+    if (queue === undefined || !queue.canJoin(model) || queue.maxWait <= 0) {
+      const wait = routed === QUEUED ? expected() : routed.waitMs;
+      return Promise.reject(noRoomError(errors.RateLimitError, model, admission, wait));
+    }
+    return queue.wait(
+      model,
+      () => {
+        const r = route();
+        return 'waitMs' in r ? r : { target: r };
+      },
+      {
+        signal: options?.signal,
+        onAbort: () => new errors.APIUserAbortError(),
+        onTimeout: (waited) =>
+          noRoomError(errors.RateLimitError, model, admission, expected(), waited),
+      },
     );
   }
 
-  /** {@link routeCall}, with a debug line when a fallback model takes the attempt. */
-  private fallbackRoute(
-    model: string,
-    fallbacks: readonly string[],
-    sessionId: string | undefined,
-    tried?: ReadonlySet<Deployment>,
-  ): Route {
-    const route = routeCall(this.registry, model, fallbacks, sessionId, tried);
-    if (route.model !== model) {
-      this.logger.debug?.(
-        `No deployment of ${model} can take the call: falling back to ${route.model} on ${route.deployment.name}`,
-      );
+  private countFailure(model: string, error: unknown): void {
+    let counts = this.failedCalls.get(model);
+    if (counts === undefined) {
+      counts = { rateLimited: 0, other: 0 };
+      this.failedCalls.set(model, counts);
     }
-    return route;
+    if ((error as { status?: unknown } | null)?.status === 429) counts.rateLimited++;
+    else counts.other++;
   }
 
   /** One attempt on a route; a fallback's replaces the params' `model` for this attempt only. */
@@ -618,7 +671,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
           `${id} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
         );
       }
-      if (!state.isHealthy()) {
+      if (!state.hasRoom(request.admission)) {
         const why = state.isCooling()
           ? `is cooling down for ${Math.ceil(state.cooldownRemaining / 1000)} s`
           : 'is at its quota';

@@ -13,6 +13,7 @@ import {
 } from 'rxjs';
 import type { FailoverOptions } from '../types';
 import type { ProviderErrors } from '../registry/deployment';
+import { isNoRoom } from '../quota/no-room';
 import { classify, type FailureReason } from './classify';
 
 /** Default number of attempts per call, the first included. */
@@ -49,6 +50,8 @@ export function failoverPolicy(options: FailoverOptions = {}): FailoverPolicy {
       const verdict = classify(error, errors);
       // A caller's abort and the switchboard's own errors are final, whatever retryIf says.
       if (verdict.reason === 'aborted' || verdict.reason === 'switchboard') return false;
+      // No deployment had room and nothing was sent: another attempt would find none either.
+      if (isNoRoom(error)) return false;
       return retryIf ? retryIf(error) : verdict.retry;
     },
   };

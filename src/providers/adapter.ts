@@ -106,8 +106,12 @@ export interface ApiAdapter<Facade extends object = object, Client = unknown> {
   readonly provider: Provider;
   /** The SDK methods it calls, by name. */
   readonly operations: Readonly<Record<string, ApiOperation<Client>>>;
-  /** Prompt estimate (text chars / 4) and output reservation of a request. */
-  admission(body: Record<string, unknown>): Admission;
+  /**
+   * What the upstream charges a request at admission: the prompt estimate (text chars / 4) and
+   * the output it reserves (the request's cap; `defaultOutput`, from the switchboard's
+   * `defaultReservation`, when it sets none; 0 for APIs without output).
+   */
+  admission(body: Record<string, unknown>, defaultOutput: number): Admission;
   /** Usage an answer reports, if any. */
   usage(data: unknown): Usage | undefined;
   /**

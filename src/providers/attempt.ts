@@ -10,7 +10,7 @@ import { retryStaleSocket } from '../failover/stale-socket';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
-import type { TokenUsage as Usage } from '../quota/admission';
+import type { Admission, TokenUsage as Usage } from '../quota/admission';
 import type { ApiAdapter, ApiOperation, SdkAnswer } from './adapter';
 
 /** What an attempt reports back to its switchboard. */
@@ -27,15 +27,15 @@ export interface AttemptHooks {
     context: AttemptContext,
   ): AttemptTrace | undefined;
   /** The headers of every answer from the upstream, errors included (rate-limit anchoring). */
-  observed(state: ModelState, headers: Headers): void;
+  observed(state: ModelState, headers: Headers, admission: Admission): void;
 }
 
 /** A request made ready for one surface, with what it is charged before it is sent. */
 export interface PreparedRequest {
   body: Record<string, unknown>;
   stream: boolean;
-  /** Tokens charged up front: admission input + output (0 for unmetered calls). */
-  charge: number;
+  /** What the upstream charges at admission: input and reserved output (0 for unmetered calls). */
+  admission: Admission;
   /** Whether the call uses the model's quota at all. */
   metered: boolean;
   /** The switchboard asked for usage the caller did not: hide the usage-only events. */
@@ -79,14 +79,13 @@ class Answered implements Answer {
   }
 }
 
-const totalOf = (usage: Usage): number => usage.input + usage.output;
-
 /**
  * One request to one deployment, with its accounting:
  * - before anything is awaited, 1 request and the admission charge are spent, so concurrent
  *   calls see them;
- * - the answer's real usage replaces the charge (for streams, as usage events arrive);
- * - the headers of the answer (or of the error) go to `hooks.observed`;
+ * - the answer's usage settles the charge the way the upstream does (for streams, when the
+ *   stream ends); a failure before anything was produced releases it, the request stays counted;
+ * - the headers of the answer (or of the error) go to `hooks.observed`, for anchoring;
  * - the deadline is the switchboard's own, so a timeout is always reported as the SDK's
  *   `APIConnectionTimeoutError`, whatever the SDK made of the abort;
  * - a request lost to a stale pooled socket is sent once more at once, on the same deployment,
@@ -104,7 +103,9 @@ export function attempt(
   context: AttemptContext = FIRST_ATTEMPT,
 ): Promise<Answer> {
   const metered = request.metered;
-  if (metered) state.spend(request.charge, 1);
+  const admission = request.admission;
+  if (metered) state.admit(admission);
+  else state.spend(0, 1);
   hooks.sent(state);
   const trace = hooks.started?.(deployment, state, request, context);
 
@@ -132,14 +133,19 @@ export function attempt(
         : { ...options, timeout: deadline, maxRetries: 0 }
   ) as SdkRequestOptions;
 
-  const fail = (error: unknown, charged: number): Error => {
+  // `produced` other than false: a stream broke off, so the upstream counted what it reported so
+  // far (undefined: nothing reported, the admission charge stands).
+  const fail = (error: unknown, produced: Usage | undefined | false): Error => {
     const headers = (error as { headers?: unknown } | null)?.headers;
     if (headers && typeof (headers as Headers).get === 'function') {
-      hooks.observed(state, headers as Headers);
+      hooks.observed(state, headers as Headers, admission);
     }
     const translated = translate(deployment, error, caller, timedOut);
     const verdict = classify(translated, deployment.errors);
-    if (charged !== 0) state.spend(-charged);
+    if (metered) {
+      if (produced === false) state.release(admission);
+      else state.settle(admission, produced);
+    }
     if (verdict.countsAsFailure) {
       if (state.recordFailure() >= 3) state.markDown(undefined, `3 consecutive failures`);
     }
@@ -150,7 +156,6 @@ export function attempt(
     trace?.failed(translated, verdict.reason);
     return translated;
   };
-  const charge = metered ? request.charge : 0;
 
   return new Promise<Answer>((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -159,7 +164,7 @@ export function attempt(
       else if (!settled) {
         settled = true;
         // Nothing was produced: the charge goes back, the request stays counted.
-        reject(fail(undefined, charge));
+        reject(fail(undefined, false));
       }
     }, deadline);
     const release = () => {
@@ -176,7 +181,7 @@ export function attempt(
     } catch (error) {
       release();
       settled = true;
-      reject(fail(error, charge));
+      reject(fail(error, false));
       return;
     }
     sent.then(
@@ -187,7 +192,7 @@ export function attempt(
           return;
         }
         settled = true;
-        hooks.observed(state, answer.response.headers);
+        hooks.observed(state, answer.response.headers, admission);
         if (request.stream) {
           clearTimeout(timer);
           const data = accountedStream(
@@ -205,13 +210,7 @@ export function attempt(
           return;
         }
         release();
-        if (metered) {
-          const usage = adapter.usage(answer.data);
-          if (usage !== undefined) {
-            const used = totalOf(usage);
-            if (used !== charge) state.spend(used - charge);
-          }
-        }
+        if (metered) state.settle(admission, adapter.usage(answer.data));
         state.recordSuccess();
         trace?.response(answer.data);
         if (request.track) request.track(answer.data, deployment);
@@ -222,16 +221,17 @@ export function attempt(
         settled = true;
         release();
         // Nothing was produced: the charge goes back, the request stays counted.
-        reject(fail(error, charge));
+        reject(fail(error, false));
       },
     );
   });
 }
 
 /**
- * Wraps the SDK's stream in the SDK's own `Stream` class: usage is charged as events report it
- * (only the change each time), usage-only events the caller did not ask for are hidden, and a
- * dropped connection marks the model down and reaches the consumer as `APIConnectionError`.
+ * Wraps the SDK's stream in the SDK's own `Stream` class: the admission charge stands until the
+ * stream ends and is then settled to the usage its events reported; usage-only events the caller
+ * did not ask for are hidden, and a dropped connection marks the model down and reaches the
+ * consumer as `APIConnectionError`.
  */
 function accountedStream(
   deployment: Deployment,
@@ -241,37 +241,43 @@ function accountedStream(
   request: PreparedRequest,
   caller: AbortSignal | undefined,
   release: () => void,
-  fail: (error: unknown, charged: number) => Error,
+  fail: (error: unknown, produced: Usage | undefined | false) => Error,
   trace: AttemptTrace | undefined,
 ): unknown {
   const stream = source as AsyncIterable<unknown> & { controller: AbortController };
   const streamUsage = request.metered ? adapter.streamUsage : undefined;
   const track = request.track;
-  let charged = request.metered ? request.charge : 0;
   const memo: Usage = { input: 0, output: 0 };
+  // The usage reported so far (events carry running totals).
+  let used: Usage | undefined;
+  let settled = !request.metered;
   async function* iterate(): AsyncGenerator<unknown> {
     try {
       for await (const event of stream) {
         if (streamUsage) {
           const usage = streamUsage.call(adapter, event, memo);
-          if (usage !== undefined) {
-            const total = totalOf(usage);
-            if (total !== charged) {
-              state.spend(total - charged);
-              charged = total;
-            }
-          }
+          if (usage !== undefined) used = { ...usage };
         }
         trace?.event(event);
         if (track) track(event, deployment);
         if (request.hideUsageEvents && adapter.isUsageEvent?.(event)) continue;
         yield event;
       }
+      if (!settled) {
+        settled = true;
+        state.settle(request.admission, used);
+      }
       if (!caller?.aborted) state.recordSuccess();
     } catch (error) {
       // Tokens already streamed were spent upstream: keep them charged.
-      throw fail(error, 0);
+      settled = true;
+      throw fail(error, used);
     } finally {
+      // A consumer that stopped reading early: what was reported so far stands.
+      if (!settled) {
+        settled = true;
+        state.settle(request.admission, used);
+      }
       release();
       // Ended by the source, or by a consumer that stopped reading: a success either way.
       trace?.streamEnded();

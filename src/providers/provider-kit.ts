@@ -1,5 +1,6 @@
 import type { Answer, Deployment, ProviderErrors } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
+import type { ChargePolicy } from '../quota/admission';
 import type { DeploymentConfig } from '../types';
 
 /**
@@ -13,6 +14,11 @@ import type { DeploymentConfig } from '../types';
  */
 export interface ProviderKit<Config extends DeploymentConfig = DeploymentConfig> {
   errors: ProviderErrors;
+  /**
+   * How its upstream reconciles the admission charge: Azure OpenAI keeps the output reservation
+   * for the minute (`reserve`), Foundry settles output to what was produced (`actual`).
+   */
+  charge: ChargePolicy;
   deployment(config: Config, models: ReadonlyMap<string, ModelState>): Deployment;
   /** The SDK's own `APIPromise` over the answer of the attempt that succeeded. */
   promise(answer: Promise<Answer>): Promise<unknown>;

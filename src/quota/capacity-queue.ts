@@ -15,6 +15,8 @@ interface Line {
   timer: NodeJS.Timeout | undefined;
   /** When the line's timer fires (epoch ms of the clock given). */
   wakeAt: number;
+  /** A serve() is scheduled for the next turn. */
+  pending: boolean;
 }
 
 /** Options of a {@link CapacityQueue}. */
@@ -92,7 +94,7 @@ export class CapacityQueue {
       }
       let line = this.lines.get(model);
       if (line === undefined) {
-        line = { waiters: [], timer: undefined, wakeAt: 0 };
+        line = { waiters: [], timer: undefined, wakeAt: 0, pending: false };
         this.lines.set(model, line);
       }
       const joined = this.clock();
@@ -148,6 +150,7 @@ export class CapacityQueue {
   }
 
   private serve(model: string, line: Line): void {
+    if (line.pending) return;
     while (line.waiters.length > 0) {
       const head = line.waiters[0]!;
       let attempt: RouteAttempt<unknown>;
@@ -161,7 +164,16 @@ export class CapacityQueue {
       if ('target' in attempt) {
         this.remove(model, head);
         head.resolve(attempt.target);
-        continue;
+        // The next one is routed once this one's call has been charged (in the microtasks that
+        // follow), so that it sees the room this one took.
+        if (line.waiters.length > 0 && !line.pending) {
+          line.pending = true;
+          setImmediate(() => {
+            line.pending = false;
+            if (line.waiters.length > 0) this.serve(model, line);
+          });
+        }
+        return;
       }
       // One timer per line, for the head: when room is expected (a kick may come sooner).
       const wakeAt = this.clock() + Math.max(1, attempt.waitMs);

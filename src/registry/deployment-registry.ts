@@ -1,6 +1,8 @@
 import type { DeploymentConfig, SwitchboardLogger } from '../types';
 import { PROVIDERS } from '../providers/index';
 import type { ProviderKit } from '../providers/provider-kit';
+import type { Admission } from '../quota/admission';
+import type { LimitName } from '../quota/quota-limit';
 import { hasRoom } from '../routing/room';
 import { chooseInTiers, tiersOf } from '../routing/tiers';
 import { SessionAffinity } from '../selection/session-affinity';
@@ -9,11 +11,21 @@ import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, Provider } from './deployment';
 import { ModelState, type ModelEvent } from './model-state';
 
-/** `stats()` entry: utilization rounded to 3 places, usage as `"used/limit"`. */
+/**
+ * `stats()` entry: utilization rounded to 3 places (by the anchored view), usage as
+ * `"used/limit"` (our own count), and where they apply the input / output limits, the limits
+ * learned from the upstream's headers, and what its last answer said was left.
+ */
 export interface ModelStats {
   util: number;
   tpm: string;
   rpm: string;
+  itpm?: string;
+  otpm?: string;
+  /** Limits taken from the upstream's headers rather than the configuration. */
+  learned?: LimitName[];
+  /** What the upstream's last rate-limit headers said was left, per limit. */
+  upstreamRemaining?: Partial<Record<LimitName, number>>;
 }
 
 /** Listens to mark-downs and mark-ups of every model. */
@@ -53,6 +65,8 @@ export class DeploymentRegistry {
   private readonly providers = new Map<string, Provider>();
   private readonly listeners: ModelListener[] = [];
   private readonly lastBestEffortWarning = new Map<string, number>();
+  /** Learned or corrected limits already logged. */
+  private readonly loggedLimits = new Set<string>();
   private readonly clock: () => number;
   private readonly logger: SwitchboardLogger | undefined;
 
@@ -75,7 +89,9 @@ export class DeploymentRegistry {
           priority: m.priority ?? config.priority,
           weight: m.weight ?? config.weight,
         };
-        const state = new ModelState({ ...m, ...routing }, config.name, this.clock);
+        const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
+          charge: PROVIDERS[config.provider].charge,
+        });
         state.listener = onEvent;
         models.set(m.name, state);
       }
@@ -165,6 +181,7 @@ export class DeploymentRegistry {
   /**
    * Like {@link select}, but only a deployment with room for the model and not in `exclude`
    * (the session's own first), or `undefined`: no best effort. Fallbacks ask it of each model.
+   * With the call's `admission` charge, room means room for that charge by the anchored view.
    *
    * @example
    * ```ts
@@ -175,11 +192,13 @@ export class DeploymentRegistry {
     model: string,
     sessionId?: string,
     exclude?: ReadonlySet<Deployment>,
+    admission?: Admission,
   ): Deployment | undefined {
     const pool = this.poolFor(model);
-    const held = this.sessionDeployment(model, sessionId, exclude);
+    const held = this.sessionDeployment(model, sessionId, exclude, admission);
     if (held !== undefined) return held;
-    const chosen = chooseInTiers(this.selector, model, this.tiers.get(model) ?? [pool], exclude);
+    const tiers = this.tiers.get(model) ?? [pool];
+    const chosen = chooseInTiers(this.selector, model, tiers, exclude, admission);
     if (chosen !== undefined && sessionId !== undefined) this.sessions.set(sessionId, chosen.name);
     return chosen;
   }
@@ -192,13 +211,14 @@ export class DeploymentRegistry {
     model: string,
     sessionId: string | undefined,
     exclude: ReadonlySet<Deployment> | undefined,
+    admission?: Admission,
   ): Deployment | undefined {
     if (sessionId === undefined) return undefined;
     const name = this.sessions.get(sessionId);
     if (name === undefined) return undefined;
     const d = this.deployments.get(name);
     const state = d?.models.get(model);
-    return state !== undefined && hasRoom(state) && !exclude?.has(d!) ? d : undefined;
+    return state !== undefined && hasRoom(state, admission) && !exclude?.has(d!) ? d : undefined;
   }
 
   /** Forget usage on every deployment. */
@@ -212,11 +232,23 @@ export class DeploymentRegistry {
     for (const [name, d] of this.deployments) {
       const models: Record<string, ModelStats> = {};
       for (const [model, s] of d.models) {
-        models[model] = {
+        const entry: ModelStats = {
           util: Math.round(s.util * 1000) / 1000,
           tpm: `${Math.round(s.tpmUsage)}/${s.tpm}`,
           rpm: `${Math.round(s.rpmUsage)}/${s.rpm}`,
         };
+        const io = s.itpm > 0 || s.otpm > 0 ? s.ioUsage : undefined;
+        if (io && s.itpm > 0) entry.itpm = `${Math.round(io.input)}/${s.itpm}`;
+        if (io && s.otpm > 0) entry.otpm = `${Math.round(io.output)}/${s.otpm}`;
+        const learned = Object.values(s.limits)
+          .filter((l) => l.learned)
+          .map((l) => l.name);
+        if (learned.length > 0) entry.learned = learned;
+        const reported = Object.entries(s.upstreamRemaining);
+        if (reported.length > 0) {
+          entry.upstreamRemaining = Object.fromEntries(reported.map(([k, v]) => [k, v.remaining]));
+        }
+        models[model] = entry;
       }
       out[name] = models;
     }
@@ -231,6 +263,21 @@ export class DeploymentRegistry {
       );
     } else if (event.type === 'up') {
       this.logger?.log(`${state.deployment}/${state.name} marked up`);
+    } else if (event.type === 'limit') {
+      const key = `${state.deployment}/${state.name}/${event.limit}`;
+      // Once each: the upstream repeats its limits on every answer.
+      if (!this.loggedLimits.has(key)) {
+        this.loggedLimits.add(key);
+        if (event.configured) {
+          this.logger?.warn(
+            `${state.deployment}/${state.name}: configured ${event.limit} ${event.was} disagrees with the upstream's ${event.value}; using ${event.value}`,
+          );
+        } else {
+          this.logger?.log(
+            `${state.deployment}/${state.name}: ${event.limit} ${event.value} learned from the upstream's headers`,
+          );
+        }
+      }
     }
     for (const listener of this.listeners) listener(state, event);
   }

@@ -1,4 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
+import type { RateLimitErrorClass } from '../quota/no-room';
 import type { Provider } from '../types';
 import type { ModelState } from './model-state';
 
@@ -18,6 +19,7 @@ export interface ProviderErrors {
   APIConnectionError: new (options: { message?: string; cause?: Error }) => Error;
   APIConnectionTimeoutError: new (options?: { message?: string }) => Error;
   APIUserAbortError: new (options?: { message?: string }) => Error;
+  RateLimitError: RateLimitErrorClass;
 }
 
 /** Request options the switchboard passes to the SDK (a subset of both SDKs' `RequestOptions`). */

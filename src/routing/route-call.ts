@@ -1,5 +1,7 @@
+import type { Admission } from '../quota/admission';
 import type { Deployment } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
+import { SwitchboardError } from '../switchboard.error';
 
 /** Where one attempt of a call goes: a deployment, and the model it is asked for there. */
 export interface Route {
@@ -8,22 +10,36 @@ export interface Route {
   model: string;
 }
 
+/** No deployment has room for the call now: when one is expected to (ms from now). */
+export interface NoRoom {
+  waitMs: number;
+}
+
 /**
  * Picks the deployment and model for one attempt of a call to `model`, given its `fallbacks` (in
- * order, chains resolved; none = plain selection) and the deployments this call already `tried`:
+ * order, chains resolved; none = the requested model only), the deployments this call already
+ * `tried`, and its `admission` charge (what the upstream counts when it admits the call):
  *
- * 1. a deployment of `model` with room that this call has not tried, most preferred tier first;
- * 2. else the first fallback model with such a deployment: the requested model's are all
- *    cooling, full, or failed for this very call;
- * 3. else the requested model as plain selection has it (a tried deployment with room, then
- *    best effort).
+ * 1. a deployment of `model` with room for the call that it has not tried, most preferred tier
+ *    first; else the first fallback model with such a deployment;
+ * 2. after a failure, when every untried deployment is down for reasons other than quota (marked
+ *    down by hand, connection errors): one of those, best effort, rather than the one that has
+ *    just failed this call;
+ * 3. a tried deployment with room (requested model first);
+ * 4. when none has room and some deployment is only full (room comes back as usage slides out,
+ *    or it is cooling after a 429): {@link NoRoom}, with the soonest expected room; nothing is
+ *    sent into a 429;
+ * 5. else best effort, as plain selection has it: every deployment is down.
  *
- * A session keeps its deployment while that has room for the model asked of it; once the
- * requested model has room again, the session comes back to it.
+ * A call whose charge exceeds the limits of every deployment of its model (and fallbacks) can
+ * never be admitted: a {@link SwitchboardError} names the sizes. Without `admission`, room means
+ * healthy and the call is never held back. A session keeps its deployment while that has room for
+ * the model asked of it; once the requested model has room again, the session comes back to it.
  *
  * @example
  * ```ts
- * const { deployment, model } = routeCall(registry, 'gpt-4o', ['gpt-4o-mini'], 'user-42', tried);
+ * const r = routeCall(registry, 'gpt-4o', ['gpt-4o-mini'], 'user-42', tried, { input: 900, output: 256 });
+ * if ('waitMs' in r) throw new Error(`no room for ${r.waitMs} ms`);
  * ```
  */
 export function routeCall(
@@ -32,14 +48,88 @@ export function routeCall(
   fallbacks: readonly string[] | undefined,
   sessionId?: string,
   tried?: ReadonlySet<Deployment>,
-): Route {
+  admission?: Admission,
+): Route | NoRoom {
+  const own = registry.choose(model, sessionId, tried, admission);
+  if (own !== undefined) return { deployment: own, model };
   if (fallbacks !== undefined) {
-    const own = registry.choose(model, sessionId, tried);
-    if (own !== undefined) return { deployment: own, model };
     for (const fallback of fallbacks) {
-      const d = registry.choose(fallback, sessionId, tried);
+      const d = registry.choose(fallback, sessionId, tried, admission);
       if (d !== undefined) return { deployment: d, model: fallback };
     }
   }
+  const retrying = tried !== undefined && tried.size > 0;
+  if (retrying) {
+    if (untriedAllDown(registry.poolFor(model), model, tried, admission)) {
+      return { deployment: registry.select(model, sessionId, tried), model };
+    }
+    const again = registry.choose(model, sessionId, undefined, admission);
+    if (again !== undefined) return { deployment: again, model };
+    for (const fallback of fallbacks ?? []) {
+      const d = registry.choose(fallback, sessionId, undefined, admission);
+      if (d !== undefined) return { deployment: d, model: fallback };
+    }
+  }
+  if (admission !== undefined) {
+    const wait = noRoom(registry, model, fallbacks, admission);
+    if (wait !== undefined) return wait;
+  }
   return { deployment: registry.select(model, sessionId, tried), model };
+}
+
+const NOTHING: Admission = Object.freeze({ input: 0, output: 0 });
+
+function untriedAllDown(
+  pool: readonly Deployment[],
+  model: string,
+  tried: ReadonlySet<Deployment>,
+  admission: Admission | undefined,
+): boolean {
+  let any = false;
+  for (const d of pool) {
+    if (tried.has(d)) continue;
+    if (d.models.get(model)!.blockedBy(admission ?? NOTHING) !== 'down') return false;
+    any = true;
+  }
+  return any;
+}
+
+/**
+ * When no deployment of `model` or its fallbacks has room: the soonest expected room among those
+ * that are only full, `undefined` when every one is down (best effort), or a
+ * {@link SwitchboardError} when the call exceeds every one's limits.
+ */
+function noRoom(
+  registry: DeploymentRegistry,
+  model: string,
+  fallbacks: readonly string[] | undefined,
+  admission: Admission,
+): NoRoom | undefined {
+  let wait = Infinity;
+  let full = false;
+  let fits = false;
+  let largest: { limit: string; value: number; charge: number } | undefined;
+  for (const m of fallbacks === undefined ? [model] : [model, ...fallbacks]) {
+    for (const d of registry.poolFor(m)) {
+      const state = d.models.get(m)!;
+      const over = state.exceeds(admission);
+      if (over !== undefined) {
+        if (largest === undefined || over.value > largest.value) largest = over;
+        continue;
+      }
+      fits = true;
+      if (state.blockedBy(admission) !== 'quota') continue;
+      full = true;
+      wait = Math.min(wait, state.roomAt(admission));
+    }
+  }
+  if (!fits && largest !== undefined) {
+    throw new SwitchboardError(
+      `A call to ${model} can never fit: the upstream charges it ${largest.charge} tokens of ` +
+        `${largest.limit} at admission (${admission.input} input + ${admission.output} reserved ` +
+        `output), above the largest ${largest.limit} of its deployments, ${largest.value}. ` +
+        `Shorten the prompt or lower its max_tokens; no deployment was marked down.`,
+    );
+  }
+  return full ? { waitMs: Number.isFinite(wait) ? wait : 0 } : undefined;
 }

@@ -1,3 +1,4 @@
+import type { Admission } from '../quota/admission';
 import type { Deployment } from '../registry/deployment';
 import type { Selector } from '../selection/selector';
 
@@ -42,9 +43,10 @@ export function chooseInTiers(
   model: string,
   tiers: readonly (readonly Deployment[])[],
   exclude?: ReadonlySet<Deployment>,
+  admission?: Admission,
 ): Deployment | undefined {
   for (const tier of tiers) {
-    const chosen = selector.choose(model, tier, exclude);
+    const chosen = selector.choose(model, tier, exclude, admission);
     if (chosen !== undefined) return chosen;
   }
   return undefined;

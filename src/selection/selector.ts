@@ -1,4 +1,5 @@
 import type { Deployment } from '../registry/deployment';
+import type { Admission } from '../quota/admission';
 import { hasRoom } from '../routing/room';
 
 /**
@@ -44,6 +45,7 @@ export abstract class Selector {
   /**
    * A deployment of `pool` with room for `model` and not in `exclude`, or `undefined` when there
    * is none: no best effort. Tiers and fallbacks ask this of each group of deployments in turn.
+   * With the call's `admission` charge, room means room for that charge (see `hasRoom`).
    *
    * @example
    * ```ts
@@ -54,11 +56,12 @@ export abstract class Selector {
     model: string,
     pool: readonly Deployment[],
     exclude?: ReadonlySet<Deployment>,
+    admission?: Admission,
   ): Deployment | undefined {
     const candidates = pool.filter((d) => {
       if (exclude?.has(d)) return false;
       const state = d.models.get(model);
-      return state !== undefined && hasRoom(state);
+      return state !== undefined && hasRoom(state, admission);
     });
     return candidates.length === 0 ? undefined : this.among(model, candidates);
   }

@@ -1,4 +1,5 @@
 import type { Deployment } from '../registry/deployment';
+import type { Admission } from '../quota/admission';
 import { hasRoom } from '../routing/room';
 import { Selector } from './selector';
 
@@ -76,11 +77,12 @@ export class TwoRandomChoices extends Selector {
     model: string,
     pool: readonly Deployment[],
     exclude?: ReadonlySet<Deployment>,
+    admission?: Admission,
   ): Deployment | undefined {
     const n = pool.length;
-    if (n < 2) return super.choose(model, pool, exclude);
+    if (n < 2) return super.choose(model, pool, exclude, admission);
     const sums = this.cachedSums(model, pool);
-    const open = (d: Deployment) => !exclude?.has(d) && hasRoom(d.models.get(model)!);
+    const open = (d: Deployment) => !exclude?.has(d) && hasRoom(d.models.get(model)!, admission);
     // Rejection sampling draws among the healthy deployments exactly as drawing from the healthy
     // list would, without building it.
     let a: Deployment | undefined;
@@ -93,13 +95,13 @@ export class TwoRandomChoices extends Selector {
         break;
       }
     }
-    if (a === undefined) return super.choose(model, pool, exclude);
+    if (a === undefined) return super.choose(model, pool, exclude, admission);
     while (tries < 2 * SAMPLES) {
       tries++;
       const d = pool[sums === undefined ? Math.floor(this.random() * n) : this.drawIndex(sums)]!;
       if (d !== a && open(d)) return this.better(model, a, d);
     }
-    return super.choose(model, pool, exclude);
+    return super.choose(model, pool, exclude, admission);
   }
 
   private cachedSums(model: string, pool: readonly Deployment[]): Float64Array | undefined {

@@ -35,7 +35,7 @@ describe('token accounting matches what the upstream reported', () => {
     expect(usage('claude0', CLAUDE).tokens).toBe(reported('claude0'));
   });
 
-  it('messages, streaming: input on message_start, output increase on message_delta', async () => {
+  it('messages, streaming: the max_tokens reservation stands until the stream ends, then settles to actual', async () => {
     const stream = await r.sb.messages.create(askClaude(long, { stream: true }));
     const seen: number[] = [];
     for await (const event of stream) {
@@ -45,7 +45,8 @@ describe('token accounting matches what the upstream reported', () => {
     }
     expect(usage('claude0', CLAUDE)).toEqual({ tokens: reported('claude0'), requests: 1 });
     expect(seen.length).toBeGreaterThanOrEqual(2);
-    expect(seen.at(-1)).toBe(reported('claude0'));
+    // Foundry reserves output from max_tokens at admission and adjusts it when the answer ends.
+    expect(seen.at(-1)).toBeGreaterThan(reported('claude0'));
   });
 
   it('charges the estimate synchronously, before the first await', () => {

@@ -15,6 +15,7 @@ const ERRORS: ProviderErrors = {
   APIConnectionError: OpenAI.APIConnectionError,
   APIConnectionTimeoutError: OpenAI.APIConnectionTimeoutError,
   APIUserAbortError: OpenAI.APIUserAbortError,
+  RateLimitError: OpenAI.RateLimitError,
 };
 
 interface Sent {
@@ -78,7 +79,7 @@ const ADAPTER: ApiAdapter = {
 const request = (): PreparedRequest => ({
   body: { model: MODEL },
   stream: false,
-  charge: 10,
+  admission: { input: 10, output: 0 },
   metered: true,
   hideUsageEvents: false,
 });

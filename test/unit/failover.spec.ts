@@ -8,6 +8,7 @@ const errors: ProviderErrors = {
   APIConnectionError: OpenAI.APIConnectionError,
   APIConnectionTimeoutError: OpenAI.APIConnectionTimeoutError,
   APIUserAbortError: OpenAI.APIUserAbortError,
+  RateLimitError: OpenAI.RateLimitError,
 };
 const serverError = (n = 0) => new OpenAI.APIError(500, undefined, `500 #${n}`, new Headers());
 

@@ -12,6 +12,7 @@ const ERRORS: ProviderErrors = {
   APIConnectionError: Anthropic.APIConnectionError,
   APIConnectionTimeoutError: Anthropic.APIConnectionTimeoutError,
   APIUserAbortError: Anthropic.APIUserAbortError,
+  RateLimitError: Anthropic.RateLimitError,
 };
 
 /**
@@ -55,6 +56,7 @@ const dataOf = (_client: unknown, props: unknown) => (props as Answer).data;
 /** @internal The `@anthropic-ai/sdk` provider: its deployments and its `APIPromise`. */
 export const anthropicProvider: ProviderKit<AnthropicConfig> = {
   errors: ERRORS,
+  charge: 'actual',
   deployment: (config, models) => new AnthropicDeployment(config, models),
   // The client argument only reaches the parse function (which reads the answer alone) and the
   // SDK's tracing, which runs only for calls that carry a span: these never do.

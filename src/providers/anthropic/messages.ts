@@ -107,10 +107,10 @@ export const messages = defineAdapter<SwitchboardMessages, Anthropic>()({
         client.messages.countTokens(body as never, options as never).withResponse(),
     },
   },
-  admission(body) {
+  admission(body, defaultOutput) {
     return {
       input: Math.ceil((textLength(body.messages) + contentLength(body.system)) / 4),
-      output: tokenField(body.max_tokens),
+      output: tokenField(body.max_tokens) || defaultOutput,
     };
   },
   usage: (data) => usageOf((data as { usage?: MessageUsage }).usage),

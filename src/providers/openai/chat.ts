@@ -114,11 +114,11 @@ export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>
         client.chat.completions.parse(body as never, options as never).withResponse(),
     },
   },
-  admission(body) {
+  admission(body, defaultOutput) {
     const n = typeof body.n === 'number' && body.n > 1 ? body.n : 1;
     return {
       input: Math.ceil(textLength(body.messages) / 4),
-      output: tokenField(body.max_completion_tokens ?? body.max_tokens) * n,
+      output: (tokenField(body.max_completion_tokens ?? body.max_tokens) || defaultOutput) * n,
     };
   },
   usage: usageOf,

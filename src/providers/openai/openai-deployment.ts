@@ -11,6 +11,7 @@ const ERRORS: ProviderErrors = {
   APIConnectionError: OpenAI.APIConnectionError,
   APIConnectionTimeoutError: OpenAI.APIConnectionTimeoutError,
   APIUserAbortError: OpenAI.APIUserAbortError,
+  RateLimitError: OpenAI.RateLimitError,
 };
 
 /**
@@ -50,6 +51,7 @@ const dataOf = (_client: unknown, props: unknown) => (props as Answer).data;
 /** @internal The `openai` provider: its deployments and its `APIPromise`. */
 export const openaiProvider: ProviderKit<OpenAIConfig> = {
   errors: ERRORS,
+  charge: 'reserve',
   deployment: (config, models) => new OpenAIDeployment(config, models),
   // The client argument only reaches the parse function, and this one reads the answer alone.
   promise: (answer) => new APIPromise(null as never, answer as never, dataOf as never),

@@ -123,10 +123,10 @@ export const responses = defineAdapter<SwitchboardResponses, OpenAI>()({
           .withResponse(),
     },
   },
-  admission(body) {
+  admission(body, defaultOutput) {
     return {
       input: Math.ceil((contentLength(body.instructions) + inputLength(body.input)) / 4),
-      output: tokenField(body.max_output_tokens),
+      output: tokenField(body.max_output_tokens) || defaultOutput,
     };
   },
   usage: (data) => usageOf(data as { usage?: ResponseUsage }),

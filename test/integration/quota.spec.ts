@@ -1,0 +1,141 @@
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { SwitchboardError } from '../../src';
+import {
+  ask,
+  askClaude,
+  CLAUDE,
+  GPT,
+  requestCounts,
+  rig,
+  type Rig,
+} from '../support/upstream';
+
+const stateOf = (r: Rig, name: string, model = GPT) =>
+  r.sb.deployments.get(name)!.models.get(model)!;
+const total = (r: Rig) => Object.values(requestCounts(r.upstream)).reduce((a, b) => a + b, 0);
+
+describe('a call that can never fit', () => {
+  let r: Rig;
+  afterEach(() => r.close());
+
+  it('fails at once naming the sizes, sends nothing and cools nothing', async () => {
+    r = await rig({ quota: { tpm: 1000, rpm: 100 } });
+    const call = r.sb.chat.completions.create(ask('x'.repeat(4000), { max_tokens: 200 }));
+    await expect(call).rejects.toBeInstanceOf(SwitchboardError);
+    await expect(call).rejects.toThrow(/1200 tokens.*largest tpm of its deployments, 1000/);
+    await expect(call).rejects.not.toThrow(/retry/i);
+    expect(total(r)).toBe(0);
+    for (const d of r.sb.deployments.values()) expect(d.models.get(GPT)!.isCooling()).toBe(false);
+  });
+});
+
+describe('no room by the upstream count', () => {
+  let r: Rig;
+  afterEach(() => r.close());
+
+  it("fails fast with the SDK's RateLimitError, retry-after set, and sends nothing", async () => {
+    r = await rig({ openai: 2, quota: { tpm: 1000, rpm: 100 } });
+    for (const d of r.sb.deployments.values()) d.models.get(GPT)!.admit({ input: 900, output: 0 });
+    const error = await r.sb.chat.completions
+      .create(ask('x'.repeat(400), { max_tokens: 50 }))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    const e = error as InstanceType<typeof OpenAI.RateLimitError>;
+    expect(e.status).toBe(429);
+    expect(e.message).toMatch(/gpt-4o-mini/);
+    expect(e.message).toMatch(/room expected in \d+ ms/);
+    expect(Number(e.headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(total(r)).toBe(0);
+  });
+
+  it('answers Claude callers with the Anthropic SDK error class', async () => {
+    r = await rig({ openai: 0, anthropic: 1, quota: { tpm: 0, rpm: 0 } });
+    stateOf(r, 'claude0', CLAUDE).markDown(60_000, 'rate_limit');
+    await expect(r.sb.messages.create(askClaude('hi'))).rejects.toBeInstanceOf(
+      Anthropic.RateLimitError,
+    );
+    expect(total(r)).toBe(0);
+  });
+
+  it('still tries, best effort, when every deployment was marked down by hand', async () => {
+    r = await rig({ openai: 2 });
+    for (const d of r.sb.deployments.values()) d.models.get(GPT)!.markDown(60_000);
+    await expect(r.sb.chat.completions.create(ask('hi'))).resolves.toBeDefined();
+    expect(total(r)).toBe(1);
+  });
+});
+
+describe('queue', () => {
+  let r: Rig;
+  afterEach(() => r.close());
+
+  it('waits first come, first served and goes when room comes back', async () => {
+    r = await rig({ openai: 2, queue: { maxWait: 60_000 } });
+    for (const d of r.sb.deployments.values()) d.models.get(GPT)!.markDown(60_000, 'rate_limit');
+    const order: string[] = [];
+    const a = r.sb.chat.completions.create(ask('a')).then(() => order.push('a'));
+    const b = r.sb.chat.completions.create(ask('b')).then(() => order.push('b'));
+    // Calls join the queue synchronously, before the first await.
+    expect(r.sb.queue!.length(GPT)).toBe(2);
+    expect(total(r)).toBe(0);
+    stateOf(r, 'oai1').markUp();
+    await Promise.all([a, b]);
+    expect(order).toEqual(['a', 'b']);
+    expect(requestCounts(r.upstream)).toEqual({ oai0: 0, oai1: 2 });
+    expect(r.sb.queue!.length(GPT)).toBe(0);
+  });
+
+  it('fails past maxWait with the RateLimitError, and turns away calls beyond maxQueued', async () => {
+    r = await rig({ openai: 1, queue: { maxWait: 50, maxQueued: 1 } });
+    stateOf(r, 'oai0').markDown(60_000, 'rate_limit');
+    const first = r.sb.chat.completions.create(ask('a')).catch((e: unknown) => e);
+    // Calls join the queue synchronously, before the first await.
+    expect(r.sb.queue!.length(GPT)).toBe(1);
+    await expect(r.sb.chat.completions.create(ask('b'))).rejects.toBeInstanceOf(
+      OpenAI.RateLimitError,
+    );
+    const error = await first;
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((error as Error).message).toMatch(/after waiting \d+ ms/);
+    expect(total(r)).toBe(0);
+  });
+
+  it("honours the caller's signal while waiting", async () => {
+    r = await rig({ openai: 1, queue: { maxWait: 60_000 } });
+    stateOf(r, 'oai0').markDown(60_000, 'rate_limit');
+    const controller = new AbortController();
+    const call = r.sb.chat.completions.create(ask('a'), { signal: controller.signal });
+    // Calls join the queue synchronously, before the first await.
+    expect(r.sb.queue!.length(GPT)).toBe(1);
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
+    expect(r.sb.queue!.length(GPT)).toBe(0);
+  });
+});
+
+describe('anchoring over the real SDKs', () => {
+  let r: Rig;
+  afterEach(() => r.close());
+
+  it("sees another application's usage in the upstream's headers", async () => {
+    r = await rig({
+      openai: 1,
+      quota: { tpm: 10_000, rpm: 1000 },
+      simulated: { tpm: 10_000, rpm: 6000, chargeMaxTokens: true },
+    });
+    const other = new OpenAI({
+      baseURL: r.upstream.deployment('oai0').openaiBaseURL,
+      apiKey: 'other',
+      maxRetries: 0,
+    });
+    await other.chat.completions.create(ask('y'.repeat(16_000), { max_tokens: 1000 }));
+    await r.sb.chat.completions.create(ask('x', { max_tokens: 10 }));
+    const s = stateOf(r, 'oai0');
+    expect(s.tpmUsage).toBeLessThan(100);
+    // ~5000 tokens of the other application's, seen through x-ratelimit-remaining-tokens.
+    expect(s.anchoredUsage().tpm).toBeGreaterThan(4_500);
+    expect(s.upstreamRemaining.tpm?.remaining).toBeLessThan(5_500);
+    expect(s.hasRoom({ input: 100, output: 5_000 })).toBe(false);
+  });
+});
