@@ -5,7 +5,7 @@
  */
 
 /** Sections of a full run, in the order they run. */
-export const SECTIONS = ['report', 'compare', 'select', 'strategies', 'tiers'] as const;
+export const SECTIONS = ['report', 'compare', 'select', 'strategies', 'tiers', 'quota'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -55,6 +55,10 @@ export interface BenchArgs {
   soakEvery: number;
   /** `--soak-rate`: calls per second of the soak. */
   soakRate: number;
+  /** `--quota-scenarios`: which scenarios of the quota section (steady, overload, shared). */
+  quotaScenarios: string[] | undefined;
+  /** `--quota-scale`: time scale of the quota section (a quota minute lasts 60 / N s). */
+  quotaScale: number;
   /** `--smoke`: a short run of every section, to catch crashes (no timing is asserted). */
   smoke: boolean;
   /** `--seed`: seed of the load generators (not of the selectors). */
@@ -98,6 +102,9 @@ This benchmark's own:
       --redis-url URL   with --state redis (default redis://127.0.0.1:6379)
       --json FILE       also write the figures as JSON
       --seed N          seed of the load generators (default 1)
+      --quota-scenarios LIST
+                        scenarios of the quota section: steady,overload,shared (default all)
+      --quota-scale N   time scale of the quota section: a quota minute lasts 60/N s (default 20)
       --smoke           short run of every section; fails only if the bench itself crashes
       --soak S          soak test for S seconds instead of the sections
       --soak-every S    seconds between soak reports (default 10)
@@ -132,6 +139,8 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     soakRate: 150,
     smoke: false,
     seed: 1,
+    quotaScenarios: undefined,
+    quotaScale: 20,
   };
   const given = new Set<string>();
   for (let k = 0; k < argv.length; k++) {
@@ -249,6 +258,12 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         break;
       case '--seed':
         args.seed = int(0);
+        break;
+      case '--quota-scale':
+        args.quotaScale = int(1);
+        break;
+      case '--quota-scenarios':
+        args.quotaScenarios = value().split(',');
         break;
       case '--smoke':
         args.smoke = true;

@@ -9,6 +9,7 @@ import { parseArgs, type BenchArgs } from './cli';
 import { clientOnly, compare, fixture, originalReport } from './overhead';
 import { perSurface } from './surfaces';
 import { selectionScaling } from './selection';
+import { quota } from './quota';
 import { soak } from './soak';
 import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
 import { tiers } from './tiers';
@@ -83,6 +84,18 @@ async function main(): Promise<void> {
       inproc: args.inproc,
       window: args.window,
     });
+  }
+  if (want('quota')) {
+    console.log('\n== 6. Routing on what the upstream enforces ==\n');
+    const started = performance.now();
+    figures.quota = await quota({
+      seconds: args.duration,
+      seed: args.seed,
+      inproc: args.inproc,
+      only: args.quotaScenarios,
+      timeScale: args.quotaScale,
+    });
+    console.log(`\n(section 6 took ${Math.round((performance.now() - started) / 1000)} s)`);
   }
   if (args.soak !== undefined || args.smoke) {
     if (args.soak === undefined) console.log('\n== Soak (smoke: a few seconds) ==\n');

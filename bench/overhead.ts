@@ -75,7 +75,9 @@ function switchboardFor(targets: readonly Target[], usageWindow: BenchArgs['wind
     name: t.name,
     baseURL: t.baseURL,
     apiKey: t.apiKey,
-    models: [{ name: MODEL, tpm: 30_000, rpm: 300 }],
+    // A round (100 calls per deployment by default) must fit Azure's rpm / 6 per 10 s: a call
+    // with no room would fail with a 429 instead of being sent.
+    models: [{ name: MODEL, tpm: 30_000, rpm: 1200 }],
   }));
   return createSwitchboard({ deployments, usageWindow, logger: quietLogger() });
 }

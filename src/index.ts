@@ -21,7 +21,13 @@ export type {
   Surface,
   SurfacesOf,
 } from './providers/adapter';
-export type { Admission, TokenUsage } from './quota/admission';
+export type { Admission, TokenUsage, ChargePolicy } from './quota/admission';
+export { QuotaLimit } from './quota/quota-limit';
+export type { LimitName } from './quota/quota-limit';
+export { UsageWindow } from './quota/usage-window';
+export type { UsageWindowKind, UsageBucket } from './quota/usage-window';
+export { CapacityQueue } from './quota/capacity-queue';
+export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
 export type {
   ApiKey,
@@ -30,6 +36,7 @@ export type {
   AnthropicConfig,
   DeploymentConfig,
   RoutingConfig,
+  QueueOptions,
   FailoverOptions,
   SwitchboardOptions,
   SwitchboardLogger,
@@ -40,7 +47,7 @@ export type { Provider, Operation } from './registry/deployment';
 export { DeploymentRegistry } from './registry/deployment-registry';
 export type { ModelStats, ModelListener } from './registry/deployment-registry';
 export { ModelState, DEFAULT_COOLDOWN } from './registry/model-state';
-export type { ModelEvent } from './registry/model-state';
+export type { ModelEvent, ReportedRemaining } from './registry/model-state';
 export { OpenAIDeployment } from './providers/openai/openai-deployment';
 export { AnthropicDeployment } from './providers/anthropic/anthropic-deployment';
 export { Selector } from './selection/selector';

@@ -1,12 +1,19 @@
 import { Injectable } from '@nestjs/common';
-import { Switchboard, type Deployment, type ModelStats } from 'nestjs-switchboard';
+import { Switchboard, type Deployment, type LimitName, type ModelStats } from 'nestjs-switchboard';
 import { Simulation } from '../simulation/simulation';
 import { RATE_WINDOW_SECONDS, TrafficService } from './traffic.service';
 
 /** Used and allowed per minute; `limit` 0 = unlimited. */
 export interface Quota {
+  /** As the upstream counts it: ours, corrected by its last rate-limit headers (what `util` uses). */
   used: number;
   limit: number;
+  /** Our own count (this instance, plus the shared view). */
+  ours: number;
+  /** What the upstream's last answer said was left, if it said. */
+  upstreamRemaining?: number;
+  /** The limit came from the upstream's headers, not from the configuration. */
+  learned: boolean;
 }
 
 /** One model on one deployment. */
@@ -20,6 +27,9 @@ export interface ModelStatus {
   cooldownRemaining: number;
   tpm: Quota;
   rpm: Quota;
+  /** Claude on Foundry: input and output tokens per minute, when limited apart. */
+  itpm?: Quota;
+  otpm?: Quota;
   /** Requests sent to it since the gateway started (failover attempts included). */
   requests: number;
   /** Its routing tier for this model (0 = most preferred) and its weight within the tier. */
@@ -50,6 +60,12 @@ export interface ModelSummary {
   fallbacks: string[];
   /** The fallback taking its calls now, when none of its own deployments is healthy. */
   fallbackInUse?: string;
+  /** Calls waiting for room now (with `queue`). */
+  queued: number;
+  /** How long (ms) the longest-waiting of them has waited. */
+  queueWaitMs: number;
+  /** Calls that failed for their callers: 429s (held back for want of room, or upstream) and others. */
+  failed: { rateLimited: number; other: number };
 }
 
 /** What `GET /switchboard` answers. */
@@ -85,19 +101,33 @@ export class StatusService {
       name: d.name,
       provider: d.provider,
       sessions: pinned.get(d.name) ?? 0,
-      models: [...d.models.values()].map((m) => ({
-        name: m.name,
-        util: round(m.util),
-        healthy: m.isHealthy(),
-        cooling: m.isCooling(),
-        cooldownRemaining: Math.ceil(m.cooldownRemaining),
-        tpm: { used: Math.round(m.tpmUsage), limit: m.tpm },
-        rpm: { used: Math.round(m.rpmUsage), limit: m.rpm },
-        requests: this.traffic.requests(d.name, m.name),
-        priority: m.priority,
-        weight: m.weight,
-      })),
+      models: [...d.models.values()].map((m) => {
+        const anchored = m.anchoredUsage();
+        const io = m.ioUsage;
+        const quota = (limit: LimitName, ours: number): Quota => ({
+          used: Math.round(anchored[limit]),
+          limit: m.limits[limit].value,
+          ours: Math.round(ours),
+          upstreamRemaining: m.upstreamRemaining[limit]?.remaining,
+          learned: m.limits[limit].learned,
+        });
+        return {
+          name: m.name,
+          util: round(m.util),
+          healthy: m.isHealthy(),
+          cooling: m.isCooling(),
+          cooldownRemaining: Math.ceil(m.cooldownRemaining),
+          tpm: quota('tpm', m.tpmUsage),
+          rpm: quota('rpm', m.rpmUsage),
+          ...(m.itpm > 0 ? { itpm: quota('itpm', io.input) } : {}),
+          ...(m.otpm > 0 ? { otpm: quota('otpm', io.output) } : {}),
+          requests: this.traffic.requests(d.name, m.name),
+          priority: m.priority,
+          weight: m.weight,
+        };
+      }),
     }));
+    const failures = this.sb.failures();
     const healthyIn = (model: string, list: readonly Deployment[]) =>
       list.filter((d) => d.models.get(model)!.isHealthy()).length;
     const models: ModelSummary[] = [...registry.pools].map(([name, pool]) => {
@@ -115,6 +145,9 @@ export class StatusService {
           .flat()
           .reduce((sum, d) => sum + this.traffic.requests(d.name, name), 0),
         fallbacks,
+        queued: this.sb.queue?.length(name) ?? 0,
+        queueWaitMs: this.sb.queue?.longestWait(name) ?? 0,
+        failed: failures[name] ?? { rateLimited: 0, other: 0 },
       };
       if (tiers !== undefined) {
         summary.tiers = tiers.map((tier) => ({

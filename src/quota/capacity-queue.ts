@@ -3,6 +3,8 @@ export type RouteAttempt<T> = { target: T } | { waitMs: number };
 
 interface Waiter {
   route: () => RouteAttempt<unknown>;
+  /** When it joined (epoch ms of the clock given). */
+  joined: number;
   resolve: (target: unknown) => void;
   reject: (error: unknown) => void;
   deadline: NodeJS.Timeout | undefined;
@@ -60,6 +62,12 @@ export class CapacityQueue {
     return this.lines.get(model)?.waiters.length ?? 0;
   }
 
+  /** How long (ms) the longest-waiting call for `model` has waited; 0 when none waits. */
+  longestWait(model: string): number {
+    const head = this.lines.get(model)?.waiters[0];
+    return head === undefined ? 0 : Math.max(0, this.clock() - head.joined);
+  }
+
   /** Calls waiting, per model (models with nobody waiting left out). */
   lengths(): Record<string, number> {
     const out: Record<string, number> = {};
@@ -100,6 +108,7 @@ export class CapacityQueue {
       const joined = this.clock();
       const waiter: Waiter = {
         route,
+        joined,
         resolve: resolve as (target: unknown) => void,
         reject,
         deadline: undefined,

@@ -23,6 +23,10 @@
     return el;
   }
 
+  function seconds(ms) {
+    return `${Math.max(0, ms / 1000).toFixed(1)} s`;
+  }
+
   function apiName(provider) {
     return provider === 'anthropic' ? 'Anthropic Messages' : 'OpenAI Chat Completions';
   }
@@ -42,10 +46,17 @@
 
   function setQuota(q, quota, unit) {
     const { used, limit } = quota;
+    // The bar and the utilization column use the upstream's count; ours and what the upstream
+    // said was left are shown beside it.
+    const learned = quota.learned ? ' (learned)' : '';
+    const detail =
+      quota.upstreamRemaining !== undefined
+        ? ` · ours ${number.format(quota.ours)}, upstream left ${number.format(quota.upstreamRemaining)}`
+        : '';
     q.figure.textContent =
-      limit > 0
-        ? `${number.format(used)} / ${number.format(limit)}`
-        : `${number.format(used)}, no limit`;
+      (limit > 0
+        ? `${number.format(used)} / ${number.format(limit)}${learned}`
+        : `${number.format(used)}, no limit`) + detail;
     const share = limit > 0 ? Math.min(1, used / limit) : 0;
     q.bar.setAttribute('aria-valuemax', String(limit > 0 ? limit : Math.max(used, 1)));
     q.bar.setAttribute('aria-valuenow', String(used));
@@ -191,7 +202,12 @@
     }
     for (const m of snapshot.models) {
       const row = modelRows.get(m.name);
-      row.healthy.textContent = `${m.healthy} of ${m.total}`;
+      row.healthy.textContent =
+        `${m.healthy} of ${m.total}` +
+        (m.queued > 0 ? `, ${m.queued} waiting for room (longest ${seconds(m.queueWaitMs)})` : '') +
+        (m.failed.rateLimited + m.failed.other > 0
+          ? `, failed for callers: ${m.failed.rateLimited} rate-limited, ${m.failed.other} other`
+          : '');
       row.tiers.textContent = m.tiers
         ? m.tiers.map((t) => `P${t.priority}: ${t.healthy} of ${t.total}`).join(' · ')
         : 'one tier';
