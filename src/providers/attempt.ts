@@ -105,7 +105,6 @@ export function attempt(
   const metered = request.metered;
   const admission = request.admission;
   if (metered) state.admit(admission);
-  else state.spend(0, 1);
   hooks.sent(state);
   const trace = hooks.started?.(deployment, state, request, context);
 
