@@ -1,15 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { SwitchboardError } from '../../src';
-import {
-  ask,
-  askClaude,
-  CLAUDE,
-  GPT,
-  requestCounts,
-  rig,
-  type Rig,
-} from '../support/upstream';
+import { ask, askClaude, CLAUDE, GPT, requestCounts, rig, type Rig } from '../support/upstream';
 
 const stateOf = (r: Rig, name: string, model = GPT) =>
   r.sb.deployments.get(name)!.models.get(model)!;
