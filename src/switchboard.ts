@@ -491,18 +491,19 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     } catch (error) {
       promise = Promise.reject(error);
     }
-    if (this.policy.attempts > 1) {
-      promise = promise.catch((error: unknown) =>
-        failover(error, next, this.policy, errors, options?.signal, (n, _delay, reason) => {
-          context = { attempt: n, failoverReason: reason };
-          if (last) this.metrics.retry(last.deployment.models.get(last.model)!, reason);
-        }),
-      );
-    }
-    return promise.then(undefined, (error: unknown) => {
+    // One handler, entered only on failure: failover (when allowed), then the count of calls
+    // that failed for their callers.
+    const failed = (error: unknown): never => {
       this.countFailure(model, error);
       throw error;
-    });
+    };
+    if (this.policy.attempts <= 1) return promise.catch(failed);
+    return promise.catch((error: unknown) =>
+      failover(error, next, this.policy, errors, options?.signal, (n, _delay, reason) => {
+        context = { attempt: n, failoverReason: reason };
+        if (last) this.metrics.retry(last.deployment.models.get(last.model)!, reason);
+      }).catch(failed),
+    );
   }
 
   /**

@@ -91,6 +91,7 @@ export class DeploymentRegistry {
         };
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
           charge: PROVIDERS[config.provider].charge,
+          headers: config.provider,
         });
         state.listener = onEvent;
         models.set(m.name, state);

@@ -1,7 +1,12 @@
 import type { ModelConfig } from '../types';
 import type { Admission, ChargePolicy, TokenUsage } from '../quota/admission';
 import { QuotaLimit, type LimitName } from '../quota/quota-limit';
-import { readRateLimits, type HeaderSource, type ReportedLimit } from '../quota/rate-limit-headers';
+import {
+  readRateLimits,
+  type HeaderSource,
+  type RateLimitFamily,
+  type ReportedLimit,
+} from '../quota/rate-limit-headers';
 import { UsageWindow } from '../quota/usage-window';
 
 /** Default cooldown (ms) after a 429 or a dropped connection. */
@@ -34,6 +39,8 @@ export interface ReportedRemaining {
 export interface ModelStateOptions {
   /** How the upstream reconciles its admission charge; default `reserve` (Azure OpenAI). */
   charge?: ChargePolicy;
+  /** Whose rate-limit headers its answers carry; default both are looked for. */
+  headers?: RateLimitFamily;
 }
 
 /** How often (answers) the `*-limit` headers are read again once every limit is known. */
@@ -76,6 +83,7 @@ export class ModelState {
   readonly limits: Readonly<Record<LimitName, QuotaLimit>>;
   /** How the upstream reconciles its admission charge. */
   readonly charge: ChargePolicy;
+  private readonly headerFamily: RateLimitFamily | undefined;
 
   private until = 0;
   /** The current cooldown was set by hand ({@link markDown} without a reason). */
@@ -125,6 +133,7 @@ export class ModelState {
     this.deployment = deployment;
     this.attributes = Object.freeze({ model: config.name, deployment });
     this.charge = options.charge ?? 'reserve';
+    this.headerFamily = options.headers;
     this.usage = new UsageWindow(clock);
     this.inputUsage = new UsageWindow(clock);
     this.outputUsage = new UsageWindow(clock);
@@ -531,7 +540,7 @@ export class ModelState {
    */
   observe(headers: HeaderSource, own?: Admission): void {
     const readLimits = this.limitCheck <= 0;
-    const reading = readRateLimits(headers, readLimits);
+    const reading = readRateLimits(headers, readLimits, this.headerFamily);
     if (reading === undefined) return;
     if (readLimits) this.limitCheck = LIMIT_RECHECK;
     else this.limitCheck--;

@@ -1,6 +1,8 @@
 import {
+  ProxyTracerProvider,
   SpanKind,
   SpanStatusCode,
+  createNoopMeter,
   metrics,
   trace,
   type Attributes,
@@ -22,6 +24,20 @@ import {
 
 /** The tracer's and the GenAI meter's instrumentation scope name. */
 export const GEN_AI_SCOPE = 'nestjs-switchboard';
+
+/** What the API's global tracer provider delegates to while no SDK is registered. */
+const NO_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
+/** The class of the API's meters while no SDK is registered. */
+const NoopMeter = createNoopMeter().constructor;
+
+/** The attempt of a switchboard that neither traces nor measures: nothing to do. */
+const NOTHING: GenAiAttempt = Object.freeze({
+  response: () => undefined,
+  event: () => undefined,
+  streamEnded: () => undefined,
+  succeeded: () => undefined,
+  failed: () => undefined,
+});
 
 /**
  * What an attempt is, for its span and histograms.
@@ -171,11 +187,18 @@ export class GenAiTelemetry {
   private readonly content: boolean;
   private readonly baseURLs = new Map<string, string>();
   private readonly endpoints = new Map<string, Attributes>();
+  /** The global provider, which may get its delegate (an SDK) only after this was built. */
+  private readonly proxy: ProxyTracerProvider | undefined;
+  /** False when the meter is the API's no-op one: no histogram would record anything. */
+  private readonly measured: boolean;
 
   constructor(options: GenAiTelemetryOptions = {}) {
     const env = options.env ?? process.env;
-    this.tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(GEN_AI_SCOPE);
+    const tracerProvider = options.tracerProvider ?? trace.getTracerProvider();
+    this.proxy = tracerProvider instanceof ProxyTracerProvider ? tracerProvider : undefined;
+    this.tracer = tracerProvider.getTracer(GEN_AI_SCOPE);
     const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(GEN_AI_SCOPE);
+    this.measured = !(meter instanceof NoopMeter);
     this.duration = meter.createHistogram(GEN_AI.CLIENT_OPERATION_DURATION, {
       description: 'GenAI operation duration.',
       unit: 's',
@@ -208,6 +231,9 @@ export class GenAiTelemetry {
    * ```
    */
   startAttempt(info: GenAiAttemptInfo): GenAiAttempt {
+    // Without an OpenTelemetry SDK there is nothing to build: attributes and spans would cost a
+    // few µs per call for no one.
+    if (!this.measured && this.proxy?.getDelegate() === NO_TRACER_PROVIDER) return NOTHING;
     // Parsed once per endpoint: URL parsing would cost more than the rest of the span.
     const key = `${info.provider} ${info.baseURL ?? ''}`;
     let endpoint = this.endpoints.get(key);

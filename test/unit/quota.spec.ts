@@ -140,6 +140,34 @@ describe('anchoring on the upstream headers', () => {
     expect(r?.requests).toEqual({ limit: undefined, remaining: 49 });
   });
 
+  it('reads only its own family when told it, with two lookups for an answer with or without them', () => {
+    const lookups: string[] = [];
+    const counting = (values: Record<string, string>) => ({
+      get: (name: string) => {
+        lookups.push(name);
+        return values[name] ?? null;
+      },
+    });
+    expect(readRateLimits(counting({}), false, 'openai')).toBeUndefined();
+    expect(lookups).toHaveLength(2);
+    lookups.length = 0;
+    const azure = counting({
+      'x-ratelimit-remaining-tokens': '700',
+      'x-ratelimit-remaining-requests': '9',
+    });
+    expect(readRateLimits(azure, false, 'openai')).toEqual({
+      tokens: { limit: undefined, remaining: 700 },
+      requests: { limit: undefined, remaining: 9 },
+    });
+    expect(lookups).toHaveLength(2);
+    lookups.length = 0;
+    // Anthropic's headers on a deployment read as OpenAI's are not looked for.
+    expect(
+      readRateLimits(counting({ 'anthropic-ratelimit-requests-remaining': '4' }), true, 'openai'),
+    ).toBeUndefined();
+    expect(lookups.every((name) => name.startsWith('x-ratelimit-'))).toBe(true);
+  });
+
   it("takes another application's usage from the header, and lets it fade with the window", () => {
     const clock = new FakeClock();
     const s = new ModelState({ name: 'm', tpm: 10_000 }, 'east', clock.now);
