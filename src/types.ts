@@ -186,3 +186,22 @@ export interface SessionParams {
   /** `false`: this call goes to the model it names or fails, whatever `options.fallbacks` says. */
   fallbacks?: boolean;
 }
+
+/**
+ * A problem at one field of the options: where it is, and what is wrong there. Kept apart until
+ * it is written out, so a config file can add the line of `path` (model names such as `gpt-4.1`
+ * make a written path ambiguous).
+ *
+ * @example
+ * ```ts
+ * const problem: ConfigProblem = {
+ *   path: ['fallbacks', 'gpt-4o', 0],
+ *   message: "'o9' is served by no deployment: ...",
+ * };
+ * formatProblem(problem); // "fallbacks.gpt-4o[0] 'o9' is served by no deployment: ..."
+ * ```
+ */
+export interface ConfigProblem {
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+}

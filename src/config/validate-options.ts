@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { checkFallbacks } from '../routing/fallbacks';
 import { SwitchboardError } from '../switchboard.error';
 import type { SwitchboardOptions } from './switchboard-options';
+import type { ConfigProblem } from '../types';
+
+export type { ConfigProblem } from '../types';
 
 const isFunction = (v: unknown): v is (...args: never[]) => unknown => typeof v === 'function';
 const fn = (what: string) => z.custom<(...args: never[]) => unknown>(isFunction, `must be ${what}`);
@@ -184,25 +187,6 @@ export const switchboardOptionsSchema = z.strictObject({
   clock: fn('a function returning milliseconds').optional(),
   random: fn('a function returning a number in [0, 1)').optional(),
 });
-
-/**
- * A problem at one field of the options: where it is, and what is wrong there. Kept apart until
- * it is written out, so a config file can add the line of `path` (model names such as `gpt-4.1`
- * make a written path ambiguous).
- *
- * @example
- * ```ts
- * const problem: ConfigProblem = {
- *   path: ['fallbacks', 'gpt-4o', 0],
- *   message: "'o9' is served by no deployment: ...",
- * };
- * formatProblem(problem); // "fallbacks.gpt-4o[0] 'o9' is served by no deployment: ..."
- * ```
- */
-export interface ConfigProblem {
-  readonly path: readonly PropertyKey[];
-  readonly message: string;
-}
 
 /** `deployments[1].models[0].tpm` from zod's `['deployments', 1, 'models', 0, 'tpm']`. */
 export function formatPath(path: readonly PropertyKey[], root = ''): string {

@@ -1,5 +1,5 @@
 import type { SwitchboardOptions } from '../config/switchboard-options';
-import type { ConfigProblem } from '../config/validate-options';
+import type { ConfigProblem } from '../types';
 
 /**
  * Problems with `options.fallbacks`, each at the entry it is about: a model nobody serves, a
