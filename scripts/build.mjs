@@ -36,7 +36,7 @@ writeFileSync(
   ].join('\n'),
 );
 
-const specifier = /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]*)\2/g;
+const specifier = /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}(?:\/[^'"]*)?)\2/g;
 let rewritten = 0;
 for (const file of walk(join(dist, 'esm'))) {
   const isTypes = file.endsWith('.d.ts');

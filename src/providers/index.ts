@@ -19,4 +19,11 @@ export const PROVIDERS: {
  * The API surfaces every switchboard mounts, one adapter each. A new surface is one adapter file
  * and one entry here.
  */
-export const BUILTIN_ADAPTERS = [chatCompletions, responses, embeddings, messages] as const;
+// Typed by name, so the declaration file refers to the adapters' own modules (an inferred type is
+// written as `import("..")`, a folder import that ESM resolution refuses).
+export const BUILTIN_ADAPTERS: readonly [
+  typeof chatCompletions,
+  typeof responses,
+  typeof embeddings,
+  typeof messages,
+] = [chatCompletions, responses, embeddings, messages];
