@@ -9,6 +9,7 @@ import type { BenchArgs } from './cli';
 import { histogram, utilizations } from './histogram';
 import { originalLines, runRound, type RoundResult } from './rounds';
 import { startUpstreams, type Upstreams } from './upstreams';
+import { CANNED } from './surfaces';
 import { fixed, gc, median, quantile, quietLogger, table } from './util';
 
 export const MODEL = process.env.BENCH_MODEL ?? 'gpt-4o-mini';
@@ -270,26 +271,8 @@ export async function compare(args: BenchArgs, fx: Fixture): Promise<Record<stri
 
 const sumFailed = (s: Side) => s.rounds.reduce((acc, r) => acc + r.failed, 0);
 
-/** A canned Chat Completions answer, served without a socket. */
-const CANNED = JSON.stringify({
-  id: 'chatcmpl-canned',
-  object: 'chat.completion',
-  created: 0,
-  model: MODEL,
-  choices: [
-    {
-      index: 0,
-      message: { role: 'assistant', content: 'A fact.', refusal: null },
-      finish_reason: 'stop',
-      logprobs: null,
-    },
-  ],
-  usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
-});
-const cannedFetch = (): Promise<Response> =>
-  Promise.resolve(
-    new Response(CANNED, { status: 200, headers: { 'content-type': 'application/json' } }),
-  );
+/** A canned Chat Completions answer, served without a socket (the one section 2c uses). */
+const cannedFetch = CANNED.chat!;
 
 /**
  * Section 2b: CPU per call of the client alone. Both sides' `openai` clients get a `fetch` that

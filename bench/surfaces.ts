@@ -33,7 +33,8 @@ const json = (body: unknown) => {
 
 const vector = Buffer.from(new Float32Array(64).map((_, i) => i / 64).buffer).toString('base64');
 
-const CANNED: Record<string, () => Promise<Response>> = {
+/** Per surface, a `fetch` that answers at once with a canned body (section 2b uses `chat` too). */
+export const CANNED: Record<string, () => Promise<Response>> = {
   chat: json({
     id: 'chatcmpl-1',
     object: 'chat.completion',
