@@ -88,20 +88,48 @@ export class UsageWindow {
 
   /** Tokens in the window. */
   get tokens(): number {
-    if (this.bucketLength !== 0) this.slide();
+    if (this.bucketLength !== 0) this.slide(this.clock());
     return this.total;
   }
 
   /** Requests in the window. */
   get requests(): number {
-    if (this.bucketLength !== 0) this.slide();
+    if (this.bucketLength !== 0) this.slide(this.clock());
     return this.count;
   }
 
   /** Sliding kind: requests of the newest sixth of the window; fixed kind: 0. */
   get recentRequests(): number {
     if (this.bucketLength === 0) return 0;
-    this.slide();
+    this.slide(this.clock());
+    return this.shortRequests;
+  }
+
+  /**
+   * {@link tokens} at `now` (epoch ms, the caller's one reading of the clock): an operation that
+   * reads several counts reads the clock once, not once per count.
+   *
+   * @example
+   * ```ts
+   * const now = clock();
+   * const fits = w.tokensAt(now) + 500 <= tpm && w.requestsAt(now) + 1 <= rpm;
+   * ```
+   */
+  tokensAt(now: number): number {
+    if (this.bucketLength !== 0) this.slide(now);
+    return this.total;
+  }
+
+  /** {@link requests} at `now` (see {@link tokensAt}). */
+  requestsAt(now: number): number {
+    if (this.bucketLength !== 0) this.slide(now);
+    return this.count;
+  }
+
+  /** {@link recentRequests} at `now` (see {@link tokensAt}). */
+  recentRequestsAt(now: number): number {
+    if (this.bucketLength === 0) return 0;
+    this.slide(now);
     return this.shortRequests;
   }
 
@@ -118,9 +146,9 @@ export class UsageWindow {
    * Charge (positive) or refund (negative) usage. A charge goes to the current bucket; a refund
    * comes off the newest buckets first (it undoes a recent charge) and never takes a bucket or the
    * window below zero, so a refund that arrives after usage left the window does not eat into
-   * what is counted now.
+   * what is counted now. `now` is the caller's reading of the clock, read here when not given.
    */
-  add(tokens: number, requests = 0): void {
+  add(tokens: number, requests = 0, now?: number): void {
     if (this.bucketLength === 0) {
       const t = this.total + tokens;
       this.total = t > 0 ? t : 0;
@@ -130,7 +158,7 @@ export class UsageWindow {
       }
       return;
     }
-    this.slide();
+    this.slide(now ?? this.clock());
     if (tokens !== 0) this.total = this.take(this.bucketTokens!, tokens, this.total, false);
     if (requests !== 0) this.count = this.take(this.bucketRequests!, requests, this.count, true);
   }
@@ -151,7 +179,7 @@ export class UsageWindow {
       }
       return;
     }
-    this.slide();
+    this.slide(this.clock());
     const tokens = this.bucketTokens!;
     const requests = this.bucketRequests!;
     const n = tokens.length;
@@ -170,11 +198,12 @@ export class UsageWindow {
    * ms from now until the window holds at most `tokens` tokens, `requests` requests and
    * `recent` requests in its newest sixth (`Infinity` to ignore one), as usage slides out; 0 when
    * it already does. `Infinity` when sliding out cannot get there (the fixed kind, or a target
-   * below zero).
+   * below zero). `now` is the caller's reading of the clock, read here when not given.
    */
-  timeUntil(tokens: number, requests: number, recent = Infinity): number {
+  timeUntil(tokens: number, requests: number, recent = Infinity, now?: number): number {
     if (tokens < 0 || requests < 0 || recent < 0) return Infinity;
-    let t = this.tokens;
+    if (now === undefined) now = this.clock();
+    let t = this.tokensAt(now);
     let r = this.count;
     let s = this.shortRequests;
     if (t <= tokens && r <= requests && s <= recent) return 0;
@@ -193,15 +222,15 @@ export class UsageWindow {
       if (k <= short) s -= br[out]!;
       else s = 0;
       if (t <= tokens + 1e-9 && r <= requests + 1e-9 && s <= recent + 1e-9) {
-        return Math.max(0, (this.headIndex + k) * this.bucketLength - this.clock());
+        return Math.max(0, (this.headIndex + k) * this.bucketLength - now);
       }
     }
-    return Math.max(0, (this.headIndex + n) * this.bucketLength - this.clock());
+    return Math.max(0, (this.headIndex + n) * this.bucketLength - now);
   }
 
-  /** Forget the buckets that left the window. */
-  private slide(): void {
-    const index = Math.floor(this.clock() / this.bucketLength);
+  /** Forget the buckets that left the window by `now`. */
+  private slide(now: number): void {
+    const index = Math.floor(now / this.bucketLength);
     const steps = index - this.headIndex;
     if (steps <= 0) {
       // The clock went back: the current bucket goes on where the clock now is.
