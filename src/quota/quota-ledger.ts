@@ -1,0 +1,369 @@
+import type { ModelConfig } from '../types';
+import type { Admission, ChargePolicy, TokenUsage } from './admission';
+import { HeaderAnchor, type LimitListener, type ReportedRemaining } from './header-anchor';
+import { QuotaLimit, type LimitName } from './quota-limit';
+import type { HeaderSource, RateLimitFamily } from './rate-limit-headers';
+import { UsageWindow } from './usage-window';
+
+/** Usage other switchboard instances reported (shared state stores fill it in). */
+export interface SharedUsage {
+  tokens: number;
+  requests: number;
+  /** Requests in the newest sixth of the window, weighed against `rpm / 6` as the own ones are. */
+  recentRequests?: number;
+}
+
+/** Options of a {@link QuotaLedger} beyond its limits. */
+export interface QuotaLedgerOptions {
+  /** How the upstream reconciles its admission charge; default `reserve` (Azure OpenAI). */
+  charge?: ChargePolicy;
+  /** Whose rate-limit headers its answers carry; default both are looked for. */
+  headers?: RateLimitFamily;
+  /** Told when a limit is learned from the headers, or corrected by them. */
+  onLimit?: LimitListener;
+}
+
+/** Span of the anchoring correction when usage is counted in a fixed window. */
+const DEFAULT_SPAN = 60_000;
+
+/**
+ * The quota accounting of one model on one deployment: usage in {@link UsageWindow}s (tokens and
+ * requests, input and output tokens apart), the calls in flight, the four {@link QuotaLimit}s
+ * (configured or learned), and the anchoring on the upstream's rate-limit headers. It answers
+ * whether a call's admission charge fits ({@link hasRoom}), when it will ({@link roomAt}) and how
+ * full the model is ({@link util}); cooldowns are its owner's business.
+ *
+ * Every operation reads the clock at most once and passes that reading down: a clock read costs
+ * about as much as the arithmetic, and routing asks these questions on every call. The methods
+ * that take `now` (epoch ms) let an owner that already read the clock share its reading.
+ *
+ * @example
+ * ```ts
+ * const ledger = new QuotaLedger({ tpm: 10_000, rpm: 60 }, Date.now);
+ * ledger.slide(60_000);
+ * const call = { input: 1200, output: 256 };
+ * if (ledger.hasRoom(call)) ledger.admit(call);
+ * ledger.settle(call, { input: 1180, output: 97 });
+ * ```
+ */
+export class QuotaLedger {
+  /** The limits in force, configured or learned. */
+  readonly limits: Readonly<Record<LimitName, QuotaLimit>>;
+  /** How the upstream reconciles its admission charge. */
+  readonly charge: ChargePolicy;
+  /** Tokens and requests counted by this instance. */
+  readonly usage: UsageWindow;
+  /** Input and output tokens apart, where `itpm` / `otpm` apply (Claude on Foundry). */
+  readonly inputUsage: UsageWindow;
+  readonly outputUsage: UsageWindow;
+  /** Usage seen by other instances since the last sync; written by a shared state store. */
+  shared: SharedUsage | undefined;
+  /** Correction of the requests of the newest sixth of the window (Azure's rpm / 6 per 10 s). */
+  readonly burstAnchor = new QuotaLimit('rpm', undefined);
+  private readonly anchoring: HeaderAnchor;
+  private readonly tpmLimit: QuotaLimit;
+  private readonly rpmLimit: QuotaLimit;
+  private readonly itpmLimit: QuotaLimit;
+  private readonly otpmLimit: QuotaLimit;
+  /** Length of the window the corrections fade over. */
+  private span = DEFAULT_SPAN;
+
+  constructor(
+    limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm'>,
+    private readonly clock: () => number = Date.now,
+    options: QuotaLedgerOptions = {},
+  ) {
+    this.charge = options.charge ?? 'reserve';
+    this.anchoring = new HeaderAnchor(clock, options.headers, options.onLimit);
+    this.usage = new UsageWindow(clock);
+    this.inputUsage = new UsageWindow(clock);
+    this.outputUsage = new UsageWindow(clock);
+    this.tpmLimit = new QuotaLimit('tpm', limits.tpm);
+    this.rpmLimit = new QuotaLimit('rpm', limits.rpm);
+    this.itpmLimit = new QuotaLimit('itpm', limits.itpm);
+    this.otpmLimit = new QuotaLimit('otpm', limits.otpm);
+    this.limits = Object.freeze({
+      tpm: this.tpmLimit,
+      rpm: this.rpmLimit,
+      itpm: this.itpmLimit,
+      otpm: this.otpmLimit,
+    });
+  }
+
+  /** Requests the upstream allows in a sixth of the window: Azure's rpm / 6 per 10 s, at least 1. */
+  get burstLimit(): number {
+    const burst = Math.floor(this.rpmLimit.value / 6);
+    return burst > 1 ? burst : 1;
+  }
+
+  /**
+   * Count usage over a sliding window of `windowMs` instead of a fixed one that only
+   * {@link reset} clears (`0` switches back); see {@link UsageWindow}. {@link util} then also
+   * weighs the requests of the newest sixth of the window against `rpm / 6`. Usage stays.
+   */
+  slide(windowMs: number, buckets = 120): void {
+    const kind = windowMs > 0 ? 'sliding' : 'fixed';
+    this.usage.configure(kind, windowMs, buckets);
+    this.inputUsage.configure(kind, windowMs, buckets);
+    this.outputUsage.configure(kind, windowMs, buckets);
+    this.span = windowMs > 0 ? windowMs : DEFAULT_SPAN;
+  }
+
+  /** Tokens charged in the window at `now`: this instance's plus the shared view's. */
+  tokensAt(now: number): number {
+    const tokens = this.usage.tokensAt(now);
+    return this.shared ? tokens + this.shared.tokens : tokens;
+  }
+
+  /** Requests charged in the window at `now`: this instance's plus the shared view's. */
+  requestsAt(now: number): number {
+    const requests = this.usage.requestsAt(now);
+    return this.shared ? requests + this.shared.requests : requests;
+  }
+
+  /** The upstream's last reported remaining per limit (only limits its headers reported). */
+  get upstreamRemaining(): Readonly<Partial<Record<LimitName, ReportedRemaining>>> {
+    return this.anchoring.upstreamRemaining;
+  }
+
+  /**
+   * Usage per limit as the upstream is believed to count it at `now`: ours, plus the shared
+   * view, plus the correction its last headers called for.
+   */
+  anchoredUsage(now = this.clock()): Record<LimitName, number> {
+    const span = this.span;
+    return {
+      tpm: Math.max(0, this.tokensAt(now) + this.tpmLimit.correction(now, span)),
+      rpm: Math.max(0, this.requestsAt(now) + this.rpmLimit.correction(now, span)),
+      itpm: Math.max(0, this.inputUsage.tokensAt(now) + this.itpmLimit.correction(now, span)),
+      otpm: Math.max(0, this.outputUsage.tokensAt(now) + this.otpmLimit.correction(now, span)),
+    };
+  }
+
+  /** `max(tokens / tpm, requests / rpm, ...)` over the anchored view; unlimited counts as 0. */
+  util(now = this.clock()): number {
+    const tpm = this.tpmLimit.value;
+    const rpm = this.rpmLimit.value;
+    let t = 0;
+    if (tpm > 0) {
+      const used = this.tokensAt(now) + this.tpmLimit.correction(now, this.span);
+      t = used > 0 ? used / tpm : 0;
+    }
+    if (rpm > 0) {
+      const used = this.requestsAt(now) + this.rpmLimit.correction(now, this.span);
+      let r = used > 0 ? used / rpm : 0;
+      if (this.usage.bucketMs !== 0) {
+        // Azure enforces RPM as rpm/6 per 10 s: a burst fills that long before the minute does.
+        const burst = this.recentAt(now) / this.burstLimit;
+        if (burst > r) r = burst;
+      }
+      if (r > t) t = r;
+    }
+    if (this.itpmLimit.value > 0 || this.otpmLimit.value > 0) {
+      const io = this.ioShares(now);
+      if (io > t) t = io;
+    }
+    return t;
+  }
+
+  /** Requests of the newest sixth of the window by the anchored view (ours and the shared). */
+  private recentAt(now: number): number {
+    return (
+      this.usage.recentRequestsAt(now) +
+      (this.shared?.recentRequests ?? 0) +
+      this.burstAnchor.correction(now, this.span / 6)
+    );
+  }
+
+  private ioShares(now: number): number {
+    let s = 0;
+    const itpm = this.itpmLimit.value;
+    if (itpm > 0) {
+      s = (this.inputUsage.tokensAt(now) + this.itpmLimit.correction(now, this.span)) / itpm;
+    }
+    const otpm = this.otpmLimit.value;
+    if (otpm > 0) {
+      const o = (this.outputUsage.tokensAt(now) + this.otpmLimit.correction(now, this.span)) / otpm;
+      if (o > s) s = o;
+    }
+    return s;
+  }
+
+  /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
+  hasRoom(admission: Admission, now = this.clock()): boolean {
+    const tpm = this.tpmLimit.value;
+    if (tpm > 0) {
+      const used = this.tokensAt(now) + this.tpmLimit.correction(now, this.span);
+      if (used + admission.input + admission.output > tpm) return false;
+    }
+    const rpm = this.rpmLimit.value;
+    if (rpm > 0) {
+      const used = this.requestsAt(now) + this.rpmLimit.correction(now, this.span);
+      if (used + 1 > rpm) return false;
+      if (this.usage.bucketMs !== 0 && this.recentAt(now) + 1 > this.burstLimit) return false;
+    }
+    const itpm = this.itpmLimit.value;
+    if (itpm > 0) {
+      const used = this.inputUsage.tokensAt(now) + this.itpmLimit.correction(now, this.span);
+      if (used + admission.input > itpm) return false;
+    }
+    const otpm = this.otpmLimit.value;
+    if (otpm > 0) {
+      const used = this.outputUsage.tokensAt(now) + this.otpmLimit.correction(now, this.span);
+      if (used + admission.output > otpm) return false;
+    }
+    return true;
+  }
+
+  /**
+   * ms from `now` until a call with this admission charge has room as usage slides out (0 when
+   * it has room now); `Infinity` when it never will (see {@link exceeds}). An upper bound:
+   * corrections fade out sooner than it assumes.
+   */
+  roomAt(admission: Admission, now = this.clock()): number {
+    if (this.exceeds(admission) !== undefined) return Infinity;
+    if (this.hasRoom(admission, now)) return 0;
+    const usage = this.usage;
+    const shared = this.shared;
+    const tokens = admission.input + admission.output;
+    let wait = 0;
+    const tpm = this.tpmLimit.value;
+    if (tpm > 0) {
+      const target = tpm - tokens - (shared ? shared.tokens : 0);
+      wait = Math.max(wait, this.waitFor(usage, this.tpmLimit, target, 'tokens', now));
+    }
+    const rpm = this.rpmLimit.value;
+    if (rpm > 0) {
+      const target = rpm - 1 - (shared ? shared.requests : 0);
+      wait = Math.max(wait, this.waitFor(usage, this.rpmLimit, target, 'requests', now));
+      if (usage.bucketMs !== 0) {
+        const c = Math.max(0, this.burstAnchor.correction(now, this.span / 6));
+        const others = shared?.recentRequests ?? 0;
+        const w = usage.timeUntil(Infinity, Infinity, this.burstLimit - 1 - c - others, now);
+        // A correction of the newest sixth fades out within a sixth of the window.
+        wait = Math.max(wait, Math.min(w, c > 0 ? this.span / 6 : w));
+      }
+    }
+    const itpm = this.itpmLimit.value;
+    if (itpm > 0) {
+      const target = itpm - admission.input;
+      wait = Math.max(wait, this.waitFor(this.inputUsage, this.itpmLimit, target, 'tokens', now));
+    }
+    const otpm = this.otpmLimit.value;
+    if (otpm > 0) {
+      const target = otpm - admission.output;
+      wait = Math.max(wait, this.waitFor(this.outputUsage, this.otpmLimit, target, 'tokens', now));
+    }
+    if (!Number.isFinite(wait)) wait = this.span;
+    return Math.ceil(wait);
+  }
+
+  /** ms until `window` + correction is at most `target`: the sooner of the two ways there. */
+  private waitFor(
+    window: UsageWindow,
+    limit: QuotaLimit,
+    target: number,
+    what: 'tokens' | 'requests',
+    now: number,
+  ): number {
+    const c = limit.correction(now, this.span);
+    const slideTarget = target - Math.max(0, c);
+    const bySliding =
+      what === 'tokens'
+        ? window.timeUntil(slideTarget, Infinity, Infinity, now)
+        : window.timeUntil(Infinity, slideTarget, Infinity, now);
+    if (c <= 0) return bySliding;
+    // The correction fades linearly to 0: c(t) = c * (1 - dt / rest).
+    const need = target - (what === 'tokens' ? window.tokensAt(now) : window.requestsAt(now));
+    if (need < 0) return bySliding;
+    const byFading = need >= c ? 0 : limit.fadeLeft(now, this.span) * (1 - need / c);
+    return Math.min(bySliding, byFading);
+  }
+
+  /**
+   * The first limit a call with this admission charge can never fit (its charge is above the
+   * limit itself), or `undefined` when it fits an empty window.
+   */
+  exceeds(admission: Admission): { limit: LimitName; value: number; charge: number } | undefined {
+    const tokens = admission.input + admission.output;
+    if (this.tpmLimit.value > 0 && tokens > this.tpmLimit.value) {
+      return { limit: 'tpm', value: this.tpmLimit.value, charge: tokens };
+    }
+    if (this.itpmLimit.value > 0 && admission.input > this.itpmLimit.value) {
+      return { limit: 'itpm', value: this.itpmLimit.value, charge: admission.input };
+    }
+    if (this.otpmLimit.value > 0 && admission.output > this.otpmLimit.value) {
+      return { limit: 'otpm', value: this.otpmLimit.value, charge: admission.output };
+    }
+    return undefined;
+  }
+
+  /** Charge a call's admission (one request, its input and reserved output) before it is sent. */
+  admit(admission: Admission): void {
+    const now = this.clock();
+    const tokens = admission.input + admission.output;
+    this.usage.add(tokens, 1, now);
+    this.inputUsage.add(admission.input, 0, now);
+    this.outputUsage.add(admission.output, 0, now);
+    this.anchoring.admitted(admission);
+  }
+
+  /**
+   * The answer to an admitted call reports what it used: reconcile as the upstream does (see
+   * {@link ChargePolicy}). Once per admission, `usage` undefined when the answer did not say (the
+   * admission charge stays). Returns the tokens charged (negative: refunded).
+   */
+  settle(admission: Admission, usage: TokenUsage | undefined): number {
+    this.anchoring.answered(admission);
+    if (usage === undefined) return 0;
+    let input = usage.input - admission.input;
+    let output: number;
+    if (this.charge === 'reserve') {
+      // The output cap stays charged for the minute; only output beyond what was reserved counts.
+      output = admission.output > 0 ? Math.max(0, usage.output - admission.output) : usage.output;
+    } else {
+      input += usage.cacheWrite ?? 0;
+      output = usage.output - admission.output;
+    }
+    const tokens = input + output;
+    if (input === 0 && output === 0) return 0;
+    const now = this.clock();
+    if (input !== 0) this.inputUsage.add(input, 0, now);
+    if (output !== 0) this.outputUsage.add(output, 0, now);
+    if (tokens !== 0) this.usage.add(tokens, 0, now);
+    return tokens;
+  }
+
+  /**
+   * An admitted call failed before the upstream produced anything: its tokens go back, the
+   * request stays counted. Returns the tokens refunded (as a negative charge).
+   */
+  release(admission: Admission): number {
+    this.anchoring.answered(admission);
+    const tokens = admission.input + admission.output;
+    if (tokens === 0) return 0;
+    const now = this.clock();
+    this.usage.add(-tokens, 0, now);
+    this.inputUsage.add(-admission.input, 0, now);
+    this.outputUsage.add(-admission.output, 0, now);
+    return -tokens;
+  }
+
+  /**
+   * Anchor on an answer's rate-limit headers: learn the limits they report and correct the local
+   * view by the upstream's count; see {@link HeaderAnchor.observe}. `own` is the admission of the
+   * call this answer is for, while it is still in flight.
+   */
+  observe(headers: HeaderSource, own?: Admission): void {
+    this.anchoring.observe(headers, own, this);
+  }
+
+  /** Forget usage counted in the current window, and the corrections with it. */
+  reset(): void {
+    this.usage.reset();
+    this.inputUsage.reset();
+    this.outputUsage.reset();
+    for (const limit of Object.values(this.limits)) limit.clear();
+    this.burstAnchor.clear();
+  }
+}

@@ -1,0 +1,194 @@
+import { HeaderAnchor } from '../../src/quota/header-anchor';
+import { QuotaLedger } from '../../src/quota/quota-ledger';
+import { QuotaLimit } from '../../src/quota/quota-limit';
+import { UsageWindow } from '../../src/quota/usage-window';
+import { ModelState } from '../../src/registry/model-state';
+import { FakeClock } from '../support/random';
+
+const headers = (h: Record<string, number>) =>
+  new Headers(Object.fromEntries(Object.entries(h).map(([k, v]) => [k, String(v)])));
+
+/** A fake clock that counts how often it is read. */
+class CountingClock extends FakeClock {
+  reads = 0;
+  readonly read = (): number => {
+    this.reads++;
+    return this.ms;
+  };
+  /** Reads of the clock while `fn` runs. */
+  during(fn: () => unknown): number {
+    const before = this.reads;
+    fn();
+    return this.reads - before;
+  }
+}
+
+const call = { input: 300, output: 100 };
+const foundry = headers({
+  'anthropic-ratelimit-requests-remaining': 50,
+  'anthropic-ratelimit-tokens-remaining': 9_000,
+  'anthropic-ratelimit-input-tokens-remaining': 4_000,
+  'anthropic-ratelimit-output-tokens-remaining': 1_500,
+});
+
+/** A model with every limit, sliding usage, a shared view and a correction: every path taken. */
+function busyState(clock: CountingClock): ModelState {
+  const s = new ModelState(
+    { name: 'c', tpm: 10_000, rpm: 60, itpm: 5_000, otpm: 2_000 },
+    'f',
+    clock.read,
+    { charge: 'actual' },
+  );
+  s.slideUsage(60_000);
+  s.shared = { tokens: 200, requests: 2, recentRequests: 1 };
+  s.admit(call);
+  s.observe(foundry, call);
+  s.settle(call, { input: 280, output: 90 });
+  clock.advance(1_000);
+  return s;
+}
+
+describe('QuotaLedger', () => {
+  it('reads the clock once per operation, however many limits and windows it weighs', () => {
+    const clock = new CountingClock();
+    const s = busyState(clock);
+    const ledger = s.quota;
+    expect(clock.during(() => ledger.hasRoom(call))).toBe(1);
+    expect(clock.during(() => ledger.util())).toBe(1);
+    expect(clock.during(() => ledger.anchoredUsage())).toBe(1);
+    expect(clock.during(() => ledger.admit(call))).toBe(1);
+    expect(clock.during(() => ledger.settle(call, { input: 310, output: 120 }))).toBe(1);
+    expect(clock.during(() => ledger.admit(call))).toBe(1);
+    expect(clock.during(() => ledger.release(call))).toBe(1);
+    expect(clock.during(() => ledger.observe(foundry))).toBe(1);
+    // No room for this one: the wait is worked out on every limit, still on one reading.
+    const big = { input: 4_900, output: 1_950 };
+    expect(ledger.hasRoom(big)).toBe(false);
+    expect(clock.during(() => ledger.roomAt(big))).toBe(1);
+    // An answer without rate-limit headers costs no clock read at all.
+    expect(clock.during(() => ledger.observe(new Headers()))).toBe(0);
+    // With the caller's reading passed in, none.
+    const now = clock.ms;
+    expect(clock.during(() => ledger.hasRoom(call, now))).toBe(0);
+    expect(clock.during(() => ledger.util(now))).toBe(0);
+    expect(clock.during(() => ledger.roomAt(big, now))).toBe(0);
+  });
+
+  it('keeps ModelState to one clock read per question, cooldown included', () => {
+    const clock = new CountingClock();
+    const s = busyState(clock);
+    s.markDown(5_000, 'rate_limit');
+    for (const cooling of [true, false]) {
+      expect(clock.during(() => s.hasRoom(call))).toBe(1);
+      expect(clock.during(() => s.util)).toBe(1);
+      expect(clock.during(() => s.roomAt(call))).toBe(1);
+      expect(clock.during(() => s.blockedBy(call))).toBe(1);
+      expect(clock.during(() => s.cooldownRemaining)).toBe(1);
+      expect(s.isCooling()).toBe(cooling);
+      clock.advance(5_000);
+    }
+    expect(clock.during(() => s.admit(call))).toBe(1);
+    expect(clock.during(() => s.settle(call, { input: 1, output: 1 }))).toBe(1);
+  });
+
+  it('answers at the instant it is given: usage slid out by then no longer counts', () => {
+    const clock = new FakeClock();
+    const ledger = new QuotaLedger({ tpm: 1_000 }, clock.now);
+    ledger.slide(60_000);
+    ledger.admit({ input: 900, output: 0 });
+    expect(ledger.hasRoom({ input: 200, output: 0 })).toBe(false);
+    expect(ledger.hasRoom({ input: 200, output: 0 }, clock.ms + 61_000)).toBe(true);
+    expect(ledger.util(clock.ms + 61_000)).toBe(0);
+  });
+
+  it('weighs the requests of the newest sixth against rpm / 6, following a learned rpm', () => {
+    const clock = new FakeClock();
+    const limits: string[] = [];
+    const ledger = new QuotaLedger({}, clock.now, {
+      headers: 'openai',
+      onLimit: (limit, value, was, configured) =>
+        limits.push(`${limit} ${was}->${value}${configured ? ' configured' : ''}`),
+    });
+    ledger.slide(60_000);
+    expect(ledger.burstLimit).toBe(1);
+    ledger.observe(
+      headers({ 'x-ratelimit-limit-requests': 120, 'x-ratelimit-remaining-requests': 120 }),
+    );
+    expect(limits).toEqual(['rpm 0->120']);
+    expect(ledger.limits.rpm.learned).toBe(true);
+    expect(ledger.burstLimit).toBe(20);
+    const one = { input: 0, output: 0 };
+    for (let i = 0; i < 19; i++) ledger.admit(one);
+    expect(ledger.hasRoom(one)).toBe(true);
+    ledger.admit(one);
+    // 20 of 120 a minute is a sixth of the minute, but all of the newest sixth's 20.
+    expect(ledger.hasRoom(one)).toBe(false);
+    expect(ledger.util()).toBe(1);
+    expect(ledger.roomAt(one)).toBeGreaterThan(0);
+  });
+
+  it('settles as the upstream reconciles and returns the tokens it charged', () => {
+    const clock = new FakeClock();
+    const reserve = new QuotaLedger({ tpm: 10_000 }, clock.now);
+    reserve.admit({ input: 100, output: 500 });
+    // Azure keeps the output cap charged: only the prompt estimate is corrected.
+    expect(reserve.settle({ input: 100, output: 500 }, { input: 120, output: 40 })).toBe(20);
+    expect(reserve.tokensAt(clock.ms)).toBe(620);
+    const actual = new QuotaLedger({ tpm: 10_000 }, clock.now, { charge: 'actual' });
+    actual.admit({ input: 100, output: 500 });
+    expect(actual.settle({ input: 100, output: 500 }, { input: 120, output: 40 })).toBe(-440);
+    expect(actual.tokensAt(clock.ms)).toBe(160);
+    expect(actual.release({ input: 0, output: 0 })).toBe(0);
+  });
+});
+
+describe('HeaderAnchor', () => {
+  it('leaves the calls still in flight out of the comparison, and records what was left', () => {
+    const clock = new FakeClock();
+    const ledger = new QuotaLedger({ tpm: 10_000 }, clock.now);
+    const anchor = new HeaderAnchor(clock.now, 'openai');
+    const first = { input: 1_000, output: 0 };
+    const later = { input: 2_000, output: 0 };
+    ledger.usage.add(3_000, 2);
+    anchor.admitted(first);
+    anchor.admitted(later);
+    // Written for `first`: the upstream counts 1000 more than our 1000 sent before `later`.
+    anchor.observe(headers({ 'x-ratelimit-remaining-tokens': 8_000 }), first, ledger);
+    expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBeCloseTo(1_000);
+    expect(anchor.upstreamRemaining.tpm).toEqual({ remaining: 8_000, at: clock.ms });
+    anchor.answered(first);
+    anchor.answered(later);
+    anchor.answered(later); // once too often: nothing goes below zero
+    anchor.observe(headers({ 'x-ratelimit-remaining-tokens': 7_000 }), undefined, ledger);
+    expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBeCloseTo(0);
+  });
+
+  it('corrects no limit it does not know (an unlimited one stays unlimited)', () => {
+    const clock = new FakeClock();
+    const ledger = new QuotaLedger({}, clock.now);
+    const anchor = new HeaderAnchor(clock.now);
+    anchor.observe(headers({ 'x-ratelimit-remaining-tokens': 10 }), undefined, ledger);
+    expect(ledger.limits.tpm.value).toBe(0);
+    expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBe(0);
+    expect(anchor.upstreamRemaining).toEqual({});
+    expect(ledger.limits.tpm).toBeInstanceOf(QuotaLimit);
+  });
+});
+
+describe('UsageWindow at a given instant', () => {
+  it('agrees with its getters, and reads no clock when given the instant', () => {
+    const clock = new CountingClock();
+    const w = new UsageWindow(clock.read);
+    w.configure('sliding', 60_000, 60);
+    w.add(100, 1);
+    clock.advance(55_000);
+    w.add(50, 2, clock.ms);
+    const at = clock.ms + 7_000; // the first bucket has slid out by then
+    const reads = clock.reads;
+    expect([w.tokensAt(at), w.requestsAt(at), w.recentRequestsAt(at)]).toEqual([50, 2, 2]);
+    expect(w.timeUntil(0, Infinity, Infinity, at)).toBeGreaterThan(0);
+    expect(clock.reads).toBe(reads);
+    clock.ms = at;
+    expect([w.tokens, w.requests, w.recentRequests]).toEqual([50, 2, 2]);
+  });
+});
