@@ -54,32 +54,3 @@ export function isStaleSocket(error: unknown): boolean {
   }
   return stale;
 }
-
-/**
- * Sends with `send()`; if that fails on a stale pooled socket ({@link isStaleSocket}) and
- * `mayRetry()` still allows it (no deadline passed, no abort), sends once more at once and
- * reports the retry through `onRetry`. The first error is not the deployment's fault, so it is
- * neither marked down nor counted; whatever the second send does follows the usual rules.
- *
- * A synchronous throw of the first `send()` propagates as it is, as a direct call would.
- *
- * @example
- * ```ts
- * const result = await retryStaleSocket(
- *   () => deployment.send(op, body, options),
- *   () => !timedOut,
- *   () => metrics.retry(state, 'stale_socket'),
- * );
- * ```
- */
-export function retryStaleSocket<T>(
-  send: () => Promise<T>,
-  mayRetry: () => boolean,
-  onRetry: (error: unknown) => void,
-): Promise<T> {
-  return send().catch((error: unknown) => {
-    if (!isStaleSocket(error) || !mayRetry()) throw error;
-    onRetry(error);
-    return send();
-  });
-}

@@ -6,7 +6,7 @@ import {
 } from '../failover/classify';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
-import { retryStaleSocket } from '../failover/stale-socket';
+import { isStaleSocket } from '../failover/stale-socket';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
@@ -88,8 +88,9 @@ class Answered implements Answer {
  * - the headers of the answer (or of the error) go to `hooks.observed`, for anchoring;
  * - the deadline is the switchboard's own, so a timeout is always reported as the SDK's
  *   `APIConnectionTimeoutError`, whatever the SDK made of the abort;
- * - a request lost to a stale pooled socket is sent once more at once, on the same deployment,
- *   without a mark-down ({@link retryStaleSocket});
+ * - a request lost to a stale pooled socket ({@link isStaleSocket}) is sent once more at once, on
+ *   the same deployment and within the same deadline, without a mark-down: the first error is not
+ *   the deployment's fault; whatever the second send does follows the usual rules;
  * - a failure is classified, and the model marked down where the design says so.
  */
 export function attempt(
@@ -102,48 +103,168 @@ export function attempt(
   hooks: AttemptHooks,
   context: AttemptContext = FIRST_ATTEMPT,
 ): Promise<Answer> {
-  const metered = request.metered;
-  const admission = request.admission;
-  if (metered) state.admit(admission);
-  hooks.sent(state);
-  const trace = hooks.started?.(deployment, state, request, context);
+  return new Promise<Answer>((resolve, reject) => {
+    new Attempt(deployment, state, adapter, op, request, options, hooks, resolve, reject).start(
+      context,
+    );
+  });
+}
 
-  const deadline = options?.timeout ?? deployment.timeout;
-  const caller = options?.signal ?? undefined;
-  // A signal of our own stands between the caller's and the SDK (which never removes the listener
-  // it adds). Without a caller's signal none is made: an AbortSignal costs more than all the rest
-  // of an attempt. The SDK's timer (set to our deadline, and started after ours) then aborts the
-  // request until its headers arrive, and our timer settles the call if its body still has not.
-  const controller = caller ? new AbortController() : undefined;
-  let timedOut = false;
-  let settled = false;
-  const onCallerAbort = () => controller!.abort();
-  if (caller) {
-    if (caller.aborted) controller!.abort();
-    else caller.addEventListener('abort', onCallerAbort, { once: true });
+/**
+ * The state of one attempt, in one object: an attempt runs on every call, so its parts are
+ * methods and fields rather than a dozen closures, and its deadline timer gets the attempt as
+ * its argument.
+ */
+class Attempt {
+  private readonly deadline: number;
+  readonly caller: AbortSignal | undefined;
+  /** Stands between the caller's signal and the SDK (which never removes the listener it adds). */
+  private readonly controller: AbortController | undefined;
+  private readonly sdkOptions: SdkRequestOptions | undefined;
+  trace: AttemptTrace | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private onCallerAbort: (() => void) | undefined;
+  private timedOut = false;
+  private settled = false;
+  private resent = false;
+
+  constructor(
+    readonly deployment: Deployment,
+    readonly state: ModelState,
+    readonly adapter: ApiAdapter,
+    private readonly op: ApiOperation,
+    readonly request: PreparedRequest,
+    options: SdkRequestOptions | undefined,
+    private readonly hooks: AttemptHooks,
+    private readonly resolve: (answer: Answer) => void,
+    private readonly reject: (error: Error) => void,
+  ) {
+    this.deadline = options?.timeout ?? deployment.timeout;
+    const caller = options?.signal ?? undefined;
+    this.caller = caller;
+    // Without a caller's signal none is made: an AbortSignal costs more than all the rest of an
+    // attempt. The SDK's timer (set to our deadline, and started after ours) then aborts the
+    // request until its headers arrive, and our timer settles the call if its body still has not.
+    this.controller = caller ? new AbortController() : undefined;
+    // The clients are built with `maxRetries: 0` and the deployment's timeout: a call without
+    // options sends none, as a direct SDK call would (per-request options cost the SDK headers).
+    this.sdkOptions = (
+      this.controller
+        ? {
+            ...options,
+            signal: this.controller.signal,
+            timeout: this.deadline + 1000,
+            maxRetries: 0,
+          }
+        : options === undefined
+          ? undefined
+          : { ...options, timeout: this.deadline, maxRetries: 0 }
+    ) as SdkRequestOptions | undefined;
   }
-  // The clients are built with `maxRetries: 0` and the deployment's timeout: a call without
-  // options sends none, as a direct SDK call would (per-request options cost the SDK headers).
-  const sdkOptions = (
-    controller
-      ? { ...options, signal: controller.signal, timeout: deadline + 1000, maxRetries: 0 }
-      : options === undefined
-        ? undefined
-        : { ...options, timeout: deadline, maxRetries: 0 }
-  ) as SdkRequestOptions;
 
-  // `produced` other than false: a stream broke off, so the upstream counted what it reported so
-  // far (undefined: nothing reported, the admission charge stands).
-  const fail = (error: unknown, produced: Usage | undefined | false): Error => {
+  start(context: AttemptContext): void {
+    const { state, request } = this;
+    if (request.metered) state.admit(request.admission);
+    this.hooks.sent(state);
+    this.trace = this.hooks.started?.(this.deployment, state, request, context);
+    const caller = this.caller;
+    if (caller) {
+      const controller = this.controller!;
+      if (caller.aborted) controller.abort();
+      else {
+        this.onCallerAbort = () => controller.abort();
+        caller.addEventListener('abort', this.onCallerAbort, { once: true });
+      }
+    }
+    this.timer = setTimeout(onDeadline, this.deadline, this);
+    this.send();
+  }
+
+  /** The deadline passed: abort the request (when a signal stands in), else settle as failed. */
+  expire(): void {
+    this.timedOut = true;
+    if (this.controller) this.controller.abort();
+    else if (!this.settled) {
+      this.settled = true;
+      // Nothing was produced: the charge goes back, the request stays counted.
+      this.reject(this.fail(undefined, false));
+    }
+  }
+
+  private send(): void {
+    let sent: Promise<SdkAnswer>;
+    try {
+      sent = this.op.send(this.deployment.client, this.request.body, this.sdkOptions);
+    } catch (error) {
+      this.release();
+      this.settled = true;
+      this.reject(this.fail(error, false));
+      return;
+    }
+    sent.then(
+      (answer) => this.answered(answer),
+      (error: unknown) => this.failedToSend(error),
+    );
+  }
+
+  private answered(answer: SdkAnswer): void {
+    const { state, request } = this;
+    if (this.settled) {
+      // Timed out just before the headers came: close the stream nobody will read.
+      if (request.stream) (answer.data as { controller?: AbortController }).controller?.abort();
+      return;
+    }
+    this.settled = true;
+    this.hooks.observed(state, answer.response.headers, request.admission);
+    if (request.stream) {
+      clearTimeout(this.timer);
+      this.resolve(new Answered(accountedStream(this, answer.data), answer.response));
+      return;
+    }
+    this.release();
+    if (request.metered) state.settle(request.admission, this.adapter.usage(answer.data));
+    state.recordSuccess();
+    this.trace?.response(answer.data);
+    if (request.track) request.track(answer.data, this.deployment);
+    this.resolve(new Answered(answer.data, answer.response));
+  }
+
+  private failedToSend(error: unknown): void {
+    if (this.settled) return;
+    if (!this.resent && !this.timedOut && !this.caller?.aborted && isStaleSocket(error)) {
+      this.resent = true;
+      this.hooks.staleSocketRetried?.(this.state);
+      this.send();
+      return;
+    }
+    this.settled = true;
+    this.release();
+    // Nothing was produced: the charge goes back, the request stays counted.
+    this.reject(this.fail(error, false));
+  }
+
+  /** The attempt is over (answered, failed, or its stream ended): its timer and listener go. */
+  release(): void {
+    clearTimeout(this.timer);
+    if (this.onCallerAbort) this.caller!.removeEventListener('abort', this.onCallerAbort);
+  }
+
+  /**
+   * Account a failure and turn it into the error the caller sees. `produced` other than false:
+   * a stream broke off, so the upstream counted what it reported so far (undefined: nothing
+   * reported, the admission charge stands).
+   */
+  fail(error: unknown, produced: Usage | undefined | false): Error {
+    const { deployment, state, request } = this;
     const headers = (error as { headers?: unknown } | null)?.headers;
     if (headers && typeof (headers as Headers).get === 'function') {
-      hooks.observed(state, headers as Headers, admission);
+      this.hooks.observed(state, headers as Headers, request.admission);
     }
-    const translated = translate(deployment, error, caller, timedOut);
+    const translated = translate(deployment, error, this.caller, this.timedOut);
     const verdict = classify(translated, deployment.errors);
-    if (metered) {
-      if (produced === false) state.release(admission);
-      else state.settle(admission, produced);
+    if (request.metered) {
+      if (produced === false) state.release(request.admission);
+      else state.settle(request.admission, produced);
     }
     if (verdict.countsAsFailure) {
       if (state.recordFailure() >= 3) state.markDown(undefined, `3 consecutive failures`);
@@ -151,80 +272,13 @@ export function attempt(
     if (verdict.markDown !== undefined) {
       state.markDown(verdict.markDown === 'default' ? undefined : verdict.markDown, verdict.reason);
     }
-    hooks.failed(state, verdict.reason);
-    trace?.failed(translated, verdict.reason);
+    this.hooks.failed(state, verdict.reason);
+    this.trace?.failed(translated, verdict.reason);
     return translated;
-  };
-
-  return new Promise<Answer>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      timedOut = true;
-      if (controller) controller.abort();
-      else if (!settled) {
-        settled = true;
-        // Nothing was produced: the charge goes back, the request stays counted.
-        reject(fail(undefined, false));
-      }
-    }, deadline);
-    const release = () => {
-      clearTimeout(timer);
-      if (caller) caller.removeEventListener('abort', onCallerAbort);
-    };
-    let sent: Promise<SdkAnswer>;
-    try {
-      sent = retryStaleSocket(
-        () => op.send(deployment.client, request.body, sdkOptions),
-        () => !settled && !timedOut && !caller?.aborted,
-        () => hooks.staleSocketRetried?.(state),
-      );
-    } catch (error) {
-      release();
-      settled = true;
-      reject(fail(error, false));
-      return;
-    }
-    sent.then(
-      (answer) => {
-        if (settled) {
-          // Timed out just before the headers came: close the stream nobody will read.
-          if (request.stream) (answer.data as { controller?: AbortController }).controller?.abort();
-          return;
-        }
-        settled = true;
-        hooks.observed(state, answer.response.headers, admission);
-        if (request.stream) {
-          clearTimeout(timer);
-          const data = accountedStream(
-            deployment,
-            state,
-            adapter,
-            answer.data,
-            request,
-            caller,
-            release,
-            fail,
-            trace,
-          );
-          resolve(new Answered(data, answer.response));
-          return;
-        }
-        release();
-        if (metered) state.settle(admission, adapter.usage(answer.data));
-        state.recordSuccess();
-        trace?.response(answer.data);
-        if (request.track) request.track(answer.data, deployment);
-        resolve(new Answered(answer.data, answer.response));
-      },
-      (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        release();
-        // Nothing was produced: the charge goes back, the request stays counted.
-        reject(fail(error, false));
-      },
-    );
-  });
+  }
 }
+
+const onDeadline = (run: Attempt): void => run.expire();
 
 /**
  * Wraps the SDK's stream in the SDK's own `Stream` class: the admission charge stands until the
@@ -232,17 +286,8 @@ export function attempt(
  * did not ask for are hidden, and a dropped connection marks the model down and reaches the
  * consumer as `APIConnectionError`.
  */
-function accountedStream(
-  deployment: Deployment,
-  state: ModelState,
-  adapter: ApiAdapter,
-  source: unknown,
-  request: PreparedRequest,
-  caller: AbortSignal | undefined,
-  release: () => void,
-  fail: (error: unknown, produced: Usage | undefined | false) => Error,
-  trace: AttemptTrace | undefined,
-): unknown {
+function accountedStream(run: Attempt, source: unknown): unknown {
+  const { deployment, state, adapter, request, caller, trace } = run;
   const stream = source as AsyncIterable<unknown> & { controller: AbortController };
   const streamUsage = request.metered ? adapter.streamUsage : undefined;
   const track = request.track;
@@ -270,14 +315,14 @@ function accountedStream(
     } catch (error) {
       // Tokens already streamed were spent upstream: keep them charged.
       settled = true;
-      throw fail(error, used);
+      throw run.fail(error, used);
     } finally {
       // A consumer that stopped reading early: what was reported so far stands.
       if (!settled) {
         settled = true;
         state.settle(request.admission, used);
       }
-      release();
+      run.release();
       // Ended by the source, or by a consumer that stopped reading: a success either way.
       trace?.streamEnded();
     }

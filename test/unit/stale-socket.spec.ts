@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { isStaleSocket, retryStaleSocket } from '../../src/failover/stale-socket';
+import { isStaleSocket } from '../../src/failover/stale-socket';
 
 /** What the SDK throws when fetch rejects: APIConnectionError > TypeError('fetch failed') > cause. */
 function fetchFailed(cause: object): Error {
@@ -45,71 +45,5 @@ describe('isStaleSocket', () => {
     ['nothing at all', undefined],
   ])('does not match %s', (_what, error) => {
     expect(isStaleSocket(error)).toBe(false);
-  });
-});
-
-describe('retryStaleSocket', () => {
-  const stale = () => fetchFailed(socketError(10));
-
-  it('sends once more at once after a stale socket, and reports it', async () => {
-    const results: Array<() => Promise<string>> = [
-      () => Promise.reject(stale()),
-      () => Promise.resolve('answer'),
-    ];
-    let sends = 0;
-    const retried: unknown[] = [];
-    const out = await retryStaleSocket(
-      () => results[sends++]!(),
-      () => true,
-      (error) => retried.push(error),
-    );
-    expect(out).toBe('answer');
-    expect(sends).toBe(2);
-    expect(retried).toHaveLength(1);
-  });
-
-  it('sends only once more: a second stale socket is the caller’s to judge', async () => {
-    let sends = 0;
-    const second = stale();
-    const call = retryStaleSocket(
-      () => {
-        sends++;
-        return Promise.reject(sends === 1 ? stale() : second);
-      },
-      () => true,
-      () => undefined,
-    );
-    await expect(call).rejects.toBe(second);
-    expect(sends).toBe(2);
-  });
-
-  it('does not send again when the attempt may not (deadline passed, caller aborted)', async () => {
-    let sends = 0;
-    const first = stale();
-    const call = retryStaleSocket(
-      () => {
-        sends++;
-        return Promise.reject(first);
-      },
-      () => false,
-      () => undefined,
-    );
-    await expect(call).rejects.toBe(first);
-    expect(sends).toBe(1);
-  });
-
-  it('does not send again after any other error', async () => {
-    let sends = 0;
-    const refused = fetchFailed({ code: 'ECONNREFUSED' });
-    const call = retryStaleSocket(
-      () => {
-        sends++;
-        return Promise.reject(refused);
-      },
-      () => true,
-      () => undefined,
-    );
-    await expect(call).rejects.toBe(refused);
-    expect(sends).toBe(1);
   });
 });
