@@ -8,6 +8,26 @@ export interface SdkAnswer {
   response: Response;
 }
 
+/** What {@link answerOf} needs of an SDK's `APIPromise` (both SDKs' have it). */
+export interface ApiPromiseLike<T> extends PromiseLike<T> {
+  asResponse(): Promise<Response>;
+}
+
+/**
+ * The data and the raw response of an SDK call, as its `APIPromise.withResponse()` gives them,
+ * without the request-id header lookup and the `Promise.all` that method adds to every call (the
+ * switchboard reads the headers it needs itself). The body is parsed only once the response has
+ * come, so a failed request leaves no second promise to reject unobserved.
+ *
+ * @example
+ * ```ts
+ * send: (client, body, options) => answerOf(client.moderations.create(body as never, options)),
+ * ```
+ */
+export function answerOf<T>(promise: ApiPromiseLike<T>): Promise<SdkAnswer> {
+  return promise.asResponse().then((response) => promise.then((data) => ({ data, response })));
+}
+
 /**
  * One SDK method an API surface calls on a deployment's client.
  *

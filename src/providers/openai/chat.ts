@@ -26,7 +26,7 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
-import { defineAdapter } from '../adapter';
+import { answerOf, defineAdapter } from '../adapter';
 import { textLength, tokenField } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
 
@@ -85,11 +85,9 @@ function usageOf(value: unknown): Usage | undefined {
   const usage = (value as ChatUsage).usage;
   if (!usage) return undefined;
   const cached = usage.prompt_tokens_details?.cached_tokens;
-  return {
-    input: usage.prompt_tokens ?? 0,
-    output: usage.completion_tokens ?? 0,
-    ...(cached ? { cacheRead: cached } : {}),
-  };
+  const input = usage.prompt_tokens ?? 0;
+  const output = usage.completion_tokens ?? 0;
+  return cached ? { input, output, cacheRead: cached } : { input, output };
 }
 
 /**
@@ -107,11 +105,11 @@ export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>
   operations: {
     create: {
       send: (client, body, options) =>
-        client.chat.completions.create(body as never, options as never).withResponse(),
+        answerOf(client.chat.completions.create(body as never, options as never)),
     },
     parse: {
       send: (client, body, options) =>
-        client.chat.completions.parse(body as never, options as never).withResponse(),
+        answerOf(client.chat.completions.parse(body as never, options as never)),
     },
   },
   admission(body, defaultOutput) {

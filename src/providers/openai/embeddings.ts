@@ -2,7 +2,7 @@ import type { OpenAI } from 'openai';
 import type { APIPromise } from 'openai/core/api-promise';
 import type { CreateEmbeddingResponse, EmbeddingCreateParams } from 'openai/resources/embeddings';
 import type { SessionParams } from '../../types';
-import { defineAdapter } from '../adapter';
+import { answerOf, defineAdapter } from '../adapter';
 import { inputLength } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
 
@@ -32,7 +32,7 @@ export const embeddings = defineAdapter<SwitchboardEmbeddings, OpenAI>()({
     create: {
       streams: () => false,
       send: (client, body, options) =>
-        client.embeddings.create(body as never, options as never).withResponse(),
+        answerOf(client.embeddings.create(body as never, options as never)),
     },
   },
   admission: (body) => ({ input: Math.ceil(inputLength(body.input) / 4), output: 0 }),

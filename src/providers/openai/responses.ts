@@ -19,7 +19,7 @@ import type {
 } from 'openai/resources/responses/responses';
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
-import { defineAdapter } from '../adapter';
+import { answerOf, defineAdapter } from '../adapter';
 import { contentLength, inputLength, tokenField } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
 
@@ -80,11 +80,9 @@ function usageOf(response: { usage?: ResponseUsage | null } | undefined): Usage 
   const usage = response?.usage;
   if (!usage) return undefined;
   const cached = usage.input_tokens_details?.cached_tokens;
-  return {
-    input: usage.input_tokens ?? 0,
-    output: usage.output_tokens ?? 0,
-    ...(cached ? { cacheRead: cached } : {}),
-  };
+  const input = usage.input_tokens ?? 0;
+  const output = usage.output_tokens ?? 0;
+  return cached ? { input, output, cacheRead: cached } : { input, output };
 }
 
 /** Stream events that end a response and carry its usage. */
@@ -108,19 +106,23 @@ export const responses = defineAdapter<SwitchboardResponses, OpenAI>()({
   operations: {
     create: {
       send: (client, body, options) =>
-        client.responses.create(body as never, options as never).withResponse(),
+        answerOf(client.responses.create(body as never, options as never)),
     },
     parse: {
       send: (client, body, options) =>
-        client.responses.parse(body as never, options as never).withResponse(),
+        answerOf(client.responses.parse(body as never, options as never)),
     },
     retrieve: {
       metered: false,
       streams: (body) => (body.query as { stream?: unknown } | undefined)?.stream === true,
       send: (client, body, options) =>
-        client.responses
-          .retrieve(body.response_id as string, body.query as never, options as never)
-          .withResponse(),
+        answerOf(
+          client.responses.retrieve(
+            body.response_id as string,
+            body.query as never,
+            options as never,
+          ),
+        ),
     },
   },
   admission(body, defaultOutput) {
