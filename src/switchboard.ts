@@ -465,10 +465,12 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     let tried: Set<Deployment> | undefined;
     let last: Route | undefined;
     let context: AttemptContext = FIRST_ATTEMPT;
-    const route = (): Route | NoRoom =>
-      routeCall(this.registry, model, fallbacks, sessionId, tried, admission);
+    const route = (): Route | NoRoom => {
+      // Most calls take one attempt: the set of tried deployments is made on the second.
+      if (last !== undefined) (tried ??= new Set()).add(last.deployment);
+      return routeCall(this.registry, model, fallbacks, sessionId, tried, admission);
+    };
     const send = (to: Route): Promise<Answer> => {
-      (tried ??= new Set()).add(to.deployment);
       last = to;
       if (sessionId !== undefined) this.state.rememberSession?.(sessionId, to.deployment.name);
       if (to.model !== model) {
