@@ -9,11 +9,12 @@ export type {
   SwitchboardMessages,
   BuiltinSurfaces,
 } from './switchboard';
-export { defineAdapter } from './providers/adapter';
+export { answerOf, defineAdapter } from './providers/adapter';
 export type {
   ApiAdapter,
   ApiOperation,
   AdapterAt,
+  ApiPromiseLike,
   ChainRules,
   Mounted,
   PreparedBody,

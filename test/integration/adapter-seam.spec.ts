@@ -7,6 +7,7 @@ import type {
   ModerationCreateResponse,
 } from 'openai/resources/moderations';
 import {
+  answerOf,
   createSwitchboard,
   defineAdapter,
   SwitchboardError,
@@ -30,7 +31,7 @@ const moderations = defineAdapter<Moderations, OpenAI>()({
     create: {
       streams: () => false,
       send: (client, body, options) =>
-        client.moderations.create(body as never, options as never).withResponse(),
+        answerOf(client.moderations.create(body as never, options as never)),
     },
   },
   admission: (body) => ({ input: Math.ceil(String(body.input).length / 4), output: 0 }),
