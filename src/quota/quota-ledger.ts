@@ -166,6 +166,35 @@ export class QuotaLedger {
     return t;
   }
 
+  /**
+   * Each limit's share at `now`, by the anchored view: usage / limit, 0 when unlimited; for `rpm`
+   * the larger of the window's share and the newest sixth's (against `rpm / 6`, with a sliding
+   * window). {@link util} is the largest of them: what an operator sees per limit adds up to it.
+   */
+  shares(now = this.clock()): Record<LimitName, number> {
+    const used = this.anchoredUsage(now);
+    const share = (limit: QuotaLimit, u: number) =>
+      limit.value > 0 && u > 0 ? u / limit.value : 0;
+    let rpm = share(this.rpmLimit, used.rpm);
+    const recent = this.recent(now);
+    if (recent !== undefined && recent.used / recent.limit > rpm) rpm = recent.used / recent.limit;
+    return {
+      tpm: share(this.tpmLimit, used.tpm),
+      rpm,
+      itpm: share(this.itpmLimit, used.itpm),
+      otpm: share(this.otpmLimit, used.otpm),
+    };
+  }
+
+  /**
+   * With a sliding window and an `rpm`: the requests of the newest sixth of the window by the
+   * anchored view, and what the upstream allows there (`rpm / 6`); else `undefined`.
+   */
+  recent(now = this.clock()): { used: number; limit: number } | undefined {
+    if (this.usage.bucketMs === 0 || this.rpmLimit.value <= 0) return undefined;
+    return { used: this.recentAt(now), limit: this.burstLimit };
+  }
+
   /** Requests of the newest sixth of the window by the anchored view (ours and the shared). */
   private recentAt(now: number): number {
     return (

@@ -17,7 +17,10 @@ export type LimitName = 'tpm' | 'rpm' | 'itpm' | 'otpm';
 export class QuotaLimit {
   /** The limit in force; 0 = none known (unlimited). */
   value: number;
-  /** True once the value came from the upstream's headers. */
+  /**
+   * True while the value in force came from the upstream's headers: none was configured, or the
+   * headers disagreed with it. A configured limit the headers confirm stays configured.
+   */
   learned = false;
   /** Correction (in the limit's unit) and when it was taken. */
   private delta = 0;
@@ -66,7 +69,7 @@ export class QuotaLimit {
   learn(reported: number): number | undefined {
     if (!(reported > 0)) return undefined;
     const was = this.value;
-    this.learned = true;
+    this.learned = reported !== this.configured;
     if (was === reported) return undefined;
     this.value = reported;
     return was;

@@ -157,6 +157,11 @@ export class ModelState {
     return this.quota.anchoredUsage(this.clock());
   }
 
+  /** Each limit's share now, whose largest is {@link util} (when not cooling); see {@link QuotaLedger.shares}. */
+  shares(): Record<LimitName, number> {
+    return this.quota.shares(this.clock());
+  }
+
   /** The upstream's last reported remaining per limit (only limits its headers reported). */
   get upstreamRemaining(): Readonly<Partial<Record<LimitName, ReportedRemaining>>> {
     return this.quota.upstreamRemaining;

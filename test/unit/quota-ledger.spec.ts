@@ -142,6 +142,49 @@ describe('QuotaLedger', () => {
   });
 });
 
+describe('QuotaLedger shares', () => {
+  it('has util as the largest share, whichever limit binds', () => {
+    const clock = new FakeClock();
+    const ledger = new QuotaLedger({ tpm: 10_000, rpm: 60, itpm: 2_000, otpm: 1_000 }, clock.now, {
+      charge: 'actual',
+    });
+    ledger.slide(60_000);
+    const check = () => {
+      const shares = ledger.shares();
+      expect(ledger.util()).toBeCloseTo(Math.max(...Object.values(shares)), 9);
+      return shares;
+    };
+    expect(check()).toEqual({ tpm: 0, rpm: 0, itpm: 0, otpm: 0 });
+    ledger.admit({ input: 500, output: 100 });
+    // One request of 10 allowed in the newest 10 s: the burst share, above the minute's 1/60.
+    expect(check()).toMatchObject({ tpm: 0.06, rpm: 0.1, itpm: 0.25, otpm: 0.1 });
+    expect(ledger.recent()).toEqual({ used: 1, limit: 10 });
+    clock.advance(15_000);
+    // Out of the newest sixth, still in the minute.
+    expect(check().rpm).toBeCloseTo(1 / 60, 9);
+    ledger.settle({ input: 500, output: 100 }, { input: 500, output: 100 });
+    ledger.observe(headers({ 'anthropic-ratelimit-input-tokens-remaining': 200 }));
+    expect(check().itpm).toBeCloseTo(0.9, 9);
+    ledger.observe(headers({ 'anthropic-ratelimit-input-tokens-remaining': 2_000 }));
+    expect(check().itpm).toBe(0); // the upstream counts less than we do: never below 0
+    const fixed = new QuotaLedger({ rpm: 60 }, clock.now);
+    expect(fixed.recent()).toBeUndefined();
+  });
+
+  it('keeps a configured limit the headers confirm as configured, not learned', () => {
+    const confirmed = new QuotaLimit('tpm', 10_000);
+    expect(confirmed.learn(10_000)).toBeUndefined();
+    expect(confirmed.learned).toBe(false);
+    expect(confirmed.learn(8_000)).toBe(10_000);
+    expect(confirmed.learned).toBe(true);
+    const unconfigured = new QuotaLimit('rpm', undefined);
+    expect(unconfigured.learn(300)).toBe(0);
+    expect(unconfigured.learned).toBe(true);
+    expect(unconfigured.learn(0)).toBeUndefined();
+    expect(unconfigured.value).toBe(300);
+  });
+});
+
 describe('HeaderAnchor', () => {
   it('leaves the calls still in flight out of the comparison, and records what was left', () => {
     const clock = new FakeClock();
