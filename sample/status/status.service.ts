@@ -14,6 +14,13 @@ export interface Quota {
   upstreamRemaining?: number;
   /** The limit came from the upstream's headers, not from the configuration. */
   learned: boolean;
+  /**
+   * What utilization takes from this limit: `used / limit` (0 without a limit); for requests the
+   * larger of that and the share of the last 10 s (`recent`). The bar shows it.
+   */
+  share: number;
+  /** Requests only, with a sliding window: those of the last sixth of it against `rpm / 6`. */
+  recent?: { used: number; limit: number };
 }
 
 /** One model on one deployment. */
@@ -103,6 +110,8 @@ export class StatusService {
       sessions: pinned.get(d.name) ?? 0,
       models: [...d.models.values()].map((m) => {
         const anchored = m.anchoredUsage();
+        const shares = m.shares();
+        const recent = m.quota.recent();
         const io = m.ioUsage;
         const quota = (limit: LimitName, ours: number): Quota => ({
           used: Math.round(anchored[limit]),
@@ -110,6 +119,10 @@ export class StatusService {
           ours: Math.round(ours),
           upstreamRemaining: m.upstreamRemaining[limit]?.remaining,
           learned: m.limits[limit].learned,
+          share: round(shares[limit]),
+          ...(limit === 'rpm' && recent !== undefined
+            ? { recent: { used: Math.round(Math.max(0, recent.used)), limit: recent.limit } }
+            : {}),
         });
         return {
           name: m.name,

@@ -31,8 +31,8 @@
     return provider === 'anthropic' ? 'Anthropic Messages' : 'OpenAI Chat Completions';
   }
 
-  function quotaCell(label) {
-    const td = cell('td', 'quota');
+  /** A bar and its figure; `into` appends them to a cell that already has one. */
+  function meter(label, into) {
     const bar = cell('div', 'bar');
     bar.setAttribute('role', 'meter');
     bar.setAttribute('aria-label', label);
@@ -40,11 +40,15 @@
     const fill = cell('div', 'fill');
     bar.append(fill);
     const figure = cell('span', 'figure');
-    td.append(bar, figure);
-    return { td, bar, fill, figure };
+    into.append(bar, figure);
+    return { td: into, bar, fill, figure };
   }
 
-  function setQuota(q, quota, unit) {
+  function quotaCell(label) {
+    return meter(label, cell('td', 'quota'));
+  }
+
+  function setQuota(q, quota, unit, name) {
     const { used, limit } = quota;
     // The bar and the utilization column use the upstream's count; ours and what the upstream
     // said was left are shown beside it.
@@ -53,17 +57,30 @@
       quota.upstreamRemaining !== undefined
         ? ` · ours ${number.format(quota.ours)}, upstream left ${number.format(quota.upstreamRemaining)}`
         : '';
+    // The requests of the last 10 s count against a sixth of the RPM, as Azure enforces it: when
+    // that is the fuller share, the bar (and the utilization column) show it.
+    const recent =
+      quota.recent && quota.recent.used / quota.recent.limit > (limit > 0 ? used / limit : 0)
+        ? quota.recent
+        : undefined;
     q.figure.textContent =
+      (name ? `${name} ` : '') +
       (limit > 0
         ? `${number.format(used)} / ${number.format(limit)}${learned}`
-        : `${number.format(used)}, no limit`) + detail;
-    const share = limit > 0 ? Math.min(1, used / limit) : 0;
-    q.bar.setAttribute('aria-valuemax', String(limit > 0 ? limit : Math.max(used, 1)));
-    q.bar.setAttribute('aria-valuenow', String(used));
+        : `${number.format(used)}, no limit`) +
+      (recent
+        ? ` · last 10 s ${number.format(recent.used)} / ${number.format(recent.limit)}`
+        : '') +
+      detail;
+    const share = Math.min(1, quota.share ?? (limit > 0 ? used / limit : 0));
+    const now = recent ? recent.used : used;
+    const max = recent ? recent.limit : limit;
+    q.bar.setAttribute('aria-valuemax', String(max > 0 ? max : Math.max(now, 1)));
+    q.bar.setAttribute('aria-valuenow', String(now));
     q.bar.setAttribute(
       'aria-valuetext',
-      limit > 0
-        ? `${number.format(used)} of ${number.format(limit)} ${unit} (${Math.round(share * 100)} %)`
+      max > 0
+        ? `${number.format(now)} of ${number.format(max)} ${unit}${recent ? ' in the last 10 s' : ''} (${Math.round(share * 100)} %)`
         : `${number.format(used)} ${unit}, no limit`,
     );
     q.fill.style.width = `${(share * 100).toFixed(1)}%`;
@@ -193,6 +210,18 @@
         row.state.className = `state ${state.kind}`;
         row.state.textContent = state.text;
         setQuota(row.tpm, m.tpm, 'tokens per minute');
+        // Claude on Foundry: input and output tokens have limits of their own, each a bar.
+        for (const [key, unit, name] of [
+          ['itpm', 'input tokens per minute', 'input'],
+          ['otpm', 'output tokens per minute', 'output'],
+        ]) {
+          if (!m[key]) continue;
+          row[key] ??= meter(
+            `${unit[0].toUpperCase()}${unit.slice(1)}, ${d.name} ${m.name}`,
+            row.tpm.td,
+          );
+          setQuota(row[key], m[key], unit, name);
+        }
         setQuota(row.rpm, m.rpm, 'requests per minute');
         row.util.textContent = `${Math.round(m.util * 100)} %`;
         row.requests.textContent = number.format(m.requests);
