@@ -59,6 +59,14 @@ export interface BenchArgs {
   quotaScenarios: string[] | undefined;
   /** `--quota-scale`: time scale of the quota section (a quota minute lasts 60 / N s). */
   quotaScale: number;
+  /** `--quota-tpm`: TPM of the quota section's steady rows. */
+  quotaTpm: number[] | undefined;
+  /** `--quota-max-tokens`: `max_tokens` of the quota section's steady rows. */
+  quotaMaxTokens: number[] | undefined;
+  /** `--quota-modes`: accountings of the quota section (today, new, queue). */
+  quotaModes: string[] | undefined;
+  /** `--quota-trace`: print up to N upstream 429s per row with the switchboard's view. */
+  quotaTrace: number;
   /** `--smoke`: a short run of every section, to catch crashes (no timing is asserted). */
   smoke: boolean;
   /** `--seed`: seed of the load generators (not of the selectors). */
@@ -105,6 +113,13 @@ This benchmark's own:
       --quota-scenarios LIST
                         scenarios of the quota section: steady,overload,shared (default all)
       --quota-scale N   time scale of the quota section: a quota minute lasts 60/N s (default 20)
+      --quota-tpm LIST  TPM of the quota section's steady rows (default 10000,60000)
+      --quota-max-tokens LIST
+                        max_tokens of the quota section's steady rows (default 256,1024)
+      --quota-modes LIST
+                        accountings of the quota section: today,new,queue (default all)
+      --quota-trace N   print up to N upstream 429s per row, each with the switchboard's view of
+                        that deployment when it sent the call
       --smoke           short run of every section; fails only if the bench itself crashes
       --soak S          soak test for S seconds instead of the sections
       --soak-every S    seconds between soak reports (default 10)
@@ -141,6 +156,10 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     seed: 1,
     quotaScenarios: undefined,
     quotaScale: 20,
+    quotaTpm: undefined,
+    quotaMaxTokens: undefined,
+    quotaModes: undefined,
+    quotaTrace: 0,
   };
   const given = new Set<string>();
   for (let k = 0; k < argv.length; k++) {
@@ -261,6 +280,18 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         break;
       case '--quota-scale':
         args.quotaScale = int(1);
+        break;
+      case '--quota-tpm':
+        args.quotaTpm = value().split(',').map(Number);
+        break;
+      case '--quota-max-tokens':
+        args.quotaMaxTokens = value().split(',').map(Number);
+        break;
+      case '--quota-modes':
+        args.quotaModes = value().split(',');
+        break;
+      case '--quota-trace':
+        args.quotaTrace = int(0);
         break;
       case '--quota-scenarios':
         args.quotaScenarios = value().split(',');

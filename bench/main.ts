@@ -9,7 +9,7 @@ import { parseArgs, type BenchArgs } from './cli';
 import { clientOnly, compare, fixture, originalReport } from './overhead';
 import { perSurface } from './surfaces';
 import { selectionScaling } from './selection';
-import { quota } from './quota';
+import { quota, type Accounting } from './quota';
 import { soak } from './soak';
 import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
 import { tiers } from './tiers';
@@ -94,6 +94,11 @@ async function main(): Promise<void> {
       inproc: args.inproc,
       only: args.quotaScenarios,
       timeScale: args.quotaScale,
+      tpms: args.quotaTpm,
+      maxTokens: args.quotaMaxTokens,
+      modes: args.quotaModes?.map((m) => (m === 'queue' ? 'new + queue' : m)) as
+        Accounting[] | undefined,
+      trace: args.quotaTrace,
     });
     console.log(`\n(section 6 took ${Math.round((performance.now() - started) / 1000)} s)`);
   }

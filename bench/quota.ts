@@ -44,7 +44,11 @@ export interface QuotaRow {
   failed: number;
   upstreamRequests: number;
   upstream429: number;
-  /** Successful calls per second over the capacity in calls per second. */
+  /**
+   * Share of the upstream's admission capacity used by calls that succeeded, as Azure counts it:
+   * prompt + `max_tokens` of the successful calls answered within the row, per quota minute, over
+   * TPM × deployments (or their count over RPM × deployments, whichever binds), over the row.
+   */
   goodputShare: number;
   /** Another application on one deployment: its requests and 429s. */
   other?: { requests: number; rejected: number };
@@ -72,6 +76,73 @@ function today(sb: Switchboard): void {
   }
 }
 
+/**
+ * Records, per deployment, the switchboard's anchored view at each send, and prints every
+ * upstream 429 (seen as a `rate_limit` cooldown) with the view at the send before it and the
+ * upstream's own count from the 429's headers.
+ */
+function traceRejections(sb: Switchboard, limit: number): { print(): void } {
+  const t0 = performance.now();
+  const lines: string[] = [];
+  let seen = 0;
+  for (const d of sb.deployments.values()) {
+    for (const s of d.models.values()) {
+      const state = s as ModelState & Record<string, unknown>;
+      const admit = state.admit.bind(state);
+      const observe = state.observe.bind(state);
+      const sends = new WeakMap<Admission, string>();
+      let lastHeader = 0;
+      state.admit = (a: Admission) => {
+        const view = state.anchoredUsage();
+        const p = state as unknown as { pendingTokens: number; pendingRequests: number };
+        sends.set(
+          a,
+          `sent ${a.input}+${a.output} at ${fixed((performance.now() - t0) / MINUTE, 3)} min onto ` +
+            `anchored ${Math.round(view.tpm)} tok / ${fixed(view.rpm, 1)} req ` +
+            `(local ${Math.round(state.localUsage.tokens)} tok, recent ${state.window.recentRequests} req, ` +
+            `in flight ${p.pendingRequests} / ${p.pendingTokens} tok, header ` +
+            `${fixed((performance.now() - lastHeader) / MINUTE, 3)} min old, queue ${sb.queue?.length(MODEL) ?? 0})`,
+        );
+        admit(a);
+      };
+      const history: string[] = [];
+      state.observe = (headers, own) => {
+        const h = headers as Headers;
+        lastHeader = performance.now();
+        const before = state.localUsage.tokens;
+        const p = state as unknown as { pendingTokens: number };
+        const pending = p.pendingTokens;
+        const tokens = h.get('x-ratelimit-remaining-tokens');
+        const requests = h.get('x-ratelimit-remaining-requests');
+        const retry = h.get('retry-after-ms');
+        if (retry !== null) {
+          seen++;
+          if (lines.length < limit) {
+            lines.push(
+              `${d.name} 429 at ${fixed((performance.now() - t0) / MINUTE, 3)} min: upstream left ` +
+                `${tokens} tok / ${requests} req, retry in ${retry} ms; ${own ? sends.get(own) : '?'}\n      ${history.join('\n      ')}`,
+            );
+          }
+        }
+        observe(headers, own);
+        history.push(
+          `${fixed((performance.now() - t0) / MINUTE, 3)}: upstream ${10_000 - Number(h.get('x-ratelimit-remaining-tokens'))} ` +
+            `(reset ${h.get('x-ratelimit-reset-tokens')}), ours ${Math.round(before)} → ${Math.round(state.localUsage.tokens)}, ` +
+            `pending ${pending}${retry !== null ? ' (429)' : ''}`,
+        );
+        if (history.length > 8) history.shift();
+      };
+    }
+  }
+  return {
+    print() {
+      if (seen === 0) return;
+      console.log(`  ${seen} upstream 429s; the first ${lines.length}:`);
+      for (const l of lines) console.log(`    ${l}`);
+    },
+  };
+}
+
 function charge(world: World, meanPrompt: number): number {
   return meanPrompt + world.maxTokens;
 }
@@ -93,6 +164,10 @@ async function run(o: {
   sizes: readonly number[];
   /** Another application's rate (calls/s) on the first deployment, straight through the SDK. */
   otherRate?: number;
+  /** Deployments' worth of capacity left to the switchboard (the other application's taken out). */
+  usableDeployments: number;
+  /** Print each upstream 429 with the switchboard's view of the deployment when it sent. */
+  trace?: number;
 }): Promise<QuotaRow> {
   const { upstreams, world } = o;
   await upstreams.reset();
@@ -113,6 +188,7 @@ async function run(o: {
     ...(o.accounting === 'new + queue' ? { queue: { maxWait: MINUTE, maxQueued: 10_000 } } : {}),
   });
   if (o.accounting === 'today') today(sb);
+  const tracer = o.trace ? traceRejections(sb, o.trace) : undefined;
   const other = new OpenAI({
     baseURL: upstreams.endpoints[0]!.openaiBaseURL,
     apiKey: 'other',
@@ -123,6 +199,10 @@ async function run(o: {
   let failed = 0;
   let noRoom = 0;
   let inFlight = 0;
+  /** Azure's count of the successful calls answered while the row ran, and how many. */
+  let goodTokens = 0;
+  let goodCalls = 0;
+  let rowEnd = Infinity;
   const otherStats = { requests: 0, rejected: 0 };
   const waits: number[] = [];
   const launch = (i: number): void => {
@@ -139,7 +219,12 @@ async function run(o: {
       .then(
         () => {
           ok++;
-          waits.push(performance.now() - t);
+          const done = performance.now();
+          waits.push(done - t);
+          if (done <= rowEnd) {
+            goodCalls++;
+            goodTokens += Math.max(1, Math.ceil(size / 4)) + world.maxTokens;
+          }
         },
         (error: unknown) => {
           failed++;
@@ -163,6 +248,7 @@ async function run(o: {
 
   const start = performance.now();
   const end = start + o.seconds * 1000;
+  rowEnd = end;
   let credit = 0;
   let otherCredit = 0;
   let last = start;
@@ -185,10 +271,15 @@ async function run(o: {
     }
   }
   const elapsed = (performance.now() - start) / 1000;
+  rowEnd = start + elapsed * 1000;
   const drainUntil = performance.now() + 10_000;
   while (inFlight > 0 && performance.now() < drainUntil) await sleep(10);
   const stats = await upstreams.stats();
+  tracer?.print();
   await sb.close();
+  const minutes = (elapsed * 1000) / MINUTE;
+  const byTokens = goodTokens / (world.tpm * o.usableDeployments * minutes);
+  const byRequests = goodCalls / (world.rpm * o.usableDeployments * minutes);
   let upstreamRequests = 0;
   let upstream429 = 0;
   for (const s of Object.values(stats)) {
@@ -209,7 +300,7 @@ async function run(o: {
     failed,
     upstreamRequests,
     upstream429,
-    goodputShare: ok / elapsed / o.capacity,
+    goodputShare: Math.max(byTokens, byRequests),
     ...(o.otherRate ? { other: otherStats } : {}),
     waitP50: waits.length ? waits[Math.floor(waits.length / 2)] : undefined,
   };
@@ -223,6 +314,14 @@ export interface QuotaOptions {
   only?: readonly string[];
   /** A quota minute lasts 60 / timeScale s (default 20: 3 s, long beside the machine's stalls). */
   timeScale?: number;
+  /** TPM of the steady rows (default 10 000 and 60 000). */
+  tpms?: readonly number[];
+  /** `max_tokens` of the steady rows (default 256 and 1024). */
+  maxTokens?: readonly number[];
+  /** Which accountings (default all three). */
+  modes?: readonly Accounting[];
+  /** Print up to this many upstream 429s per row with the switchboard's view when it sent. */
+  trace?: number;
 }
 
 export async function quota(o: QuotaOptions): Promise<Record<string, unknown>> {
@@ -233,8 +332,8 @@ export async function quota(o: QuotaOptions): Promise<Record<string, unknown>> {
   const want = (s: string) => o.only === undefined || o.only.includes(s);
   const rows: QuotaRow[] = [];
   const worlds: World[] = [];
-  for (const tpm of [10_000, 60_000]) {
-    for (const maxTokens of [256, 1024]) {
+  for (const tpm of o.tpms ?? [10_000, 60_000]) {
+    for (const maxTokens of o.maxTokens ?? [256, 1024]) {
       worlds.push({ deployments: 3, tpm, rpm: (tpm * 6) / 1000, maxTokens });
     }
   }
@@ -327,11 +426,12 @@ export async function quota(o: QuotaOptions): Promise<Record<string, unknown>> {
         });
       }
     }
+    const hard: World = { deployments: 3, tpm: 10_000, rpm: 60, maxTokens: 256 };
     if (want('overload')) {
       scenarios.push({
         key: 'overload',
         title: `150 % offered, TPM 10000, RPM 60, max_tokens 256`,
-        world: worlds[0]!,
+        world: hard,
         load: 1.5,
       });
     }
@@ -341,14 +441,19 @@ export async function quota(o: QuotaOptions): Promise<Record<string, unknown>> {
         title:
           'z0 half used by another application (unseen by the switchboard); switchboard at 80 % of ' +
           'the remaining capacity, TPM 10000, RPM 60, max_tokens 256',
-        world: worlds[0]!,
+        world: hard,
         load: 0.8,
         otherShare: 0.5,
       });
     }
     let configured: World | undefined;
     for (const s of scenarios) {
-      if (configured !== s.world) {
+      if (
+        configured === undefined ||
+        configured.tpm !== s.world.tpm ||
+        configured.rpm !== s.world.rpm ||
+        configured.deployments !== s.world.deployments
+      ) {
         current = await reconfigure(s.world);
         configured = s.world;
       }
@@ -357,7 +462,7 @@ export async function quota(o: QuotaOptions): Promise<Record<string, unknown>> {
       const otherRate = s.otherShare ? s.otherShare * perDeployment : undefined;
       const usable = s.otherShare ? cap - (otherRate ?? 0) : cap;
       const rs: QuotaRow[] = [];
-      for (const accounting of MODES) {
+      for (const accounting of o.modes ?? MODES) {
         rs.push(
           await run({
             upstreams: current,
@@ -369,6 +474,8 @@ export async function quota(o: QuotaOptions): Promise<Record<string, unknown>> {
             seconds: o.seconds,
             sizes,
             otherRate,
+            usableDeployments: s.world.deployments - (s.otherShare ?? 0),
+            trace: o.trace,
           }),
         );
       }
