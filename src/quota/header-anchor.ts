@@ -2,6 +2,7 @@ import type { Admission } from './admission';
 import type { LimitName, QuotaLimit } from './quota-limit';
 import {
   readRateLimits,
+  readReset,
   type HeaderSource,
   type RateLimitFamily,
   type ReportedLimit,
@@ -54,6 +55,19 @@ export interface AnchorTarget {
   tokensAt(now: number): number;
   /** Requests in the window at `now`, this instance's and the shared view's. */
   requestsAt(now: number): number;
+  /** Usage other instances reported, when a shared state store fills it in. */
+  readonly shared: { tokens: number; requests: number } | undefined;
+  /** Length of the window (ms) the upstream counts over, as the owner believes. */
+  readonly windowMs: number;
+  /** Forget what the upstream's windows forgot up to `now` (see {@link windowEnds}). */
+  catchUp(now: number): void;
+  /** When the upstream's current window for tokens / requests is known to end (epoch ms), or 0. */
+  windowEnd(what: 'tokens' | 'requests'): number;
+  /**
+   * The upstream's window for tokens / requests ends: act at `at` (when answers written after
+   * the end can have come back), forgetting what was sent before `sentBefore`.
+   */
+  windowEnds(what: 'tokens' | 'requests', at: number, sentBefore: number): void;
 }
 
 /** How often (answers) the `*-limit` headers are read again once every limit is known. */
@@ -83,6 +97,8 @@ export class HeaderAnchor {
   private limitCheck = 0;
   /** The upstream's last reported remaining, per limit. */
   private readonly reported: Partial<Record<LimitName, ReportedRemaining>> = {};
+  /** The call whose answer's headers were anchored on last, until it is answered. */
+  private anchoredOwn: Admission | undefined;
 
   constructor(
     private readonly clock: () => number = Date.now,
@@ -96,21 +112,40 @@ export class HeaderAnchor {
     return this.reported;
   }
 
+  /**
+   * When a call without an output cap was last admitted (epoch ms): the upstream reserves output
+   * for it that we do not charge, so its count then runs ahead of ours by usage that is ours, and
+   * that difference says nothing of others' pace.
+   */
+  private uncappedAt = -Infinity;
+
   /** A call was admitted: it is in flight until {@link answered}. */
   admitted(admission: Admission): void {
+    if (admission.output === 0) this.uncappedAt = admission.at ?? this.clock();
     this.pendingTokens += admission.input + admission.output;
     this.pendingRequests += 1;
     this.pendingInput += admission.input;
     this.pendingOutput += admission.output;
   }
 
-  /** An admitted call was answered (or failed): no longer in flight. */
-  answered(admission: Admission): void {
+  /** Calls admitted and not yet answered. */
+  get inFlight(): Readonly<{ tokens: number; requests: number }> {
+    return { tokens: this.pendingTokens, requests: this.pendingRequests };
+  }
+
+  /**
+   * An admitted call was answered (or failed): no longer in flight. True when its own answer's
+   * headers were anchored on: our count then already agrees with the upstream's about it.
+   */
+  answered(admission: Admission): boolean {
+    const anchored = this.anchoredOwn === admission;
+    if (anchored) this.anchoredOwn = undefined;
     const tokens = admission.input + admission.output;
     this.pendingTokens = Math.max(0, this.pendingTokens - tokens);
     this.pendingRequests = Math.max(0, this.pendingRequests - 1);
     this.pendingInput = Math.max(0, this.pendingInput - admission.input);
     this.pendingOutput = Math.max(0, this.pendingOutput - admission.output);
+    return anchored;
   }
 
   /**
@@ -126,34 +161,99 @@ export class HeaderAnchor {
     if (readLimits) this.limitCheck = LIMIT_RECHECK;
     else this.limitCheck--;
     const now = this.clock();
+    target.catchUp(now);
+    if (own !== undefined) this.anchoredOwn = own;
+    // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
+    const sentAt = own?.at !== undefined && own.at <= now ? own.at : now;
     const limits = target.limits;
     if (reading.tokens) {
       const inFlight = this.pendingTokens - (own ? own.input + own.output : 0);
-      this.anchor(limits.tpm, reading.tokens, target.tokensAt(now), inFlight, now);
+      const local = target.tokensAt(now);
+      const mine = target.usage.tokensAt(now);
+      this.anchor(limits.tpm, reading.tokens, local, inFlight, now, target.usage, mine, 'tokens', {
+        target,
+        headers,
+        sentAt,
+      });
     }
-    if (reading.requests) this.anchorRequests(target, reading.requests, own !== undefined, now);
+    if (reading.requests) {
+      this.anchorRequests(target, reading.requests, own !== undefined, now, headers, sentAt);
+    }
     if (reading.input) {
       const inFlight = this.pendingInput - (own?.input ?? 0);
-      this.anchor(limits.itpm, reading.input, target.inputUsage.tokensAt(now), inFlight, now);
+      const local = target.inputUsage.tokensAt(now);
+      this.anchor(limits.itpm, reading.input, local, inFlight, now, target.inputUsage, local);
     }
     if (reading.output) {
       const inFlight = this.pendingOutput - (own?.output ?? 0);
-      this.anchor(limits.otpm, reading.output, target.outputUsage.tokensAt(now), inFlight, now);
+      const local = target.outputUsage.tokensAt(now);
+      this.anchor(limits.otpm, reading.output, local, inFlight, now, target.outputUsage, local);
     }
   }
 
+  /**
+   * Correct one limit by the upstream's count: `local` is ours (`mine` of it this instance's, in
+   * `window`), `inFlight` the part the upstream may not have seen yet. Where we count more, the
+   * excess leaves our window, oldest first: the upstream's window rolled since we charged it, and
+   * a correction fading at another pace than our usage slides out would soon count too little.
+   * Where it counts more (someone else's usage), a correction holds the difference. With `fixed`
+   * (Azure's fixed windows), its `x-ratelimit-reset-*` header says when its window ends: then it
+   * forgets all it counted, and so do we; others' usage so far is taken as their pace.
+   */
   private anchor(
     limit: QuotaLimit,
     reported: ReportedLimit,
     local: number,
     inFlight: number,
     now: number,
+    window: UsageWindow,
+    mine: number,
+    what: 'tokens' | 'requests' = 'tokens',
+    fixed?: { target: AnchorTarget; headers: HeaderSource; sentAt: number },
   ): void {
     if (reported.limit !== undefined) this.learn(limit, reported.limit);
     if (reported.remaining === undefined || limit.value === 0) return;
     this.reported[limit.name] = { remaining: reported.remaining, at: now };
     // The upstream's count when it wrote the header, against ours of the same calls.
-    limit.anchor(limit.value - reported.remaining - (local - Math.max(0, inFlight)), now);
+    const delta = limit.value - reported.remaining - (local - Math.max(0, inFlight));
+    const sliding = window.bucketMs !== 0;
+    let until = 0;
+    let pace = 0;
+    // The end is read once per window (it does not move), and again when others' usage shows,
+    // to tell their pace: each header lookup costs about a µs.
+    if (
+      fixed !== undefined &&
+      sliding &&
+      this.family !== 'anthropic' &&
+      (delta > 0 || fixed.target.windowEnd(what) === 0)
+    ) {
+      const ms = readReset(fixed.headers, what);
+      if (ms !== undefined && ms > 0) {
+        until = now + ms;
+        fixed.target.windowEnds(what, until, fixed.sentAt + ms);
+        // With a shared view, the others that matter are in it: a difference is its lag. After a
+        // call of ours without a cap, it may be what the upstream reserved for that call.
+        if (
+          delta > 0 &&
+          fixed.target.shared === undefined &&
+          now - this.uncappedAt > fixed.target.windowMs
+        ) {
+          // Others' pace so far, read over at least a quarter of the window.
+          const span = fixed.target.windowMs;
+          const elapsed = Math.max(span / 4, span - ms);
+          pace = Math.min(limit.value, (delta * span) / elapsed) / span;
+        }
+      }
+    }
+    if (delta < 0 && sliding) {
+      // Only this instance's share of the excess is its own to forget.
+      const excess = local > 0 ? (-delta * mine) / local : 0;
+      if (what === 'tokens') window.trimOldest(excess, 0, now);
+      else window.trimOldest(0, excess, now);
+      limit.anchor(0, now);
+      return;
+    }
+    limit.anchor(delta, now, until, pace);
   }
 
   /**
@@ -165,6 +265,8 @@ export class HeaderAnchor {
     reported: ReportedLimit,
     ownPending: boolean,
     now: number,
+    headers: HeaderSource,
+    sentAt: number,
   ): void {
     const inFlight = Math.max(0, this.pendingRequests - (ownPending ? 1 : 0));
     const rpm = target.limits.rpm;
@@ -182,7 +284,13 @@ export class HeaderAnchor {
       target.burstAnchor.anchor(burstLimit - reported.remaining - (recent - inFlight), now);
       return;
     }
-    this.anchor(rpm, reported, target.requestsAt(now), inFlight, now);
+    const local = target.requestsAt(now);
+    const mine = target.usage.requestsAt(now);
+    this.anchor(rpm, reported, local, inFlight, now, target.usage, mine, 'requests', {
+      target,
+      headers,
+      sentAt,
+    });
   }
 
   private learn(limit: QuotaLimit, reported: number): void {

@@ -67,6 +67,14 @@ export class QuotaLedger {
   private readonly otpmLimit: QuotaLimit;
   /** Length of the window the corrections fade over. */
   private span = DEFAULT_SPAN;
+  /**
+   * When the upstream's current token / request window ends (epoch ms; 0 = not known), from its
+   * `x-ratelimit-reset-*` headers: then what was sent before `*Forget` is forgotten.
+   */
+  private tokenRoll = 0;
+  private requestRoll = 0;
+  private tokenForget = 0;
+  private requestForget = 0;
 
   constructor(
     limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm'>,
@@ -109,6 +117,49 @@ export class QuotaLedger {
     this.span = windowMs > 0 ? windowMs : DEFAULT_SPAN;
   }
 
+  /** Length (ms) of the window usage is counted over (the corrections' span in the fixed kind). */
+  get windowMs(): number {
+    return this.span;
+  }
+
+  /** When the upstream's current window for tokens / requests is known to end (epoch ms), or 0. */
+  windowEnd(what: 'tokens' | 'requests'): number {
+    return what === 'tokens' ? this.tokenRoll : this.requestRoll;
+  }
+
+  /**
+   * The upstream's window ends: at `at` (when answers written after its end can have come back),
+   * what was sent before `sentBefore` is forgotten, as the upstream forgets it.
+   */
+  windowEnds(what: 'tokens' | 'requests', at: number, sentBefore: number): void {
+    if (what === 'tokens') {
+      this.tokenRoll = at;
+      this.tokenForget = sentBefore;
+    } else {
+      this.requestRoll = at;
+      this.requestForget = sentBefore;
+    }
+  }
+
+  /**
+   * Forget what an upstream window that ended by `now` counted: what was sent before its end,
+   * calls still in flight excepted (they may land in the next window).
+   */
+  catchUp(now: number): void {
+    if (this.tokenRoll !== 0 && now >= this.tokenRoll) {
+      this.tokenRoll = 0;
+      const before =
+        this.usage.usageBefore(this.tokenForget, now).tokens - this.anchoring.inFlight.tokens;
+      if (before > 0) this.usage.trimOldest(before, 0, now);
+    }
+    if (this.requestRoll !== 0 && now >= this.requestRoll) {
+      this.requestRoll = 0;
+      const before =
+        this.usage.usageBefore(this.requestForget, now).requests - this.anchoring.inFlight.requests;
+      if (before > 0) this.usage.trimOldest(0, before, now);
+    }
+  }
+
   /** Tokens charged in the window at `now`: this instance's plus the shared view's. */
   tokensAt(now: number): number {
     const tokens = this.usage.tokensAt(now);
@@ -131,6 +182,7 @@ export class QuotaLedger {
    * view, plus the correction its last headers called for.
    */
   anchoredUsage(now = this.clock()): Record<LimitName, number> {
+    if (this.tokenRoll !== 0 || this.requestRoll !== 0) this.catchUp(now);
     const span = this.span;
     return {
       tpm: Math.max(0, this.tokensAt(now) + this.tpmLimit.correction(now, span)),
@@ -142,15 +194,24 @@ export class QuotaLedger {
 
   /** `max(tokens / tpm, requests / rpm, ...)` over the anchored view; unlimited counts as 0. */
   util(now = this.clock()): number {
+    if (this.tokenRoll !== 0 || this.requestRoll !== 0) this.catchUp(now);
     const tpm = this.tpmLimit.value;
     const rpm = this.rpmLimit.value;
+    const span = this.span;
     let t = 0;
     if (tpm > 0) {
-      const used = this.tokensAt(now) + this.tpmLimit.correction(now, this.span);
+      // Routing leaves others the room their pace will take before the window ends.
+      const used =
+        this.tokensAt(now) +
+        this.tpmLimit.correction(now, span) +
+        this.tpmLimit.expected(now, span);
       t = used > 0 ? used / tpm : 0;
     }
     if (rpm > 0) {
-      const used = this.requestsAt(now) + this.rpmLimit.correction(now, this.span);
+      const used =
+        this.requestsAt(now) +
+        this.rpmLimit.correction(now, span) +
+        this.rpmLimit.expected(now, span);
       let r = used > 0 ? used / rpm : 0;
       if (this.usage.bucketMs !== 0) {
         // Azure enforces RPM as rpm/6 per 10 s: a burst fills that long before the minute does.
@@ -175,7 +236,9 @@ export class QuotaLedger {
     const used = this.anchoredUsage(now);
     const share = (limit: QuotaLimit, u: number) =>
       limit.value > 0 && u > 0 ? u / limit.value : 0;
-    let rpm = share(this.rpmLimit, used.rpm);
+    // As in util: what others are expected to take before the window ends.
+    used.tpm += this.tpmLimit.expected(now, this.span);
+    let rpm = share(this.rpmLimit, used.rpm + this.rpmLimit.expected(now, this.span));
     const recent = this.recent(now);
     if (recent !== undefined && recent.used / recent.limit > rpm) rpm = recent.used / recent.limit;
     return {
@@ -220,6 +283,7 @@ export class QuotaLedger {
 
   /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
   hasRoom(admission: Admission, now = this.clock()): boolean {
+    if (this.tokenRoll !== 0 || this.requestRoll !== 0) this.catchUp(now);
     const tpm = this.tpmLimit.value;
     if (tpm > 0) {
       const used = this.tokensAt(now) + this.tpmLimit.correction(now, this.span);
@@ -259,12 +323,22 @@ export class QuotaLedger {
     const tpm = this.tpmLimit.value;
     if (tpm > 0) {
       const target = tpm - tokens - (shared ? shared.tokens : 0);
-      wait = Math.max(wait, this.waitFor(usage, this.tpmLimit, target, 'tokens', now));
+      const roll = this.tokenRoll;
+      const pending = this.anchoring.inFlight.tokens;
+      wait = Math.max(
+        wait,
+        this.waitFor(usage, this.tpmLimit, target, 'tokens', now, roll, pending),
+      );
     }
     const rpm = this.rpmLimit.value;
     if (rpm > 0) {
       const target = rpm - 1 - (shared ? shared.requests : 0);
-      wait = Math.max(wait, this.waitFor(usage, this.rpmLimit, target, 'requests', now));
+      const roll = this.requestRoll;
+      const pending = this.anchoring.inFlight.requests;
+      wait = Math.max(
+        wait,
+        this.waitFor(usage, this.rpmLimit, target, 'requests', now, roll, pending),
+      );
       if (usage.bucketMs !== 0) {
         const c = Math.max(0, this.burstAnchor.correction(now, this.span / 6));
         const others = shared?.recentRequests ?? 0;
@@ -294,14 +368,19 @@ export class QuotaLedger {
     target: number,
     what: 'tokens' | 'requests',
     now: number,
+    roll = 0,
+    pending = 0,
   ): number {
     const c = limit.correction(now, this.span);
     const slideTarget = target - Math.max(0, c);
-    const bySliding =
+    let bySliding =
       what === 'tokens'
         ? window.timeUntil(slideTarget, Infinity, Infinity, now)
         : window.timeUntil(Infinity, slideTarget, Infinity, now);
-    if (c <= 0) return bySliding;
+    // When the upstream's window ends it forgets all it counted: only calls in flight stay.
+    if (roll > now && pending <= target && roll - now < bySliding) bySliding = roll - now;
+    // A correction held until the window ends does not fade.
+    if (c <= 0 || limit.holds) return bySliding;
     // The correction fades linearly to 0: c(t) = c * (1 - dt / rest).
     const need = target - (what === 'tokens' ? window.tokensAt(now) : window.requestsAt(now));
     if (need < 0) return bySliding;
@@ -330,6 +409,8 @@ export class QuotaLedger {
   /** Charge a call's admission (one request, its input and reserved output) before it is sent. */
   admit(admission: Admission): void {
     const now = this.clock();
+    // When it was sent: the headers of its answer speak of that moment.
+    if (Object.isExtensible(admission)) admission.at = now;
     const tokens = admission.input + admission.output;
     this.usage.add(tokens, 1, now);
     this.inputUsage.add(admission.input, 0, now);
@@ -368,7 +449,9 @@ export class QuotaLedger {
    * request stays counted. Returns the tokens refunded (as a negative charge).
    */
   release(admission: Admission): number {
-    this.anchoring.answered(admission);
+    // Its own answer's headers already set our count to the upstream's, which has its charge in
+    // it if it counted it: giving the tokens back would count them out twice.
+    if (this.anchoring.answered(admission)) return 0;
     const tokens = admission.input + admission.output;
     if (tokens === 0) return 0;
     const now = this.clock();
@@ -394,5 +477,6 @@ export class QuotaLedger {
     this.outputUsage.reset();
     for (const limit of Object.values(this.limits)) limit.clear();
     this.burstAnchor.clear();
+    this.tokenRoll = this.requestRoll = 0;
   }
 }

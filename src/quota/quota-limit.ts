@@ -34,9 +34,28 @@ export class QuotaLimit {
     this.value = configured ?? 0;
   }
 
-  /** The correction now: `delta`, fading to 0 over `windowMs` after it was taken. */
+  /** When the upstream's window ends (epoch ms), when its headers said; 0 = not known. */
+  private until = 0;
+  /** Others' usage per ms, as seen in that window (0 = none seen). */
+  private pace = 0;
+
+  /**
+   * The correction now. When the upstream's window end is known: `delta` until then (what it
+   * counted stays counted, and goes all at once), then, through the next window, what others add
+   * at the pace they went (until a new header says). Else `delta` fading to 0 over `windowMs`
+   * after it was taken.
+   */
   correction(now: number, windowMs: number): number {
-    if (this.delta === 0) return 0;
+    if (this.delta === 0 && this.pace === 0) return 0;
+    if (this.until !== 0) {
+      if (now < this.until && now >= this.at) return this.delta;
+      if (this.pace > 0 && now >= this.until && now < this.until + windowMs) {
+        return this.pace * (now - this.until);
+      }
+      this.delta = 0;
+      this.pace = 0;
+      return 0;
+    }
     const age = now - this.at;
     if (age >= windowMs || age < 0) {
       this.delta = 0;
@@ -45,21 +64,46 @@ export class QuotaLimit {
     return this.delta * (1 - age / windowMs);
   }
 
-  /** ms until the correction has faded out (0 when there is none). */
-  fadeLeft(now: number, windowMs: number): number {
-    if (this.correction(now, windowMs) === 0) return 0;
-    return this.at + windowMs - now;
+  /**
+   * What others are expected to add to the upstream's count before its window ends, at the pace
+   * they went (0 when none was seen): for routing to leave them room, not for admission.
+   */
+  expected(now: number, windowMs: number): number {
+    if (this.pace === 0) return 0;
+    if (now >= this.at && now < this.until) return this.pace * (this.until - now);
+    if (now >= this.until && now < this.until + windowMs) {
+      return this.pace * (this.until + windowMs - now);
+    }
+    return 0;
   }
 
-  /** Take a new correction. */
-  anchor(delta: number, now: number): void {
+  /** ms until the correction is gone, or stops holding (0 when there is none). */
+  fadeLeft(now: number, windowMs: number): number {
+    if (this.correction(now, windowMs) === 0) return 0;
+    if (this.until === 0) return this.at + windowMs - now;
+    return now < this.until ? this.until - now : this.until + windowMs - now;
+  }
+
+  /** True when the correction holds until a known end rather than fading. */
+  get holds(): boolean {
+    return this.until !== 0 && (this.delta !== 0 || this.pace !== 0);
+  }
+
+  /**
+   * Take a new correction; `until`: when the upstream's window ends, if known; `pace`: others'
+   * usage per ms seen in it.
+   */
+  anchor(delta: number, now: number, until = 0, pace = 0): void {
     this.delta = delta;
     this.at = now;
+    this.until = until > now ? until : 0;
+    this.pace = this.until !== 0 && pace > 0 ? pace : 0;
   }
 
   /** Drop the correction (usage was reset). */
   clear(): void {
     this.delta = 0;
+    this.pace = 0;
   }
 
   /**

@@ -94,3 +94,32 @@ function reported(remaining: string | null, limit: string | null): ReportedLimit
   if (r === undefined && l === undefined) return undefined;
   return { limit: l, remaining: r };
 }
+
+const DURATION = /(\d+(?:\.\d+)?)(ms|h|m|s)/g;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * ms until the upstream's current window for `what` ends, from `x-ratelimit-reset-tokens` /
+ * `-requests`: seconds (`15`, `1.25`) or a duration (`6m0s`, `12ms`, `1.5s`); `undefined` when
+ * absent or unreadable.
+ *
+ * @example
+ * ```ts
+ * readReset(new Headers({ 'x-ratelimit-reset-tokens': '1m30s' }), 'tokens'); // 90000
+ * ```
+ */
+export function readReset(headers: HeaderSource, what: 'tokens' | 'requests'): number | undefined {
+  const raw = headers.get(
+    what === 'tokens' ? 'x-ratelimit-reset-tokens' : 'x-ratelimit-reset-requests',
+  );
+  if (raw === null || raw === '') return undefined;
+  const n = Number(raw);
+  if (Number.isFinite(n)) return n >= 0 ? n * 1000 : undefined;
+  let ms = 0;
+  let matched = 0;
+  for (const m of raw.matchAll(DURATION)) {
+    ms += Number(m[1]) * UNIT_MS[m[2]!]!;
+    matched += m[0].length;
+  }
+  return matched === raw.length && Number.isFinite(ms) ? ms : undefined;
+}

@@ -164,6 +164,54 @@ export class UsageWindow {
   }
 
   /**
+   * Forget the oldest `tokens` tokens and `requests` requests (at most what the window holds):
+   * usage the upstream no longer counts, because its own window has moved on since we charged
+   * it. The fixed kind takes them off its totals. `now`: the caller's reading of the clock.
+   *
+   * @example
+   * ```ts
+   * window.trimOldest(1_200, 0); // the upstream's header counts 1 200 tokens fewer than we do
+   * ```
+   */
+  trimOldest(tokens: number, requests = 0, now?: number): void {
+    if (this.bucketLength === 0) {
+      if (tokens > 0) this.total = Math.max(0, this.total - tokens);
+      if (requests > 0) this.count = Math.max(0, this.count - requests);
+      return;
+    }
+    this.slide(now ?? this.clock());
+    if (tokens > 0) this.total = this.trim(this.bucketTokens!, tokens, this.total, false);
+    if (requests > 0) this.count = this.trim(this.bucketRequests!, requests, this.count, true);
+  }
+
+  /**
+   * Usage charged before epoch ms `t` that is still in the window at `now` (sliding kind; the
+   * fixed kind answers its totals). A bucket that `t` falls inside counts as after it.
+   *
+   * @example
+   * ```ts
+   * const { tokens } = window.usageBefore(windowEnd, Date.now()); // what the upstream forgot
+   * ```
+   */
+  usageBefore(t: number, now?: number): { tokens: number; requests: number } {
+    if (this.bucketLength === 0) return { tokens: this.total, requests: this.count };
+    this.slide(now ?? this.clock());
+    const bt = this.bucketTokens!;
+    const br = this.bucketRequests!;
+    const n = bt.length;
+    // The bucket k places behind the head is number headIndex - k: count those below t's.
+    const older = this.headIndex - Math.floor(t / this.bucketLength);
+    let tokens = 0;
+    let requests = 0;
+    for (let k = Math.max(0, older + 1); k < n; k++) {
+      const i = (this.head - k + n) % n;
+      tokens += bt[i]!;
+      requests += br[i]!;
+    }
+    return { tokens, requests };
+  }
+
+  /**
    * This instance's usage per bucket, oldest first, empty buckets left out. The fixed kind has one
    * bucket that starts at 0.
    *
@@ -263,6 +311,24 @@ export class UsageWindow {
       if (this.shortRequests < 1e-9) this.shortRequests = 0;
     }
     this.headIndex = index;
+  }
+
+  /** Takes `amount` off the oldest buckets first; returns the new total. */
+  private trim(buckets: Float64Array, amount: number, total: number, isRequests: boolean): number {
+    let left = amount;
+    const n = buckets.length;
+    for (let k = n - 1; k >= 0 && left > 0; k--) {
+      const i = (this.head - k + n) % n;
+      const b = buckets[i]!;
+      if (b === 0) continue;
+      const used = b < left ? b : left;
+      buckets[i] = b - used;
+      left -= used;
+      if (isRequests && k < this.shortBuckets) this.shortRequests -= used;
+    }
+    if (this.shortRequests < 1e-9) this.shortRequests = 0;
+    const t = total - (amount - left);
+    return t > 1e-9 ? t : 0;
   }
 
   private take(buckets: Float64Array, amount: number, total: number, isRequests: boolean): number {

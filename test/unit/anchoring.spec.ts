@@ -1,0 +1,255 @@
+import { ModelState } from '../../src/registry/model-state';
+import { readReset } from '../../src/quota/rate-limit-headers';
+import { UsageWindow } from '../../src/quota/usage-window';
+import { FakeClock } from '../support/random';
+
+const azure = (h: Record<string, number | string>) =>
+  new Headers(Object.fromEntries(Object.entries(h).map(([k, v]) => [k, String(v)])));
+
+const state = (clock: FakeClock, limits: { tpm?: number; rpm?: number } = { tpm: 10_000 }) => {
+  const s = new ModelState({ name: 'm', ...limits }, 'east', clock.now, { headers: 'openai' });
+  s.slideUsage(60_000);
+  return s;
+};
+
+describe('UsageWindow.trimOldest and usageBefore', () => {
+  it('takes usage off the oldest buckets first, the newest sixth included only when reached', () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const w = new UsageWindow(clock.now);
+    w.configure('sliding', 60_000, 60);
+    w.add(100, 1);
+    clock.advance(20_000);
+    w.add(200, 2);
+    clock.advance(35_000);
+    w.add(300, 3); // in the newest sixth
+    expect(w.usageBefore(clock.now())).toEqual({ tokens: 300, requests: 3 });
+    w.trimOldest(150, 2);
+    expect(w.tokens).toBe(450);
+    expect(w.requests).toBe(4);
+    expect(w.recentRequests).toBe(3);
+    w.trimOldest(10_000, 10);
+    expect(w.tokens).toBe(0);
+    expect(w.requests).toBe(0);
+    expect(w.recentRequests).toBe(0);
+  });
+
+  it('counts a bucket that the time falls inside as after it', () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const w = new UsageWindow(clock.now);
+    w.configure('sliding', 60_000, 60);
+    w.add(100, 1);
+    clock.advance(1_500);
+    w.add(50, 1);
+    expect(w.usageBefore(clock.now())).toEqual({ tokens: 100, requests: 1 });
+    expect(w.usageBefore(clock.now() + 5_000)).toEqual({ tokens: 150, requests: 2 });
+    expect(w.usageBefore(clock.now() - 60_000)).toEqual({ tokens: 0, requests: 0 });
+  });
+});
+
+describe('readReset', () => {
+  it("reads Azure's seconds and OpenAI's durations", () => {
+    const at = (v: string) => readReset(azure({ 'x-ratelimit-reset-tokens': v }), 'tokens');
+    expect(at('15')).toBe(15_000);
+    expect(at('1.25')).toBe(1_250);
+    expect(at('6m0s')).toBe(360_000);
+    expect(at('1m30.5s')).toBe(90_500);
+    expect(at('12ms')).toBe(12);
+    expect(at('soon')).toBeUndefined();
+    expect(at('-3')).toBeUndefined();
+    expect(readReset(azure({ 'x-ratelimit-reset-requests': '2' }), 'requests')).toBe(2_000);
+    expect(readReset(azure({}), 'tokens')).toBeUndefined();
+  });
+});
+
+describe('anchoring on a fixed upstream window', () => {
+  it('forgets what the upstream no longer counts, so that it cannot reappear later', () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    const old = { input: 6000, output: 0 };
+    s.admit(old);
+    s.settle(old, { input: 6000, output: 0 });
+    clock.advance(30_000);
+    const b = { input: 2000, output: 0 };
+    s.admit(b);
+    // The upstream's minute rolled since `old`: it counts `b` only.
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 8000 }), b);
+    s.settle(b, { input: 2000, output: 0 });
+    expect(s.anchoredUsage().tpm).toBeCloseTo(2000);
+    // `old` slides out of our window at 60 s; a fading correction would have kept taking 6000
+    // off until 90 s and hidden `b` from the count.
+    clock.advance(31_000);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(2000);
+    expect(s.hasRoom({ input: 8000, output: 0 })).toBe(true);
+    expect(s.hasRoom({ input: 8001, output: 0 })).toBe(false);
+  });
+
+  it("forgets everything it counted when the upstream's window ends, as its reset header said", () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    const a = { input: 5000, output: 1000 };
+    s.admit(a);
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 4000, 'x-ratelimit-reset-tokens': '20' }), a);
+    s.settle(a, { input: 5000, output: 30 });
+    const big = { input: 4001, output: 0 };
+    expect(s.hasRoom(big)).toBe(false);
+    // Room is expected when the upstream's window ends, not when our usage slides out.
+    expect(s.roomAt(big)).toBe(20_000);
+    clock.advance(19_999);
+    expect(s.hasRoom(big)).toBe(false);
+    clock.advance(1);
+    expect(s.anchoredUsage().tpm).toBe(0);
+    expect(s.hasRoom({ input: 10_000, output: 0 })).toBe(true);
+  });
+
+  it('forgets what was sent before the window ended as of its send, and acts once answers can tell', () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    const a = { input: 6000, output: 0 };
+    s.admit(a);
+    clock.advance(5_000); // a long answer: the header was written 5 s ago, when `a` arrived
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 4000, 'x-ratelimit-reset-tokens': '10' }), a);
+    s.settle(a, { input: 6000, output: 0 });
+    // The window ends 10 s after `a` arrived; a send just after may still land in it, so the
+    // count stays until an answer written after the end could have come back.
+    clock.advance(7_000);
+    const late = { input: 1000, output: 0 };
+    s.admit(late); // sent after the end: it counts in the next window
+    s.settle(late, { input: 1000, output: 0 });
+    clock.advance(2_999);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(7000);
+    clock.advance(1);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(1000);
+  });
+
+  it('keeps calls sent after the window ended, and the ones still in flight', () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    const a = { input: 6000, output: 0 };
+    s.admit(a);
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 4000, 'x-ratelimit-reset-tokens': '1' }), a);
+    s.settle(a, { input: 6000, output: 0 });
+    const flying = { input: 1000, output: 0 };
+    s.admit(flying); // sent before the end, answered after it: it may land in the next window
+    clock.advance(2_000);
+    const next = { input: 500, output: 0 };
+    expect(s.hasRoom(next)).toBe(true); // routing looks before it sends
+    s.admit(next);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(1500);
+  });
+
+  it("counts another application's usage until the window ends, and routes as if its pace went on", () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    const a = { input: 900, output: 100 };
+    s.admit(a);
+    // 3000 counted 30 s into the window: ours 1000 and 2000 of someone else's, who will use about
+    // as much again before it ends.
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 7000, 'x-ratelimit-reset-tokens': '30' }), a);
+    s.settle(a, { input: 900, output: 30 });
+    // Admission goes by the count now; utilization, which routing compares, leaves them room.
+    expect(s.anchoredUsage().tpm).toBeCloseTo(3000);
+    expect(s.hasRoom({ input: 7000, output: 0 })).toBe(true);
+    expect(s.hasRoom({ input: 7001, output: 0 })).toBe(false);
+    expect(s.util).toBeCloseTo(0.5);
+    clock.advance(29_999);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(3000);
+    expect(s.util).toBeCloseTo(0.3);
+    clock.advance(1);
+    // The window ended: all of it is forgotten, and others go on at their pace in the next one
+    // (4000 a window), until a header says otherwise.
+    expect(s.anchoredUsage().tpm).toBe(0);
+    expect(s.util).toBeCloseTo(0.4);
+    clock.advance(15_000);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(1000);
+    expect(s.hasRoom({ input: 9000, output: 0 })).toBe(true);
+    expect(s.hasRoom({ input: 9001, output: 0 })).toBe(false);
+    expect(s.util).toBeCloseTo(0.4);
+    clock.advance(45_000);
+    expect(s.anchoredUsage().tpm).toBe(0);
+    expect(s.util).toBe(0);
+  });
+
+  it("reads someone else's pace no faster than over a quarter of the window", () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    const a = { input: 50, output: 50 };
+    s.admit(a);
+    // 1 s into the window, 500 of someone else's: not 30 000 a minute, at most four times it.
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 9400, 'x-ratelimit-reset-tokens': '59' }), a);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(600);
+    expect(s.util).toBeCloseTo((600 + (2000 * 59) / 60) / 10_000);
+  });
+
+  it('takes no pace from a difference that may be the reservation of its own uncapped calls', () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    const a = { input: 1000, output: 0 }; // no max_tokens: the upstream reserves what it likes
+    s.admit(a);
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 7000, 'x-ratelimit-reset-tokens': '30' }), a);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(3000);
+    expect(s.util).toBeCloseTo(0.3);
+  });
+
+  it('reads the end of the window once per window while nobody else shows in the count', () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    const lookups: string[] = [];
+    const counting = (remaining: number) => {
+      const h = azure({
+        'x-ratelimit-remaining-tokens': remaining,
+        'x-ratelimit-reset-tokens': '30',
+      });
+      return {
+        get: (name: string) => {
+          lookups.push(name);
+          return h.get(name);
+        },
+      };
+    };
+    const resets = () => lookups.filter((n) => n === 'x-ratelimit-reset-tokens').length;
+    const a = { input: 1000, output: 0 };
+    s.admit(a);
+    s.observe(counting(9000), a);
+    s.settle(a, { input: 1000, output: 0 });
+    expect(resets()).toBe(1);
+    const b = { input: 1000, output: 0 };
+    s.admit(b);
+    s.observe(counting(8000), b);
+    s.settle(b, { input: 1000, output: 0 });
+    expect(resets()).toBe(1);
+    clock.advance(30_000); // the window ended: the next one's end is read again
+    const c = { input: 1000, output: 0 };
+    s.admit(c);
+    s.observe(counting(9000), c);
+    expect(resets()).toBe(2);
+  });
+
+  it("counts a 429's call out once: its header already left it out", () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    const before = { input: 9000, output: 0 };
+    s.admit(before);
+    s.settle(before, { input: 9000, output: 0 });
+    const refused = { input: 1000, output: 500 };
+    s.admit(refused);
+    // The upstream counts 9500 (someone else's 500 too) and refused this call.
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 500, 'retry-after-ms': 3000 }), refused);
+    s.release(refused);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(9500);
+  });
+
+  it('trims only its own share when other replicas share the count', () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    const a = { input: 4000, output: 0 };
+    s.admit(a);
+    s.settle(a, { input: 4000, output: 0 });
+    s.shared = { tokens: 4000, requests: 0 };
+    const b = { input: 1000, output: 0 };
+    s.admit(b);
+    // The upstream counts 5000 of our 9000 together: 4000 too many, 5/9 of them ours.
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 5000 }), b);
+    expect(s.localUsage.tokens).toBeCloseTo(5000 - (4000 * 5) / 9);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(9000 - (4000 * 5) / 9);
+  });
+});
