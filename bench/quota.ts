@@ -9,6 +9,7 @@
 import OpenAI from 'openai';
 import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../src';
 import type { Admission, TokenUsage } from '../src/quota/admission';
+import type { HeaderAnchor } from '../src/quota/header-anchor';
 import { isNoRoom } from '../src/quota/no-room';
 import type { ModelState } from '../src/registry/model-state';
 import { promptSizes } from './strategies';
@@ -81,6 +82,11 @@ function today(sb: Switchboard): void {
  * upstream 429 (seen as a `rate_limit` cooldown) with the view at the send before it and the
  * upstream's own count from the 429's headers.
  */
+/** The calls a model state has in flight (the anchoring keeps them; read for the trace only). */
+function inFlight(state: ModelState): Readonly<{ tokens: number; requests: number }> {
+  return (state.quota as unknown as { anchoring: HeaderAnchor }).anchoring.inFlight;
+}
+
 function traceRejections(sb: Switchboard, limit: number): { print(): void } {
   const t0 = performance.now();
   const lines: string[] = [];
@@ -94,13 +100,13 @@ function traceRejections(sb: Switchboard, limit: number): { print(): void } {
       let lastHeader = 0;
       state.admit = (a: Admission) => {
         const view = state.anchoredUsage();
-        const p = state as unknown as { pendingTokens: number; pendingRequests: number };
+        const p = inFlight(state);
         sends.set(
           a,
           `sent ${a.input}+${a.output} at ${fixed((performance.now() - t0) / MINUTE, 3)} min onto ` +
             `anchored ${Math.round(view.tpm)} tok / ${fixed(view.rpm, 1)} req ` +
             `(local ${Math.round(state.localUsage.tokens)} tok, recent ${state.window.recentRequests} req, ` +
-            `in flight ${p.pendingRequests} / ${p.pendingTokens} tok, header ` +
+            `in flight ${p.requests} / ${p.tokens} tok, header ` +
             `${fixed((performance.now() - lastHeader) / MINUTE, 3)} min old, queue ${sb.queue?.length(MODEL) ?? 0})`,
         );
         admit(a);
@@ -110,8 +116,7 @@ function traceRejections(sb: Switchboard, limit: number): { print(): void } {
         const h = headers as Headers;
         lastHeader = performance.now();
         const before = state.localUsage.tokens;
-        const p = state as unknown as { pendingTokens: number };
-        const pending = p.pendingTokens;
+        const pending = inFlight(state).tokens;
         const tokens = h.get('x-ratelimit-remaining-tokens');
         const requests = h.get('x-ratelimit-remaining-requests');
         const retry = h.get('retry-after-ms');
@@ -126,7 +131,7 @@ function traceRejections(sb: Switchboard, limit: number): { print(): void } {
         }
         observe(headers, own);
         history.push(
-          `${fixed((performance.now() - t0) / MINUTE, 3)}: upstream ${10_000 - Number(h.get('x-ratelimit-remaining-tokens'))} ` +
+          `${fixed((performance.now() - t0) / MINUTE, 3)}: upstream ${state.tpm - Number(h.get('x-ratelimit-remaining-tokens'))} ` +
             `(reset ${h.get('x-ratelimit-reset-tokens')}), ours ${Math.round(before)} → ${Math.round(state.localUsage.tokens)}, ` +
             `pending ${pending}${retry !== null ? ' (429)' : ''}`,
         );

@@ -12,6 +12,7 @@ import {
   type StateStore,
   type Switchboard,
 } from '../src';
+import { isNoRoom } from '../src/quota/no-room';
 import { STRATEGIES } from './selectors';
 import { startUpstreams, type Upstreams } from './upstreams';
 import { fixed, gc, mean, pct, quietLogger, seeded, sleep, table } from './util';
@@ -60,6 +61,8 @@ export interface ScenarioResult {
   calls: number;
   /** Calls that rejected for the caller after failover. */
   failed: number;
+  /** The part of `failed` the switchboard held back (no room by its view; nothing was sent). */
+  heldBack: number;
   failedByClass: Record<string, number>;
   upstreamRequests: number;
   upstream429: number;
@@ -214,6 +217,7 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
   const rate = o.load * capacity(setup, o.meanTokens).perSecond;
   let calls = 0;
   let failed = 0;
+  let heldBack = 0;
   let inFlight = 0;
   const failedByClass: Record<string, number> = {};
   const launch = (i: number): void => {
@@ -225,6 +229,7 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
       .create({ model: MODEL, messages: [{ role: 'user', content: 'x'.repeat(size) }] })
       .catch((error: unknown) => {
         failed++;
+        if (isNoRoom(error)) heldBack++;
         const name = error instanceof Error ? error.constructor.name : typeof error;
         failedByClass[name] = (failedByClass[name] ?? 0) + 1;
       })
@@ -303,6 +308,7 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
     offeredPerSecond: rate,
     calls,
     failed,
+    heldBack,
     failedByClass,
     upstreamRequests,
     upstream429,
@@ -467,13 +473,21 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
         );
         console.log(
           table(
-            ['strategy', 'upstream 429s', 'failed for caller', 'cooldown spread', 'goodput'],
+            [
+              'strategy',
+              'upstream 429s',
+              'failed for caller',
+              'of them held back',
+              'cooldown spread',
+              'goodput',
+            ],
             alone.map((a, k) => {
               const r = shared[k]!;
               return [
                 a.strategy,
                 `${pct(a.share429, 2)} -> ${pct(r.share429, 2)}`,
                 `${pct(a.failedShare, 2)} -> ${pct(r.failedShare, 2)}`,
+                `${pct(a.heldBack / a.calls, 2)} -> ${pct(r.heldBack / r.calls, 2)}`,
                 `${fixed(a.cooldownSpread, 2)} -> ${fixed(r.cooldownSpread, 2)}`,
                 `${pct(a.goodputShare, 0)} -> ${pct(r.goodputShare, 0)}`,
               ];
