@@ -4,6 +4,7 @@ import { validateOptions } from './config/validate-options';
 import { failover, failoverPolicy, type FailoverPolicy } from './failover/failover';
 import type { ApiAdapter, ApiOperation, Surface, SurfacesOf } from './providers/adapter';
 import { attempt, type AttemptHooks, type PreparedRequest } from './providers/attempt';
+import { Deadlines } from './runtime/deadlines';
 import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from './registry/deployment';
 import { resolveFallbacks } from './routing/fallbacks';
@@ -148,6 +149,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       staleSocketRetried: (state) => metrics.retry(state, 'stale_socket'),
       started: (deployment, state, request, context) =>
         genAi.forDeployment(deployment, state.name, request.body, context),
+      deadlines: new Deadlines(),
       observed: (state, headers, admission) => {
         state.observe(headers, admission);
         // An answer may show room (the upstream counts less than we did).

@@ -7,6 +7,7 @@ import {
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import { isStaleSocket } from '../failover/stale-socket';
+import type { DeadlineEntry, DeadlineList, Deadlines } from '../runtime/deadlines';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
@@ -28,6 +29,8 @@ export interface AttemptHooks {
   ): AttemptTrace | undefined;
   /** The headers of every answer from the upstream, errors included (rate-limit anchoring). */
   observed(state: ModelState, headers: Headers, admission: Admission): void;
+  /** Where the attempt's deadline waits (one timer per duration for all attempts). */
+  deadlines: Deadlines;
 }
 
 /** A request made ready for one surface, with what it is charged before it is sent. */
@@ -112,17 +115,20 @@ export function attempt(
 
 /**
  * The state of one attempt, in one object: an attempt runs on every call, so its parts are
- * methods and fields rather than a dozen closures, and its deadline timer gets the attempt as
- * its argument.
+ * methods and fields rather than a dozen closures, and it waits for its deadline in a shared
+ * {@link Deadlines} list rather than on a timer of its own.
  */
-class Attempt {
+class Attempt implements DeadlineEntry {
   private readonly deadline: number;
   readonly caller: AbortSignal | undefined;
   /** Stands between the caller's signal and the SDK (which never removes the listener it adds). */
   private readonly controller: AbortController | undefined;
   private readonly sdkOptions: SdkRequestOptions | undefined;
   trace: AttemptTrace | undefined;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  deadlineList: DeadlineList | undefined = undefined;
+  deadlineAt = 0;
+  deadlinePrev: DeadlineEntry | undefined = undefined;
+  deadlineNext: DeadlineEntry | undefined = undefined;
   private onCallerAbort: (() => void) | undefined;
   private timedOut = false;
   private settled = false;
@@ -176,7 +182,7 @@ class Attempt {
         caller.addEventListener('abort', this.onCallerAbort, { once: true });
       }
     }
-    this.timer = setTimeout(onDeadline, this.deadline, this);
+    this.hooks.deadlines.add(this, this.deadline);
     this.send();
   }
 
@@ -217,7 +223,7 @@ class Attempt {
     this.settled = true;
     this.hooks.observed(state, answer.response.headers, request.admission);
     if (request.stream) {
-      clearTimeout(this.timer);
+      this.hooks.deadlines.remove(this);
       this.resolve(new Answered(accountedStream(this, answer.data), answer.response));
       return;
     }
@@ -245,7 +251,7 @@ class Attempt {
 
   /** The attempt is over (answered, failed, or its stream ended): its timer and listener go. */
   release(): void {
-    clearTimeout(this.timer);
+    this.hooks.deadlines.remove(this);
     if (this.onCallerAbort) this.caller!.removeEventListener('abort', this.onCallerAbort);
   }
 
@@ -277,8 +283,6 @@ class Attempt {
     return translated;
   }
 }
-
-const onDeadline = (run: Attempt): void => run.expire();
 
 /**
  * Wraps the SDK's stream in the SDK's own `Stream` class: the admission charge stands until the

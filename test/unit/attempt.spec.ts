@@ -7,6 +7,7 @@ import {
   type SdkRequestOptions,
 } from '../../src/registry/deployment';
 import { ModelState } from '../../src/registry/model-state';
+import { Deadlines } from '../../src/runtime/deadlines';
 import type { FailureReason } from '../../src';
 
 const MODEL = 'gpt-4o-mini';
@@ -92,6 +93,7 @@ function hooks() {
     failed: (_state, reason) => failed.push(reason),
     staleSocketRetried: () => staleResends.push(1),
     observed: () => undefined,
+    deadlines: new Deadlines(),
   };
   return { h, failed, staleResends };
 }
