@@ -282,6 +282,9 @@ async function run(o: {
   const stats = await upstreams.stats();
   tracer?.print();
   await sb.close();
+  // Per quota minute, as the upstream's capacity is stated. Each fixed window it opens holds a
+  // whole TPM, the last one too: rows of whole quota minutes read true; a row that ends inside a
+  // window can read above 100 %.
   const minutes = (elapsed * 1000) / MINUTE;
   const byTokens = goodTokens / (world.tpm * o.usableDeployments * minutes);
   const byRequests = goodCalls / (world.rpm * o.usableDeployments * minutes);
