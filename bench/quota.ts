@@ -65,7 +65,10 @@ function today(sb: Switchboard): void {
   for (const d of sb.deployments.values()) {
     for (const s of d.models.values()) {
       const state = s as ModelState & Record<string, unknown>;
-      state.admit = (a: Admission) => state.spend(a.input, 1);
+      state.admit = (a: Admission) => {
+        state.spend(a.input, 1);
+        return Date.now();
+      };
       state.settle = (a: Admission, u: TokenUsage | undefined) => {
         if (u !== undefined) state.spend(u.input + u.output - a.input);
       };
@@ -109,10 +112,10 @@ function traceRejections(sb: Switchboard, limit: number): { print(): void } {
             `in flight ${p.requests} / ${p.tokens} tok, header ` +
             `${fixed((performance.now() - lastHeader) / MINUTE, 3)} min old, queue ${sb.queue?.length(MODEL) ?? 0})`,
         );
-        admit(a);
+        return admit(a);
       };
       const history: string[] = [];
-      state.observe = (headers, own) => {
+      state.observe = (headers, own, sentAt) => {
         const h = headers as Headers;
         lastHeader = performance.now();
         const before = state.localUsage.tokens;
@@ -129,7 +132,7 @@ function traceRejections(sb: Switchboard, limit: number): { print(): void } {
             );
           }
         }
-        observe(headers, own);
+        observe(headers, own, sentAt);
         history.push(
           `${fixed((performance.now() - t0) / MINUTE, 3)}: upstream ${state.tpm - Number(h.get('x-ratelimit-remaining-tokens'))} ` +
             `(reset ${h.get('x-ratelimit-reset-tokens')}), ours ${Math.round(before)} → ${Math.round(state.localUsage.tokens)}, ` +

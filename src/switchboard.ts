@@ -150,8 +150,8 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       started: (deployment, state, request, context) =>
         genAi.forDeployment(deployment, state.name, request.body, context),
       deadlines: new Deadlines(),
-      observed: (state, headers, admission) => {
-        state.observe(headers, admission);
+      observed: (state, headers, admission, sentAt) => {
+        state.observe(headers, admission, sentAt);
         // An answer may show room (the upstream counts less than we did).
         if (queue !== undefined && queue.length(state.name) > 0) queue.kick(state.name);
       },

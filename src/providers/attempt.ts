@@ -28,7 +28,7 @@ export interface AttemptHooks {
     context: AttemptContext,
   ): AttemptTrace | undefined;
   /** The headers of every answer from the upstream, errors included (rate-limit anchoring). */
-  observed(state: ModelState, headers: Headers, admission: Admission): void;
+  observed(state: ModelState, headers: Headers, admission: Admission, sentAt?: number): void;
   /** Where the attempt's deadline waits (one timer per duration for all attempts). */
   deadlines: Deadlines;
 }
@@ -133,6 +133,8 @@ class Attempt implements DeadlineEntry {
   private timedOut = false;
   private settled = false;
   private resent = false;
+  /** When the admission was charged (undefined: unmetered). */
+  private sentAt: number | undefined = undefined;
 
   constructor(
     readonly deployment: Deployment,
@@ -170,7 +172,7 @@ class Attempt implements DeadlineEntry {
 
   start(context: AttemptContext): void {
     const { state, request } = this;
-    if (request.metered) state.admit(request.admission);
+    if (request.metered) this.sentAt = state.admit(request.admission);
     this.hooks.sent(state);
     this.trace = this.hooks.started?.(this.deployment, state, request, context);
     const caller = this.caller;
@@ -221,7 +223,7 @@ class Attempt implements DeadlineEntry {
       return;
     }
     this.settled = true;
-    this.hooks.observed(state, answer.response.headers, request.admission);
+    this.hooks.observed(state, answer.response.headers, request.admission, this.sentAt);
     if (request.stream) {
       this.hooks.deadlines.remove(this);
       this.resolve(new Answered(accountedStream(this, answer.data), answer.response));
@@ -264,7 +266,7 @@ class Attempt implements DeadlineEntry {
     const { deployment, state, request } = this;
     const headers = (error as { headers?: unknown } | null)?.headers;
     if (headers && typeof (headers as Headers).get === 'function') {
-      this.hooks.observed(state, headers as Headers, request.admission);
+      this.hooks.observed(state, headers as Headers, request.admission, this.sentAt);
     }
     const translated = translate(deployment, error, this.caller, this.timedOut);
     const verdict = classify(translated, deployment.errors);

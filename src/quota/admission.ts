@@ -13,11 +13,6 @@
 export interface Admission {
   input: number;
   output: number;
-  /**
-   * @internal Epoch ms at which the switchboard last charged it (sent it): the upstream's headers
-   * on its answer speak of that moment, not of when the answer arrived.
-   */
-  at?: number;
 }
 
 /**

@@ -119,9 +119,9 @@ export class HeaderAnchor {
    */
   private uncappedAt = -Infinity;
 
-  /** A call was admitted: it is in flight until {@link answered}. */
-  admitted(admission: Admission): void {
-    if (admission.output === 0) this.uncappedAt = admission.at ?? this.clock();
+  /** A call was admitted (sent) at `at`: it is in flight until {@link answered}. */
+  admitted(admission: Admission, at: number): void {
+    if (admission.output === 0) this.uncappedAt = at;
     this.pendingTokens += admission.input + admission.output;
     this.pendingRequests += 1;
     this.pendingInput += admission.input;
@@ -151,10 +151,16 @@ export class HeaderAnchor {
   /**
    * Anchor `target` on an answer's rate-limit headers (`x-ratelimit-*`, `anthropic-ratelimit-*`).
    * Calls in flight other than `own` (the call this answer is for, when still in flight) are left
-   * out of the comparison. Costs one or two header lookups when there are none, and one clock
-   * read when there are.
+   * out of the comparison; `sentAt` is when `own` was admitted (what {@link QuotaLedger.admit}
+   * returned). Costs one or two header lookups when there are none, and one clock read when there
+   * are.
    */
-  observe(headers: HeaderSource, own: Admission | undefined, target: AnchorTarget): void {
+  observe(
+    headers: HeaderSource,
+    own: Admission | undefined,
+    target: AnchorTarget,
+    sentAt?: number,
+  ): void {
     const readLimits = this.limitCheck <= 0;
     const reading = readRateLimits(headers, readLimits, this.family);
     if (reading === undefined) return;
@@ -164,7 +170,7 @@ export class HeaderAnchor {
     target.catchUp(now);
     if (own !== undefined) this.anchoredOwn = own;
     // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
-    const sentAt = own?.at !== undefined && own.at <= now ? own.at : now;
+    const sent = sentAt !== undefined && sentAt <= now ? sentAt : now;
     const limits = target.limits;
     if (reading.tokens) {
       const inFlight = this.pendingTokens - (own ? own.input + own.output : 0);
@@ -173,11 +179,11 @@ export class HeaderAnchor {
       this.anchor(limits.tpm, reading.tokens, local, inFlight, now, target.usage, mine, 'tokens', {
         target,
         headers,
-        sentAt,
+        sentAt: sent,
       });
     }
     if (reading.requests) {
-      this.anchorRequests(target, reading.requests, own !== undefined, now, headers, sentAt);
+      this.anchorRequests(target, reading.requests, own !== undefined, now, headers, sent);
     }
     if (reading.input) {
       const inFlight = this.pendingInput - (own?.input ?? 0);

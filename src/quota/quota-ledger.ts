@@ -406,16 +406,19 @@ export class QuotaLedger {
     return undefined;
   }
 
-  /** Charge a call's admission (one request, its input and reserved output) before it is sent. */
-  admit(admission: Admission): void {
+  /**
+   * Charge a call's admission (one request, its input and reserved output) before it is sent.
+   * Returns when (epoch ms): the headers of its answer speak of that moment, so pass it to
+   * {@link observe}.
+   */
+  admit(admission: Admission): number {
     const now = this.clock();
-    // When it was sent: the headers of its answer speak of that moment.
-    if (Object.isExtensible(admission)) admission.at = now;
     const tokens = admission.input + admission.output;
     this.usage.add(tokens, 1, now);
     this.inputUsage.add(admission.input, 0, now);
     this.outputUsage.add(admission.output, 0, now);
-    this.anchoring.admitted(admission);
+    this.anchoring.admitted(admission, now);
+    return now;
   }
 
   /**
@@ -464,10 +467,10 @@ export class QuotaLedger {
   /**
    * Anchor on an answer's rate-limit headers: learn the limits they report and correct the local
    * view by the upstream's count; see {@link HeaderAnchor.observe}. `own` is the admission of the
-   * call this answer is for, while it is still in flight.
+   * call this answer is for, while it is still in flight, and `sentAt` when it was admitted.
    */
-  observe(headers: HeaderSource, own?: Admission): void {
-    this.anchoring.observe(headers, own, this);
+  observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
+    this.anchoring.observe(headers, own, this, sentAt);
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */

@@ -224,11 +224,12 @@ export class ModelState {
 
   /**
    * @internal Charge a call's admission (one request, its input and reserved output) before it
-   * is sent, so concurrent calls see it.
+   * is sent, so concurrent calls see it. Returns when (epoch ms), for {@link observe}.
    */
-  admit(admission: Admission): void {
-    this.quota.admit(admission);
+  admit(admission: Admission): number {
+    const at = this.quota.admit(admission);
     this.spent(admission.input + admission.output, 1);
+    return at;
   }
 
   /**
@@ -255,8 +256,8 @@ export class ModelState {
    * @internal Anchor on an answer's rate-limit headers (`x-ratelimit-*`, `anthropic-ratelimit-*`):
    * learn the limits, correct the local view; see {@link QuotaLedger.observe}.
    */
-  observe(headers: HeaderSource, own?: Admission): void {
-    this.quota.observe(headers, own);
+  observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
+    this.quota.observe(headers, own, sentAt);
   }
 
   /** True while a mark-down lasts. */

@@ -105,9 +105,13 @@ describe('anchoring on a fixed upstream window', () => {
     const clock = new FakeClock();
     const s = state(clock);
     const a = { input: 6000, output: 0 };
-    s.admit(a);
+    const sentAt = s.admit(a);
     clock.advance(5_000); // a long answer: the header was written 5 s ago, when `a` arrived
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 4000, 'x-ratelimit-reset-tokens': '10' }), a);
+    s.observe(
+      azure({ 'x-ratelimit-remaining-tokens': 4000, 'x-ratelimit-reset-tokens': '10' }),
+      a,
+      sentAt,
+    );
     s.settle(a, { input: 6000, output: 0 });
     // The window ends 10 s after `a` arrived; a send just after may still land in it, so the
     // count stays until an answer written after the end could have come back.

@@ -193,8 +193,8 @@ describe('HeaderAnchor', () => {
     const first = { input: 1_000, output: 0 };
     const later = { input: 2_000, output: 0 };
     ledger.usage.add(3_000, 2);
-    anchor.admitted(first);
-    anchor.admitted(later);
+    anchor.admitted(first, clock.ms);
+    anchor.admitted(later, clock.ms);
     // Written for `first`: the upstream counts 1000 more than our 1000 sent before `later`.
     anchor.observe(headers({ 'x-ratelimit-remaining-tokens': 8_000 }), first, ledger);
     expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBeCloseTo(1_000);
