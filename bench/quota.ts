@@ -7,13 +7,13 @@
  * window), without and with `queue`, side by side in one run.
  */
 import OpenAI from 'openai';
-import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../src';
+import { createSwitchboard, type Switchboard } from '../src';
 import type { Admission, TokenUsage } from '../src/quota/admission';
 import type { HeaderAnchor } from '../src/quota/header-anchor';
 import { isNoRoom } from '../src/quota/no-room';
 import type { ModelState } from '../src/registry/model-state';
 import { promptSizes } from './strategies';
-import { startUpstreams, type Upstreams } from './upstreams';
+import { openaiDeployments, startUpstreams, type Upstreams } from './upstreams';
 import { fixed, mean, pct, quietLogger, sleep, table } from './util';
 
 const MODEL = 'gpt-4o-mini';
@@ -179,16 +179,11 @@ async function run(o: {
 }): Promise<QuotaRow> {
   const { upstreams, world } = o;
   await upstreams.reset();
-  const deployments: DeploymentConfig[] = upstreams.endpoints.map((e) => ({
-    provider: 'openai',
-    name: e.name,
-    baseURL: e.openaiBaseURL,
-    apiKey: 'bench',
-    timeout: 5000,
-    models: [
-      { name: MODEL, tpm: world.tpm, rpm: world.rpm, cooldown: Math.round(10_000 / TIME_SCALE) },
-    ],
-  }));
+  const deployments = openaiDeployments(
+    upstreams.endpoints,
+    { name: MODEL, tpm: world.tpm, rpm: world.rpm },
+    TIME_SCALE,
+  );
   const sb = createSwitchboard({
     deployments,
     ratelimitWindow: MINUTE,

@@ -5,16 +5,10 @@
  * then several that share the deployments without coordinating, and (with a shared state store)
  * the same replicas sharing their view, side by side.
  */
-import {
-  createSwitchboard,
-  type DeploymentConfig,
-  type Selector,
-  type StateStore,
-  type Switchboard,
-} from '../src';
+import { createSwitchboard, type Selector, type StateStore, type Switchboard } from '../src';
 import { isNoRoom } from '../src/quota/no-room';
 import { STRATEGIES } from './selectors';
-import { startUpstreams, type Upstreams } from './upstreams';
+import { openaiDeployments, startUpstreams, type Upstreams } from './upstreams';
 import { fixed, gc, mean, pct, quietLogger, seeded, sleep, table } from './util';
 
 const MODEL = 'gpt-4o-mini';
@@ -177,22 +171,12 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
   const { setup, upstreams } = o;
   await upstreams.reset();
   const scaledMinute = 60_000 / setup.timeScale;
-  const deployments: DeploymentConfig[] = upstreams.endpoints.map((e) => ({
-    provider: 'openai',
-    name: e.name,
-    baseURL: e.openaiBaseURL,
-    apiKey: 'bench',
-    timeout: 5000,
-    ...(o.priority?.(e.name) !== undefined ? { priority: o.priority(e.name) } : {}),
-    models: [
-      {
-        name: MODEL,
-        tpm: setup.tpm,
-        rpm: setup.rpm,
-        cooldown: Math.round(10_000 / setup.timeScale),
-      },
-    ],
-  }));
+  const deployments = openaiDeployments(
+    upstreams.endpoints,
+    { name: MODEL, tpm: setup.tpm, rpm: setup.rpm },
+    setup.timeScale,
+    o.priority,
+  );
   // A quota minute of the scaled clock; the switchboard counts it as `usageWindow` says (a
   // shared store adds the others' usage over the same sliding minute).
   const sbs: Switchboard[] = Array.from({ length: o.instances }, (_, instance) =>

@@ -5,6 +5,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import type { DeploymentConfig } from '../src';
 import type {
   SimulatedDeploymentOptions,
   SimulatedDeploymentStats,
@@ -17,6 +18,33 @@ export interface Endpoint {
   name: string;
   openaiBaseURL: string;
   anthropicBaseURL: string;
+}
+
+/**
+ * One model of the bench on every simulated deployment, reached through the `openai` client,
+ * as the time-scaled sections (strategies, quota) configure it: a 5 s deadline and a cooldown of
+ * 10 s of the scaled clock.
+ *
+ * @example
+ * ```ts
+ * const deployments = openaiDeployments(upstreams.endpoints, { name: 'gpt-4o-mini', tpm, rpm }, 20);
+ * ```
+ */
+export function openaiDeployments(
+  endpoints: readonly Endpoint[],
+  model: { name: string; tpm: number; rpm: number },
+  timeScale: number,
+  priority?: (deployment: string) => number | undefined,
+): DeploymentConfig[] {
+  return endpoints.map((e) => ({
+    provider: 'openai',
+    name: e.name,
+    baseURL: e.openaiBaseURL,
+    apiKey: 'bench',
+    timeout: 5000,
+    ...(priority?.(e.name) !== undefined ? { priority: priority(e.name) } : {}),
+    models: [{ ...model, cooldown: Math.round(10_000 / timeScale) }],
+  }));
 }
 
 /** Commands understood by both the child process and the in-process host. */
