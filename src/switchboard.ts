@@ -1,17 +1,16 @@
 import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
 import { validateOptions } from './config/validate-options';
-import { failover, failoverPolicy, type FailoverPolicy } from './failover/failover';
+import { failoverPolicy, type FailoverPolicy } from './failover/failover';
 import type { ApiAdapter, ApiOperation, Surface, SurfacesOf } from './providers/adapter';
 import { attempt, type AttemptHooks, type PreparedRequest } from './providers/attempt';
 import { Deadlines } from './runtime/deadlines';
 import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
-import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from './registry/deployment';
+import type { Answer, Deployment, SdkRequestOptions } from './registry/deployment';
 import { resolveFallbacks } from './routing/fallbacks';
-import { routeCall, type NoRoom, type Route } from './routing/route-call';
+import { Dispatch, type DispatchShared } from './routing/dispatch';
 import type { Admission } from './quota/admission';
 import { CapacityQueue } from './quota/capacity-queue';
-import { noRoomError } from './quota/no-room';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { ModelState } from './registry/model-state';
 import { Selector } from './selection/selector';
@@ -19,7 +18,7 @@ import { SessionAffinity } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
-import { GenAiTelemetry, type AttemptContext } from './telemetry/gen-ai-telemetry';
+import { GenAiTelemetry } from './telemetry/gen-ai-telemetry';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 import type { SessionParams } from './types';
 
@@ -37,11 +36,8 @@ export type BuiltinSurfaces = SurfacesOf<typeof BUILTIN_ADAPTERS>;
 /** Names that a mounted surface must not take. */
 const RESERVED = new Set(Object.getOwnPropertyNames(Object.prototype));
 
-const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 /** What calls that use no quota (retrievals, token counts) are charged. */
 const UNMETERED: Admission = Object.freeze({ input: 0, output: 0 });
-/** Stands for "others are already waiting for room": no routing is tried. */
-const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
 
 // The surfaces are built from the adapters at run time; this merge gives them their types.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
@@ -75,6 +71,8 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   private readonly policy: FailoverPolicy;
   private readonly metrics: SwitchboardMetrics;
   private readonly hooks: AttemptHooks;
+  /** What every call's dispatch shares with this switchboard. */
+  private readonly shared: DispatchShared;
   /**
    * Per model with fallbacks, every model its calls may fall back to, in the order they are tried
    * (`options.fallbacks` with chains followed).
@@ -155,6 +153,16 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
         // An answer may show room (the upstream counts less than we did).
         if (queue !== undefined && queue.length(state.name) > 0) queue.kick(state.name);
       },
+    };
+    this.shared = {
+      registry: this.registry,
+      state: this.state,
+      logger: this.logger,
+      queue: this.queue,
+      policy: this.policy,
+      metrics,
+      hooks: this.hooks,
+      countFailure: (model, error) => this.countFailure(model, error),
     };
   }
 
@@ -345,7 +353,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     return {
       name,
       call: (op, body, options) =>
-        kit.promise(this.call(adapter, opFor(op), `${name}.${op}()`, body, options)),
+        kit.promise(this.call(adapter, opFor(op), name, op, body, options)),
       callHolding: (op, id, body, options) =>
         kit.promise(this.callHolding(adapter, opFor(op), id, body, options)),
     };
@@ -354,14 +362,16 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   private call(
     adapter: ApiAdapter,
     op: ApiOperation,
-    what: string,
+    surface: string,
+    opName: string,
     params: unknown,
     options: unknown,
   ): Promise<Answer> {
     try {
-      if (this.closed) throw closedError(what);
+      // The method's name (`sb.chat.completions.create()`) is spelled out only for an error.
+      if (this.closed) throw closedError(`${surface}.${opName}()`);
       if (params === null || typeof params !== 'object') {
-        throw new TypeError(`${what} expects a params object as its first argument`);
+        throw new TypeError(`${surface}.${opName}() expects a params object as its first argument`);
       }
       // Copy the params only to take the switchboard's own fields out of them.
       let body = params as Record<string, unknown>;
@@ -447,11 +457,6 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     return { body, stream, admission, metered, hideUsageEvents: false, track };
   }
 
-  /**
-   * Every attempt of a call is routed by {@link routeCall} (room for its admission charge, tiers,
-   * fallbacks, the deployments it already tried); when no deployment has room the call waits in
-   * the queue or fails at once with the SDK's `RateLimitError`, and failover retries the rest.
-   */
   private dispatch(
     adapter: ApiAdapter,
     op: ApiOperation,
@@ -461,90 +466,16 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     pool: readonly Deployment[],
     fallbacks?: readonly string[],
   ): Promise<Answer> {
-    const model = request.body.model as string;
-    const admission = request.metered ? request.admission : undefined;
-    const errors = pool[0]!.errors;
-    let tried: Set<Deployment> | undefined;
-    let last: Route | undefined;
-    let context: AttemptContext = FIRST_ATTEMPT;
-    const route = (): Route | NoRoom => {
-      // Most calls take one attempt: the set of tried deployments is made on the second.
-      if (last !== undefined) (tried ??= new Set()).add(last.deployment);
-      return routeCall(this.registry, model, fallbacks, sessionId, tried, admission);
-    };
-    const send = (to: Route): Promise<Answer> => {
-      last = to;
-      if (sessionId !== undefined) this.state.rememberSession?.(sessionId, to.deployment.name);
-      if (to.model !== model) {
-        this.logger.debug?.(
-          `No deployment of ${model} can take the call: falling back to ${to.model} on ${to.deployment.name}`,
-        );
-      }
-      return this.attemptRoute(to, model, adapter, op, request, options, context);
-    };
-    const next = (): Promise<Answer> => {
-      const queue = this.queue;
-      // First come, first served: while calls wait for room, a new one waits behind them.
-      const routed = queue !== undefined && queue.length(model) > 0 ? QUEUED : route();
-      if ('deployment' in routed) return send(routed);
-      return this.waitForRoom(model, admission!, routed, route, options, errors).then(send);
-    };
-    let promise: Promise<Answer>;
-    try {
-      promise = next();
-    } catch (error) {
-      promise = Promise.reject(error);
-    }
-    // One handler, entered only on failure: failover (when allowed), then the count of calls
-    // that failed for their callers.
-    const failed = (error: unknown): never => {
-      this.countFailure(model, error);
-      throw error;
-    };
-    if (this.policy.attempts <= 1) return promise.catch(failed);
-    return promise.catch((error: unknown) =>
-      failover(error, next, this.policy, errors, options?.signal, (n, _delay, reason) => {
-        context = { attempt: n, failoverReason: reason };
-        if (last) this.metrics.retry(last.deployment.models.get(last.model)!, reason);
-      }).catch(failed),
-    );
-  }
-
-  /**
-   * No deployment has room for the call: a place in the queue (when configured and not full),
-   * woken when room is expected or freed, or else the SDK's `RateLimitError` at once, with
-   * `retry-after` set to when room is expected.
-   */
-  private waitForRoom(
-    model: string,
-    admission: Admission,
-    routed: NoRoom,
-    route: () => Route | NoRoom,
-    options: SdkRequestOptions | undefined,
-    errors: ProviderErrors,
-  ): Promise<Route> {
-    const queue = this.queue;
-    const expected = () => {
-      const r = route();
-      return 'waitMs' in r ? r.waitMs : 0;
-    };
-    if (queue === undefined || !queue.canJoin(model) || queue.maxWait <= 0) {
-      const wait = routed === QUEUED ? expected() : routed.waitMs;
-      return Promise.reject(noRoomError(errors.RateLimitError, model, admission, wait));
-    }
-    return queue.wait(
-      model,
-      () => {
-        const r = route();
-        return 'waitMs' in r ? r : { target: r };
-      },
-      {
-        signal: options?.signal,
-        onAbort: () => new errors.APIUserAbortError(),
-        onTimeout: (waited) =>
-          noRoomError(errors.RateLimitError, model, admission, expected(), waited),
-      },
-    );
+    return new Dispatch(
+      this.shared,
+      adapter,
+      op,
+      request,
+      options,
+      sessionId,
+      pool,
+      fallbacks,
+    ).run();
   }
 
   private countFailure(model: string, error: unknown): void {
@@ -555,30 +486,6 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     }
     if ((error as { status?: unknown } | null)?.status === 429) counts.rateLimited++;
     else counts.other++;
-  }
-
-  /** One attempt on a route; a fallback's replaces the params' `model` for this attempt only. */
-  private attemptRoute(
-    route: Route,
-    requested: string,
-    adapter: ApiAdapter,
-    op: ApiOperation,
-    request: PreparedRequest,
-    options: SdkRequestOptions | undefined,
-    context: AttemptContext,
-  ): Promise<Answer> {
-    const { deployment, model } = route;
-    const state = deployment.models.get(model)!;
-    if (model === requested) {
-      return attempt(deployment, state, adapter, op, request, options, this.hooks, context);
-    }
-    const metrics = this.metrics;
-    const hooks: AttemptHooks = {
-      ...this.hooks,
-      sent: (s) => metrics.request(s, requested),
-    };
-    const body = { ...request.body, model };
-    return attempt(deployment, state, adapter, op, { ...request, body }, options, hooks, context);
   }
 
   /** `retrieve(id)` and the like: to the deployment holding `id`, unmetered. */

@@ -107,10 +107,51 @@ export function attempt(
   context: AttemptContext = FIRST_ATTEMPT,
 ): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
-    new Attempt(deployment, state, adapter, op, request, options, hooks, resolve, reject).start(
+    runAttempt(
+      deployment,
+      state,
+      adapter,
+      op,
+      request,
+      options,
+      hooks,
+      { resolve, reject },
       context,
     );
   });
+}
+
+/**
+ * Who hears how an attempt ended: exactly one of its methods is called, once, maybe before
+ * {@link runAttempt} returns. Neither may throw.
+ */
+export interface AttemptOutcome {
+  resolve(answer: Answer): void;
+  reject(error: Error): void;
+}
+
+/**
+ * {@link attempt} without a promise of its own: the outcome goes to `outcome`. A call's dispatch
+ * is the outcome of its first attempt, so a call that succeeds at once makes one promise, the
+ * one its caller holds.
+ *
+ * @example
+ * ```ts
+ * runAttempt(d, state, adapter, op, request, options, hooks, { resolve, reject });
+ * ```
+ */
+export function runAttempt(
+  deployment: Deployment,
+  state: ModelState,
+  adapter: ApiAdapter,
+  op: ApiOperation,
+  request: PreparedRequest,
+  options: SdkRequestOptions | undefined,
+  hooks: AttemptHooks,
+  outcome: AttemptOutcome,
+  context: AttemptContext = FIRST_ATTEMPT,
+): void {
+  new Attempt(deployment, state, adapter, op, request, options, hooks, outcome).start(context);
 }
 
 /**
@@ -144,8 +185,7 @@ class Attempt implements DeadlineEntry {
     readonly request: PreparedRequest,
     options: SdkRequestOptions | undefined,
     private readonly hooks: AttemptHooks,
-    private readonly resolve: (answer: Answer) => void,
-    private readonly reject: (error: Error) => void,
+    private readonly outcome: AttemptOutcome,
   ) {
     this.deadline = options?.timeout ?? deployment.timeout;
     const caller = options?.signal ?? undefined;
@@ -195,7 +235,7 @@ class Attempt implements DeadlineEntry {
     else if (!this.settled) {
       this.settled = true;
       // Nothing was produced: the charge goes back, the request stays counted.
-      this.reject(this.fail(undefined, false));
+      this.outcome.reject(this.fail(undefined, false));
     }
   }
 
@@ -206,7 +246,7 @@ class Attempt implements DeadlineEntry {
     } catch (error) {
       this.release();
       this.settled = true;
-      this.reject(this.fail(error, false));
+      this.outcome.reject(this.fail(error, false));
       return;
     }
     sent.then(
@@ -226,7 +266,7 @@ class Attempt implements DeadlineEntry {
     this.hooks.observed(state, answer.response.headers, request.admission, this.sentAt);
     if (request.stream) {
       this.hooks.deadlines.remove(this);
-      this.resolve(new Answered(accountedStream(this, answer.data), answer.response));
+      this.outcome.resolve(new Answered(accountedStream(this, answer.data), answer.response));
       return;
     }
     this.release();
@@ -234,7 +274,7 @@ class Attempt implements DeadlineEntry {
     state.recordSuccess();
     this.trace?.response(answer.data);
     if (request.track) request.track(answer.data, this.deployment);
-    this.resolve(new Answered(answer.data, answer.response));
+    this.outcome.resolve(new Answered(answer.data, answer.response));
   }
 
   private failedToSend(error: unknown): void {
@@ -248,7 +288,7 @@ class Attempt implements DeadlineEntry {
     this.settled = true;
     this.release();
     // Nothing was produced: the charge goes back, the request stays counted.
-    this.reject(this.fail(error, false));
+    this.outcome.reject(this.fail(error, false));
   }
 
   /** The attempt is over (answered, failed, or its stream ended): its timer and listener go. */

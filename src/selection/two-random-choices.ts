@@ -82,7 +82,6 @@ export class TwoRandomChoices extends Selector {
     const n = pool.length;
     if (n < 2) return super.choose(model, pool, exclude, admission);
     const sums = this.cachedSums(model, pool);
-    const open = (d: Deployment) => !exclude?.has(d) && hasRoom(d.models.get(model)!, admission);
     // Rejection sampling draws among the healthy deployments exactly as drawing from the healthy
     // list would, without building it.
     let a: Deployment | undefined;
@@ -90,7 +89,7 @@ export class TwoRandomChoices extends Selector {
     while (tries < SAMPLES) {
       tries++;
       const d = pool[sums === undefined ? Math.floor(this.random() * n) : this.drawIndex(sums)]!;
-      if (open(d)) {
+      if (isOpen(d, model, exclude, admission)) {
         a = d;
         break;
       }
@@ -99,7 +98,7 @@ export class TwoRandomChoices extends Selector {
     while (tries < 2 * SAMPLES) {
       tries++;
       const d = pool[sums === undefined ? Math.floor(this.random() * n) : this.drawIndex(sums)]!;
-      if (d !== a && open(d)) return this.better(model, a, d);
+      if (d !== a && isOpen(d, model, exclude, admission)) return this.better(model, a, d);
     }
     return super.choose(model, pool, exclude, admission);
   }
@@ -135,6 +134,16 @@ export class TwoRandomChoices extends Selector {
     }
     return ub < ua ? b : a;
   }
+}
+
+/** Not excluded, and with room for the call. (A function, not a closure made per call.) */
+function isOpen(
+  d: Deployment,
+  model: string,
+  exclude: ReadonlySet<Deployment> | undefined,
+  admission: Admission | undefined,
+): boolean {
+  return !exclude?.has(d) && hasRoom(d.models.get(model)!, admission);
 }
 
 /** Running sums of the weights, or `undefined` when they are all equal (a uniform draw). */

@@ -231,9 +231,7 @@ export class GenAiTelemetry {
    * ```
    */
   startAttempt(info: GenAiAttemptInfo): GenAiAttempt {
-    // Without an OpenTelemetry SDK there is nothing to build: attributes and spans would cost a
-    // few µs per call for no one.
-    if (!this.measured && this.proxy?.getDelegate() === NO_TRACER_PROVIDER) return NOTHING;
+    if (this.idle()) return NOTHING;
     // Parsed once per endpoint: URL parsing would cost more than the rest of the span.
     const key = `${info.provider} ${info.baseURL ?? ''}`;
     let endpoint = this.endpoints.get(key);
@@ -286,6 +284,7 @@ export class GenAiTelemetry {
     body: Readonly<Record<string, unknown>>,
     context: AttemptContext,
   ): GenAiAttempt {
+    if (this.idle()) return NOTHING;
     let baseURL = this.baseURLs.get(deployment.name);
     if (baseURL === undefined) {
       // The SDK client's own base URL: what it really calls (the default when none was given).
@@ -302,6 +301,14 @@ export class GenAiTelemetry {
       failoverReason: context.failoverReason,
       body,
     });
+  }
+
+  /**
+   * Without an OpenTelemetry SDK there is nothing to build: attributes and spans would cost a
+   * few µs per call for no one.
+   */
+  private idle(): boolean {
+    return !this.measured && this.proxy?.getDelegate() === NO_TRACER_PROVIDER;
   }
 
   /** @internal */

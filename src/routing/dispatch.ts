@@ -1,0 +1,248 @@
+import type { SwitchboardLogger } from '../config/switchboard-options';
+import { failover, type FailoverPolicy } from '../failover/failover';
+import type { ApiAdapter, ApiOperation } from '../providers/adapter';
+import {
+  runAttempt,
+  type AttemptHooks,
+  type AttemptOutcome,
+  type PreparedRequest,
+} from '../providers/attempt';
+import type { Admission } from '../quota/admission';
+import type { CapacityQueue } from '../quota/capacity-queue';
+import { noRoomError } from '../quota/no-room';
+import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
+import type { DeploymentRegistry } from '../registry/deployment-registry';
+import type { StateStore } from '../state/state-store';
+import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
+import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
+import { routeCall, type NoRoom, type Route } from './route-call';
+
+const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
+/** Stands for "others are already waiting for room": no routing is tried. */
+const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
+
+/**
+ * What the dispatch of every call shares with its switchboard; made once.
+ *
+ * @example
+ * ```ts
+ * const shared: DispatchShared = { registry, state, logger, queue, policy, metrics, hooks, countFailure };
+ * ```
+ */
+export interface DispatchShared {
+  readonly registry: DeploymentRegistry;
+  readonly state: StateStore;
+  readonly logger: SwitchboardLogger;
+  /** Calls waiting for room, when the switchboard has a queue. */
+  readonly queue: CapacityQueue | undefined;
+  readonly policy: FailoverPolicy;
+  readonly metrics: SwitchboardMetrics;
+  readonly hooks: AttemptHooks;
+  /** Count a call that failed for its caller. */
+  countFailure(model: string, error: unknown): void;
+}
+
+/**
+ * One call, from its first attempt to its answer or its last error. Every attempt is routed by
+ * {@link routeCall} (room for its admission charge, tiers, fallbacks, the deployments it already
+ * tried); when no deployment has room the call waits in the queue or fails at once with the
+ * SDK's `RateLimitError`, and failover retries the rest.
+ *
+ * A call runs on every request, so its state is one object and its steps are methods: the
+ * dispatch is the outcome of its first attempt, and a call that succeeds at once makes no
+ * closure and no promise besides the one its caller gets. Failover builds its pipeline only
+ * after a failure.
+ *
+ * @example
+ * ```ts
+ * const answer = await new Dispatch(shared, adapter, op, request, options, 'user-42', pool).run();
+ * ```
+ */
+export class Dispatch implements AttemptOutcome {
+  private readonly model: string;
+  private readonly admission: Admission | undefined;
+  private tried: Set<Deployment> | undefined = undefined;
+  private last: Route | undefined = undefined;
+  private context: AttemptContext = FIRST_ATTEMPT;
+  private resolveCall: (answer: Answer) => void = noop;
+  private rejectCall: (error: unknown) => void = noop;
+
+  constructor(
+    private readonly shared: DispatchShared,
+    private readonly adapter: ApiAdapter,
+    private readonly op: ApiOperation,
+    private readonly request: PreparedRequest,
+    private readonly options: SdkRequestOptions | undefined,
+    private readonly sessionId: string | undefined,
+    private readonly pool: readonly Deployment[],
+    private readonly fallbacks?: readonly string[],
+  ) {
+    this.model = request.body.model as string;
+    this.admission = request.metered ? request.admission : undefined;
+  }
+
+  /** Starts the call; the promise settles with its answer, or the error its caller sees. */
+  run(): Promise<Answer> {
+    return new Promise<Answer>((resolve, reject) => {
+      this.resolveCall = resolve;
+      this.rejectCall = reject;
+      this.begin(this);
+    });
+  }
+
+  /** The first attempt answered. */
+  resolve(answer: Answer): void {
+    this.resolveCall(answer);
+  }
+
+  /** The first attempt failed: failover, when allowed, has the rest of the call. */
+  reject(error: Error): void {
+    const policy = this.shared.policy;
+    if (policy.attempts <= 1) {
+      this.fail(error);
+      return;
+    }
+    try {
+      failover(
+        error,
+        () => this.again(),
+        policy,
+        this.errors,
+        this.options?.signal,
+        (n, _d, why) => {
+          this.context = { attempt: n, failoverReason: why };
+          const last = this.last;
+          if (last) this.shared.metrics.retry(last.deployment.models.get(last.model)!, why);
+        },
+      ).then(this.resolveCall, (final: unknown) => this.fail(final));
+    } catch (thrown) {
+      // A caller's retryIf that throws ends the call with what it threw.
+      this.fail(thrown);
+    }
+  }
+
+  private get errors(): ProviderErrors {
+    return this.pool[0]!.errors;
+  }
+
+  /** A further attempt, for failover. */
+  private again(): Promise<Answer> {
+    return new Promise<Answer>((resolve, reject) => this.begin({ resolve, reject }));
+  }
+
+  private fail(error: unknown): void {
+    this.shared.countFailure(this.model, error);
+    this.rejectCall(error);
+  }
+
+  /** Routes one attempt and sends it, or waits for room; `outcome` hears how it ends. */
+  private begin(outcome: AttemptOutcome): void {
+    let routed: Route | NoRoom;
+    try {
+      const queue = this.shared.queue;
+      // First come, first served: while calls wait for room, a new one waits behind them.
+      routed = queue !== undefined && queue.length(this.model) > 0 ? QUEUED : this.route();
+    } catch (error) {
+      outcome.reject(error as Error);
+      return;
+    }
+    if ('deployment' in routed) {
+      this.send(routed, outcome);
+      return;
+    }
+    this.waitForRoom(routed).then(
+      (to) => this.send(to, outcome),
+      (error: Error) => outcome.reject(error),
+    );
+  }
+
+  private route(): Route | NoRoom {
+    const last = this.last;
+    // Most calls take one attempt: the set of tried deployments is made on the second.
+    if (last !== undefined) (this.tried ??= new Set()).add(last.deployment);
+    const { registry } = this.shared;
+    return routeCall(
+      registry,
+      this.model,
+      this.fallbacks,
+      this.sessionId,
+      this.tried,
+      this.admission,
+    );
+  }
+
+  /** One attempt on a route; a fallback's replaces the params' `model` for this attempt only. */
+  private send(to: Route, outcome: AttemptOutcome): void {
+    const { shared, request, model } = this;
+    const { deployment } = to;
+    try {
+      this.last = to;
+      if (this.sessionId !== undefined) {
+        shared.state.rememberSession?.(this.sessionId, deployment.name);
+      }
+      let hooks = shared.hooks;
+      let prepared = request;
+      if (to.model !== model) {
+        shared.logger.debug?.(
+          `No deployment of ${model} can take the call: falling back to ${to.model} on ${deployment.name}`,
+        );
+        const metrics = shared.metrics;
+        hooks = { ...hooks, sent: (s) => metrics.request(s, model) };
+        prepared = { ...request, body: { ...request.body, model: to.model } };
+      }
+      const state = deployment.models.get(to.model)!;
+      runAttempt(
+        deployment,
+        state,
+        this.adapter,
+        this.op,
+        prepared,
+        this.options,
+        hooks,
+        outcome,
+        this.context,
+      );
+    } catch (error) {
+      // Nothing above calls `outcome` and then throws: it hears of this once.
+      outcome.reject(error as Error);
+    }
+  }
+
+  /**
+   * No deployment has room for the call: a place in the queue (when configured and not full),
+   * woken when room is expected or freed, or else the SDK's `RateLimitError` at once, with
+   * `retry-after` set to when room is expected.
+   */
+  private waitForRoom(routed: NoRoom): Promise<Route> {
+    const { queue } = this.shared;
+    const { model, errors } = this;
+    const admission = this.admission!;
+    const expected = () => {
+      const r = this.route();
+      return 'waitMs' in r ? r.waitMs : 0;
+    };
+    try {
+      if (queue === undefined || !queue.canJoin(model) || queue.maxWait <= 0) {
+        const wait = routed === QUEUED ? expected() : routed.waitMs;
+        return Promise.reject(noRoomError(errors.RateLimitError, model, admission, wait));
+      }
+      return queue.wait(
+        model,
+        () => {
+          const r = this.route();
+          return 'waitMs' in r ? r : { target: r };
+        },
+        {
+          signal: this.options?.signal,
+          onAbort: () => new errors.APIUserAbortError(),
+          onTimeout: (waited) =>
+            noRoomError(errors.RateLimitError, model, admission, expected(), waited),
+        },
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+}
+
+function noop(): void {}
