@@ -9,7 +9,7 @@ export type {
   SwitchboardMessages,
   BuiltinSurfaces,
 } from './switchboard';
-export { answerOf, defineAdapter } from './providers/adapter';
+export { defineAdapter } from './providers/adapter';
 export type {
   ApiAdapter,
   ApiOperation,
@@ -18,7 +18,6 @@ export type {
   ChainRules,
   Mounted,
   PreparedBody,
-  SdkAnswer,
   Surface,
   SurfacesOf,
 } from './providers/adapter';

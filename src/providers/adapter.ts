@@ -2,30 +2,17 @@ import type { SdkRequestOptions } from '../registry/deployment';
 import type { Admission, TokenUsage as Usage } from '../quota/admission';
 import type { Provider } from '../types';
 
-/** What an SDK call gives through its `APIPromise.withResponse()`: the data and the raw response. */
-export interface SdkAnswer {
-  data: unknown;
-  response: Response;
-}
-
-/** What {@link answerOf} needs of an SDK's `APIPromise` (both SDKs' have it). */
-export interface ApiPromiseLike<T> extends PromiseLike<T> {
-  asResponse(): Promise<Response>;
-}
-
 /**
- * The data and the raw response of an SDK call, as its `APIPromise.withResponse()` gives them,
- * without the request-id header lookup and the `Promise.all` that method adds to every call (the
- * switchboard reads the headers it needs itself). The body is parsed only once the response has
- * come, so a failed request leaves no second promise to reject unobserved.
+ * What the switchboard needs of an SDK's `APIPromise` (both SDKs' have it): the raw response, for
+ * the rate-limit headers, and the data once the response has come.
  *
  * @example
  * ```ts
- * send: (client, body, options) => answerOf(client.moderations.create(body as never, options)),
+ * const sent: ApiPromiseLike<ChatCompletion> = client.chat.completions.create(body);
  * ```
  */
-export function answerOf<T>(promise: ApiPromiseLike<T>): Promise<SdkAnswer> {
-  return promise.asResponse().then((response) => promise.then((data) => ({ data, response })));
+export interface ApiPromiseLike<T = unknown> extends PromiseLike<T> {
+  asResponse(): Promise<Response>;
 }
 
 /**
@@ -34,17 +21,29 @@ export function answerOf<T>(promise: ApiPromiseLike<T>): Promise<SdkAnswer> {
  * @example
  * ```ts
  * const create: ApiOperation<OpenAI> = {
- *   send: (client, body, options) => client.moderations.create(body as never, options).withResponse(),
+ *   send: (client, body, options) => client.moderations.create(body as never, options),
  * };
  * ```
  */
 export interface ApiOperation<Client = unknown> {
-  /** Call the SDK client; resolve with what its `APIPromise.withResponse()` gives. */
+  /**
+   * Call the SDK client and return its `APIPromise` as it is. The switchboard takes the raw
+   * response from it (`asResponse()`) and then its data: what `withResponse()` gives, without
+   * the request-id lookup and the `Promise.all` that method adds to every call. The data is
+   * asked for only once the response has come, so a failed request leaves no second promise to
+   * reject unobserved.
+   */
   send(
     client: Client,
     body: Record<string, unknown>,
     options: SdkRequestOptions | undefined,
-  ): Promise<SdkAnswer>;
+  ): ApiPromiseLike<unknown>;
+  /**
+   * What the caller gets instead of the SDK's data, for SDK methods that transform it after
+   * the call (`messages.parse()` parses the message, and resolves without its response: its
+   * adapter sends `messages.create()` and parses here). Default: the data as it is.
+   */
+  data?(data: unknown, body: Record<string, unknown>, client: Client): unknown;
   /**
    * Whether the call uses the model's quota: 1 request and the admission estimate charged up
    * front, the answer's usage reconciled. Default true; false for token counting and retrievals.
@@ -110,7 +109,7 @@ export interface ChainRules {
  * ```ts
  * const moderations: ApiAdapter<{ create(body: ModerationCreateParams): Promise<ModerationCreateResponse> }, OpenAI> = {
  *   name: 'moderations', path: ['moderations'], provider: 'openai',
- *   operations: { create: { send: (c, b, o) => c.moderations.create(b as never, o).withResponse() } },
+ *   operations: { create: { send: (c, b, o) => c.moderations.create(b as never, o) } },
  *   admission: (body) => ({ input: Math.ceil(String(body.input).length / 4), output: 0 }),
  *   usage: () => undefined,
  *   facade: (surface) => ({ create: (body) => surface.call('create', body) as never }),

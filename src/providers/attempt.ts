@@ -7,12 +7,13 @@ import {
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import { isStaleSocket } from '../failover/stale-socket';
+import { SwitchboardError } from '../switchboard.error';
 import type { DeadlineEntry, DeadlineList, Deadlines } from '../runtime/deadlines';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 import type { Admission, TokenUsage as Usage } from '../quota/admission';
-import type { ApiAdapter, ApiOperation, SdkAnswer } from './adapter';
+import type { ApiAdapter, ApiOperation, ApiPromiseLike } from './adapter';
 
 /** What an attempt reports back to its switchboard. */
 export interface AttemptHooks {
@@ -240,41 +241,68 @@ class Attempt implements DeadlineEntry {
   }
 
   private send(): void {
-    let sent: Promise<SdkAnswer>;
     try {
-      sent = this.op.send(this.deployment.client, this.request.body, this.sdkOptions);
+      const sent = this.op.send(this.deployment.client, this.request.body, this.sdkOptions);
+      if (typeof (sent as Partial<ApiPromiseLike> | undefined)?.asResponse !== 'function') {
+        // Whatever it is, it may still settle: its failure must not go unhandled.
+        if (typeof (sent as Partial<PromiseLike<unknown>> | undefined)?.then === 'function') {
+          Promise.resolve(sent).catch(() => undefined);
+        }
+        throw new SwitchboardError(
+          `sb.${this.adapter.path.join('.')}: an operation's send() must return the SDK call's ` +
+            `APIPromise as it is (it has asResponse()), got ${sent === null ? 'null' : typeof sent}`,
+        );
+      }
+      sent.asResponse().then(
+        (response) => this.responded(sent, response),
+        (error: unknown) => this.failedToSend(error),
+      );
     } catch (error) {
       this.release();
       this.settled = true;
       this.outcome.reject(this.fail(error, false));
-      return;
     }
+  }
+
+  /** The response's head came: its data (the parsed JSON, or the SDK's stream) follows. */
+  private responded(sent: ApiPromiseLike<unknown>, response: Response): void {
     sent.then(
-      (answer) => this.answered(answer),
+      (data) => {
+        let answer: unknown;
+        try {
+          answer = this.op.data
+            ? this.op.data(data, this.request.body, this.deployment.client)
+            : data;
+        } catch (error) {
+          this.failedToSend(error);
+          return;
+        }
+        this.answered(answer, response);
+      },
       (error: unknown) => this.failedToSend(error),
     );
   }
 
-  private answered(answer: SdkAnswer): void {
+  private answered(data: unknown, response: Response): void {
     const { state, request } = this;
     if (this.settled) {
       // Timed out just before the headers came: close the stream nobody will read.
-      if (request.stream) (answer.data as { controller?: AbortController }).controller?.abort();
+      if (request.stream) (data as { controller?: AbortController }).controller?.abort();
       return;
     }
     this.settled = true;
-    this.hooks.observed(state, answer.response.headers, request.admission, this.sentAt);
+    this.hooks.observed(state, response.headers, request.admission, this.sentAt);
     if (request.stream) {
       this.hooks.deadlines.remove(this);
-      this.outcome.resolve(new Answered(accountedStream(this, answer.data), answer.response));
+      this.outcome.resolve(new Answered(accountedStream(this, data), response));
       return;
     }
     this.release();
-    if (request.metered) state.settle(request.admission, this.adapter.usage(answer.data));
+    if (request.metered) state.settle(request.admission, this.adapter.usage(data));
     state.recordSuccess();
-    this.trace?.response(answer.data);
-    if (request.track) request.track(answer.data, this.deployment);
-    this.outcome.resolve(new Answered(answer.data, answer.response));
+    this.trace?.response(data);
+    if (request.track) request.track(data, this.deployment);
+    this.outcome.resolve(new Answered(data, response));
   }
 
   private failedToSend(error: unknown): void {

@@ -7,7 +7,6 @@ import type {
   ModerationCreateResponse,
 } from 'openai/resources/moderations';
 import {
-  answerOf,
   createSwitchboard,
   defineAdapter,
   SwitchboardError,
@@ -30,8 +29,7 @@ const moderations = defineAdapter<Moderations, OpenAI>()({
   operations: {
     create: {
       streams: () => false,
-      send: (client, body, options) =>
-        answerOf(client.moderations.create(body as never, options as never)),
+      send: (client, body, options) => client.moderations.create(body as never, options as never),
     },
   },
   admission: (body) => ({ input: Math.ceil(String(body.input).length / 4), output: 0 }),
@@ -149,6 +147,40 @@ describe('a surface added from outside through the adapter seam', () => {
       .withResponse();
     expect(request_id).not.toBe(`mod_${first}`);
     expect(sb.deployments.get(first)!.models.get('omni-moderation-latest')!.isCooling()).toBe(true);
+  });
+
+  it('a send() that does not return the SDK call as it is rejects with a clear error', async () => {
+    const unwrapped = {
+      ...moderations,
+      operations: {
+        create: {
+          ...moderations.operations.create!,
+          // The data only, as an adapter written for an older contract might give it.
+          send: (client: OpenAI, body: Record<string, unknown>) =>
+            client.moderations.create(body as never).then((data) => data) as never,
+        },
+      },
+    };
+    const other = createSwitchboard({
+      deployments: [
+        {
+          provider: 'openai',
+          name: 'a',
+          baseURL: `${up.url}/a/v1`,
+          apiKey: 'k',
+          models: [{ name: 'm' }],
+        },
+      ],
+      adapters: [unwrapped],
+      failover: { attempts: 1 },
+    });
+    try {
+      await expect(other.surface(unwrapped).create({ model: 'm', input: 'x' })).rejects.toThrow(
+        /sb\.moderations: an operation's send\(\) must return the SDK call's APIPromise as it is/,
+      );
+    } finally {
+      await other.close();
+    }
   });
 
   it('a surface not mounted, or mounted where a name is taken, is a clear error', () => {

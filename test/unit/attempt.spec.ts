@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import type { ApiAdapter, ApiOperation, SdkAnswer } from '../../src/providers/adapter';
+import type { ApiAdapter, ApiOperation, ApiPromiseLike } from '../../src/providers/adapter';
 import { attempt, type AttemptHooks, type PreparedRequest } from '../../src/providers/attempt';
 import {
   Deployment,
@@ -51,15 +51,26 @@ class HandDeployment extends Deployment {
   }
 }
 
+/**
+ * What the SDK's `APIPromise` gives the switchboard, settled by hand: the response once the test
+ * settles the send, the data after it.
+ */
+function handPromise(
+  settle: (resolve: (data: unknown) => void, reject: (e: unknown) => void) => void,
+) {
+  const data = new Promise<unknown>(settle);
+  const sent: ApiPromiseLike<unknown> = {
+    asResponse: () => data.then(() => new Response('{}')),
+    then: (onData, onError) => data.then(onData, onError),
+  };
+  return sent;
+}
+
 /** The one operation of the hand adapter: a send the test settles. */
 const SEND: ApiOperation = {
   send: (client, _body, options) =>
-    new Promise<SdkAnswer>((resolve, reject) => {
-      (client as HandDeployment).sent.push({
-        options: options!,
-        resolve: (data) => resolve({ data, response: new Response('{}') }),
-        reject,
-      });
+    handPromise((resolve, reject) => {
+      (client as HandDeployment).sent.push({ options: options!, resolve, reject });
       options?.signal?.addEventListener('abort', () => reject(new OpenAI.APIUserAbortError()));
     }),
 };

@@ -19,7 +19,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages';
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
-import { answerOf, defineAdapter } from '../adapter';
+import { defineAdapter } from '../adapter';
 import { contentLength, textLength, tokenField } from '../text-length';
 import type { AnthropicRequestOptions } from './anthropic-deployment';
 
@@ -82,28 +82,20 @@ export const messages = defineAdapter<SwitchboardMessages, Anthropic>()({
   provider: 'anthropic',
   operations: {
     create: {
-      send: (client, body, options) =>
-        answerOf(client.messages.create(body as never, options as never)),
+      send: (client, body, options) => client.messages.create(body as never, options as never),
     },
     parse: {
       streams: () => false,
       // The SDK's `messages.parse()` resolves to a plain promise without the response: create and
       // parse as it does, keeping the response.
-      send: (client, body, options) =>
-        answerOf(client.messages.create(body as never, options as never)).then(
-          ({ data, response }) => ({
-            data: parseMessage(data as Message, body as never, {
-              logger: client.logger ?? console,
-            }),
-            response,
-          }),
-        ),
+      send: (client, body, options) => client.messages.create(body as never, options as never),
+      data: (data, body, client) =>
+        parseMessage(data as Message, body as never, { logger: client.logger ?? console }),
     },
     countTokens: {
       metered: false,
       streams: () => false,
-      send: (client, body, options) =>
-        answerOf(client.messages.countTokens(body as never, options as never)),
+      send: (client, body, options) => client.messages.countTokens(body as never, options as never),
     },
   },
   admission(body, defaultOutput) {

@@ -26,7 +26,7 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
-import { answerOf, defineAdapter } from '../adapter';
+import { defineAdapter } from '../adapter';
 import { textLength, tokenField } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
 
@@ -105,11 +105,11 @@ export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>
   operations: {
     create: {
       send: (client, body, options) =>
-        answerOf(client.chat.completions.create(body as never, options as never)),
+        client.chat.completions.create(body as never, options as never),
     },
     parse: {
       send: (client, body, options) =>
-        answerOf(client.chat.completions.parse(body as never, options as never)),
+        client.chat.completions.parse(body as never, options as never),
     },
   },
   admission(body, defaultOutput) {

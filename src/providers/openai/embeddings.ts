@@ -2,7 +2,7 @@ import type { OpenAI } from 'openai';
 import type { APIPromise } from 'openai/core/api-promise';
 import type { CreateEmbeddingResponse, EmbeddingCreateParams } from 'openai/resources/embeddings';
 import type { SessionParams } from '../../types';
-import { answerOf, defineAdapter } from '../adapter';
+import { defineAdapter } from '../adapter';
 import { inputLength } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
 
@@ -31,8 +31,7 @@ export const embeddings = defineAdapter<SwitchboardEmbeddings, OpenAI>()({
   operations: {
     create: {
       streams: () => false,
-      send: (client, body, options) =>
-        answerOf(client.embeddings.create(body as never, options as never)),
+      send: (client, body, options) => client.embeddings.create(body as never, options as never),
     },
   },
   admission: (body) => ({ input: Math.ceil(inputLength(body.input) / 4), output: 0 }),

@@ -19,7 +19,7 @@ import type {
 } from 'openai/resources/responses/responses';
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
-import { answerOf, defineAdapter } from '../adapter';
+import { defineAdapter } from '../adapter';
 import { contentLength, inputLength, tokenField } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
 
@@ -105,23 +105,19 @@ export const responses = defineAdapter<SwitchboardResponses, OpenAI>()({
   provider: 'openai',
   operations: {
     create: {
-      send: (client, body, options) =>
-        answerOf(client.responses.create(body as never, options as never)),
+      send: (client, body, options) => client.responses.create(body as never, options as never),
     },
     parse: {
-      send: (client, body, options) =>
-        answerOf(client.responses.parse(body as never, options as never)),
+      send: (client, body, options) => client.responses.parse(body as never, options as never),
     },
     retrieve: {
       metered: false,
       streams: (body) => (body.query as { stream?: unknown } | undefined)?.stream === true,
       send: (client, body, options) =>
-        answerOf(
-          client.responses.retrieve(
-            body.response_id as string,
-            body.query as never,
-            options as never,
-          ),
+        client.responses.retrieve(
+          body.response_id as string,
+          body.query as never,
+          options as never,
         ),
     },
   },
