@@ -1,8 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { APIPromise } from '@anthropic-ai/sdk/core/api-promise';
+import { callPromises } from '../call-promise';
 import { Stream } from '@anthropic-ai/sdk/streaming';
 import { AnthropicFoundry } from '@anthropic-ai/foundry-sdk';
-import { Deployment, type Answer, type ProviderErrors } from '../../registry/deployment';
+import { Deployment, type ProviderErrors } from '../../registry/deployment';
 import type { ModelState } from '../../registry/model-state';
 import type { AnthropicConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
@@ -51,16 +52,15 @@ export class AnthropicDeployment extends Deployment {
   }
 }
 
-const dataOf = (_client: unknown, props: unknown) => (props as Answer).data;
-
 /** @internal The `@anthropic-ai/sdk` provider: its deployments and its `APIPromise`. */
 export const anthropicProvider: ProviderKit<AnthropicConfig> = {
   errors: ERRORS,
   charge: 'actual',
   deployment: (config, models) => new AnthropicDeployment(config, models),
-  // The client argument only reaches the parse function (which reads the answer alone) and the
-  // SDK's tracing, which runs only for calls that carry a span: these never do.
-  promise: (answer) => new APIPromise(null as never, answer as never, dataOf as never),
+  promise: callPromises(APIPromise, {
+    request_id: 'request-id',
+    workspace_id: 'anthropic-workspace-id',
+  }),
 };
 
 /** The `@anthropic-ai/sdk` client's request options (`signal`, `headers`, `timeout`, ...). */

@@ -1,7 +1,8 @@
 import OpenAI from 'openai';
 import { APIPromise } from 'openai/core/api-promise';
+import { callPromises } from '../call-promise';
 import { Stream } from 'openai/streaming';
-import { Deployment, type Answer, type ProviderErrors } from '../../registry/deployment';
+import { Deployment, type ProviderErrors } from '../../registry/deployment';
 import type { ModelState } from '../../registry/model-state';
 import type { OpenAIConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
@@ -46,15 +47,12 @@ export class OpenAIDeployment extends Deployment {
   }
 }
 
-const dataOf = (_client: unknown, props: unknown) => (props as Answer).data;
-
 /** @internal The `openai` provider: its deployments and its `APIPromise`. */
 export const openaiProvider: ProviderKit<OpenAIConfig> = {
   errors: ERRORS,
   charge: 'reserve',
   deployment: (config, models) => new OpenAIDeployment(config, models),
-  // The client argument only reaches the parse function, and this one reads the answer alone.
-  promise: (answer) => new APIPromise(null as never, answer as never, dataOf as never),
+  promise: callPromises(APIPromise, { request_id: 'x-request-id' }),
 };
 
 /** The `openai` client's request options (`signal`, `headers`, `timeout`, ...). */
