@@ -51,12 +51,13 @@ export interface AnchorTarget {
   readonly usage: UsageWindow;
   readonly inputUsage: UsageWindow;
   readonly outputUsage: UsageWindow;
-  /** Tokens in the window at `now`, this instance's and the shared view's. */
-  tokensAt(now: number): number;
-  /** Requests in the window at `now`, this instance's and the shared view's. */
-  requestsAt(now: number): number;
   /** Usage other instances reported, when a shared state store fills it in. */
   readonly shared: { tokens: number; requests: number } | undefined;
+  /**
+   * An answer to a call sent at `sentAt` is anchored on: the count (at `now`) its headers are
+   * compared against, ours and, unless the shared view says when it was sent, the others'.
+   */
+  anchorAt(what: 'tokens' | 'requests', sentAt: number, now: number): number;
   /** Length of the window (ms) the upstream counts over, as the owner believes. */
   readonly windowMs: number;
   /** Forget what the upstream's windows forgot up to `now` (see {@link windowEnds}). */
@@ -174,9 +175,7 @@ export class HeaderAnchor {
     const limits = target.limits;
     if (reading.tokens) {
       const inFlight = this.pendingTokens - (own ? own.input + own.output : 0);
-      const local = target.tokensAt(now);
-      const mine = target.usage.tokensAt(now);
-      this.anchor(limits.tpm, reading.tokens, local, inFlight, now, target.usage, mine, 'tokens', {
+      this.anchor(limits.tpm, reading.tokens, inFlight, now, target.usage, 'tokens', {
         target,
         headers,
         sentAt: sent,
@@ -187,39 +186,39 @@ export class HeaderAnchor {
     }
     if (reading.input) {
       const inFlight = this.pendingInput - (own?.input ?? 0);
-      const local = target.inputUsage.tokensAt(now);
-      this.anchor(limits.itpm, reading.input, local, inFlight, now, target.inputUsage, local);
+      this.anchor(limits.itpm, reading.input, inFlight, now, target.inputUsage);
     }
     if (reading.output) {
       const inFlight = this.pendingOutput - (own?.output ?? 0);
-      const local = target.outputUsage.tokensAt(now);
-      this.anchor(limits.otpm, reading.output, local, inFlight, now, target.outputUsage, local);
+      this.anchor(limits.otpm, reading.output, inFlight, now, target.outputUsage);
     }
   }
 
   /**
-   * Correct one limit by the upstream's count: `local` is ours (`mine` of it this instance's, in
-   * `window`), `inFlight` the part the upstream may not have seen yet. Where we count more, the
-   * excess leaves our window, oldest first: the upstream's window rolled since we charged it, and
-   * a correction fading at another pace than our usage slides out would soon count too little.
-   * Where it counts more (someone else's usage), a correction holds the difference. With `fixed`
-   * (Azure's fixed windows), its `x-ratelimit-reset-*` header says when its window ends: then it
-   * forgets all it counted, and so do we; others' usage so far is taken as their pace.
+   * Correct one limit by the upstream's count: ours is this instance's usage in `window` (`mine`),
+   * plus the shared view's as far as the upstream's count holds it too (see
+   * {@link AnchorTarget.anchorAt}), `inFlight` the part the upstream may not have seen yet. Where
+   * we count more, the excess leaves our window, oldest first: the upstream's window rolled since
+   * we charged it, and a correction fading at another pace than our usage slides out would soon
+   * count too little. Where it counts more (someone else's usage), a correction holds the
+   * difference. With `fixed` (Azure's fixed windows), its `x-ratelimit-reset-*` header says when
+   * its window ends: then it forgets all it counted, and so do we; others' usage so far is taken
+   * as their pace.
    */
   private anchor(
     limit: QuotaLimit,
     reported: ReportedLimit,
-    local: number,
     inFlight: number,
     now: number,
     window: UsageWindow,
-    mine: number,
     what: 'tokens' | 'requests' = 'tokens',
     fixed?: { target: AnchorTarget; headers: HeaderSource; sentAt: number },
   ): void {
     if (reported.limit !== undefined) this.learn(limit, reported.limit);
     if (reported.remaining === undefined || limit.value === 0) return;
     this.reported[limit.name] = { remaining: reported.remaining, at: now };
+    const mine = what === 'tokens' ? window.tokensAt(now) : window.requestsAt(now);
+    const local = fixed !== undefined ? fixed.target.anchorAt(what, fixed.sentAt, now) : mine;
     // The upstream's count when it wrote the header, against ours of the same calls.
     const delta = limit.value - reported.remaining - (local - Math.max(0, inFlight));
     const sliding = window.bucketMs !== 0;
@@ -290,9 +289,7 @@ export class HeaderAnchor {
       target.burstAnchor.anchor(burstLimit - reported.remaining - (recent - inFlight), now);
       return;
     }
-    const local = target.requestsAt(now);
-    const mine = target.usage.requestsAt(now);
-    this.anchor(rpm, reported, local, inFlight, now, target.usage, mine, 'requests', {
+    this.anchor(rpm, reported, inFlight, now, target.usage, 'requests', {
       target,
       headers,
       sentAt,

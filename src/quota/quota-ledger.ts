@@ -5,12 +5,38 @@ import { QuotaLimit, type LimitName } from './quota-limit';
 import type { HeaderSource, RateLimitFamily } from './rate-limit-headers';
 import { UsageWindow } from './usage-window';
 
-/** Usage other switchboard instances reported (shared state stores fill it in). */
+/**
+ * Usage other switchboard instances reported (shared state stores fill it in).
+ *
+ * @example
+ * ```ts
+ * // 4 000 tokens and 12 requests sent by the others in the second that starts at t0
+ * ledger.shared = { tokens: 4_000, requests: 12, sent: { spans: [t0, t0 + 1000, 4_000, 12] } };
+ * ```
+ */
 export interface SharedUsage {
   tokens: number;
   requests: number;
   /** Requests in the newest sixth of the window, weighed against `rpm / 6` as the own ones are. */
   recentRequests?: number;
+  /**
+   * The same usage by when it was sent, when the store knows it: `spans` holds
+   * `[start, end, tokens, requests, ...]` (epoch ms), one quadruple per span of send times, and
+   * a store replaces the array when the usage changes. With it, the others' usage the upstream's
+   * own count already holds (sent before the answer the ledger last anchored on was written) or
+   * has forgotten (sent before its window last ended) is left out: `tokens` and `requests` are
+   * then only the totals, for operators.
+   */
+  sent?: { spans: readonly number[] };
+}
+
+/** The others' usage in one kind of limit, as counted from a send time on. */
+interface OthersSince {
+  /** The spans it was summed from (a new array = new usage). */
+  spans: readonly number[] | undefined;
+  /** Send time from which it counts. */
+  from: number;
+  sum: number;
 }
 
 /** Options of a {@link QuotaLedger} beyond its limits. */
@@ -75,6 +101,18 @@ export class QuotaLedger {
   private requestRoll = 0;
   private tokenForget = 0;
   private requestForget = 0;
+  /**
+   * Send time from which the others' usage counts (when {@link SharedUsage.sent} says when it was
+   * sent), per kind: the later of when the answer last anchored on was written (the upstream's
+   * count then held all sent before) and when the upstream's window last ended (it forgot all
+   * sent before).
+   */
+  private tokensAnchoredAt = 0;
+  private requestsAnchoredAt = 0;
+  private tokensRolledAt = 0;
+  private requestsRolledAt = 0;
+  private readonly othersTokens: OthersSince = { spans: undefined, from: 0, sum: 0 };
+  private readonly othersRequests: OthersSince = { spans: undefined, from: 0, sum: 0 };
 
   constructor(
     limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm'>,
@@ -148,16 +186,34 @@ export class QuotaLedger {
   catchUp(now: number): void {
     if (this.tokenRoll !== 0 && now >= this.tokenRoll) {
       this.tokenRoll = 0;
+      this.tokensRolledAt = this.tokenForget;
       const before =
         this.usage.usageBefore(this.tokenForget, now).tokens - this.anchoring.inFlight.tokens;
       if (before > 0) this.usage.trimOldest(before, 0, now);
     }
     if (this.requestRoll !== 0 && now >= this.requestRoll) {
       this.requestRoll = 0;
+      this.requestsRolledAt = this.requestForget;
       const before =
         this.usage.usageBefore(this.requestForget, now).requests - this.anchoring.inFlight.requests;
       if (before > 0) this.usage.trimOldest(0, before, now);
     }
+  }
+
+  /**
+   * The upstream's answer to a call sent at `sentAt` counts everyone's usage sent before then:
+   * when the shared view says when the others' usage was sent, only theirs sent later counts from
+   * now on, and the count the answer's headers are compared against is this instance's alone;
+   * else it is this instance's plus the shared view's. Returns that count at `now`.
+   */
+  anchorAt(what: 'tokens' | 'requests', sentAt: number, now: number): number {
+    const timed = this.shared?.sent !== undefined;
+    if (what === 'tokens') {
+      if (timed) this.tokensAnchoredAt = sentAt;
+      return timed ? this.usage.tokensAt(now) : this.countedTokens(now);
+    }
+    if (timed) this.requestsAnchoredAt = sentAt;
+    return timed ? this.usage.requestsAt(now) : this.countedRequests(now);
   }
 
   /** Tokens charged in the window at `now`: this instance's plus the shared view's. */
@@ -170,6 +226,59 @@ export class QuotaLedger {
   requestsAt(now: number): number {
     const requests = this.usage.requestsAt(now);
     return this.shared ? requests + this.shared.requests : requests;
+  }
+
+  /**
+   * Tokens the anchored view adds its correction to: this instance's, plus the shared view's
+   * that the upstream's count, as last anchored, does not hold already (see {@link SharedUsage.sent}).
+   */
+  private countedTokens(now: number): number {
+    const tokens = this.usage.tokensAt(now);
+    return this.shared ? tokens + this.sharedTokens() : tokens;
+  }
+
+  /** Requests the anchored view adds its correction to (see {@link countedTokens}). */
+  private countedRequests(now: number): number {
+    const requests = this.usage.requestsAt(now);
+    return this.shared ? requests + this.sharedRequests() : requests;
+  }
+
+  /** The shared view's tokens the upstream is believed to count on top of ours (see {@link SharedUsage.sent}). */
+  private sharedTokens(): number {
+    const shared = this.shared!;
+    if (shared.sent === undefined) return shared.tokens;
+    const from = Math.max(this.tokensAnchoredAt, this.tokensRolledAt);
+    return othersSince(this.othersTokens, shared.sent.spans, from, 2);
+  }
+
+  /**
+   * The shared view's requests of the newest sixth of the window at `now`: by send time when it
+   * is known (the span the sixth starts inside in proportion, as the upstream's 10 s windows do
+   * not start where ours do), else as the store counted them.
+   */
+  private sharedRecent(now: number): number {
+    const shared = this.shared!;
+    if (shared.sent === undefined) return shared.recentRequests ?? 0;
+    const spans = shared.sent.spans;
+    const from = now - this.span / 6;
+    let sum = 0;
+    // Oldest first: the newest sixth is a few spans at the end.
+    for (let i = spans.length - 4; i >= 0; i -= 4) {
+      const start = spans[i]!;
+      const end = spans[i + 1]!;
+      if (end <= from) break;
+      const v = spans[i + 3]!;
+      sum += start >= from || end <= start ? v : (v * (end - from)) / (end - start);
+    }
+    return sum;
+  }
+
+  /** The shared view's requests the upstream is believed to count on top of ours. */
+  private sharedRequests(): number {
+    const shared = this.shared!;
+    if (shared.sent === undefined) return shared.requests;
+    const from = Math.max(this.requestsAnchoredAt, this.requestsRolledAt);
+    return othersSince(this.othersRequests, shared.sent.spans, from, 3);
   }
 
   /** The upstream's last reported remaining per limit (only limits its headers reported). */
@@ -185,8 +294,8 @@ export class QuotaLedger {
     if (this.tokenRoll !== 0 || this.requestRoll !== 0) this.catchUp(now);
     const span = this.span;
     return {
-      tpm: Math.max(0, this.tokensAt(now) + this.tpmLimit.correction(now, span)),
-      rpm: Math.max(0, this.requestsAt(now) + this.rpmLimit.correction(now, span)),
+      tpm: Math.max(0, this.countedTokens(now) + this.tpmLimit.correction(now, span)),
+      rpm: Math.max(0, this.countedRequests(now) + this.rpmLimit.correction(now, span)),
       itpm: Math.max(0, this.inputUsage.tokensAt(now) + this.itpmLimit.correction(now, span)),
       otpm: Math.max(0, this.outputUsage.tokensAt(now) + this.otpmLimit.correction(now, span)),
     };
@@ -202,14 +311,14 @@ export class QuotaLedger {
     if (tpm > 0) {
       // Routing leaves others the room their pace will take before the window ends.
       const used =
-        this.tokensAt(now) +
+        this.countedTokens(now) +
         this.tpmLimit.correction(now, span) +
         this.tpmLimit.expected(now, span);
       t = used > 0 ? used / tpm : 0;
     }
     if (rpm > 0) {
       const used =
-        this.requestsAt(now) +
+        this.countedRequests(now) +
         this.rpmLimit.correction(now, span) +
         this.rpmLimit.expected(now, span);
       let r = used > 0 ? used / rpm : 0;
@@ -262,7 +371,7 @@ export class QuotaLedger {
   private recentAt(now: number): number {
     return (
       this.usage.recentRequestsAt(now) +
-      (this.shared?.recentRequests ?? 0) +
+      (this.shared ? this.sharedRecent(now) : 0) +
       this.burstAnchor.correction(now, this.span / 6)
     );
   }
@@ -286,12 +395,12 @@ export class QuotaLedger {
     if (this.tokenRoll !== 0 || this.requestRoll !== 0) this.catchUp(now);
     const tpm = this.tpmLimit.value;
     if (tpm > 0) {
-      const used = this.tokensAt(now) + this.tpmLimit.correction(now, this.span);
+      const used = this.countedTokens(now) + this.tpmLimit.correction(now, this.span);
       if (used + admission.input + admission.output > tpm) return false;
     }
     const rpm = this.rpmLimit.value;
     if (rpm > 0) {
-      const used = this.requestsAt(now) + this.rpmLimit.correction(now, this.span);
+      const used = this.countedRequests(now) + this.rpmLimit.correction(now, this.span);
       if (used + 1 > rpm) return false;
       if (this.usage.bucketMs !== 0 && this.recentAt(now) + 1 > this.burstLimit) return false;
     }
@@ -322,7 +431,7 @@ export class QuotaLedger {
     let wait = 0;
     const tpm = this.tpmLimit.value;
     if (tpm > 0) {
-      const target = tpm - tokens - (shared ? shared.tokens : 0);
+      const target = tpm - tokens - (shared ? this.sharedTokens() : 0);
       const roll = this.tokenRoll;
       const pending = this.anchoring.inFlight.tokens;
       wait = Math.max(
@@ -332,7 +441,7 @@ export class QuotaLedger {
     }
     const rpm = this.rpmLimit.value;
     if (rpm > 0) {
-      const target = rpm - 1 - (shared ? shared.requests : 0);
+      const target = rpm - 1 - (shared ? this.sharedRequests() : 0);
       const roll = this.requestRoll;
       const pending = this.anchoring.inFlight.requests;
       wait = Math.max(
@@ -341,7 +450,7 @@ export class QuotaLedger {
       );
       if (usage.bucketMs !== 0) {
         const c = Math.max(0, this.burstAnchor.correction(now, this.span / 6));
-        const others = shared?.recentRequests ?? 0;
+        const others = shared ? this.sharedRecent(now) : 0;
         const w = usage.timeUntil(Infinity, Infinity, this.burstLimit - 1 - c - others, now);
         // A correction of the newest sixth fades out within a sixth of the window.
         wait = Math.max(wait, Math.min(w, c > 0 ? this.span / 6 : w));
@@ -481,5 +590,33 @@ export class QuotaLedger {
     for (const limit of Object.values(this.limits)) limit.clear();
     this.burstAnchor.clear();
     this.tokenRoll = this.requestRoll = 0;
+    this.tokensRolledAt = this.requestsRolledAt = 0;
+    this.tokensAnchoredAt = this.requestsAnchoredAt = 0;
   }
+}
+
+/**
+ * The sum of one column (`at`: 2 tokens, 3 requests) of `spans` sent from `from` on, cached in
+ * `cache` until either changes. A span that `from` falls inside counts in proportion to the part
+ * of it after `from`: its usage is taken as spread over it.
+ */
+function othersSince(
+  cache: OthersSince,
+  spans: readonly number[],
+  from: number,
+  at: 2 | 3,
+): number {
+  if (cache.spans === spans && cache.from === from) return cache.sum;
+  let sum = 0;
+  for (let i = 0; i + 3 < spans.length; i += 4) {
+    const start = spans[i]!;
+    const end = spans[i + 1]!;
+    if (end <= from) continue;
+    const v = spans[i + at]!;
+    sum += start >= from || end <= start ? v : (v * (end - from)) / (end - start);
+  }
+  cache.spans = spans;
+  cache.from = from;
+  cache.sum = sum;
+  return sum;
 }

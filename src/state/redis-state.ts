@@ -22,6 +22,7 @@ import {
   sumOthers,
   SYNC_SCRIPT,
   syncCommand,
+  type OthersUsage,
   type PublishedUsage,
 } from './redis/redis-protocol';
 import type { StateContext, StateStore, StateStoreHealth } from './state-store';
@@ -389,16 +390,21 @@ class RedisStateStore implements StateStore {
     return { at: now, bucketMs, models };
   }
 
-  /** The others' usage over the sliding window becomes each model's shared view. */
-  private applyOthers(
-    sums: ReadonlyMap<string, { tokens: number; requests: number; recentRequests: number }>,
-  ): void {
+  /**
+   * The others' usage over the sliding window becomes each model's shared view, by when it was
+   * sent: the model's accounting leaves out what the upstream's own count already holds, or has
+   * forgotten (see `SharedUsage.sent`).
+   */
+  private applyOthers(sums: ReadonlyMap<string, OthersUsage>): void {
     for (const { state, field } of this.entries) {
       const sum = sums.get(field);
       const shared = (state.shared ??= { tokens: 0, requests: 0, recentRequests: 0 });
       shared.tokens = sum?.tokens ?? 0;
       shared.requests = sum?.requests ?? 0;
       shared.recentRequests = sum?.recentRequests ?? 0;
+      // A fixed window has no send times that matter: its owner resets it.
+      if (state.window.bucketMs > 0) shared.sent = { spans: sum?.spans ?? [] };
+      else delete shared.sent;
     }
   }
 

@@ -133,6 +133,42 @@ describe('usage', () => {
     await eventually(async () => (await redis.hlen(`${k.prefix}usage`)) === 1);
   });
 
+  it("counts once the others' usage that an answer's headers held before a sync reported it", async () => {
+    // Syncs only when the test says (closing syncs once more), so the order is certain.
+    let offset = 0;
+    const clock = () => Date.now() + offset;
+    const limits = { tpm: 30_000, rpm: 300 };
+    const k = (c = await cluster({
+      instances: 2,
+      redisUrl: server.url,
+      clock,
+      deployments: 1,
+      quota: limits,
+      simulated: limits,
+      state: { syncInterval: 3_600_000 },
+    }));
+    await eventually(() => synced(k));
+    const call = (i: number, text: string) =>
+      k.instances[i]!.chat.completions.create({
+        model: GPT,
+        messages: [{ role: 'user', content: text }],
+        max_tokens: 50,
+      });
+    await call(0, 'a long question '.repeat(250)); // about 1 000 tokens
+    offset += 2_000; // b's call is sent in a later second than a's
+    await call(1, 'a short one');
+    const b = k.model(1, 'oai0');
+    const upstream = () =>
+      30_000 -
+      Number(k.upstream.deployment('oai0').rateLimitHeaders()['x-ratelimit-remaining-tokens']);
+    // b's answer counted a's call: b's view is the upstream's before it hears of a.
+    expect(Math.abs(b.anchoredUsage().tpm - upstream())).toBeLessThan(100);
+    await k.instances[0]!.close(); // publishes a's usage
+    await k.instances[1]!.close(); // reads it
+    expect(b.tpmUsage).toBeGreaterThan(b.localUsage.tokens + 900);
+    expect(Math.abs(b.anchoredUsage().tpm - upstream())).toBeLessThan(100);
+  });
+
   it('counts a replayed or delayed write once, and never lets an older one win', async () => {
     const prefix = `replay${Date.now()}:`;
     const now = Date.now();
@@ -158,6 +194,7 @@ describe('usage', () => {
       tokens: 100,
       requests: 1,
       recentRequests: 1,
+      spans: [s * 1000, (s + 1) * 1000, 100, 1],
     });
     expect(await redis.hlen(`${prefix}usage`)).toBe(2);
   });

@@ -71,10 +71,10 @@ describe('published usage', () => {
     ];
     // Window (T0 - 60 000 + 1, T0 + 1]: bucket s - 61 ended at T0 - 60 000, out; s - 60 overlaps.
     const sums = sumOthers(others, T0 + 1, MINUTE);
-    expect(sums.get('east:m')).toEqual({ tokens: 115, requests: 3, recentRequests: 1 });
-    expect(sums.get('west:m')).toEqual({ tokens: 3, requests: 1, recentRequests: 1 });
+    expect(sums.get('east:m')).toMatchObject({ tokens: 115, requests: 3, recentRequests: 1 });
+    expect(sums.get('west:m')).toMatchObject({ tokens: 3, requests: 1, recentRequests: 1 });
     // Crossing an aligned minute changes nothing but what slid out.
-    expect(sumOthers(others, T0 + 20_000, MINUTE).get('east:m')).toEqual({
+    expect(sumOthers(others, T0 + 20_000, MINUTE).get('east:m')).toMatchObject({
       tokens: 15,
       requests: 2,
       recentRequests: 0, // the newest sixth (the last 10 s) holds none of them
@@ -83,9 +83,44 @@ describe('published usage', () => {
       tokens: 0,
       requests: 0,
       recentRequests: 0,
+      spans: [],
     });
     // No window: everything counts.
     expect(sumOthers(others, T0 + 10 * MINUTE, 0).get('east:m')!.tokens).toBe(1115);
+  });
+
+  it('says when the usage it adds up was sent: the same buckets, oldest first, added across instances', () => {
+    const s = T0 / 1000;
+    const others = [
+      usage(T0, { 'east:m': [s - 30, 5, 1, s, 10, 1] }),
+      usage(T0, { 'east:m': [s - 60, 100, 1, s, 7, 2] }),
+    ];
+    expect(sumOthers(others, T0 + 1, MINUTE).get('east:m')!.spans).toEqual([
+      T0 - 60_000,
+      T0 - 59_000,
+      100,
+      1,
+      T0 - 30_000,
+      T0 - 29_000,
+      5,
+      1,
+      T0,
+      T0 + 1_000,
+      17,
+      3,
+    ]);
+    // Only what is in the window; without one, send times do not matter.
+    expect(sumOthers(others, T0 + 30_000, MINUTE).get('east:m')!.spans).toEqual([
+      T0 - 30_000,
+      T0 - 29_000,
+      5,
+      1,
+      T0,
+      T0 + 1_000,
+      17,
+      3,
+    ]);
+    expect(sumOthers(others, T0, 0).get('east:m')!.spans).toEqual([]);
   });
 });
 

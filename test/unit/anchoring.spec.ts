@@ -257,3 +257,101 @@ describe('anchoring on a fixed upstream window', () => {
     expect(s.anchoredUsage().tpm).toBeCloseTo(9000 - (4000 * 5) / 9);
   });
 });
+
+describe("the others' usage by when it was sent (a shared state store)", () => {
+  const T0 = 1_700_000_040_000;
+  /** Others' usage as a store reports it: spans of send times `[start, end, tokens, requests]`. */
+  const others = (...spans: number[][]) => {
+    const flat = spans.flat();
+    let tokens = 0;
+    let requests = 0;
+    for (let i = 0; i < flat.length; i += 4) {
+      tokens += flat[i + 2]!;
+      requests += flat[i + 3]!;
+    }
+    return { tokens, requests, recentRequests: 0, sent: { spans: flat } };
+  };
+
+  /** One call of ours sent at T0 whose answer, 100 ms later, reports `upstream` tokens counted. */
+  const anchored = (upstream: number) => {
+    const clock = new FakeClock(T0);
+    const s = state(clock);
+    s.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3]);
+    const call = { input: 1_000, output: 0 };
+    const sentAt = s.admit(call);
+    clock.advance(100);
+    s.observe(
+      azure({ 'x-ratelimit-remaining-tokens': 10_000 - upstream, 'x-ratelimit-reset-tokens': 30 }),
+      call,
+      sentAt,
+    );
+    s.settle(call, { input: 1_000, output: 0 });
+    return { clock, s };
+  };
+
+  it('counts once what an answer already counted and a later sync reports', () => {
+    // The upstream counts the others' 3 000, our 1 000 and 500 of theirs not reported yet.
+    const { clock, s } = anchored(4_500);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(4_500);
+    // The next sync reports those 500, sent before the answer was written: already counted.
+    s.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3], [T0 - 1_000, T0, 500, 1]);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(4_500);
+    // What they sent after it comes on top, whole, or in proportion for the span it falls in.
+    clock.advance(2_000);
+    s.shared = others(
+      [T0 - 2_000, T0 - 1_000, 3_000, 3],
+      [T0 - 1_000, T0, 500, 1],
+      [T0, T0 + 1_000, 400, 1],
+      [T0 + 1_000, T0 + 2_000, 700, 1],
+    );
+    expect(s.anchoredUsage().tpm).toBeCloseTo(4_500 + 400 + 700);
+    // The totals stay what the store reported, for operators.
+    expect(s.tpmUsage).toBe(1_000 + 4_600);
+  });
+
+  it("forgets the others' usage of the upstream's window when it ends, as it forgets its own", () => {
+    const { clock, s } = anchored(4_500);
+    const past = [
+      [T0 - 2_000, T0 - 1_000, 3_000, 3],
+      [T0 - 1_000, T0, 500, 1],
+      [T0 + 1_000, T0 + 2_000, 700, 1],
+    ];
+    // The window ends 30 s after the answer was written; theirs after it is all that counts.
+    clock.ms = T0 + 31_000;
+    s.shared = others(...past, [T0 + 30_500, T0 + 31_000, 200, 1]);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(200);
+    expect(s.localUsage.tokens).toBe(0); // ours was sent before the end too
+    // Still within the sliding minute, yet gone upstream: a call of 9 000 fits.
+    expect(s.hasRoom({ input: 9_000, output: 0 })).toBe(true);
+    expect(s.tpmUsage).toBe(4_400);
+  });
+
+  it('leaves the count alone when the store does not say when usage was sent', () => {
+    const clock = new FakeClock(T0);
+    const s = state(clock);
+    s.shared = { tokens: 3_000, requests: 3 };
+    const call = { input: 1_000, output: 0 };
+    const sentAt = s.admit(call);
+    clock.advance(100);
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 5_500 }), call, sentAt);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(4_500);
+    s.shared = { tokens: 3_500, requests: 4 };
+    expect(s.anchoredUsage().tpm).toBeCloseTo(5_000); // no send times: the 500 count again
+  });
+
+  it("weighs the others' requests of the newest sixth by when they were sent, between syncs too", () => {
+    const clock = new FakeClock(T0);
+    const s = state(clock, { tpm: 100_000, rpm: 60 }); // rpm / 6 = 10 per 10 s
+    s.shared = { ...others([T0 - 5_000, T0 - 4_000, 900, 9]), recentRequests: 9 };
+    const call = { input: 10, output: 0 };
+    expect(s.hasRoom(call)).toBe(true);
+    s.admit(call);
+    expect(s.hasRoom(call)).toBe(false); // 9 + 1 of 10 in the last 10 s
+    clock.advance(5_500); // half of their span is older than 10 s now
+    expect(s.hasRoom(call)).toBe(true);
+    expect(s.quota.recent()!.used).toBeCloseTo(4.5 + 1);
+    clock.advance(1_000); // all of it: no sync needed to see it leave
+    expect(s.quota.recent()!.used).toBeCloseTo(1);
+    expect(s.rpmUsage).toBe(10); // the minute still holds them
+  });
+});

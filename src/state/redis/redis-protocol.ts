@@ -161,50 +161,83 @@ export function publishBuckets(
   return flat;
 }
 
+/** The others' usage of one model, as {@link sumOthers} adds it up. */
+export interface OthersUsage {
+  tokens: number;
+  requests: number;
+  recentRequests: number;
+  /**
+   * The same usage by when it was sent: `[start, end, tokens, requests, ...]` (epoch ms) per
+   * bucket, oldest first, the others' buckets of the same span added together.
+   */
+  spans: number[];
+}
+
 /**
  * Adds up, per model field, the usage that `others` published over the window `(now - windowMs,
  * now]`: every bucket that overlaps it counts whole (at most one bucket more than the window,
  * never less, as the local sliding window counts). `recentRequests` are the requests of the
- * buckets that overlap the newest sixth, which Azure limits to `rpm / 6`. With no window, every
- * bucket counts (and none is recent).
+ * buckets that overlap the newest sixth, which Azure limits to `rpm / 6`; `spans` the same
+ * buckets by send time. With no window, every bucket counts (and none is recent).
  *
  * @example
  * ```ts
- * sumOthers([decodeUsage(v)!], Date.now(), 60_000); // Map { 'east:gpt-4o' => { tokens: 120, requests: 1, recentRequests: 1 } }
+ * sumOthers([decodeUsage(v)!], Date.now(), 60_000);
+ * // Map { 'east:gpt-4o' => { tokens: 120, requests: 1, recentRequests: 1, spans: [t, t + 1000, 120, 1] } }
  * ```
  */
 export function sumOthers(
   others: readonly PublishedUsage[],
   now: number,
   windowMs: number,
-): Map<string, { tokens: number; requests: number; recentRequests: number }> {
-  const sums = new Map<string, { tokens: number; requests: number; recentRequests: number }>();
+): Map<string, OthersUsage> {
+  const sums = new Map<string, OthersUsage>();
   const from = now - windowMs;
   const recentFrom = now - windowMs / 6;
   for (const o of others) {
     const aging = windowMs > 0 && o.bucketMs > 0;
     for (const field of Object.keys(o.models)) {
       const flat = o.models[field]!;
-      let tokens = 0;
-      let requests = 0;
-      let recent = 0;
+      let sum = sums.get(field);
+      if (sum === undefined) {
+        sum = { tokens: 0, requests: 0, recentRequests: 0, spans: [] };
+        sums.set(field, sum);
+      }
       for (let i = 0; i + 2 < flat.length; i += 3) {
+        const start = flat[i]! * o.bucketMs;
         const end = (flat[i]! + 1) * o.bucketMs;
         if (aging && end <= from) continue;
-        tokens += flat[i + 1]!;
-        requests += flat[i + 2]!;
-        if (aging && end > recentFrom) recent += flat[i + 2]!;
-      }
-      const sum = sums.get(field);
-      if (sum === undefined) sums.set(field, { tokens, requests, recentRequests: recent });
-      else {
+        const tokens = flat[i + 1]!;
+        const requests = flat[i + 2]!;
         sum.tokens += tokens;
         sum.requests += requests;
-        sum.recentRequests += recent;
+        if (aging && end > recentFrom) sum.recentRequests += requests;
+        // Without a window, usage has no send time that matters: it never ages.
+        if (aging) sum.spans.push(start, end, tokens, requests);
       }
     }
   }
+  for (const sum of sums.values()) sum.spans = mergeSpans(sum.spans);
   return sums;
+}
+
+/** Quadruples `[start, end, tokens, requests]` sorted by start, those of the same span added. */
+function mergeSpans(spans: number[]): number[] {
+  const n = spans.length / 4;
+  if (n <= 1) return spans;
+  const order = Array.from({ length: n }, (_, k) => k).sort(
+    (a, b) => spans[4 * a]! - spans[4 * b]! || spans[4 * a + 1]! - spans[4 * b + 1]!,
+  );
+  const out: number[] = [];
+  for (const k of order) {
+    const i = 4 * k;
+    const m = out.length;
+    if (m >= 4 && out[m - 4] === spans[i] && out[m - 3] === spans[i + 1]) {
+      out[m - 2]! += spans[i + 2]!;
+      out[m - 1]! += spans[i + 3]!;
+    } else out.push(spans[i]!, spans[i + 1]!, spans[i + 2]!, spans[i + 3]!);
+  }
+  return out;
 }
 
 /**
