@@ -198,7 +198,8 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
 
   /**
    * Calls that failed for their callers since the switchboard started, per model (after
-   * failover): `rateLimited` are 429s, held back for want of room or from the upstream.
+   * failover): `rateLimited` are 429s, held back for want of room or from the upstream. A call
+   * its caller aborted (queued, or in flight) did not fail and is not counted.
    *
    * @example
    * ```ts

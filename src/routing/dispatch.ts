@@ -131,7 +131,10 @@ export class Dispatch implements AttemptOutcome {
   }
 
   private fail(error: unknown): void {
-    this.shared.countFailure(this.model, error);
+    // The caller's own abort is not a call that failed.
+    if (!(error instanceof this.errors.APIUserAbortError)) {
+      this.shared.countFailure(this.model, error);
+    }
     this.rejectCall(error);
   }
 

@@ -83,4 +83,34 @@ describe('dispatch: how a call ends', () => {
       await r.close();
     }
   });
+
+  it("a call its caller aborts, in flight or queued, rejects with the SDK's abort error and is not a failure", async () => {
+    const r = await rig({
+      openai: 1,
+      quota: { tpm: 1_000, rpm: 100 },
+      queue: { maxWait: 60_000 },
+    });
+    try {
+      const [only] = r.upstream.deployments;
+      only!.fail({ kind: 'hang' });
+      const inFlight = new AbortController();
+      const hanging = r.sb.chat.completions.create(ask('hang', { max_tokens: 900 }), {
+        signal: inFlight.signal,
+      });
+      // No room for a second 900-token reservation: it waits in the queue.
+      const queued = new AbortController();
+      const waiting = r.sb.chat.completions.create(ask('wait', { max_tokens: 900 }), {
+        signal: queued.signal,
+      });
+      await Promise.resolve();
+      expect(r.sb.queue!.length(GPT)).toBe(1);
+      queued.abort();
+      await expect(waiting).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
+      inFlight.abort();
+      await expect(hanging).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
+      expect(r.sb.failures()).toEqual({});
+    } finally {
+      await r.close();
+    }
+  });
 });
