@@ -1,4 +1,5 @@
 import type { SwitchboardLogger } from '../config/switchboard-options';
+import { classify } from '../failover/classify';
 import { failover, type FailoverPolicy } from '../failover/failover';
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
 import {
@@ -132,7 +133,7 @@ export class Dispatch implements AttemptOutcome {
 
   private fail(error: unknown): void {
     // The caller's own abort is not a call that failed.
-    if (!(error instanceof this.errors.APIUserAbortError)) {
+    if (classify(error, this.errors).reason !== 'aborted') {
       this.shared.countFailure(this.model, error);
     }
     this.rejectCall(error);
