@@ -71,6 +71,11 @@ export interface BenchArgs {
   smoke: boolean;
   /** `--seed`: seed of the load generators (not of the selectors). */
   seed: number;
+  /**
+   * `--forced-gc`: a full collection before each round of sections 2, 2b and 2c, with nothing in
+   * flight (off by default: it deoptimizes the code of both sides, see `roundStart`).
+   */
+  forcedGc: boolean;
 }
 
 const USAGE = `Usage: npm run bench -- [flags]
@@ -88,6 +93,11 @@ The original's flags (tools/bench.py):
 This benchmark's own:
       --latency MS      upstream latency of the simulated deployments (default 0)
       --rounds N        rounds per side of the switchboard-vs-SDK comparison (default 15)
+      --forced-gc       a forced full collection before each comparison round (sections 2,
+                        2b, 2c), with nothing in flight: V8 then drops the shapes of the last
+                        round's objects and the code built on them, so every round restarts
+                        from unoptimized code (default: rounds follow each other as a server's
+                        traffic does)
       --only LIST       sections to run: ${SECTIONS.join(',')} (default all)
       --inproc          simulated upstreams in this process (default: a child process, so CPU
                         time per request measures the client side only)
@@ -154,6 +164,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     soakRate: 150,
     smoke: false,
     seed: 1,
+    forcedGc: false,
     quotaScenarios: undefined,
     quotaScale: 20,
     quotaTpm: undefined,
@@ -228,6 +239,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
       }
       case '--inproc':
         args.inproc = true;
+        break;
+      case '--forced-gc':
+        args.forcedGc = true;
         break;
       case '--duration':
         args.duration = num();

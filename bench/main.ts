@@ -31,7 +31,7 @@ async function main(): Promise<void> {
     argv: process.argv.slice(2),
   };
   if (!hasGc())
-    console.log('note: run with node --expose-gc for forced collections between rounds');
+    console.log('note: run with node --expose-gc for forced collections (--forced-gc, the soak)');
 
   // A soak runs alone; a smoke run goes through every section, small, then a short soak.
   const want = (s: string) => args.soak === undefined && (args.sections as string[]).includes(s);

@@ -10,7 +10,7 @@ import { histogram, utilizations } from './histogram';
 import { originalLines, runRound, type RoundResult } from './rounds';
 import { startUpstreams, type Upstreams } from './upstreams';
 import { CANNED } from './surfaces';
-import { fixed, gc, median, quantile, quietLogger, table } from './util';
+import { fixed, median, quantile, quietLogger, gcNote, roundStart, table } from './util';
 
 export const MODEL = process.env.BENCH_MODEL ?? 'gpt-4o-mini';
 
@@ -115,7 +115,7 @@ export async function originalReport(
       sb.resetUsage();
     }
     await fx.upstreams?.reset();
-    gc();
+    roundStart(args);
     let completed = 0;
     const result = await runRound(send, args.requests, args.inflight, () => {
       completed++;
@@ -166,7 +166,7 @@ export async function compare(args: BenchArgs, fx: Fixture): Promise<Record<stri
   };
   const round = async (which: 'switchboard' | 'direct', record: boolean) => {
     if (!args.noReset) sb.resetUsage();
-    gc();
+    roundStart(args);
     const r = await runRound(
       which === 'switchboard' ? viaSb : direct,
       args.requests,
@@ -179,7 +179,7 @@ export async function compare(args: BenchArgs, fx: Fixture): Promise<Record<stri
   try {
     console.log(
       `${args.rounds} rounds per side of ${args.requests} requests (-i ${args.inflight}), alternating ` +
-        `switchboard / direct (ABBA order), forced GC before each round${fx.live ? '' : `, upstream latency ${args.latency} ms in ${args.inproc ? 'this process' : 'a child process'}`}`,
+        `switchboard / direct (ABBA order), ${gcNote(args)}${fx.live ? '' : `, upstream latency ${args.latency} ms in ${args.inproc ? 'this process' : 'a child process'}`}`,
     );
     await round('switchboard', false);
     await round('direct', false);
@@ -307,7 +307,7 @@ export async function clientOnly(args: BenchArgs): Promise<Record<string, unknow
   const sync: Record<'switchboard' | 'direct', number[]> = { switchboard: [], direct: [] };
   const run = async (which: 'switchboard' | 'direct', record: boolean) => {
     sb.resetUsage();
-    gc();
+    roundStart(args);
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     const all: Array<Promise<unknown>> = new Array(perRound);
@@ -355,7 +355,7 @@ export async function clientOnly(args: BenchArgs): Promise<Record<string, unknow
     },
   };
   console.log(
-    `${rounds} rounds per side of ${perRound} calls, alternating, forced GC before each; canned answers, no sockets.`,
+    `${rounds} rounds per side of ${perRound} calls, alternating, ${gcNote(args)}; canned answers, no sockets.`,
   );
   console.log(
     table(

@@ -10,7 +10,7 @@ import { AnthropicFoundry } from '@anthropic-ai/foundry-sdk';
 import OpenAI from 'openai';
 import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../src';
 import type { BenchArgs } from './cli';
-import { fixed, gc, median, quantile, quietLogger, table } from './util';
+import { fixed, median, quantile, quietLogger, gcNote, roundStart, table } from './util';
 
 const GPT = 'gpt-4o-mini';
 const EMBED = 'text-embedding-3-small';
@@ -203,7 +203,7 @@ export async function perSurface(args: BenchArgs): Promise<Record<string, unknow
       const sync = { switchboard: [] as number[], direct: [] as number[] };
       const run = async (which: 'switchboard' | 'direct', record: boolean) => {
         sb.resetUsage();
-        gc();
+        roundStart(args);
         const c0 = process.cpuUsage();
         const t0 = performance.now();
         const all: Array<Promise<unknown>> = new Array(perRound);
@@ -257,7 +257,7 @@ export async function perSurface(args: BenchArgs): Promise<Record<string, unknow
     await sb.close();
   }
   console.log(
-    `${rounds} rounds per side and surface of ${perRound} calls, alternating, forced GC before each; canned answers, no sockets.`,
+    `${rounds} rounds per side and surface of ${perRound} calls, alternating, ${gcNote(args)}; canned answers, no sockets.`,
   );
   console.log(
     table(

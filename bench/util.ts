@@ -31,6 +31,22 @@ export function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
+/**
+ * Before a timed round of the switchboard-vs-SDK comparison. By default nothing: a full
+ * collection with no call in flight lets V8 collect the shapes (maps) of the last round's objects,
+ * and with them it throws away every optimized function built on them ("weak objects" deopts, some
+ * 80 functions a round of both the SDK and the switchboard under `--trace-deopt`), so each round
+ * would start over in unoptimized code, a state no server under traffic is in. `--forced-gc` asks
+ * for it anyway.
+ */
+export function roundStart(args: { forcedGc: boolean }): void {
+  if (args.forcedGc) gc();
+}
+
+/** How the comparison's rounds follow each other, for the sections' headings. */
+export const gcNote = (args: { forcedGc: boolean }): string =>
+  args.forcedGc ? 'forced full GC before each round' : 'no forced GC between rounds';
+
 export const hasGc = (): boolean => typeof (globalThis as { gc?: unknown }).gc === 'function';
 
 export const fixed = (x: number, digits = 2): string =>
