@@ -75,6 +75,8 @@ function today(sb: Switchboard): void {
       state.release = (a: Admission) => state.spend(-a.input);
       state.observe = () => undefined;
       state.hasRoom = () => state.isHealthy();
+      // Every 429 cools the model: no view explains one.
+      state.quotaFull = () => false;
       state.blockedBy = () => (state.isHealthy() ? 'room' : 'down');
     }
   }

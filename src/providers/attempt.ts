@@ -3,6 +3,7 @@ import {
   isDroppedConnection,
   isMalformedResponse,
   type FailureReason,
+  type Verdict,
 } from '../failover/classify';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
@@ -345,13 +346,24 @@ class Attempt implements DeadlineEntry {
     if (verdict.countsAsFailure) {
       if (state.recordFailure() >= 3) state.markDown(undefined, `3 consecutive failures`);
     }
-    if (verdict.markDown !== undefined) {
+    if (verdict.markDown !== undefined && !explainedByQuota(verdict, state, request)) {
       state.markDown(verdict.markDown === 'default' ? undefined : verdict.markDown, verdict.reason);
     }
     this.hooks.failed(state, verdict.reason);
     this.trace?.failed(translated, verdict.reason);
     return translated;
   }
+}
+
+/**
+ * A 429 the upstream's own count explains: after its headers were read, the anchored view has no
+ * room for this call either. The view then holds back such calls, and lets smaller ones through
+ * that the upstream still admits; cooling the model would keep those out too (and, with a shared
+ * state store, out of every replica). A 429 the view cannot explain (no headers, or a limit it
+ * does not see, like Azure's requests per 10 s) cools the model for its `retry-after`.
+ */
+function explainedByQuota(verdict: Verdict, state: ModelState, request: PreparedRequest): boolean {
+  return verdict.reason === 'rate_limit' && request.metered && state.quotaFull(request.admission);
 }
 
 /**

@@ -206,6 +206,15 @@ export class ModelState {
   }
 
   /**
+   * True when the quota view alone (cooldowns aside) has no room for a call with this admission
+   * charge. Asked after a 429's headers were read: the view then holds the upstream's count, and
+   * a 429 it explains need not cool the model (see the attempt's failure handling).
+   */
+  quotaFull(admission: Admission): boolean {
+    return !this.quota.hasRoom(admission);
+  }
+
+  /**
    * ms until a call with this admission charge has room, as usage slides out and cooldowns end (0
    * when it has room now); `Infinity` when it never will; see {@link QuotaLedger.roomAt}.
    */

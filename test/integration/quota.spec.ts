@@ -131,3 +131,57 @@ describe('anchoring over the real SDKs', () => {
     expect(s.hasRoom({ input: 100, output: 5_000 })).toBe(false);
   });
 });
+
+describe('a 429 its own headers explain', () => {
+  let r: Rig;
+  afterEach(() => r.close());
+
+  it('cools nothing: the view holds back the calls that do not fit and sends those that do', async () => {
+    r = await rig({
+      openai: 1,
+      quota: { tpm: 10_000, rpm: 1000 },
+      simulated: { tpm: 10_000, rpm: 6000, chargeMaxTokens: true },
+    });
+    // Another application takes ~9 000 of the minute's 10 000 tokens, unseen.
+    const other = new OpenAI({
+      baseURL: r.upstream.deployment('oai0').openaiBaseURL,
+      apiKey: 'other',
+      maxRetries: 0,
+    });
+    await other.chat.completions.create(ask('y'.repeat(32_000), { max_tokens: 1000 }));
+    const s = stateOf(r, 'oai0');
+    // Our view had room for 2 000 more: the call goes out and the upstream refuses it.
+    const big = () => r.sb.chat.completions.create(ask('x', { max_tokens: 2000 }));
+    await expect(big()).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+    expect(total(r)).toBe(2);
+    expect(r.upstream.deployment('oai0').stats.byStatus[429]).toBe(1);
+    // Its headers said why: the model is not cooling, and the view has no room for it either.
+    expect(s.isCooling()).toBe(false);
+    expect(s.hasRoom({ input: 10, output: 2000 })).toBe(false);
+    // The next one of its size is held back without being sent ...
+    await expect(big()).rejects.toThrow(/room expected/);
+    expect(total(r)).toBe(2);
+    // ... and a small call, which the upstream still admits, goes through.
+    await expect(
+      r.sb.chat.completions.create(ask('x', { max_tokens: 100 })),
+    ).resolves.toBeDefined();
+    expect(total(r)).toBe(3);
+  });
+
+  it('still cools the model for a 429 the view cannot explain', async () => {
+    r = await rig({
+      openai: 2,
+      quota: { tpm: 10_000, rpm: 1000 },
+      simulated: { tpm: 10_000, rpm: 6000, chargeMaxTokens: true },
+    });
+    r.upstream.deployment('oai0').fail({ kind: 'status', status: 429, retryAfterMs: 5_000 });
+    r.upstream.deployment('oai1').fail({ kind: 'status', status: 429, retryAfterMs: 5_000 });
+    await expect(
+      r.sb.chat.completions.create(ask('x', { max_tokens: 100 })),
+    ).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+    for (const name of ['oai0', 'oai1']) {
+      expect(stateOf(r, name).hasRoom({ input: 10, output: 100 })).toBe(false);
+      expect(stateOf(r, name).isCooling()).toBe(true);
+    }
+  });
+});
