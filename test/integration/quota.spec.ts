@@ -7,6 +7,21 @@ const stateOf = (r: Rig, name: string, model = GPT) =>
   r.sb.deployments.get(name)!.models.get(model)!;
 const total = (r: Rig) => Object.values(requestCounts(r.upstream)).reduce((a, b) => a + b, 0);
 
+/** One deployment counting as Azure does, TPM 10 000 (RPM out of the way). */
+const AZURE_10K = {
+  openai: 1,
+  quota: { tpm: 10_000, rpm: 1000 },
+  simulated: { tpm: 10_000, rpm: 6000, chargeMaxTokens: true },
+};
+
+/** Another application's own client on oai0, unseen by the switchboard. */
+const otherApplication = (r: Rig) =>
+  new OpenAI({
+    baseURL: r.upstream.deployment('oai0').openaiBaseURL,
+    apiKey: 'other',
+    maxRetries: 0,
+  });
+
 describe('a call that can never fit', () => {
   let r: Rig;
   afterEach(() => r.close());
@@ -111,17 +126,10 @@ describe('anchoring over the real SDKs', () => {
   afterEach(() => r.close());
 
   it("sees another application's usage in the upstream's headers", async () => {
-    r = await rig({
-      openai: 1,
-      quota: { tpm: 10_000, rpm: 1000 },
-      simulated: { tpm: 10_000, rpm: 6000, chargeMaxTokens: true },
-    });
-    const other = new OpenAI({
-      baseURL: r.upstream.deployment('oai0').openaiBaseURL,
-      apiKey: 'other',
-      maxRetries: 0,
-    });
-    await other.chat.completions.create(ask('y'.repeat(16_000), { max_tokens: 1000 }));
+    r = await rig(AZURE_10K);
+    await otherApplication(r).chat.completions.create(
+      ask('y'.repeat(16_000), { max_tokens: 1000 }),
+    );
     await r.sb.chat.completions.create(ask('x', { max_tokens: 10 }));
     const s = stateOf(r, 'oai0');
     expect(s.tpmUsage).toBeLessThan(100);
@@ -137,18 +145,11 @@ describe('a 429 its own headers explain', () => {
   afterEach(() => r.close());
 
   it('cools nothing: the view holds back the calls that do not fit and sends those that do', async () => {
-    r = await rig({
-      openai: 1,
-      quota: { tpm: 10_000, rpm: 1000 },
-      simulated: { tpm: 10_000, rpm: 6000, chargeMaxTokens: true },
-    });
+    r = await rig(AZURE_10K);
     // Another application takes ~9 000 of the minute's 10 000 tokens, unseen.
-    const other = new OpenAI({
-      baseURL: r.upstream.deployment('oai0').openaiBaseURL,
-      apiKey: 'other',
-      maxRetries: 0,
-    });
-    await other.chat.completions.create(ask('y'.repeat(32_000), { max_tokens: 1000 }));
+    await otherApplication(r).chat.completions.create(
+      ask('y'.repeat(32_000), { max_tokens: 1000 }),
+    );
     const s = stateOf(r, 'oai0');
     // Our view had room for 2 000 more: the call goes out and the upstream refuses it.
     const big = () => r.sb.chat.completions.create(ask('x', { max_tokens: 2000 }));
@@ -169,11 +170,7 @@ describe('a 429 its own headers explain', () => {
   });
 
   it('still cools the model for a 429 the view cannot explain', async () => {
-    r = await rig({
-      openai: 2,
-      quota: { tpm: 10_000, rpm: 1000 },
-      simulated: { tpm: 10_000, rpm: 6000, chargeMaxTokens: true },
-    });
+    r = await rig({ ...AZURE_10K, openai: 2 });
     r.upstream.deployment('oai0').fail({ kind: 'status', status: 429, retryAfterMs: 5_000 });
     r.upstream.deployment('oai1').fail({ kind: 'status', status: 429, retryAfterMs: 5_000 });
     await expect(
