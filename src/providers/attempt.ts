@@ -29,8 +29,16 @@ export interface AttemptHooks {
     request: PreparedRequest,
     context: AttemptContext,
   ): AttemptTrace | undefined;
-  /** The headers of every answer from the upstream, errors included (rate-limit anchoring). */
-  observed(state: ModelState, headers: Headers, admission: Admission, sentAt?: number): void;
+  /**
+   * The headers of every answer from the upstream, errors included (rate-limit anchoring).
+   * `admission` is the call's own charge while it still stands (undefined: already given back).
+   */
+  observed(
+    state: ModelState,
+    headers: Headers,
+    admission: Admission | undefined,
+    sentAt?: number,
+  ): void;
   /** Where the attempt's deadline waits (one timer per duration for all attempts). */
   deadlines: Deadlines;
 }
@@ -333,16 +341,20 @@ class Attempt implements DeadlineEntry {
    */
   fail(error: unknown, produced: Usage | undefined | false): Error {
     const { deployment, state, request } = this;
+    // Nothing was produced (a 429 among others: the upstream did not admit it): the charge goes
+    // back, the request stays counted. Before its headers are read, so they are compared with a
+    // count that no longer holds it, and from the newest usage, where it was charged: a shared
+    // state store then never shows the others a refused call as usage.
+    const released = request.metered && produced === false;
+    if (released) state.release(request.admission);
     const headers = (error as { headers?: unknown } | null)?.headers;
     if (headers && typeof (headers as Headers).get === 'function') {
-      this.hooks.observed(state, headers as Headers, request.admission, this.sentAt);
+      const own = released ? undefined : request.admission;
+      this.hooks.observed(state, headers as Headers, own, this.sentAt);
     }
     const translated = translate(deployment, error, this.caller, this.timedOut);
     const verdict = classify(translated, deployment.errors);
-    if (request.metered) {
-      if (produced === false) state.release(request.admission);
-      else state.settle(request.admission, produced);
-    }
+    if (request.metered && produced !== false) state.settle(request.admission, produced);
     if (verdict.countsAsFailure) {
       if (state.recordFailure() >= 3) state.markDown(undefined, `3 consecutive failures`);
     }

@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { SwitchboardError } from '../../src';
+import { FakeClock } from '../support/random';
 import { ask, askClaude, CLAUDE, GPT, requestCounts, rig, type Rig } from '../support/upstream';
 
 const stateOf = (r: Rig, name: string, model = GPT) =>
@@ -167,6 +168,31 @@ describe('a 429 its own headers explain', () => {
       r.sb.chat.completions.create(ask('x', { max_tokens: 100 })),
     ).resolves.toBeDefined();
     expect(total(r)).toBe(3);
+  });
+
+  it("gives a refused call's charge back from the newest usage, where it was charged", async () => {
+    const clock = new FakeClock();
+    r = await rig({ ...AZURE_10K, clock: clock.now, ratelimitWindow: 60_000 });
+    await r.sb.chat.completions.create(ask('x', { max_tokens: 100 }));
+    clock.advance(5_000);
+    await otherApplication(r).chat.completions.create(
+      ask('y'.repeat(32_000), { max_tokens: 1000 }),
+    );
+    await expect(
+      r.sb.chat.completions.create(ask('x', { max_tokens: 2000 })),
+    ).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+    const s = stateOf(r, 'oai0');
+    const [first, refused, ...more] = [...s.window.ownBuckets()];
+    expect(more).toEqual([]);
+    // The first call's charge stays where it was charged, 5 s earlier ...
+    expect(first!.tokens).toBeGreaterThan(100);
+    expect(refused!.start - first!.start).toBe(5_000);
+    // ... and none of the refused one's 2 000 is left as our usage (what a shared state store
+    // would show the other replicas), though its request still counts.
+    expect(refused!.tokens).toBe(0);
+    expect(refused!.requests).toBe(1);
+    // The other application's usage is in the view, as the 429's headers reported it.
+    expect(s.anchoredUsage().tpm).toBeGreaterThan(9_000);
   });
 
   it('still cools the model for a 429 the view cannot explain', async () => {
