@@ -368,11 +368,13 @@ class Attempt implements DeadlineEntry {
 }
 
 /**
- * A 429 the upstream's own count explains: after its headers were read, the anchored view has no
- * room for this call either. The view then holds back such calls, and lets smaller ones through
- * that the upstream still admits; cooling the model would keep those out too (and, with a shared
- * state store, out of every replica). A 429 the view cannot explain (no headers, or a limit it
- * does not see, like Azure's requests per 10 s) cools the model for its `retry-after`.
+ * A 429 the quota view explains: it has no room for this call either, now that the call's own
+ * charge is back and the 429's headers, if any, were read (they set the view to the upstream's
+ * count). The view then holds back such calls, and lets smaller ones through that the upstream
+ * still admits; cooling the model would keep those out too (and, with a shared state store, out
+ * of every replica). A 429 the view does not explain, because it still has room for the call (no
+ * headers corrected it, or the limit is one no header shows, like Azure's requests per 10 s),
+ * cools the model for its `retry-after`.
  */
 function explainedByQuota(verdict: Verdict, state: ModelState, request: PreparedRequest): boolean {
   return verdict.reason === 'rate_limit' && request.metered && state.quotaFull(request.admission);

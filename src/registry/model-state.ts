@@ -207,8 +207,8 @@ export class ModelState {
 
   /**
    * True when the quota view alone (cooldowns aside) has no room for a call with this admission
-   * charge. Asked after a 429's headers were read: the view then holds the upstream's count, and
-   * a 429 it explains need not cool the model (see the attempt's failure handling).
+   * charge. Asked when a call got a 429, after its headers (if any) were read: a 429 the view
+   * explains need not cool the model (see the attempt's failure handling).
    */
   quotaFull(admission: Admission): boolean {
     return !this.quota.hasRoom(admission);
