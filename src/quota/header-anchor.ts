@@ -5,6 +5,7 @@ import {
   readReset,
   type HeaderSource,
   type RateLimitFamily,
+  type RateLimitReading,
   type ReportedLimit,
 } from './rate-limit-headers';
 import type { UsageWindow } from './usage-window';
@@ -15,6 +16,49 @@ export interface ReportedRemaining {
   remaining: number;
   /** Epoch ms of the answer. */
   at: number;
+}
+
+/**
+ * An answer's rate-limit reading as one instance shares it with the others (through a shared
+ * state store), so that an instance that has not heard from a deployment lately anchors on the
+ * upstream's count another instance heard.
+ *
+ * @example
+ * ```ts
+ * const r: SharedReading = { sentAt: t0, at: t0 + 800, tokens: 1_250, tokensEnd: t0 + 41_000,
+ *   requestsEnd: 0, reading: { tokens: { limit: 10_000, remaining: 3_100 } } };
+ * ```
+ */
+export interface SharedReading {
+  /** When the call it answers was sent (epoch ms): the upstream's count is of that moment. */
+  sentAt: number;
+  /** When the answer came back (epoch ms). */
+  at: number;
+  /** What that call was charged (0 when nothing: it was refused); its request counts too. */
+  tokens: number;
+  /** When the upstream's token / request window ends (epoch ms), as known then; 0 = not known. */
+  tokensEnd: number;
+  requestsEnd: number;
+  reading: RateLimitReading;
+}
+
+/** The last reading of an answer to this instance's own calls (see {@link SharedReading}). */
+export interface OwnReading {
+  sentAt: number;
+  at: number;
+  tokens: number;
+  reading: RateLimitReading;
+}
+
+/** How one reading is anchored on: an answer of our own, or another instance's ({@link SharedReading}). */
+interface Anchoring {
+  target: AnchorTarget;
+  now: number;
+  /** When the call answered was sent. */
+  sentAt: number;
+  /** Our own answer's headers (for its reset headers), or another instance's reading. */
+  headers: HeaderSource | undefined;
+  shared: SharedReading | undefined;
 }
 
 /**
@@ -55,9 +99,16 @@ export interface AnchorTarget {
   readonly shared: { tokens: number; requests: number } | undefined;
   /**
    * An answer to a call sent at `sentAt` is anchored on: the count (at `now`) its headers are
-   * compared against, ours and, unless the shared view says when it was sent, the others'.
+   * compared against, ours and, unless the shared view says when it was sent, the others'. For
+   * another instance's answer (`shared`), ours sent before `sentAt`, and the part of that
+   * instance's call the shared view counts as sent after it (the upstream's count holds it whole).
    */
-  anchorAt(what: 'tokens' | 'requests', sentAt: number, now: number): number;
+  anchorAt(
+    what: 'tokens' | 'requests',
+    sentAt: number,
+    now: number,
+    shared?: SharedReading,
+  ): number;
   /** Length of the window (ms) the upstream counts over, as the owner believes. */
   readonly windowMs: number;
   /** Forget what the upstream's windows forgot up to `now` (see {@link windowEnds}). */
@@ -100,6 +151,10 @@ export class HeaderAnchor {
   private readonly reported: Partial<Record<LimitName, ReportedRemaining>> = {};
   /** The call whose answer's headers were anchored on last, until it is answered. */
   private anchoredOwn: Admission | undefined;
+  /** The latest send time of a call whose answer was anchored on (ours or another's). */
+  private anchoredSentAt = 0;
+  /** The last reading of an answer to our own calls, for other instances. */
+  private own: OwnReading | undefined;
 
   constructor(
     private readonly clock: () => number = Date.now,
@@ -111,6 +166,16 @@ export class HeaderAnchor {
   /** The upstream's last reported remaining per limit (only limits its headers reported). */
   get upstreamRemaining(): Readonly<Partial<Record<LimitName, ReportedRemaining>>> {
     return this.reported;
+  }
+
+  /** The last reading of an answer to this instance's own calls, if any. */
+  get lastReading(): OwnReading | undefined {
+    return this.own;
+  }
+
+  /** True when a call sent at `sentAt` is newer than every one whose answer was anchored on. */
+  isNewer(sentAt: number): boolean {
+    return sentAt > this.anchoredSentAt;
   }
 
   /**
@@ -172,25 +237,51 @@ export class HeaderAnchor {
     if (own !== undefined) this.anchoredOwn = own;
     // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
     const sent = sentAt !== undefined && sentAt <= now ? sentAt : now;
+    const tokens = own !== undefined ? own.input + own.output : 0;
+    this.own = { sentAt: sent, at: now, tokens, reading };
+    if (sent > this.anchoredSentAt) this.anchoredSentAt = sent;
+    const pending = {
+      tokens: this.pendingTokens - (own ? own.input + own.output : 0),
+      requests: this.pendingRequests - (own !== undefined ? 1 : 0),
+      input: this.pendingInput - (own?.input ?? 0),
+      output: this.pendingOutput - (own?.output ?? 0),
+    };
+    this.apply(reading, pending, { target, now, sentAt: sent, headers, shared: undefined });
+  }
+
+  /**
+   * Anchor `target` on another instance's answer ({@link SharedReading}), as on one of ours: the
+   * upstream's count when that call was sent, against ours sent before it. Only a reading newer
+   * than every answer anchored on counts (see {@link isNewer}); the requests of Azure's 10 s
+   * window are left to our own answers (that window has mostly gone by when a sync brings it).
+   */
+  replay(shared: SharedReading, target: AnchorTarget, now: number): void {
+    if (!this.isNewer(shared.sentAt) || shared.sentAt > now) return;
+    target.catchUp(now);
+    this.anchoredSentAt = shared.sentAt;
+    const none = { tokens: 0, requests: 0, input: 0, output: 0 };
+    const context = { target, now, sentAt: shared.sentAt, headers: undefined, shared };
+    this.apply(shared.reading, none, context);
+  }
+
+  /** Anchor each limit a reading reports; `inFlight`: the calls the upstream may not have seen. */
+  private apply(
+    reading: RateLimitReading,
+    inFlight: { tokens: number; requests: number; input: number; output: number },
+    context: Anchoring,
+  ): void {
+    const target = context.target;
     const limits = target.limits;
     if (reading.tokens) {
-      const inFlight = this.pendingTokens - (own ? own.input + own.output : 0);
-      this.anchor(limits.tpm, reading.tokens, inFlight, now, target.usage, 'tokens', {
-        target,
-        headers,
-        sentAt: sent,
-      });
+      this.anchor(limits.tpm, reading.tokens, inFlight.tokens, target.usage, 'tokens', context);
     }
-    if (reading.requests) {
-      this.anchorRequests(target, reading.requests, own !== undefined, now, headers, sent);
-    }
+    if (reading.requests) this.anchorRequests(reading.requests, inFlight.requests, context);
     if (reading.input) {
-      const inFlight = this.pendingInput - (own?.input ?? 0);
-      this.anchor(limits.itpm, reading.input, inFlight, now, target.inputUsage);
+      this.anchor(limits.itpm, reading.input, inFlight.input, target.inputUsage, 'input', context);
     }
     if (reading.output) {
-      const inFlight = this.pendingOutput - (own?.output ?? 0);
-      this.anchor(limits.otpm, reading.output, inFlight, now, target.outputUsage);
+      const window = target.outputUsage;
+      this.anchor(limits.otpm, reading.output, inFlight.output, window, 'output', context);
     }
   }
 
@@ -201,24 +292,33 @@ export class HeaderAnchor {
    * we count more, the excess leaves our window, oldest first: the upstream's window rolled since
    * we charged it, and a correction fading at another pace than our usage slides out would soon
    * count too little. Where it counts more (someone else's usage), a correction holds the
-   * difference. With `fixed` (Azure's fixed windows), its `x-ratelimit-reset-*` header says when
-   * its window ends: then it forgets all it counted, and so do we; others' usage so far is taken
-   * as their pace.
+   * difference. For tokens and requests of Azure's fixed windows, its `x-ratelimit-reset-*`
+   * header says when its window ends: then it forgets all it counted, and so do we; others' usage
+   * so far is taken as their pace. Another instance's reading is of the moment its call was sent:
+   * ours is then what we sent before it, and nothing of ours was in flight.
    */
   private anchor(
     limit: QuotaLimit,
     reported: ReportedLimit,
     inFlight: number,
-    now: number,
     window: UsageWindow,
-    what: 'tokens' | 'requests' = 'tokens',
-    fixed?: { target: AnchorTarget; headers: HeaderSource; sentAt: number },
+    what: 'tokens' | 'requests' | 'input' | 'output',
+    context: Anchoring,
   ): void {
     if (reported.limit !== undefined) this.learn(limit, reported.limit);
     if (reported.remaining === undefined || limit.value === 0) return;
-    this.reported[limit.name] = { remaining: reported.remaining, at: now };
-    const mine = what === 'tokens' ? window.tokensAt(now) : window.requestsAt(now);
-    const local = fixed !== undefined ? fixed.target.anchorAt(what, fixed.sentAt, now) : mine;
+    const { target, now, sentAt, shared } = context;
+    const at = shared?.at ?? now;
+    const last = this.reported[limit.name];
+    if (last === undefined || last.at <= at) {
+      this.reported[limit.name] = { remaining: reported.remaining, at };
+    }
+    const counts = what === 'requests' ? 'requests' : 'tokens';
+    const fixed = what === 'tokens' || what === 'requests';
+    let mine: number;
+    if (shared !== undefined) mine = window.usageBefore(sentAt, now)[counts];
+    else mine = counts === 'tokens' ? window.tokensAt(now) : window.requestsAt(now);
+    const local = fixed ? target.anchorAt(counts, sentAt, now, shared) : mine;
     // The upstream's count when it wrote the header, against ours of the same calls.
     const delta = limit.value - reported.remaining - (local - Math.max(0, inFlight));
     const sliding = window.bucketMs !== 0;
@@ -227,25 +327,21 @@ export class HeaderAnchor {
     // The end is read once per window (it does not move), and again when others' usage shows,
     // to tell their pace: each header lookup costs about a µs.
     if (
-      fixed !== undefined &&
+      fixed &&
       sliding &&
       this.family !== 'anthropic' &&
-      (delta > 0 || fixed.target.windowEnd(what) === 0)
+      (delta > 0 || target.windowEnd(counts) === 0)
     ) {
-      const ms = readReset(fixed.headers, what);
-      if (ms !== undefined && ms > 0) {
-        until = now + ms;
-        fixed.target.windowEnds(what, until, fixed.sentAt + ms);
+      const end = this.windowEndOf(counts, context);
+      if (end !== undefined) {
+        until = end.until;
+        target.windowEnds(counts, until, end.sentBefore);
         // With a shared view, the others that matter are in it: a difference is its lag. After a
         // call of ours without a cap, it may be what the upstream reserved for that call.
-        if (
-          delta > 0 &&
-          fixed.target.shared === undefined &&
-          now - this.uncappedAt > fixed.target.windowMs
-        ) {
+        if (delta > 0 && target.shared === undefined && now - this.uncappedAt > target.windowMs) {
           // Others' pace so far, read over at least a quarter of the window.
-          const span = fixed.target.windowMs;
-          const elapsed = Math.max(span / 4, span - ms);
+          const span = target.windowMs;
+          const elapsed = Math.max(span / 4, span - (until - now));
           pace = Math.min(limit.value, (delta * span) / elapsed) / span;
         }
       }
@@ -253,7 +349,7 @@ export class HeaderAnchor {
     if (delta < 0 && sliding) {
       // Only this instance's share of the excess is its own to forget.
       const excess = local > 0 ? (-delta * mine) / local : 0;
-      if (what === 'tokens') window.trimOldest(excess, 0, now);
+      if (counts === 'tokens') window.trimOldest(excess, 0, now);
       else window.trimOldest(0, excess, now);
       limit.anchor(0, now);
       return;
@@ -262,18 +358,31 @@ export class HeaderAnchor {
   }
 
   /**
+   * When the upstream's window for tokens / requests ends (`until`), and what it forgets then
+   * (what was sent before `sentBefore`), by an answer's reset header or another instance's
+   * reading; `undefined` when not known.
+   */
+  private windowEndOf(
+    what: 'tokens' | 'requests',
+    context: Anchoring,
+  ): { until: number; sentBefore: number } | undefined {
+    const { now, sentAt, shared } = context;
+    if (shared !== undefined) {
+      const until = what === 'tokens' ? shared.tokensEnd : shared.requestsEnd;
+      // The call was on its way for `at - sentAt`: the upstream's end, on our clock, as sent.
+      return until > now ? { until, sentBefore: until - (shared.at - sentAt) } : undefined;
+    }
+    const ms = readReset(context.headers!, what);
+    return ms !== undefined && ms > 0 ? { until: now + ms, sentBefore: sentAt + ms } : undefined;
+  }
+
+  /**
    * Azure reports the requests left of its rpm / 6 per 10 s window (its limit header then says
    * rpm / 6); Anthropic those left of the minute.
    */
-  private anchorRequests(
-    target: AnchorTarget,
-    reported: ReportedLimit,
-    ownPending: boolean,
-    now: number,
-    headers: HeaderSource,
-    sentAt: number,
-  ): void {
-    const inFlight = Math.max(0, this.pendingRequests - (ownPending ? 1 : 0));
+  private anchorRequests(reported: ReportedLimit, pending: number, context: Anchoring): void {
+    const { target, now } = context;
+    const inFlight = Math.max(0, pending);
     const rpm = target.limits.rpm;
     const burstLimit = target.burstLimit;
     const isBurst =
@@ -283,17 +392,13 @@ export class HeaderAnchor {
         ? reported.limit === burstLimit && reported.limit !== rpm.value
         : (reported.remaining ?? 0) <= burstLimit);
     if (isBurst) {
-      if (reported.remaining === undefined) return;
+      if (reported.remaining === undefined || context.shared !== undefined) return;
       this.reported.rpm = { remaining: reported.remaining, at: now };
       const recent = target.usage.recentRequestsAt(now);
       target.burstAnchor.anchor(burstLimit - reported.remaining - (recent - inFlight), now);
       return;
     }
-    this.anchor(rpm, reported, inFlight, now, target.usage, 'requests', {
-      target,
-      headers,
-      sentAt,
-    });
+    this.anchor(rpm, reported, inFlight, target.usage, 'requests', context);
   }
 
   private learn(limit: QuotaLimit, reported: number): void {

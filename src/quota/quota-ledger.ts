@@ -1,6 +1,11 @@
 import type { ModelConfig } from '../types';
 import type { Admission, ChargePolicy, TokenUsage } from './admission';
-import { HeaderAnchor, type LimitListener, type ReportedRemaining } from './header-anchor';
+import {
+  HeaderAnchor,
+  type LimitListener,
+  type ReportedRemaining,
+  type SharedReading,
+} from './header-anchor';
 import { QuotaLimit, type LimitName } from './quota-limit';
 import type { HeaderSource, RateLimitFamily } from './rate-limit-headers';
 import { UsageWindow } from './usage-window';
@@ -206,14 +211,42 @@ export class QuotaLedger {
    * now on, and the count the answer's headers are compared against is this instance's alone;
    * else it is this instance's plus the shared view's. Returns that count at `now`.
    */
-  anchorAt(what: 'tokens' | 'requests', sentAt: number, now: number): number {
+  anchorAt(
+    what: 'tokens' | 'requests',
+    sentAt: number,
+    now: number,
+    shared?: SharedReading,
+  ): number {
     const timed = this.shared?.sent !== undefined;
     if (what === 'tokens') {
       if (timed) this.tokensAnchoredAt = sentAt;
+      if (shared) {
+        const before = this.usage.usageBefore(sentAt, now).tokens;
+        return before + this.sentAfter(sentAt, shared.tokens, 2);
+      }
       return timed ? this.usage.tokensAt(now) : this.countedTokens(now);
     }
     if (timed) this.requestsAnchoredAt = sentAt;
+    if (shared) return this.usage.usageBefore(sentAt, now).requests + this.sentAfter(sentAt, 1, 3);
     return timed ? this.usage.requestsAt(now) : this.countedRequests(now);
+  }
+
+  /**
+   * The part of one call of `amount` sent at `t` by another instance that the shared view counts
+   * as sent after `t`: the span `t` falls in counts in proportion to its part after `t`.
+   */
+  private sentAfter(t: number, amount: number, at: 2 | 3): number {
+    const spans = this.shared?.sent?.spans;
+    if (spans === undefined || amount <= 0) return 0;
+    for (let i = spans.length - 4; i >= 0; i -= 4) {
+      const start = spans[i]!;
+      const end = spans[i + 1]!;
+      if (end <= t) break;
+      if (start <= t && end > start) {
+        return (Math.min(amount, spans[i + at]!) * (end - t)) / (end - start);
+      }
+    }
+    return 0;
   }
 
   /** Tokens charged in the window at `now`: this instance's plus the shared view's. */
@@ -580,6 +613,44 @@ export class QuotaLedger {
    */
   observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
     this.anchoring.observe(headers, own, this, sentAt);
+  }
+
+  /**
+   * The last answer to this instance's own calls, as other instances can anchor on it (see
+   * {@link replay}); `undefined` before any answer had rate-limit headers.
+   */
+  lastReading(): SharedReading | undefined {
+    const own = this.anchoring.lastReading;
+    if (own === undefined) return undefined;
+    return { ...own, tokensEnd: this.tokenRoll, requestsEnd: this.requestRoll };
+  }
+
+  /**
+   * Anchor on another instance's answer from this deployment, as on one of ours, when it is newer
+   * than every answer anchored on and the shared view says when the others' usage was sent (the
+   * upstream's count at that moment then holds what was sent before it, and the shared view adds
+   * what was sent after). The parts of a reading whose window has ended since are left out.
+   * Returns true when it was anchored on.
+   */
+  replay(reading: SharedReading): boolean {
+    if (this.shared?.sent === undefined || !this.anchoring.isNewer(reading.sentAt)) return false;
+    const now = this.clock();
+    this.catchUp(now);
+    const r = reading.reading;
+    const tokensGone =
+      (reading.tokensEnd !== 0 && reading.tokensEnd <= now) || reading.sentAt < this.tokensRolledAt;
+    const requestsGone =
+      (reading.requestsEnd !== 0 && reading.requestsEnd <= now) ||
+      reading.sentAt < this.requestsRolledAt;
+    if (tokensGone || requestsGone) {
+      const rest = { ...r };
+      if (tokensGone) delete rest.tokens;
+      if (requestsGone) delete rest.requests;
+      if (rest.tokens === undefined && rest.requests === undefined) return false;
+      reading = { ...reading, reading: rest };
+    }
+    this.anchoring.replay(reading, this, now);
+    return true;
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */

@@ -1,6 +1,6 @@
 import type { ModelConfig } from '../types';
 import type { Admission, ChargePolicy, TokenUsage } from '../quota/admission';
-import type { ReportedRemaining } from '../quota/header-anchor';
+import type { ReportedRemaining, SharedReading } from '../quota/header-anchor';
 import { QuotaLedger, type QuotaLedgerOptions, type SharedUsage } from '../quota/quota-ledger';
 import type { LimitName, QuotaLimit } from '../quota/quota-limit';
 import type { HeaderSource } from '../quota/rate-limit-headers';
@@ -267,6 +267,19 @@ export class ModelState {
    */
   observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
     this.quota.observe(headers, own, sentAt);
+  }
+
+  /** @internal The last answer to this instance's calls, for other instances to anchor on. */
+  lastReading(): SharedReading | undefined {
+    return this.quota.lastReading();
+  }
+
+  /**
+   * @internal Anchor on another instance's answer from this deployment (a shared state store
+   * brings it); see {@link QuotaLedger.replay}.
+   */
+  replay(reading: SharedReading): boolean {
+    return this.quota.replay(reading);
   }
 
   /** True while a mark-down lasts. */

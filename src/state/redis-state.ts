@@ -17,6 +17,8 @@ import {
   type ResolvedRedisOptions,
 } from './redis/redis-options';
 import {
+  encodeReading,
+  newestReading,
   parseSyncReply,
   publishBuckets,
   sumOthers,
@@ -38,7 +40,8 @@ export type { RedisStateOptions } from './redis/redis-options';
  *   bucket (1/60 of `ratelimitWindow`) and reads the others'; each instance adds up the others'
  *   buckets over its own sliding window (the `ratelimitWindow` that ends now) and routes on that
  *   plus its own usage, counted as without a store (`usageWindow`). Nothing is reset at a clock
- *   boundary: the view slides, as the upstream's count does.
+ *   boundary: the view slides, as the upstream's count does. With it goes the rate-limit reading
+ *   of each model's last answer, which the others anchor on when it is newer than their own.
  * - Cooldowns: a mark-down is published with its expiry at once; others apply it on their next
  *   sync. A mark-up clears it everywhere.
  * - Sessions: assignments are written with a sliding TTL; a session new to an instance is looked
@@ -332,7 +335,10 @@ class RedisStateStore implements StateStore {
       throw error;
     }
     const { others, cooling } = parseSyncReply(reply);
-    if (usage) this.applyOthers(sumOthers(others, this.clock(), this.windowMs));
+    if (usage) {
+      this.applyOthers(sumOthers(others, this.clock(), this.windowMs));
+      this.applyReadings(others);
+    }
     this.applyCooldowns(cooling);
     if (usage) this.lastSync = this.clock();
   }
@@ -379,6 +385,7 @@ class RedisStateStore implements StateStore {
    */
   private ownUsage(now: number): PublishedUsage {
     const models: Record<string, number[]> = {};
+    const readings: Record<string, number[]> = {};
     let bucketMs = 0;
     for (const e of this.entries) {
       const window = e.state.window;
@@ -386,8 +393,26 @@ class RedisStateStore implements StateStore {
       if (window.bucketMs > 0) bucketMs = window.bucketMs * merge;
       const flat = publishBuckets(window.ownBuckets(), window.bucketMs, merge);
       if (flat.length > 0) models[e.field] = flat;
+      // The last answer's reading, while the window it speaks of may still be running.
+      const reading = window.bucketMs > 0 ? e.state.lastReading() : undefined;
+      if (reading !== undefined && reading.sentAt > now - window.windowMs) {
+        readings[e.field] = encodeReading(reading);
+      }
     }
-    return { at: now, bucketMs, models };
+    return { at: now, bucketMs, models, readings };
+  }
+
+  /**
+   * Each model anchors on the latest answer another instance had from it, when that one is newer
+   * than any it anchored on: a replica that stopped sending to a deployment it counts as full
+   * learns from the others' answers when room came back there, and one that sends there sees
+   * what others' calls and other applications took.
+   */
+  private applyReadings(others: readonly PublishedUsage[]): void {
+    for (const { state, field } of this.entries) {
+      const reading = newestReading(others, field);
+      if (reading !== undefined) state.replay(reading);
+    }
   }
 
   /**

@@ -1,4 +1,5 @@
 import type Redis from 'ioredis';
+import OpenAI from 'openai';
 import {
   parseSyncReply,
   sumOthers,
@@ -167,6 +168,44 @@ describe('usage', () => {
     await k.instances[1]!.close(); // reads it
     expect(b.tpmUsage).toBeGreaterThan(b.localUsage.tokens + 900);
     expect(Math.abs(b.anchoredUsage().tpm - upstream())).toBeLessThan(100);
+  });
+
+  it("anchors on another instance's answer: a replica that never sent there sees an unseen application", async () => {
+    let offset = 0;
+    const clock = () => Date.now() + offset;
+    const limits = { tpm: 10_000, rpm: 1_000 };
+    const k = (c = await cluster({
+      instances: 2,
+      redisUrl: server.url,
+      clock,
+      deployments: 1,
+      quota: limits,
+      simulated: { ...limits, rpm: 6_000, chargeMaxTokens: true },
+      state: { syncInterval: 3_600_000 },
+    }));
+    await eventually(() => synced(k));
+    // Another application, sharing the deployment with nobody's store, takes about 5 000.
+    const other = new OpenAI({
+      baseURL: k.upstream.deployment('oai0').openaiBaseURL,
+      apiKey: 'other',
+      maxRetries: 0,
+    });
+    await other.chat.completions.create(ask('y'.repeat(16_000), { max_tokens: 1_000 }));
+    offset += 1_000;
+    await k.instances[0]!.chat.completions.create(ask('x', { max_tokens: 10 }));
+    const upstream = () =>
+      10_000 -
+      Number(k.upstream.deployment('oai0').rateLimitHeaders()['x-ratelimit-remaining-tokens']);
+    const b = k.model(1, 'oai0');
+    // b has sent nothing there: it knows nothing of the other application.
+    expect(b.anchoredUsage().tpm).toBe(0);
+    expect(b.hasRoom({ input: 100, output: 6_000 })).toBe(true);
+    await k.instances[0]!.close(); // publishes a's usage and its answer's reading
+    await k.instances[1]!.close(); // reads them
+    expect(upstream()).toBeGreaterThan(4_500);
+    expect(Math.abs(b.anchoredUsage().tpm - upstream())).toBeLessThan(100);
+    expect(b.upstreamRemaining.tpm?.remaining).toBe(10_000 - upstream());
+    expect(b.hasRoom({ input: 100, output: 6_000 })).toBe(false);
   });
 
   it('counts a replayed or delayed write once, and never lets an older one win', async () => {

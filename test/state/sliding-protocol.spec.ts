@@ -1,6 +1,9 @@
 import {
+  decodeReading,
   decodeUsage,
+  encodeReading,
   encodeUsage,
+  newestReading,
   publishBuckets,
   sumOthers,
   type PublishedUsage,
@@ -60,6 +63,28 @@ describe('published usage', () => {
     expect(encodeUsage(u).startsWith(`${T0} `)).toBe(true); // the script reads the time there
     for (const bad of ['', '12', '12 {', '12 {"m":{}}', '12 []', 'x {"b":1,"m":null}']) {
       expect(decodeUsage(bad)).toBeUndefined();
+    }
+  });
+
+  it("carries each model's last answer reading, and picks the newest of the others'", () => {
+    const reading = {
+      sentAt: T0 + 100,
+      at: T0 + 180,
+      tokens: 250,
+      tokensEnd: T0 + 30_000,
+      requestsEnd: 0,
+      reading: { tokens: { limit: 10_000, remaining: 4_000 }, requests: { remaining: 7 } },
+    };
+    const a = { ...usage(T0, {}), readings: { 'east:gpt-4o': encodeReading(reading) } };
+    expect(decodeUsage(encodeUsage(a))).toEqual(a);
+    expect(decodeReading(encodeReading(reading))).toEqual(reading);
+    const later = { ...reading, sentAt: T0 + 900, at: T0 + 950 };
+    const b = { ...usage(T0, {}), readings: { 'east:gpt-4o': encodeReading(later) } };
+    const old = usage(T0, {}); // an instance of a version that shares no readings
+    expect(newestReading([a, old, b], 'east:gpt-4o')).toEqual(later);
+    expect(newestReading([a, b], 'west:gpt-4o')).toBeUndefined();
+    for (const bad of [[1, 2, 3], 'x', [...encodeReading(reading).slice(1), 'x'], null]) {
+      expect(decodeReading(bad)).toBeUndefined();
     }
   });
 

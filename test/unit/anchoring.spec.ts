@@ -1,3 +1,4 @@
+import type { SharedReading } from '../../src/quota/header-anchor';
 import { ModelState } from '../../src/registry/model-state';
 import { readReset } from '../../src/quota/rate-limit-headers';
 import { UsageWindow } from '../../src/quota/usage-window';
@@ -353,5 +354,93 @@ describe("the others' usage by when it was sent (a shared state store)", () => {
     clock.advance(1_000); // all of it: no sync needed to see it leave
     expect(s.quota.recent()!.used).toBeCloseTo(1);
     expect(s.rpmUsage).toBe(10); // the minute still holds them
+  });
+});
+
+describe("another instance's answer (a shared state store)", () => {
+  const T0 = 1_700_000_040_000;
+  const others = (...spans: number[][]) => {
+    const flat = spans.flat();
+    let tokens = 0;
+    for (let i = 0; i < flat.length; i += 4) tokens += flat[i + 2]!;
+    return { tokens, requests: flat.length / 4, recentRequests: 0, sent: { spans: flat } };
+  };
+  /**
+   * Another instance's call of `tokens` sent at `sentAt`, answered 100 ms later with `upstream`
+   * tokens counted.
+   */
+  const theirs = (sentAt: number, upstream: number, tokensEnd = 0, tokens = 0): SharedReading => ({
+    sentAt,
+    at: sentAt + 100,
+    tokens,
+    tokensEnd,
+    requestsEnd: 0,
+    reading: { tokens: { limit: 10_000, remaining: 10_000 - upstream } },
+  });
+  /** An instance that sent 1 000 tokens at T0 - 3 s and knows of the others' 3 000 before T0. */
+  const replica = () => {
+    const clock = new FakeClock(T0 - 3_000);
+    const s = state(clock);
+    const call = { input: 1_000, output: 0 };
+    s.admit(call);
+    s.settle(call, { input: 1_000, output: 0 });
+    clock.ms = T0 + 500;
+    s.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3]);
+    return { clock, s };
+  };
+
+  it('takes the upstream count it reported, and adds what was sent after that call', () => {
+    const { clock, s } = replica();
+    expect(s.anchoredUsage().tpm).toBe(4_000); // ours and the others', nobody else seen
+    // Their call of 400 at T0 comes with its answer: the upstream counted 6 000 then, 1 600 of it
+    // an application nobody shares with.
+    s.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3], [T0, T0 + 1_000, 400, 1]);
+    expect(s.replay(theirs(T0, 6_000, T0 + 30_000, 400))).toBe(true);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(6_000); // their call once, not once more
+    expect(s.upstreamRemaining.tpm).toEqual({ remaining: 4_000, at: T0 + 100 });
+    // Sent after it, by the others and by us: on top.
+    clock.ms = T0 + 1_500;
+    s.shared = others(
+      [T0 - 2_000, T0 - 1_000, 3_000, 3],
+      [T0, T0 + 1_000, 400, 1],
+      [T0 + 1_000, T0 + 2_000, 300, 1],
+    );
+    const call = { input: 200, output: 0 };
+    s.admit(call);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(6_000 + 300 + 200);
+    // The unseen application's usage stays until the upstream's window ends, as it said.
+    clock.ms = T0 + 29_000;
+    expect(s.anchoredUsage().tpm).toBeCloseTo(6_500);
+    clock.ms = T0 + 30_100;
+    expect(s.anchoredUsage().tpm).toBeLessThan(500);
+  });
+
+  it('counts no more than the upstream did: a view that said full shows room again', () => {
+    const { s } = replica();
+    const big = { input: 6_500, output: 0 };
+    expect(s.hasRoom(big)).toBe(false); // 4 000 + 6 500 by the shared view
+    // The upstream counted 3 000 at T0 (some of what the view holds was refused, or rolled out).
+    expect(s.replay(theirs(T0, 3_000))).toBe(true);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(3_000);
+    expect(s.hasRoom(big)).toBe(true);
+    // Less than we sent before it ourselves: the excess is ours to forget, oldest first.
+    expect(s.replay(theirs(T0 + 200, 600))).toBe(true);
+    expect(s.localUsage.tokens).toBe(600);
+    expect(s.anchoredUsage().tpm).toBeCloseTo(600);
+  });
+
+  it('leaves alone a reading older than the last answer anchored on, or of a window that ended', () => {
+    const { clock, s } = replica();
+    const call = { input: 100, output: 0 };
+    const sentAt = s.admit(call);
+    clock.advance(100);
+    s.observe(azure({ 'x-ratelimit-remaining-tokens': 4_900 }), call, sentAt); // 5 100 counted
+    expect(s.anchoredUsage().tpm).toBeCloseTo(5_100);
+    expect(s.replay(theirs(sentAt - 200, 9_000))).toBe(false);
+    expect(s.replay(theirs(sentAt + 50, 9_000, sentAt + 80))).toBe(false); // its window is over
+    expect(s.anchoredUsage().tpm).toBeCloseTo(5_100);
+    // Without send times of the others' usage, a reading cannot be set against the shared view.
+    s.shared = { tokens: 3_000, requests: 3 };
+    expect(s.replay(theirs(sentAt + 50, 9_000))).toBe(false);
   });
 });

@@ -1,3 +1,6 @@
+import type { SharedReading } from '../../quota/header-anchor';
+import type { RateLimitReading, ReportedLimit } from '../../quota/rate-limit-headers';
+
 /**
  * The one script a sync runs: publish cooldown changes, write this instance's usage and read the
  * others', refresh sessions, write the stored responses not written yet, read the cooldowns in
@@ -76,7 +79,9 @@ return { others, cooling }
 
 /**
  * One instance's usage as published: for each model (by field), its buckets as flat triples
- * `[index, tokens, requests, ...]`; bucket `index` covers `[index * bucketMs, (index + 1) * bucketMs)`.
+ * `[index, tokens, requests, ...]`; bucket `index` covers `[index * bucketMs, (index + 1) * bucketMs)`;
+ * and the rate-limit reading of the last answer it had from that model, when it had one
+ * ({@link encodeReading}).
  *
  * @example
  * ```ts
@@ -89,6 +94,79 @@ export interface PublishedUsage {
   /** ms per bucket; 0 = a single bucket that never ages (no window). */
   bucketMs: number;
   models: Record<string, number[]>;
+  /** Per model field, the last answer's reading as {@link encodeReading} writes it. */
+  readings?: Record<string, number[]>;
+}
+
+/** The limits of a reading, in the order {@link encodeReading} writes them. */
+const READ_LIMITS = ['tokens', 'requests', 'input', 'output'] as const;
+
+/**
+ * A {@link SharedReading} as a flat array: `[sentAt, at, tokens charged, tokensEnd, requestsEnd,
+ * tokens limit, tokens remaining, requests limit, requests remaining, input ..., output ...]`, -1
+ * where the answer did not say.
+ *
+ * @example
+ * ```ts
+ * encodeReading({ sentAt: 5, at: 9, tokens: 30, tokensEnd: 0, requestsEnd: 0, reading: { tokens: { remaining: 70 } } });
+ * // [5, 9, 30, 0, 0, -1, 70, -1, -1, -1, -1, -1, -1]
+ * ```
+ */
+export function encodeReading(r: SharedReading): number[] {
+  const flat = [r.sentAt, r.at, r.tokens, r.tokensEnd, r.requestsEnd];
+  for (const what of READ_LIMITS) {
+    const l = r.reading[what];
+    flat.push(l?.limit ?? -1, l?.remaining ?? -1);
+  }
+  return flat;
+}
+
+/**
+ * Reads what {@link encodeReading} wrote; `undefined` for anything else.
+ *
+ * @example
+ * ```ts
+ * decodeReading([5, 9, 30, 0, 0, -1, 70, -1, -1, -1, -1, -1, -1]);
+ * // { sentAt: 5, at: 9, tokens: 30, tokensEnd: 0, requestsEnd: 0, reading: { tokens: { remaining: 70 } } }
+ * ```
+ */
+export function decodeReading(flat: unknown): SharedReading | undefined {
+  if (!Array.isArray(flat) || flat.length !== 5 + 2 * READ_LIMITS.length) return undefined;
+  if (!flat.every((n) => typeof n === 'number' && Number.isFinite(n))) return undefined;
+  const v = flat as number[];
+  const reading: RateLimitReading = {};
+  READ_LIMITS.forEach((what, k) => {
+    const limit = v[5 + 2 * k]!;
+    const remaining = v[6 + 2 * k]!;
+    if (limit < 0 && remaining < 0) return;
+    const l: ReportedLimit = {};
+    if (limit >= 0) l.limit = limit;
+    if (remaining >= 0) l.remaining = remaining;
+    reading[what] = l;
+  });
+  return { sentAt: v[0]!, at: v[1]!, tokens: v[2]!, tokensEnd: v[3]!, requestsEnd: v[4]!, reading };
+}
+
+/**
+ * Of the readings `others` published for one model field, the one of the latest call sent.
+ *
+ * @example
+ * ```ts
+ * newestReading(reply.others, 'east:gpt-4o')?.sentAt;
+ * ```
+ */
+export function newestReading(
+  others: readonly PublishedUsage[],
+  field: string,
+): SharedReading | undefined {
+  let newest: SharedReading | undefined;
+  for (const o of others) {
+    const flat = o.readings?.[field];
+    if (flat === undefined) continue;
+    const r = decodeReading(flat);
+    if (r !== undefined && (newest === undefined || r.sentAt > newest.sentAt)) newest = r;
+  }
+  return newest;
 }
 
 /**
@@ -101,7 +179,11 @@ export interface PublishedUsage {
  * ```
  */
 export function encodeUsage(u: PublishedUsage): string {
-  return `${Math.floor(u.at)} ${JSON.stringify({ b: u.bucketMs, m: u.models })}`;
+  const body =
+    u.readings === undefined
+      ? { b: u.bucketMs, m: u.models }
+      : { b: u.bucketMs, m: u.models, r: u.readings };
+  return `${Math.floor(u.at)} ${JSON.stringify(body)}`;
 }
 
 /**
@@ -117,15 +199,19 @@ export function decodeUsage(value: string): PublishedUsage | undefined {
   const space = value.indexOf(' ');
   if (space <= 0) return undefined;
   try {
-    const body = JSON.parse(value.slice(space + 1)) as { b?: unknown; m?: unknown };
+    const body = JSON.parse(value.slice(space + 1)) as { b?: unknown; m?: unknown; r?: unknown };
     if (typeof body.b !== 'number' || typeof body.m !== 'object' || body.m === null) {
       return undefined;
     }
-    return {
+    const usage: PublishedUsage = {
       at: Number(value.slice(0, space)),
       bucketMs: body.b,
       models: body.m as Record<string, number[]>,
     };
+    if (typeof body.r === 'object' && body.r !== null) {
+      usage.readings = body.r as Record<string, number[]>;
+    }
+    return usage;
   } catch {
     return undefined;
   }
