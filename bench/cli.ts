@@ -43,6 +43,8 @@ export interface BenchArgs {
   timeScale: number;
   /** `--instances`: switchboards of the multi-instance scenario (0 or 1 skips it). */
   instances: number;
+  /** `--queue`: quota-clock seconds the strategy scenarios' switchboards wait for room (0 = fail fast). */
+  queue: number;
   /** `--state`: shared state store of the multi-instance scenario (`memory` | `redis`). */
   state: 'memory' | 'redis';
   /** `--redis-url`: where `--state redis` connects. */
@@ -113,6 +115,8 @@ This benchmark's own:
                         a quota minute lasts 1 s; lower it on a busy machine: calls per second
                         scale with it)
       --instances N     switchboards sharing the deployments (default 4; 0 or 1 skips them)
+      --queue S         section 4's switchboards wait up to S seconds of the quota clock for
+                        room (queue: { maxWait }) instead of failing fast (default 0: fail fast)
       --state NAME      state store of those instances: memory (default, uncoordinated) |
                         redis (redisState: syncInterval a scaled second, keys per run and
                         scenario; the uncoordinated rows run too, load by load, and a
@@ -153,6 +157,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     duration: 4,
     loads: [0.8, 0.95, 1.1],
     instances: 4,
+    queue: 0,
     timeScale: 60,
     window: 'sliding',
     strategies: undefined,
@@ -276,6 +281,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         break;
       case '--instances':
         args.instances = int(0);
+        break;
+      case '--queue':
+        args.queue = int(0);
         break;
       case '--state': {
         const v = value();

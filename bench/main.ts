@@ -68,6 +68,7 @@ async function main(): Promise<void> {
       seconds: args.duration,
       loads: args.loads,
       instances: args.instances,
+      queue: args.queue,
       strategies: args.strategies,
       seed: args.seed,
       inproc: args.inproc,

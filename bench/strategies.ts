@@ -163,6 +163,8 @@ export interface RunOptions {
   sizes: readonly number[];
   meanTokens: number;
   state?: StateFactory;
+  /** Quota-clock seconds a call may wait for room (`queue: { maxWait }`); 0 or absent = fail fast. */
+  queue?: number;
   /** `priority` of each deployment by name; absent = one flat pool. */
   priority?: (deployment: string) => number | undefined;
 }
@@ -186,6 +188,7 @@ export async function scenario(o: RunOptions): Promise<ScenarioResult> {
       ratelimitWindow: Math.round(scaledMinute),
       ...(o.window ? { usageWindow: o.window } : {}),
       logger: quietLogger(),
+      ...(o.queue ? { queue: { maxWait: Math.round((o.queue * 1000) / setup.timeScale) } } : {}),
       ...(o.state ? { state: o.state({ id: o.id, instance, setup }) } : {}),
     }),
   );
@@ -316,6 +319,8 @@ export interface StrategiesOptions {
   seconds: number;
   loads: readonly number[];
   instances: number;
+  /** See {@link RunOptions.queue}. */
+  queue?: number;
   seed: number;
   inproc: boolean;
   state?: { name: string; factory: StateFactory };
@@ -335,7 +340,10 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
       `Prompts: log-normal, median ${fixed(sortedMedian(sizes) / 4, 0)} tokens, mean ${fixed(meanTokens - setup.completionTokens, 0)} ` +
       `(cap 1500), plus ${setup.completionTokens} completion tokens: mean ${fixed(meanTokens, 0)} tokens per call.\n` +
       `Capacity: ${fixed(cap.perSecond, 0)} calls/s (${cap.bound}-bound), ${fixed((setup.deployments * setup.tpm * setup.timeScale) / 60, 0)} tokens/s. ` +
-      `Calls arrive at a steady rate for ${o.seconds} s per scenario; failover: 2 attempts (the default).\n` +
+      `Calls arrive at a steady rate for ${o.seconds} s per scenario; failover: 2 attempts (the default); ` +
+      (o.queue
+        ? `a call finding no room waits up to ${o.queue} s of the quota clock (queue.maxWait ${Math.round((o.queue * 1000) / setup.timeScale)} ms).\n`
+        : 'a call finding no room fails at once (no queue).\n') +
       `Usage window: ${o.window === 'sliding' ? "usageWindow 'sliding' (the default: the quota minute that ends now, plus the rpm/6-per-10-s term)" : "usageWindow 'fixed' (all usage reset every quota minute)"}, ` +
       `ratelimitWindow ${Math.round(60_000 / setup.timeScale)} ms; "fixed window" rows use usageWindow 'fixed' whatever --window says` +
       (o.state
@@ -413,6 +421,7 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
             sizes,
             meanTokens,
             state: mode.state,
+            queue: o.queue,
           });
           rows.push(r);
           results.push(r);
