@@ -6,6 +6,7 @@ import {
   SYNC_SCRIPT,
   syncCommand,
 } from '../../src/state/redis/redis-protocol';
+import type { SimulatedDeploymentOptions } from '../../src/testing';
 import { RedisServer } from '../support/redis-server';
 import { ask, GPT } from '../support/upstream';
 import { cluster, inspector, type Cluster } from './cluster';
@@ -46,6 +47,32 @@ function converged(k: Cluster): boolean {
 }
 
 const synced = (k: Cluster) => k.instances.every((sb) => sb.state.health().lastSync !== undefined);
+
+/**
+ * Two instances over one deployment with `quota` (the simulated one enforces it too, with
+ * `simulated` on top) that sync only when the test says (closing syncs once more), so the order
+ * is certain; `time.offset` moves their clock; `upstream()` is what the deployment counts.
+ */
+async function closingPair(
+  quota: { tpm: number; rpm: number },
+  simulated: Partial<SimulatedDeploymentOptions> = {},
+) {
+  const time = { offset: 0 };
+  const k = (c = await cluster({
+    instances: 2,
+    redisUrl: server.url,
+    clock: () => Date.now() + time.offset,
+    deployments: 1,
+    quota,
+    simulated: { ...quota, ...simulated },
+    state: { syncInterval: 3_600_000 },
+  }));
+  await eventually(() => synced(k));
+  const upstream = () =>
+    quota.tpm -
+    Number(k.upstream.deployment('oai0').rateLimitHeaders()['x-ratelimit-remaining-tokens']);
+  return { k, time, upstream };
+}
 
 describe('usage', () => {
   it.each([2, 4])(
@@ -135,20 +162,7 @@ describe('usage', () => {
   });
 
   it("counts once the others' usage that an answer's headers held before a sync reported it", async () => {
-    // Syncs only when the test says (closing syncs once more), so the order is certain.
-    let offset = 0;
-    const clock = () => Date.now() + offset;
-    const limits = { tpm: 30_000, rpm: 300 };
-    const k = (c = await cluster({
-      instances: 2,
-      redisUrl: server.url,
-      clock,
-      deployments: 1,
-      quota: limits,
-      simulated: limits,
-      state: { syncInterval: 3_600_000 },
-    }));
-    await eventually(() => synced(k));
+    const { k, time, upstream } = await closingPair({ tpm: 30_000, rpm: 300 });
     const call = (i: number, text: string) =>
       k.instances[i]!.chat.completions.create({
         model: GPT,
@@ -156,12 +170,9 @@ describe('usage', () => {
         max_tokens: 50,
       });
     await call(0, 'a long question '.repeat(250)); // about 1 000 tokens
-    offset += 2_000; // b's call is sent in a later second than a's
+    time.offset += 2_000; // b's call is sent in a later second than a's
     await call(1, 'a short one');
     const b = k.model(1, 'oai0');
-    const upstream = () =>
-      30_000 -
-      Number(k.upstream.deployment('oai0').rateLimitHeaders()['x-ratelimit-remaining-tokens']);
     // b's answer counted a's call: b's view is the upstream's before it hears of a.
     expect(Math.abs(b.anchoredUsage().tpm - upstream())).toBeLessThan(100);
     await k.instances[0]!.close(); // publishes a's usage
@@ -171,19 +182,8 @@ describe('usage', () => {
   });
 
   it("anchors on another instance's answer: a replica that never sent there sees an unseen application", async () => {
-    let offset = 0;
-    const clock = () => Date.now() + offset;
     const limits = { tpm: 10_000, rpm: 1_000 };
-    const k = (c = await cluster({
-      instances: 2,
-      redisUrl: server.url,
-      clock,
-      deployments: 1,
-      quota: limits,
-      simulated: { ...limits, rpm: 6_000, chargeMaxTokens: true },
-      state: { syncInterval: 3_600_000 },
-    }));
-    await eventually(() => synced(k));
+    const { k, time, upstream } = await closingPair(limits, { rpm: 6_000, chargeMaxTokens: true });
     // Another application, sharing the deployment with nobody's store, takes about 5 000.
     const other = new OpenAI({
       baseURL: k.upstream.deployment('oai0').openaiBaseURL,
@@ -191,11 +191,8 @@ describe('usage', () => {
       maxRetries: 0,
     });
     await other.chat.completions.create(ask('y'.repeat(16_000), { max_tokens: 1_000 }));
-    offset += 1_000;
+    time.offset += 1_000;
     await k.instances[0]!.chat.completions.create(ask('x', { max_tokens: 10 }));
-    const upstream = () =>
-      10_000 -
-      Number(k.upstream.deployment('oai0').rateLimitHeaders()['x-ratelimit-remaining-tokens']);
     const b = k.model(1, 'oai0');
     // b has sent nothing there: it knows nothing of the other application.
     expect(b.anchoredUsage().tpm).toBe(0);
