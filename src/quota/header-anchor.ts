@@ -254,14 +254,17 @@ export class HeaderAnchor {
    * upstream's count when that call was sent, against ours sent before it. Only a reading newer
    * than every answer anchored on counts (see {@link isNewer}); the requests of Azure's 10 s
    * window are left to our own answers (that window has mostly gone by when a sync brings it).
+   * Returns true when it was anchored on.
    */
-  replay(shared: SharedReading, target: AnchorTarget, now: number): void {
-    if (!this.isNewer(shared.sentAt) || shared.sentAt > now) return;
+  replay(shared: SharedReading, target: AnchorTarget, now: number): boolean {
+    // A send time ahead of our clock (the other machine's runs ahead) waits until ours gets there.
+    if (!this.isNewer(shared.sentAt) || shared.sentAt > now) return false;
     target.catchUp(now);
     this.anchoredSentAt = shared.sentAt;
     const none = { tokens: 0, requests: 0, input: 0, output: 0 };
     const context = { target, now, sentAt: shared.sentAt, headers: undefined, shared };
     this.apply(shared.reading, none, context);
+    return true;
   }
 
   /** Anchor each limit a reading reports; `inFlight`: the calls the upstream may not have seen. */

@@ -649,8 +649,7 @@ export class QuotaLedger {
       if (rest.tokens === undefined && rest.requests === undefined) return false;
       reading = { ...reading, reading: rest };
     }
-    this.anchoring.replay(reading, this, now);
-    return true;
+    return this.anchoring.replay(reading, this, now);
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */

@@ -437,6 +437,7 @@ describe("another instance's answer (a shared state store)", () => {
     s.observe(azure({ 'x-ratelimit-remaining-tokens': 4_900 }), call, sentAt); // 5 100 counted
     expect(s.anchoredUsage().tpm).toBeCloseTo(5_100);
     expect(s.replay(theirs(sentAt - 200, 9_000))).toBe(false);
+    expect(s.replay(theirs(clock.now() + 300, 9_000))).toBe(false); // sent "later" than our now
     expect(s.replay(theirs(sentAt + 50, 9_000, sentAt + 80))).toBe(false); // its window is over
     expect(s.anchoredUsage().tpm).toBeCloseTo(5_100);
     // Without send times of the others' usage, a reading cannot be set against the shared view.
