@@ -241,7 +241,7 @@ export class HeaderAnchor {
     this.own = { sentAt: sent, at: now, tokens, reading };
     if (sent > this.anchoredSentAt) this.anchoredSentAt = sent;
     const pending = {
-      tokens: this.pendingTokens - (own ? own.input + own.output : 0),
+      tokens: this.pendingTokens - tokens,
       requests: this.pendingRequests - (own !== undefined ? 1 : 0),
       input: this.pendingInput - (own?.input ?? 0),
       output: this.pendingOutput - (own?.output ?? 0),
@@ -254,12 +254,13 @@ export class HeaderAnchor {
    * upstream's count when that call was sent, against ours sent before it. Only a reading newer
    * than every answer anchored on counts (see {@link isNewer}); the requests of Azure's 10 s
    * window are left to our own answers (that window has mostly gone by when a sync brings it).
-   * Returns true when it was anchored on.
+   * `target` has caught up to `now` (see {@link AnchorTarget.catchUp}), as its owner had to
+   * before it could tell which parts of the reading still hold. Returns true when it was
+   * anchored on.
    */
   replay(shared: SharedReading, target: AnchorTarget, now: number): boolean {
     // A send time ahead of our clock (the other machine's runs ahead) waits until ours gets there.
     if (!this.isNewer(shared.sentAt) || shared.sentAt > now) return false;
-    target.catchUp(now);
     this.anchoredSentAt = shared.sentAt;
     const none = { tokens: 0, requests: 0, input: 0, output: 0 };
     const context = { target, now, sentAt: shared.sentAt, headers: undefined, shared };
@@ -318,10 +319,9 @@ export class HeaderAnchor {
     }
     const counts = what === 'requests' ? 'requests' : 'tokens';
     const fixed = what === 'tokens' || what === 'requests';
-    let mine: number;
-    if (shared !== undefined) mine = window.usageBefore(sentAt, now)[counts];
-    else mine = counts === 'tokens' ? window.tokensAt(now) : window.requestsAt(now);
-    const local = fixed ? target.anchorAt(counts, sentAt, now, shared) : mine;
+    const local = fixed
+      ? target.anchorAt(counts, sentAt, now, shared)
+      : this.ownCount(window, counts, context);
     // The upstream's count when it wrote the header, against ours of the same calls.
     const delta = limit.value - reported.remaining - (local - Math.max(0, inFlight));
     const sliding = window.bucketMs !== 0;
@@ -351,6 +351,7 @@ export class HeaderAnchor {
     }
     if (delta < 0 && sliding) {
       // Only this instance's share of the excess is its own to forget.
+      const mine = fixed ? this.ownCount(window, counts, context) : local;
       const excess = local > 0 ? (-delta * mine) / local : 0;
       if (counts === 'tokens') window.trimOldest(excess, 0, now);
       else window.trimOldest(0, excess, now);
@@ -358,6 +359,16 @@ export class HeaderAnchor {
       return;
     }
     limit.anchor(delta, now, until, pace);
+  }
+
+  /**
+   * This instance's usage in `window` that a reading is set against: all of it for our own
+   * answer, what we sent before that call for another instance's.
+   */
+  private ownCount(window: UsageWindow, counts: 'tokens' | 'requests', context: Anchoring): number {
+    const now = context.now;
+    if (context.shared !== undefined) return window.usageBefore(context.sentAt, now)[counts];
+    return counts === 'tokens' ? window.tokensAt(now) : window.requestsAt(now);
   }
 
   /**
