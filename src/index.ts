@@ -33,6 +33,7 @@ export type { UsageWindowKind, UsageBucket } from './quota/usage-window';
 export { CapacityQueue } from './quota/capacity-queue';
 export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
+export type { SwitchboardErrorCode } from './switchboard.error';
 export type {
   ApiKey,
   ModelConfig,

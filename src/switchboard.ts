@@ -275,7 +275,10 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.resetTimer = undefined;
     this.metrics.close();
     this.queue?.close(
-      () => new SwitchboardError('The switchboard closed while the call waited for room'),
+      () =>
+        new SwitchboardError('The switchboard closed while the call waited for room', {
+          code: 'unavailable',
+        }),
     );
     await this.state.close();
   }
@@ -659,5 +662,6 @@ function closedError(what: string): SwitchboardError {
   return new SwitchboardError(
     `switchboard is closed: ${what} was called after close() (or the Nest application's close()). ` +
       'Make calls before closing, or build a new switchboard with createSwitchboard() for further calls.',
+    { code: 'unavailable' },
   );
 }

@@ -28,6 +28,7 @@ export class SwitchboardConfigError extends SwitchboardError {
       problems.length === 1
         ? problems[0]!
         : `Invalid switchboard configuration in ${source} (${problems.length} problems):\n${problems.map((p) => `  ${p}`).join('\n')}`,
+      { code: 'config' },
     );
   }
 }

@@ -241,6 +241,7 @@ export function validateOptions(options: unknown): SwitchboardOptions {
   if (typeof options !== 'object' || options === null) {
     throw new SwitchboardError(
       'Invalid switchboard options: expected an object such as { deployments: [...] }',
+      { code: 'config' },
     );
   }
   const parsed = switchboardOptionsSchema.safeParse(options);
@@ -249,7 +250,9 @@ export function validateOptions(options: unknown): SwitchboardOptions {
     problems.push(...crossCheck(options as SwitchboardOptions).map((p) => formatProblem(p)));
   }
   if (problems.length > 0) {
-    throw new SwitchboardError(`Invalid switchboard options: ${problems.join('; ')}`);
+    throw new SwitchboardError(`Invalid switchboard options: ${problems.join('; ')}`, {
+      code: 'config',
+    });
   }
   return options as SwitchboardOptions;
 }

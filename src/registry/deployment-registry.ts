@@ -142,6 +142,7 @@ export class DeploymentRegistry {
       const known = [...this.pools.keys()].join(', ');
       throw new SwitchboardError(
         `No deployments available for ${model} (configured models: ${known})`,
+        { code: 'model_not_found' },
       );
     }
     return pool;
@@ -318,7 +319,7 @@ function build(
     const reason = err instanceof Error ? err.message : String(err);
     throw new SwitchboardError(
       `deployments[${index}] ('${config.name}') could not be set up: ${reason} Set deployments[${index}].apiKey.`,
-      { cause: err },
+      { cause: err, code: 'config' },
     );
   }
 }

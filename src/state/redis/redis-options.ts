@@ -106,5 +106,7 @@ export function resolveRedisOptions(options: RedisStateOptions): ResolvedRedisOp
   const problems = describeIssues(parsed.error, options).map((line) =>
     line.replace(/^\(options\) /, ''),
   );
-  throw new SwitchboardError(`Invalid redisState() options: ${problems.join('; ')}`);
+  throw new SwitchboardError(`Invalid redisState() options: ${problems.join('; ')}`, {
+    code: 'config',
+  });
 }
