@@ -1,6 +1,6 @@
 import { Catch, HttpException, Logger, type ArgumentsHost } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { httpErrorFor } from 'nestjs-switchboard';
+import { clip, httpErrorFor } from 'nestjs-switchboard';
 import { GatewayRefusal } from '../guard/gateway-refusal';
 import { wireForPath, type Problem, type Wire } from './wire';
 
@@ -75,7 +75,7 @@ function describe(exception: unknown): Problem {
   // body-parser's errors carry their status (400 for bad JSON, 413 for a body too large).
   const { status, message } = (exception ?? {}) as { status?: unknown; message?: unknown };
   if (typeof status === 'number' && status >= 400 && status < 600) {
-    return { status, message: typeof message === 'string' ? message : 'Bad request' };
+    return { status, message: typeof message === 'string' ? clip(message, 200) : 'Bad request' };
   }
   return { status: 500, message: 'The gateway failed to handle the request.' };
 }

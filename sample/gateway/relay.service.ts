@@ -199,7 +199,6 @@ export class RelayService {
     }
     res.end();
   }
-
 }
 
 /** Writes a complete JSON answer. */

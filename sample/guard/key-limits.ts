@@ -8,8 +8,7 @@ export interface KeyLimitOptions {
 
 /** What {@link KeyLimits.admit} answers: a release for the call, or why not and for how long. */
 export type KeyAdmission =
-  | { ok: true; release: () => void }
-  | { ok: false; reason: string; retryAfterMs: number };
+  { ok: true; release: () => void } | { ok: false; reason: string; retryAfterMs: number };
 
 const MINUTE = 60_000;
 
@@ -31,7 +30,10 @@ export class KeyLimits {
   private readonly now: () => number;
 
   constructor(private readonly options: KeyLimitOptions = {}) {
-    for (const [name, value] of Object.entries({ rpm: options.rpm, maxInFlight: options.maxInFlight })) {
+    for (const [name, value] of Object.entries({
+      rpm: options.rpm,
+      maxInFlight: options.maxInFlight,
+    })) {
       if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
         throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
       }
