@@ -24,16 +24,18 @@ import { KeyLimits } from './key-limits';
 })
 export class GuardModule {}
 
-/** `GATEWAY_KEY_RPM` and `GATEWAY_KEY_MAX_IN_FLIGHT`, each a positive integer when set. */
+/** `GATEWAY_KEY_RPM` and `GATEWAY_KEY_MAX_IN_FLIGHT`, each a positive integer below a million when set. */
 export function keyLimitsFromEnv(env: GuardEnv = process.env): KeyLimits {
   const read = (name: 'GATEWAY_KEY_RPM' | 'GATEWAY_KEY_MAX_IN_FLIGHT'): number | undefined => {
     const raw = env[name]?.trim();
     if (!raw) return undefined;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < 1) {
-      throw new Error(`${name} must be a positive integer, got '${raw.slice(0, 32)}'`);
+    // At most six digits: the per-minute limit keeps one time per request of the minute.
+    if (!/^[1-9]\d{0,5}$/.test(raw)) {
+      throw new Error(
+        `${name} must be a positive integer below 1000000, got '${raw.slice(0, 32)}'`,
+      );
     }
-    return value;
+    return Number(raw);
   };
   return new KeyLimits({
     rpm: read('GATEWAY_KEY_RPM'),
