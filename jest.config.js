@@ -6,6 +6,7 @@ module.exports = {
   // Both cores: specs that start servers take free ports (port 0, or Redis below the ephemeral
   // range), temporary directories of their own, and nothing global.
   maxWorkers: 2,
+  testSequencer: '<rootDir>/test/support/longest-first.js',
   transform: {
     // tsconfig.json sets isolatedModules: ts-jest transpiles file by file, and the types are
     // checked once for the whole project by `npm run typecheck` (part of `npm run lint`), not
