@@ -1,4 +1,4 @@
-import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
 import { validateOptions } from './config/validate-options';
 import { failoverPolicy, type FailoverPolicy } from './failover/failover';
@@ -62,7 +62,7 @@ export interface Switchboard extends BuiltinSurfaces {}
  * ```
  */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class Switchboard implements OnModuleInit, OnModuleDestroy {
+export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   /** The deployments, their models and the session map. */
   readonly registry: DeploymentRegistry;
   readonly selector: Selector;
@@ -249,8 +249,12 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.start();
   }
 
-  /** Nest lifecycle: the application closes, {@link close}. */
-  onModuleDestroy(): Promise<void> {
+  /**
+   * Nest lifecycle: the application has closed, {@link close}. Nest stops the HTTP server (and
+   * waits for the requests it accepted) before it calls shutdown hooks, so those requests still
+   * make their model calls; `onModuleDestroy` would run before that, and fail them.
+   */
+  onApplicationShutdown(): Promise<void> {
     return this.close();
   }
 
