@@ -137,7 +137,10 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
         }
       });
     }
-    this.metrics = new SwitchboardMetrics(this.registry);
+    this.metrics = new SwitchboardMetrics(this.registry, undefined, {
+      queue: this.queue,
+      fallbacks: this.fallbacks,
+    });
     const metrics = this.metrics;
     // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
     const genAi = new GenAiTelemetry();
@@ -487,6 +490,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   }
 
   private countFailure(model: string, error: unknown): void {
+    this.metrics.callFailed(model, error);
     let counts = this.failedCalls.get(model);
     if (counts === undefined) {
       counts = { rateLimited: 0, other: 0 };
