@@ -369,10 +369,10 @@ describe('README.md starts where a Nest team starts', () => {
     expect(lines.join('\n')).toContain('(docs/how-it-decides.md)');
   });
 
-  it('links only to files that exist, and shows the status page screenshot', () => {
+  it("links only to files that exist, and shows the status page's chart", () => {
     const text = lines.join('\n');
     const links = [...text.matchAll(/\]\(((?!https?:)[^)#\s]+)(?:#[^)]*)?\)/g)].map((m) => m[1]!);
-    expect(links).toContain('docs/status-page.png');
+    expect(links).toContain('docs/status-chart.png');
     // docs/azure.md is written alongside; every other link must resolve now.
     const missing = links.filter((l) => l !== 'docs/azure.md' && !existsSync(join(root, l)));
     expect(missing).toEqual([]);
