@@ -224,7 +224,9 @@ export class RelayService {
       problem = { status: e.status, message: e.message };
       upstreamBody = wire.upstreamErrorBody(e);
     } else if (error instanceof SwitchboardError || error instanceof TypeError) {
-      problem = { status: 400, message: error.message };
+      // A closed switchboard (shutting down) is 503, so that the client retries elsewhere.
+      const closed = error instanceof SwitchboardError && error.code === 'unavailable';
+      problem = { status: closed ? 503 : 400, message: error.message };
     } else {
       this.logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
       problem = { status: 500, message: 'The gateway failed to handle the request.' };
