@@ -16,6 +16,7 @@ import { ModelState } from './registry/model-state';
 import { Selector } from './selection/selector';
 import { SessionAffinity } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
+import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
 import { GenAiTelemetry } from './telemetry/gen-ai-telemetry';
@@ -94,6 +95,8 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;
+  /** The longest cooldown (ms), also of one taken from a shared store. */
+  private readonly maxCooldown: number;
   private resetTimer: NodeJS.Timeout | undefined;
   private started = false;
   private closed = false;
@@ -121,6 +124,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;
+    this.maxCooldown = (options as { maxCooldown?: number }).maxCooldown ?? 86_400_000;
     this.fallbacks = resolveFallbacks(options.fallbacks);
     this.defaultReservation = options.defaultReservation ?? 0;
     this.queue = options.queue
@@ -240,6 +244,9 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       logger: this.logger,
       ratelimitWindow: this.window,
       clock: this.clock,
+      maxCooldown: this.maxCooldown,
+      // What the other instances reported comes back as data; only this fold changes the models.
+      onReport: peerFold(this.registry, { maxCooldown: this.maxCooldown }),
     });
     return this;
   }

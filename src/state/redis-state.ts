@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { inspect } from 'node:util';
 import type { SwitchboardLogger } from '../types';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelEvent, ModelState } from '../registry/model-state';
+import { emptyPeerReport, type PeerReport } from './peer-report';
 import { SessionAffinity } from '../selection/session-affinity';
 import { SwitchboardError } from '../switchboard.error';
 import {
@@ -12,21 +14,27 @@ import {
   type RedisClientLike,
 } from './redis/redis-connection';
 import {
+  checkPeers,
+  PEER_PROBLEMS,
+  type PeerModelBounds,
+  type PeerProblem,
+} from './redis/peer-checks';
+import {
+  defaultPrefix,
+  redactUrl,
   resolveRedisOptions,
+  secretScrubber,
   type RedisStateOptions,
   type ResolvedRedisOptions,
 } from './redis/redis-options';
+import { encodeReading, publishBuckets, type PublishedUsage } from './redis/redis-protocol';
 import {
-  encodeReading,
-  newestReading,
-  parseSyncReply,
-  publishBuckets,
-  sumOthers,
+  DEFAULT_MAX_COOLDOWN,
+  DEFAULT_SKEW,
+  readSyncReply,
   SYNC_SCRIPT,
   syncCommand,
-  type OthersUsage,
-  type PublishedUsage,
-} from './redis/redis-protocol';
+} from './redis/sync-script';
 import type { StateContext, StateStore, StateStoreHealth } from './state-store';
 
 export type { RedisClientLike } from './redis/redis-connection';
@@ -87,13 +95,17 @@ const SESSIONS_PER_SYNC = 1_000;
 const MAX_PENDING_RESPONSES = 10_000;
 /** Stored-response writes per sync, as for sessions. */
 const RESPONSES_PER_SYNC = 1_000;
+/** Most instances whose usage one sync reads. */
+const MAX_INSTANCES = 1024;
+/** Longest deployment name taken from a session or response key. */
+const MAX_NAME_LENGTH = 512;
 
 interface Entry {
   state: ModelState;
-  /** `<deployment>:<model>`, URI-encoded: the usage key's end and the cooldowns hash's field. */
+  /** `<deployment>:<model>`, URI-encoded: the cooldowns hash's field and the usage's key. */
   field: string;
-  /** The cooldown end last taken from Redis, 0 if none. */
-  remoteUntil: number;
+  /** The bounds of what the others may report for it. */
+  bounds: PeerModelBounds;
 }
 
 /** @internal */
@@ -101,10 +113,13 @@ class RedisStateStore implements StateStore {
   private readonly id = randomBytes(6).toString('hex');
   private client: RedisClientLike | undefined;
   private logger: SwitchboardLogger | undefined;
+  private onReport: ((report: PeerReport) => void) | undefined;
   private clock: () => number = Date.now;
   private windowMs = 0;
+  private maxCooldown = DEFAULT_MAX_COOLDOWN;
+  private prefix: string | undefined;
   private entries: Entry[] = [];
-  private readonly byField = new Map<string, Entry>();
+  private readonly bounds = new Map<string, PeerModelBounds>();
   private readonly cooldownOps = new Map<string, number>();
   /** Session writes not acknowledged yet; past the bound the least recent is dropped. */
   private readonly sessionWrites = new SessionAffinity(MAX_PENDING_SESSIONS);
@@ -112,6 +127,9 @@ class RedisStateStore implements StateStore {
   private readonly responseWrites = new SessionAffinity(MAX_PENDING_RESPONSES);
   /** Sessions this instance has written or read: later calls only refresh their TTL. */
   private known = new SessionAffinity(1024);
+  /** Kinds of bad values already logged (again once a sync finds none of the kind). */
+  private readonly logged = new Set<PeerProblem | 'session'>();
+  private readonly scrub: (text: string) => string;
   private unsubscribe: (() => void) | undefined;
   private syncTimer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
@@ -127,6 +145,8 @@ class RedisStateStore implements StateStore {
     private readonly connect: () => RedisClientLike,
     private readonly ownsClient: boolean,
   ) {
+    this.prefix = options.prefix;
+    this.scrub = secretScrubber(options.url);
     this.listeners = {
       error: (error) => this.degrade(error),
       close: () => this.degrade(CLOSED),
@@ -143,17 +163,34 @@ class RedisStateStore implements StateStore {
     this.attached = true;
     if (this.closed) return;
     this.logger = context.logger;
+    this.onReport = context.onReport;
     this.clock = context.clock;
     this.windowMs = context.ratelimitWindow;
+    this.maxCooldown = context.maxCooldown ?? DEFAULT_MAX_COOLDOWN;
     this.known = new SessionAffinity(Math.max(1024, registry.sessions.capacity));
+    const identity: Array<{ name: string; endpoint: string; models: string[] }> = [];
     for (const d of registry.deployments.values()) {
+      const { baseURL } = (d.client ?? {}) as { baseURL?: unknown };
+      identity.push({
+        name: d.name,
+        endpoint: typeof baseURL === 'string' ? baseURL : '',
+        models: [...d.models.keys()],
+      });
       for (const state of d.models.values()) {
-        const id = `${encodeURIComponent(d.name)}:${encodeURIComponent(state.name)}`;
-        const entry: Entry = { state, field: id, remoteUntil: 0 };
-        this.entries.push(entry);
-        this.byField.set(id, entry);
+        const field = `${encodeURIComponent(d.name)}:${encodeURIComponent(state.name)}`;
+        const bounds = {
+          deployment: d.name,
+          model: state.name,
+          tokens: 0,
+          requests: 0,
+          input: 0,
+          output: 0,
+        };
+        this.entries.push({ state, field, bounds });
+        this.bounds.set(field, bounds);
       }
     }
+    this.prefix ??= defaultPrefix(identity);
     const fields = new Map(this.entries.map((e) => [e.state, e.field]));
     this.unsubscribe = registry.onModelEvent((state, event) => {
       if (event.type === 'down' || event.type === 'up') this.onCooldown(fields.get(state), event);
@@ -169,6 +206,23 @@ class RedisStateStore implements StateStore {
     if (client.status === 'ready') this.tick();
   }
 
+  sync(): Promise<PeerReport> {
+    const client = this.client;
+    if (this.closed || client === undefined || client.status !== 'ready') {
+      return Promise.resolve(emptyPeerReport(this.clock()));
+    }
+    return this.syncWith(client).then(
+      (report) => {
+        this.recover();
+        return report;
+      },
+      (error: unknown) => {
+        this.degrade(error);
+        return emptyPeerReport(this.clock());
+      },
+    );
+  }
+
   lookupSession(sessionId: string): Promise<string | undefined> {
     const client = this.client;
     // Known trouble: answer at once and let the call select locally.
@@ -178,13 +232,14 @@ class RedisStateStore implements StateStore {
     return this.bounded(client.get(this.sessionKey(sessionId)), 'session lookup').then(
       (name) => {
         if (name === null) return undefined;
+        if (name.length > MAX_NAME_LENGTH) {
+          this.report('session', 'a session value too long to be a deployment name');
+          return undefined;
+        }
         this.known.set(sessionId, name);
         return name;
       },
-      (error: unknown) => {
-        this.degrade(error);
-        return undefined;
-      },
+      (error: unknown) => this.lookupFailed(error),
     );
   }
 
@@ -216,11 +271,8 @@ class RedisStateStore implements StateStore {
       return Promise.resolve(undefined);
     }
     return this.bounded(client.get(this.responseKey(responseId)), 'response lookup').then(
-      (name) => name ?? undefined,
-      (error: unknown) => {
-        this.degrade(error);
-        return undefined;
-      },
+      (name) => (name === null || name.length > MAX_NAME_LENGTH ? undefined : name),
+      (error: unknown) => this.lookupFailed(error),
     );
   }
 
@@ -244,7 +296,7 @@ class RedisStateStore implements StateStore {
     const health: StateStoreHealth = {
       status: this.problem === undefined ? 'up' : 'degraded',
       store: 'redis',
-      prefix: this.options.prefix,
+      prefix: this.prefix,
       connection: this.client?.status ?? 'not started',
     };
     if (this.lastSync !== 0) health.lastSync = new Date(this.lastSync).toISOString();
@@ -260,9 +312,9 @@ class RedisStateStore implements StateStore {
     const client = this.client;
     if (client === undefined) return;
     await this.inFlight;
-    // Leave the others this instance's last usage and cooldowns.
+    // Leave the others this instance's last usage and cooldowns (and read theirs a last time).
     if (client.status === 'ready' && this.problem === undefined) {
-      await this.sync(client).catch(() => undefined);
+      await this.syncWith(client).then(this.onReport, () => undefined);
     }
     client.off('error', this.listeners.error);
     client.off('close', this.listeners.close);
@@ -270,12 +322,25 @@ class RedisStateStore implements StateStore {
     if (this.ownsClient) await closeClient(client, this.options.timeout);
   }
 
+  /** What `inspect()` and `JSON.stringify` show: never the URL's password. */
+  [inspect.custom](): string {
+    return `RedisStateStore ${inspect(this.toJSON())}`;
+  }
+
+  toJSON(): Record<string, unknown> {
+    const url = this.options.url === undefined ? undefined : redactUrl(this.options.url);
+    return { ...(url === undefined ? {} : { url }), ...this.health() };
+  }
+
   private tick(): void {
     if (this.closed || this.client === undefined) return;
     if (this.inFlight !== undefined || this.client.status !== 'ready') return;
-    this.inFlight = this.sync(this.client)
+    this.inFlight = this.syncWith(this.client)
       .then(
-        () => this.recover(),
+        (report) => {
+          this.recover();
+          this.onReport?.(report);
+        },
         (error: unknown) => this.degrade(error),
       )
       .finally(() => {
@@ -283,28 +348,24 @@ class RedisStateStore implements StateStore {
       });
   }
 
-  /** One round trip: publish, write own usage, read everyone's, refresh sessions. */
-  private async sync(client: RedisClientLike, usage = true): Promise<void> {
+  /**
+   * One round trip: publish, write own usage, read everyone's, refresh sessions; then check what
+   * was read and return it. Writes into no model.
+   */
+  private async syncWith(client: RedisClientLike, usage = true): Promise<PeerReport> {
     const now = this.clock();
     const cooldowns = new Map(this.cooldownOps);
     this.cooldownOps.clear();
-    const sessions: Array<{ id: string; key: string; deployment: string }> = [];
-    const responses: Array<{ id: string; key: string; deployment: string }> = [];
-    if (usage) {
-      for (const [id, deployment] of this.sessionWrites.entries()) {
-        if (sessions.length === SESSIONS_PER_SYNC) break;
-        sessions.push({ id, key: this.sessionKey(id), deployment });
-        this.sessionWrites.delete(id);
-      }
-      for (const [id, deployment] of this.responseWrites.entries()) {
-        if (responses.length === RESPONSES_PER_SYNC) break;
-        responses.push({ id, key: this.responseKey(id), deployment });
-        this.responseWrites.delete(id);
-      }
-    }
+    const sessions = usage
+      ? this.drain(this.sessionWrites, SESSIONS_PER_SYNC, this.sessionKey)
+      : [];
+    const responses = usage
+      ? this.drain(this.responseWrites, RESPONSES_PER_SYNC, this.responseKey)
+      : [];
     // Usage keys outlive a window a little, so that a replica a bit behind still finds them.
     const usageTtl = this.windowMs > 0 ? 2 * this.windowMs : UNWINDOWED_TTL;
-    const { keys, args } = syncCommand(this.options.prefix, {
+    const models = this.entries.length;
+    const { keys, args } = syncCommand(this.prefix!, {
       id: this.id,
       now,
       cooldowns,
@@ -315,6 +376,11 @@ class RedisStateStore implements StateStore {
       sessionTtl: this.options.sessionTtl,
       responses,
       responseTtl: this.options.responseTtl,
+      skew: DEFAULT_SKEW,
+      maxCooldown: this.maxCooldown,
+      maxUsageFields: MAX_INSTANCES,
+      maxCooldownFields: Math.max(1024, 2 * models),
+      maxValueLength: 8192 + 4096 * models,
     });
 
     let reply: unknown;
@@ -334,34 +400,70 @@ class RedisStateStore implements StateStore {
       }
       throw error;
     }
-    const { others, cooling } = parseSyncReply(reply);
-    if (usage) {
-      this.applyOthers(sumOthers(others, this.clock(), this.windowMs));
-      this.applyReadings(others);
-    }
-    this.applyCooldowns(cooling);
+    const { report, problems } = checkPeers(readSyncReply(reply), this.limits(), usage);
+    this.logProblems(problems, usage);
     if (usage) this.lastSync = this.clock();
+    return report;
   }
 
-  private applyCooldowns(cooling: ReadonlyArray<[string, number]>): void {
-    const seen = new Set<Entry>();
-    for (const [field, until] of cooling) {
-      const entry = this.byField.get(field);
-      if (entry === undefined) continue;
-      seen.add(entry);
-      const local = entry.state.cooldownUntil;
-      if (until > local) entry.state.applyCooldown(until);
-      if (until >= local) entry.remoteUntil = until;
+  /** The bounds of this sync's checks: the limits each model knows now. */
+  private limits() {
+    for (const { state, bounds } of this.entries) {
+      bounds.tokens = state.tpm || state.itpm + state.otpm;
+      bounds.requests = state.rpm;
+      bounds.input = state.itpm;
+      bounds.output = state.otpm;
     }
-    for (const entry of this.entries) {
-      if (entry.remoteUntil === 0 || seen.has(entry)) continue;
-      // Gone from Redis: expired, or marked up elsewhere. Only a cooldown taken from Redis is
-      // lifted; one this instance decided alone and could not publish yet stays.
-      if (entry.state.cooldownUntil === entry.remoteUntil && !this.cooldownOps.has(entry.field)) {
-        entry.state.applyCooldown(0);
-      }
-      entry.remoteUntil = 0;
+    return {
+      now: this.clock(),
+      windowMs: this.windowMs,
+      skewMs: DEFAULT_SKEW,
+      maxCooldown: this.maxCooldown,
+      models: this.bounds,
+    };
+  }
+
+  /** One warning per kind of bad value; the kind logs again once a sync has found none of it. */
+  private logProblems(problems: ReadonlyMap<PeerProblem, string>, full: boolean): void {
+    for (const [kind, example] of problems) {
+      this.report(kind, `${PEER_PROBLEMS[kind]} (first: ${example})`);
     }
+    if (!full) return;
+    for (const kind of this.logged) {
+      if (kind !== 'session' && !problems.has(kind)) this.logged.delete(kind);
+    }
+  }
+
+  private report(kind: PeerProblem | 'session', what: string): void {
+    if (this.logged.has(kind)) return;
+    this.logged.add(kind);
+    this.logger?.warn(
+      this.scrub(
+        `Redis state store: skipped ${what} under '${this.prefix}'; another writer shares this prefix (set redisState({ prefix }) to part from it)`,
+      ),
+    );
+  }
+
+  /** A failed lookup: a key of the wrong type is another writer's doing, not an outage. */
+  private lookupFailed(error: unknown): undefined {
+    if (/WRONGTYPE/.test(describeFailure(error))) {
+      this.report('key-type', `a session or response key of the wrong type`);
+    } else this.degrade(error);
+    return undefined;
+  }
+
+  private drain(
+    writes: SessionAffinity,
+    max: number,
+    key: (id: string) => string,
+  ): Array<{ id: string; key: string; deployment: string }> {
+    const out: Array<{ id: string; key: string; deployment: string }> = [];
+    for (const [id, deployment] of writes.entries()) {
+      if (out.length === max) break;
+      out.push({ id, key: key.call(this, id), deployment });
+      writes.delete(id);
+    }
+    return out;
   }
 
   private onCooldown(field: string | undefined, event: ModelEvent): void {
@@ -374,7 +476,10 @@ class RedisStateStore implements StateStore {
       this.flushQueued = false;
       const client = this.client;
       if (this.closed || client === undefined || client.status !== 'ready') return;
-      this.sync(client, false).catch((error: unknown) => this.degrade(error));
+      this.syncWith(client, false).then(
+        (report) => this.onReport?.(report),
+        (error: unknown) => this.degrade(error),
+      );
     });
   }
 
@@ -402,47 +507,16 @@ class RedisStateStore implements StateStore {
     return { at: now, bucketMs, models, readings };
   }
 
-  /**
-   * Each model anchors on the latest answer another instance had from it, when that one is newer
-   * than any it anchored on: a replica that stopped sending to a deployment it counts as full
-   * learns from the others' answers when room came back there, and one that sends there sees
-   * what others' calls and other applications took.
-   */
-  private applyReadings(others: readonly PublishedUsage[]): void {
-    for (const { state, field } of this.entries) {
-      const reading = newestReading(others, field);
-      if (reading !== undefined) state.replay(reading);
-    }
-  }
-
-  /**
-   * The others' usage over the sliding window becomes each model's shared view, by when it was
-   * sent: the model's accounting leaves out what the upstream's own count already holds, or has
-   * forgotten (see `SharedUsage.sent`).
-   */
-  private applyOthers(sums: ReadonlyMap<string, OthersUsage>): void {
-    for (const { state, field } of this.entries) {
-      const sum = sums.get(field);
-      const shared = (state.shared ??= { tokens: 0, requests: 0, recentRequests: 0 });
-      shared.tokens = sum?.tokens ?? 0;
-      shared.requests = sum?.requests ?? 0;
-      shared.recentRequests = sum?.recentRequests ?? 0;
-      // A fixed window has no send times that matter: its owner resets it.
-      if (state.window.bucketMs > 0) shared.sent = { spans: sum?.spans ?? [] };
-      else delete shared.sent;
-    }
-  }
-
   private sessionKey(sessionId: string): string {
     // Session ids may be user ids: Redis only sees a digest.
     const digest = createHash('sha256').update(sessionId).digest('base64url').slice(0, 22);
-    return `${this.options.prefix}session:${digest}`;
+    return `${this.prefix}session:${digest}`;
   }
 
   private responseKey(responseId: string): string {
     // Ids come from callers too (previous_response_id): a digest keeps every key short.
     const digest = createHash('sha256').update(responseId).digest('base64url').slice(0, 22);
-    return `${this.options.prefix}response:${digest}`;
+    return `${this.prefix}response:${digest}`;
   }
 
   private bounded<T>(promise: Promise<T>, what: string): Promise<T> {
@@ -452,7 +526,7 @@ class RedisStateStore implements StateStore {
   /** One warning per outage: the first failure logs, the next successful sync ends it. */
   private degrade(reason: unknown): void {
     if (this.closed) return;
-    const message = describeFailure(reason);
+    const message = this.scrub(describeFailure(reason));
     if (this.problem !== undefined) {
       // Keep the cause, not the 'connection closed' that follows it.
       if (reason !== CLOSED) this.problem = message;
