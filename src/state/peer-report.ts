@@ -121,7 +121,10 @@ export function peerFold(
     }
     // The same value seen again keeps its first cap: a value held forever cannot renew it.
     const applied = held?.raw === raw ? held.applied : Math.min(raw, now + maxCooldown);
-    if (applied > state.cooldownUntil) state.applyCooldown(applied);
+    const current = state.cooldownUntil;
+    // A longer one is taken; one taken from the store follows the store, shorter or not.
+    const fromStore = held !== undefined && current === held.applied;
+    if (applied > current || (fromStore && applied !== current)) state.applyCooldown(applied);
     taken.set(state, { raw, applied });
   };
 

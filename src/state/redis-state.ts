@@ -233,7 +233,7 @@ class RedisStateStore implements StateStore {
       (name) => {
         if (name === null) return undefined;
         if (name.length > MAX_NAME_LENGTH) {
-          this.report('session', 'a session value too long to be a deployment name');
+          this.report('session', 'skipped a session value too long to be a deployment name');
           return undefined;
         }
         this.known.set(sessionId, name);
@@ -439,7 +439,7 @@ class RedisStateStore implements StateStore {
     this.logged.add(kind);
     this.logger?.warn(
       this.scrub(
-        `Redis state store: skipped ${what} under '${this.prefix}'; another writer shares this prefix (set redisState({ prefix }) to part from it)`,
+        `Redis state store: ${what} under '${this.prefix}'; another writer shares this prefix (set redisState({ prefix }) to part from it). Logged once.`,
       ),
     );
   }
@@ -447,7 +447,7 @@ class RedisStateStore implements StateStore {
   /** A failed lookup: a key of the wrong type is another writer's doing, not an outage. */
   private lookupFailed(error: unknown): undefined {
     if (/WRONGTYPE/.test(describeFailure(error))) {
-      this.report('key-type', `a session or response key of the wrong type`);
+      this.report('key-type', 'skipped a session or response key of the wrong type');
     } else this.degrade(error);
     return undefined;
   }

@@ -34,20 +34,21 @@ export type PeerProblem =
 
 /** One sentence per {@link PeerProblem}, for the log line. */
 export const PEER_PROBLEMS: Readonly<Record<PeerProblem, string>> = {
-  'usage-unreadable': 'a usage value that is not `<time> <json>` of the expected shape',
-  'usage-time': 'usage written at a time that is not a number or ahead of this clock',
-  'usage-bucket-size': 'usage in buckets of an impossible size',
-  'usage-count': 'usage buckets that are not counts ≥ 0 (or too many of them)',
-  'usage-future': 'usage in buckets that start ahead of this clock',
-  'usage-bound': 'usage beyond what a window of traffic can reach at the limits known here',
-  'reading-unreadable': 'a rate-limit reading that is not an array of numbers',
-  'reading-time': 'a rate-limit reading with times outside the window',
-  'reading-count': 'a rate-limit reading with counts below 0 or beyond the limits known here',
-  'cooldown-unreadable': 'a cooldown that is not a time',
-  'cooldown-cap': 'a cooldown longer than maxCooldown (capped to it)',
-  'key-type': 'a key of the wrong type',
-  'too-many-fields': 'more fields than are read in one sync',
-  'too-long': 'values too long to be read',
+  'usage-unreadable': 'skipped a usage value that is not `<time> <json>` of the expected shape',
+  'usage-time': 'skipped usage written at a time that is not a number or ahead of this clock',
+  'usage-bucket-size': 'skipped usage in buckets of an impossible size',
+  'usage-count': 'skipped usage buckets that are not counts ≥ 0 (or too many of them)',
+  'usage-future': 'skipped usage in buckets that start ahead of this clock',
+  'usage-bound': 'skipped usage beyond what a window of traffic can reach at the limits known here',
+  'reading-unreadable': 'skipped a rate-limit reading that is not an array of numbers',
+  'reading-time': 'skipped a rate-limit reading with times outside the window',
+  'reading-count':
+    'skipped a rate-limit reading with counts below 0 or beyond the limits known here',
+  'cooldown-unreadable': 'skipped a cooldown that is not a time',
+  'cooldown-cap': 'capped to maxCooldown a cooldown longer than it',
+  'key-type': 'skipped a key of the wrong type',
+  'too-many-fields': 'skipped the fields beyond what one sync reads',
+  'too-long': 'skipped values too long to be read',
 };
 
 /**
