@@ -1,10 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import type { SwitchboardLogger } from '../types';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
-import type { ModelEvent, ModelState } from '../registry/model-state';
+import type { ModelEvent } from '../registry/model-state';
 import { emptyPeerReport, type PeerReport } from './peer-report';
-import { SessionAffinity } from '../selection/session-affinity';
 import { SwitchboardError } from '../switchboard.error';
 import {
   bounded,
@@ -16,9 +15,11 @@ import {
 import {
   checkPeers,
   PEER_PROBLEMS,
+  type PeerBounds,
   type PeerModelBounds,
   type PeerProblem,
 } from './redis/peer-checks';
+import { PointerKeys } from './redis/pointer-keys';
 import {
   defaultPrefix,
   redactUrl,
@@ -27,7 +28,7 @@ import {
   type RedisStateOptions,
   type ResolvedRedisOptions,
 } from './redis/redis-options';
-import { encodeReading, publishBuckets, type PublishedUsage } from './redis/redis-protocol';
+import { knownLimits, ownUsage, type Entry } from './redis/own-usage';
 import {
   DEFAULT_MAX_COOLDOWN,
   DEFAULT_SKEW,
@@ -78,35 +79,10 @@ export function redisState(options: RedisStateOptions): StateStore {
 
 /** Without a window, usage keys live this long after the last write. */
 const UNWINDOWED_TTL = 24 * 3_600_000;
-/** Most buckets per window in which usage is published: a view at most 1/60 of it too old. */
-const BUCKETS_PER_WINDOW = 60;
-
-/** How many of a window's buckets go into one published bucket. */
-function mergeFactor(bucketMs: number, windowMs: number): number {
-  return Math.max(1, Math.ceil(Math.round(windowMs / bucketMs) / BUCKETS_PER_WINDOW));
-}
 /** What a dropped connection is reported as, when nothing better is known. */
 const CLOSED = 'connection closed';
-/** Session refreshes kept while Redis is unreachable. */
-const MAX_PENDING_SESSIONS = 10_000;
-/** Session writes per sync, so that one sync stays small; the rest go with the next. */
-const SESSIONS_PER_SYNC = 1_000;
-/** Stored-response writes kept while Redis is unreachable; past it the oldest is dropped. */
-const MAX_PENDING_RESPONSES = 10_000;
-/** Stored-response writes per sync, as for sessions. */
-const RESPONSES_PER_SYNC = 1_000;
 /** Most instances whose usage one sync reads. */
 const MAX_INSTANCES = 1024;
-/** Longest deployment name taken from a session or response key. */
-const MAX_NAME_LENGTH = 512;
-
-interface Entry {
-  state: ModelState;
-  /** `<deployment>:<model>`, URI-encoded: the cooldowns hash's field and the usage's key. */
-  field: string;
-  /** The bounds of what the others may report for it. */
-  bounds: PeerModelBounds;
-}
 
 /** @internal */
 class RedisStateStore implements StateStore {
@@ -121,14 +97,11 @@ class RedisStateStore implements StateStore {
   private entries: Entry[] = [];
   private readonly bounds = new Map<string, PeerModelBounds>();
   private readonly cooldownOps = new Map<string, number>();
-  /** Session writes not acknowledged yet; past the bound the least recent is dropped. */
-  private readonly sessionWrites = new SessionAffinity(MAX_PENDING_SESSIONS);
-  /** Stored-response writes not acknowledged yet; past the bound the least recent is dropped. */
-  private readonly responseWrites = new SessionAffinity(MAX_PENDING_RESPONSES);
-  /** Sessions this instance has written or read: later calls only refresh their TTL. */
-  private known = new SessionAffinity(1024);
+  /** Session and stored-response keys. */
+  private readonly pointers: PointerKeys;
   /** Kinds of bad values already logged (again once a sync finds none of the kind). */
-  private readonly logged = new Set<PeerProblem | 'session'>();
+  private readonly logged = new Set<PeerProblem>();
+  private readonly loggedPointers = new Set<string>();
   private readonly scrub: (text: string) => string;
   private unsubscribe: (() => void) | undefined;
   private syncTimer: NodeJS.Timeout | undefined;
@@ -147,6 +120,22 @@ class RedisStateStore implements StateStore {
   ) {
     this.prefix = options.prefix;
     this.scrub = secretScrubber(options.url);
+    this.pointers = new PointerKeys({
+      ready: () => {
+        const client = this.client;
+        return client?.status === 'ready' && this.problem === undefined ? client : undefined;
+      },
+      degrade: (error) => this.degrade(error),
+      skipped: (what) => {
+        if (this.loggedPointers.has(what)) return;
+        this.loggedPointers.add(what);
+        this.warnShared(`skipped ${what}`);
+      },
+      prefix: () => this.prefix!,
+      timeout: options.timeout,
+      sessionTtl: options.sessionTtl,
+      responseTtl: options.responseTtl,
+    });
     this.listeners = {
       error: (error) => this.degrade(error),
       close: () => this.degrade(CLOSED),
@@ -167,15 +156,8 @@ class RedisStateStore implements StateStore {
     this.clock = context.clock;
     this.windowMs = context.ratelimitWindow;
     this.maxCooldown = context.maxCooldown ?? DEFAULT_MAX_COOLDOWN;
-    this.known = new SessionAffinity(Math.max(1024, registry.sessions.capacity));
-    const identity: Array<{ name: string; endpoint: string; models: string[] }> = [];
+    this.pointers.knowAtLeast(registry.sessions.capacity);
     for (const d of registry.deployments.values()) {
-      const { baseURL } = (d.client ?? {}) as { baseURL?: unknown };
-      identity.push({
-        name: d.name,
-        endpoint: typeof baseURL === 'string' ? baseURL : '',
-        models: [...d.models.keys()],
-      });
       for (const state of d.models.values()) {
         const field = `${encodeURIComponent(d.name)}:${encodeURIComponent(state.name)}`;
         const bounds = {
@@ -190,7 +172,13 @@ class RedisStateStore implements StateStore {
         this.bounds.set(field, bounds);
       }
     }
-    this.prefix ??= defaultPrefix(identity);
+    this.prefix ??= defaultPrefix(
+      [...registry.deployments.values()].map((d) => {
+        const { baseURL } = (d.client ?? {}) as { baseURL?: unknown };
+        const endpoint = typeof baseURL === 'string' ? baseURL : '';
+        return { name: d.name, endpoint, models: d.models.keys() };
+      }),
+    );
     const fields = new Map(this.entries.map((e) => [e.state, e.field]));
     this.unsubscribe = registry.onModelEvent((state, event) => {
       if (event.type === 'down' || event.type === 'up') this.onCooldown(fields.get(state), event);
@@ -224,72 +212,19 @@ class RedisStateStore implements StateStore {
   }
 
   lookupSession(sessionId: string): Promise<string | undefined> {
-    const client = this.client;
-    // Known trouble: answer at once and let the call select locally.
-    if (client === undefined || this.problem !== undefined || client.status !== 'ready') {
-      return Promise.resolve(undefined);
-    }
-    return this.bounded(client.get(this.sessionKey(sessionId)), 'session lookup').then(
-      (name) => {
-        if (name === null) return undefined;
-        if (name.length > MAX_NAME_LENGTH) {
-          this.report('session', 'skipped a session value too long to be a deployment name');
-          return undefined;
-        }
-        this.known.set(sessionId, name);
-        return name;
-      },
-      (error: unknown) => this.lookupFailed(error),
-    );
+    return this.pointers.lookupSession(sessionId);
   }
 
   rememberSession(sessionId: string, deployment: string): void {
-    if (this.known.get(sessionId) === deployment) {
-      // Same assignment: the TTL is refreshed with the next sync.
-      this.sessionWrites.set(sessionId, deployment);
-      return;
-    }
-    this.known.set(sessionId, deployment);
-    const client = this.client;
-    if (client === undefined || this.problem !== undefined || client.status !== 'ready') {
-      this.sessionWrites.set(sessionId, deployment);
-      return;
-    }
-    // A new assignment is written at once, so that another instance finds it on the next turn.
-    this.bounded(
-      client.set(this.sessionKey(sessionId), deployment, 'PX', this.options.sessionTtl),
-      'session write',
-    ).catch((error: unknown) => {
-      this.sessionWrites.set(sessionId, deployment);
-      this.degrade(error);
-    });
+    this.pointers.rememberSession(sessionId, deployment);
   }
 
   lookupResponse(responseId: string): Promise<string | undefined> {
-    const client = this.client;
-    if (client === undefined || this.problem !== undefined || client.status !== 'ready') {
-      return Promise.resolve(undefined);
-    }
-    return this.bounded(client.get(this.responseKey(responseId)), 'response lookup').then(
-      (name) => (name === null || name.length > MAX_NAME_LENGTH ? undefined : name),
-      (error: unknown) => this.lookupFailed(error),
-    );
+    return this.pointers.lookupResponse(responseId);
   }
 
   rememberResponse(responseId: string, deployment: string): void {
-    const client = this.client;
-    if (client === undefined || this.problem !== undefined || client.status !== 'ready') {
-      this.responseWrites.set(responseId, deployment);
-      return;
-    }
-    // Written at once: the next turn of the chain may well reach another instance.
-    this.bounded(
-      client.set(this.responseKey(responseId), deployment, 'PX', this.options.responseTtl),
-      'response write',
-    ).catch((error: unknown) => {
-      this.responseWrites.set(responseId, deployment);
-      this.degrade(error);
-    });
+    this.pointers.rememberResponse(responseId, deployment);
   }
 
   health(): StateStoreHealth {
@@ -356,12 +291,7 @@ class RedisStateStore implements StateStore {
     const now = this.clock();
     const cooldowns = new Map(this.cooldownOps);
     this.cooldownOps.clear();
-    const sessions = usage
-      ? this.drain(this.sessionWrites, SESSIONS_PER_SYNC, this.sessionKey)
-      : [];
-    const responses = usage
-      ? this.drain(this.responseWrites, RESPONSES_PER_SYNC, this.responseKey)
-      : [];
+    const pointers = usage ? this.pointers.take() : { sessions: [], responses: [] };
     // Usage keys outlive a window a little, so that a replica a bit behind still finds them.
     const usageTtl = this.windowMs > 0 ? 2 * this.windowMs : UNWINDOWED_TTL;
     const models = this.entries.length;
@@ -369,12 +299,12 @@ class RedisStateStore implements StateStore {
       id: this.id,
       now,
       cooldowns,
-      usage: usage ? this.ownUsage(now) : undefined,
+      usage: usage ? ownUsage(this.entries, now) : undefined,
       usageTtl,
       staleBefore: now - usageTtl,
-      sessions,
+      sessions: pointers.sessions,
       sessionTtl: this.options.sessionTtl,
-      responses,
+      responses: pointers.responses,
       responseTtl: this.options.responseTtl,
       skew: DEFAULT_SKEW,
       maxCooldown: this.maxCooldown,
@@ -391,13 +321,7 @@ class RedisStateStore implements StateStore {
       for (const [field, until] of cooldowns) {
         if (!this.cooldownOps.has(field)) this.cooldownOps.set(field, until);
       }
-      for (const s of sessions) {
-        if (this.sessionWrites.get(s.id) === undefined) this.sessionWrites.set(s.id, s.deployment);
-      }
-      for (const r of responses) {
-        if (this.responseWrites.get(r.id) === undefined)
-          this.responseWrites.set(r.id, r.deployment);
-      }
+      this.pointers.giveBack(pointers);
       throw error;
     }
     const { report, problems } = checkPeers(readSyncReply(reply), this.limits(), usage);
@@ -407,19 +331,13 @@ class RedisStateStore implements StateStore {
   }
 
   /** The bounds of this sync's checks: the limits each model knows now. */
-  private limits() {
-    for (const { state, bounds } of this.entries) {
-      bounds.tokens = state.tpm || state.itpm + state.otpm;
-      bounds.requests = state.rpm;
-      bounds.input = state.itpm;
-      bounds.output = state.otpm;
-    }
+  private limits(): PeerBounds {
     return {
       now: this.clock(),
       windowMs: this.windowMs,
       skewMs: DEFAULT_SKEW,
       maxCooldown: this.maxCooldown,
-      models: this.bounds,
+      models: knownLimits(this.entries, this.bounds),
     };
   }
 
@@ -430,40 +348,22 @@ class RedisStateStore implements StateStore {
     }
     if (!full) return;
     for (const kind of this.logged) {
-      if (kind !== 'session' && !problems.has(kind)) this.logged.delete(kind);
+      if (!problems.has(kind)) this.logged.delete(kind);
     }
   }
 
-  private report(kind: PeerProblem | 'session', what: string): void {
+  private report(kind: PeerProblem, what: string): void {
     if (this.logged.has(kind)) return;
     this.logged.add(kind);
+    this.warnShared(what);
+  }
+
+  private warnShared(what: string): void {
     this.logger?.warn(
       this.scrub(
         `Redis state store: ${what} under '${this.prefix}'; another writer shares this prefix (set redisState({ prefix }) to part from it). Logged once.`,
       ),
     );
-  }
-
-  /** A failed lookup: a key of the wrong type is another writer's doing, not an outage. */
-  private lookupFailed(error: unknown): undefined {
-    if (/WRONGTYPE/.test(describeFailure(error))) {
-      this.report('key-type', 'skipped a session or response key of the wrong type');
-    } else this.degrade(error);
-    return undefined;
-  }
-
-  private drain(
-    writes: SessionAffinity,
-    max: number,
-    key: (id: string) => string,
-  ): Array<{ id: string; key: string; deployment: string }> {
-    const out: Array<{ id: string; key: string; deployment: string }> = [];
-    for (const [id, deployment] of writes.entries()) {
-      if (out.length === max) break;
-      out.push({ id, key: key.call(this, id), deployment });
-      writes.delete(id);
-    }
-    return out;
   }
 
   private onCooldown(field: string | undefined, event: ModelEvent): void {
@@ -481,42 +381,6 @@ class RedisStateStore implements StateStore {
         (error: unknown) => this.degrade(error),
       );
     });
-  }
-
-  /**
-   * This instance's own usage per bucket, as published: the models' own windows, whose buckets
-   * are epoch-aligned, merged into at most {@link BUCKETS_PER_WINDOW} per window to keep each
-   * sync small. A fixed window is one bucket that never ages (its owner resets it).
-   */
-  private ownUsage(now: number): PublishedUsage {
-    const models: Record<string, number[]> = {};
-    const readings: Record<string, number[]> = {};
-    let bucketMs = 0;
-    for (const e of this.entries) {
-      const window = e.state.window;
-      const merge = window.bucketMs > 0 ? mergeFactor(window.bucketMs, window.windowMs) : 1;
-      if (window.bucketMs > 0) bucketMs = window.bucketMs * merge;
-      const flat = publishBuckets(window.ownBuckets(), window.bucketMs, merge);
-      if (flat.length > 0) models[e.field] = flat;
-      // The last answer's reading, while the window it speaks of may still be running.
-      const reading = window.bucketMs > 0 ? e.state.lastReading() : undefined;
-      if (reading !== undefined && reading.sentAt > now - window.windowMs) {
-        readings[e.field] = encodeReading(reading);
-      }
-    }
-    return { at: now, bucketMs, models, readings };
-  }
-
-  private sessionKey(sessionId: string): string {
-    // Session ids may be user ids: Redis only sees a digest.
-    const digest = createHash('sha256').update(sessionId).digest('base64url').slice(0, 22);
-    return `${this.prefix}session:${digest}`;
-  }
-
-  private responseKey(responseId: string): string {
-    // Ids come from callers too (previous_response_id): a digest keeps every key short.
-    const digest = createHash('sha256').update(responseId).digest('base64url').slice(0, 22);
-    return `${this.prefix}response:${digest}`;
   }
 
   private bounded<T>(promise: Promise<T>, what: string): Promise<T> {
