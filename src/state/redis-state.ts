@@ -310,7 +310,7 @@ class RedisStateStore implements StateStore {
       maxCooldown: this.maxCooldown,
       maxUsageFields: MAX_INSTANCES,
       maxCooldownFields: Math.max(1024, 2 * models),
-      maxValueLength: 8192 + 4096 * models,
+      maxValueLength: 65_536 + 4096 * models,
     });
 
     let reply: unknown;
