@@ -12,13 +12,8 @@ import {
   redisConnector,
   type RedisClientLike,
 } from './redis/redis-connection';
-import {
-  checkPeers,
-  PEER_PROBLEMS,
-  type PeerBounds,
-  type PeerModelBounds,
-  type PeerProblem,
-} from './redis/peer-checks';
+import { checkPeers, type PeerBounds, type PeerModelBounds } from './redis/peer-checks';
+import { ProblemLog } from './redis/problem-log';
 import { PointerKeys } from './redis/pointer-keys';
 import {
   defaultPrefix,
@@ -58,6 +53,11 @@ export type { RedisStateOptions } from './redis/redis-options';
  * - Stored responses (Responses API): the deployment that created each one is written at once
  *   with a `responseTtl`; a `previous_response_id` or `retrieve(id)` that an instance does not
  *   know is looked up (the other call a request may wait for, bounded by `timeout` too).
+ *
+ * Everything read back is untrusted (anyone with write access may have written under the prefix):
+ * it is checked before use (`checkPeers`), a bad value is skipped with one log line, and
+ * {@link StateStore.sync} returns it as data that the switchboard folds into its models.
+ * Without `prefix`, replicas of one configuration share and other applications do not.
  *
  * Redis is never required for a call to succeed: when it is down or slow, the switchboard carries
  * on with local state, logs one warning, reports `degraded` health and resumes by itself.
@@ -99,9 +99,8 @@ class RedisStateStore implements StateStore {
   private readonly cooldownOps = new Map<string, number>();
   /** Session and stored-response keys. */
   private readonly pointers: PointerKeys;
-  /** Kinds of bad values already logged (again once a sync finds none of the kind). */
-  private readonly logged = new Set<PeerProblem>();
-  private readonly loggedPointers = new Set<string>();
+  /** Warnings about what another writer left. */
+  private readonly problems: ProblemLog;
   private readonly scrub: (text: string) => string;
   private unsubscribe: (() => void) | undefined;
   private syncTimer: NodeJS.Timeout | undefined;
@@ -120,17 +119,17 @@ class RedisStateStore implements StateStore {
   ) {
     this.prefix = options.prefix;
     this.scrub = secretScrubber(options.url);
+    this.problems = new ProblemLog(
+      (line) => this.logger?.warn(this.scrub(line)),
+      () => this.prefix,
+    );
     this.pointers = new PointerKeys({
       ready: () => {
         const client = this.client;
         return client?.status === 'ready' && this.problem === undefined ? client : undefined;
       },
       degrade: (error) => this.degrade(error),
-      skipped: (what) => {
-        if (this.loggedPointers.has(what)) return;
-        this.loggedPointers.add(what);
-        this.warnShared(`skipped ${what}`);
-      },
+      skipped: (what) => this.problems.key(what),
       prefix: () => this.prefix!,
       timeout: options.timeout,
       sessionTtl: options.sessionTtl,
@@ -325,7 +324,7 @@ class RedisStateStore implements StateStore {
       throw error;
     }
     const { report, problems } = checkPeers(readSyncReply(reply), this.limits(), usage);
-    this.logProblems(problems, usage);
+    this.problems.sync(problems, usage);
     if (usage) this.lastSync = this.clock();
     return report;
   }
@@ -339,31 +338,6 @@ class RedisStateStore implements StateStore {
       maxCooldown: this.maxCooldown,
       models: knownLimits(this.entries, this.bounds),
     };
-  }
-
-  /** One warning per kind of bad value; the kind logs again once a sync has found none of it. */
-  private logProblems(problems: ReadonlyMap<PeerProblem, string>, full: boolean): void {
-    for (const [kind, example] of problems) {
-      this.report(kind, `${PEER_PROBLEMS[kind]} (first: ${example})`);
-    }
-    if (!full) return;
-    for (const kind of this.logged) {
-      if (!problems.has(kind)) this.logged.delete(kind);
-    }
-  }
-
-  private report(kind: PeerProblem, what: string): void {
-    if (this.logged.has(kind)) return;
-    this.logged.add(kind);
-    this.warnShared(what);
-  }
-
-  private warnShared(what: string): void {
-    this.logger?.warn(
-      this.scrub(
-        `Redis state store: ${what} under '${this.prefix}'; another writer shares this prefix (set redisState({ prefix }) to part from it). Logged once.`,
-      ),
-    );
   }
 
   private onCooldown(field: string | undefined, event: ModelEvent): void {
