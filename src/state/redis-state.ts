@@ -248,7 +248,10 @@ class RedisStateStore implements StateStore {
     await this.inFlight;
     // Leave the others this instance's last usage and cooldowns (and read theirs a last time).
     if (client.status === 'ready' && this.problem === undefined) {
-      await this.syncWith(client).then(this.onReport, () => undefined);
+      await this.syncWith(client).then(
+        (report) => this.deliver(report),
+        () => undefined,
+      );
     }
     client.off('error', this.listeners.error);
     client.off('close', this.listeners.close);
@@ -273,7 +276,7 @@ class RedisStateStore implements StateStore {
       .then(
         (report) => {
           this.recover();
-          this.onReport?.(report);
+          this.deliver(report);
         },
         (error: unknown) => this.degrade(error),
       )
@@ -351,10 +354,21 @@ class RedisStateStore implements StateStore {
       const client = this.client;
       if (this.closed || client === undefined || client.status !== 'ready') return;
       this.syncWith(client, false).then(
-        (report) => this.onReport?.(report),
+        (report) => this.deliver(report),
         (error: unknown) => this.degrade(error),
       );
     });
+  }
+
+  /** Hands a report to whoever folds it; what goes wrong there is logged, never thrown back. */
+  private deliver(report: PeerReport): void {
+    try {
+      this.onReport?.(report);
+    } catch (error) {
+      this.logger?.error(
+        `Applying what the other instances reported failed: ${describeFailure(error)}`,
+      );
+    }
   }
 
   private bounded<T>(promise: Promise<T>, what: string): Promise<T> {
