@@ -34,6 +34,9 @@ export { CapacityQueue } from './quota/capacity-queue';
 export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
 export type { SwitchboardErrorCode } from './switchboard.error';
+export { clip } from './errors/clip';
+export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from './errors/http-error';
+export type { HttpErrorAnswer, HttpErrorOptions } from './errors/http-error';
 export type {
   ApiKey,
   ModelConfig,

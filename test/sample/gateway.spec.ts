@@ -407,6 +407,8 @@ describe('health, metrics and state', () => {
 
     const unknown = await fetch(`${gateway.url}/switchboard/deployments/nope/mark-down`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
     });
     expect(unknown.status).toBe(404);
   });
