@@ -78,7 +78,13 @@ export type {
 } from './state/peer-report';
 export { redisState } from './state/redis-state';
 export type { RedisStateOptions, RedisClientLike } from './state/redis-state';
-export { METER_NAME, SwitchboardMetrics } from './telemetry/switchboard-metrics';
+export {
+  METER_NAME,
+  SWITCHBOARD_METRICS,
+  SwitchboardMetrics,
+  type CallFailureReason,
+  type SwitchboardMetricsOptions,
+} from './telemetry/switchboard-metrics';
 export { SwitchboardModule } from './switchboard.module';
 export { SWITCHBOARD_MODULE_OPTIONS } from './switchboard.module-definition';
 export type {

@@ -1,4 +1,4 @@
-import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
 import { validateOptions } from './config/validate-options';
 import { failoverPolicy, type FailoverPolicy } from './failover/failover';
@@ -64,7 +64,7 @@ export interface Switchboard extends BuiltinSurfaces {}
  * ```
  */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class Switchboard implements OnModuleInit, OnModuleDestroy {
+export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   /** The deployments, their models and the session map. */
   readonly registry: DeploymentRegistry;
   readonly selector: Selector;
@@ -142,7 +142,10 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
         }
       });
     }
-    this.metrics = new SwitchboardMetrics(this.registry);
+    this.metrics = new SwitchboardMetrics(this.registry, undefined, {
+      queue: this.queue,
+      fallbacks: this.fallbacks,
+    });
     const metrics = this.metrics;
     // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
     const genAi = new GenAiTelemetry();
@@ -258,8 +261,12 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.start();
   }
 
-  /** Nest lifecycle: the application closes, {@link close}. */
-  onModuleDestroy(): Promise<void> {
+  /**
+   * Nest lifecycle: the application has closed, {@link close}. Nest stops the HTTP server (and
+   * waits for the requests it accepted) before it calls shutdown hooks, so those requests still
+   * make their model calls; `onModuleDestroy` would run before that, and fail them.
+   */
+  onApplicationShutdown(): Promise<void> {
     return this.close();
   }
 
@@ -494,6 +501,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   }
 
   private countFailure(model: string, error: unknown): void {
+    this.metrics.callFailed(model, error);
     let counts = this.failedCalls.get(model);
     if (counts === undefined) {
       counts = { rateLimited: 0, other: 0 };

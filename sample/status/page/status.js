@@ -269,6 +269,7 @@
       row.fallbacks.classList.toggle('in-use', !!m.fallbackInUse);
       row.requests.textContent = number.format(m.requests);
     }
+    window.statusChart?.push(snapshot);
     refreshes += 1;
     document.body.dataset.refreshes = String(refreshes);
   }
