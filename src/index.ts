@@ -67,6 +67,15 @@ export type { FailureReason, Verdict } from './failover/classify';
 export { DEFAULT_ATTEMPTS } from './failover/failover';
 export { memoryState } from './state/state-store';
 export type { StateStore, StateStoreHealth, StateContext } from './state/state-store';
+export { peerFold } from './state/peer-report';
+export type {
+  PeerReport,
+  PeerModelReport,
+  PeerUsage,
+  PeerReading,
+  PeerFoldOptions,
+  PeerFoldTarget,
+} from './state/peer-report';
 export { redisState } from './state/redis-state';
 export type { RedisStateOptions, RedisClientLike } from './state/redis-state';
 export {

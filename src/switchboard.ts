@@ -16,6 +16,7 @@ import { ModelState } from './registry/model-state';
 import { Selector } from './selection/selector';
 import { SessionAffinity, sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
+import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
 import { clip } from './errors/clip';
 import { SwitchboardError } from './switchboard.error';
@@ -95,6 +96,8 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;
+  /** The longest cooldown (ms), also of one taken from a shared store. */
+  private readonly maxCooldown: number;
   private resetTimer: NodeJS.Timeout | undefined;
   private started = false;
   private closed = false;
@@ -122,6 +125,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;
+    this.maxCooldown = (options as { maxCooldown?: number }).maxCooldown ?? 86_400_000;
     this.fallbacks = resolveFallbacks(options.fallbacks);
     this.defaultReservation = options.defaultReservation ?? 0;
     this.queue = options.queue
@@ -245,6 +249,9 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       logger: this.logger,
       ratelimitWindow: this.window,
       clock: this.clock,
+      maxCooldown: this.maxCooldown,
+      // What the other instances reported comes back as data; only this fold changes the models.
+      onReport: peerFold(this.registry, { maxCooldown: this.maxCooldown }),
     });
     return this;
   }
