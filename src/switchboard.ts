@@ -110,6 +110,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       maxSessions: options.maxSessions,
       clock: options.clock,
       logger: this.logger,
+      maxCooldown: options.maxCooldown,
     });
     this.state = options.state ?? memoryState();
     this.policy = failoverPolicy(options.failover);
