@@ -190,7 +190,8 @@ export class WindowCounter implements LimitCounter {
       low = reset.grain > 1 ? high - reset.grain : high;
       act = now + reset.ms;
     }
-    const ended = this.end.take(low, high, act, now);
+    // A later window ends at least a window after this one: a quarter of it tells jitter apart.
+    const ended = this.end.take(low, high, act, now, this.scope.span / 4);
     if (ended === 0) return;
     const before = this.usage.countBefore(this.column, ended, now) - this.inFlight;
     if (this.limit.value - remaining < before) this.forget(ended, now);

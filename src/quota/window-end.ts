@@ -13,7 +13,7 @@ const TIGHT = 25;
  * @example
  * ```ts
  * const end = new WindowEnd();
- * end.take(sentAt + 2_000, sentAt + 3_000, now + 3_000, now); // "3" (seconds) on an answer
+ * end.take(sentAt + 2_000, sentAt + 3_000, now + 3_000, now, 15_000); // "3" on an answer
  * end.due(Date.now()); // 0, or the `high` of a window that has ended: forget what was sent before it
  * ```
  */
@@ -40,26 +40,29 @@ export class WindowEnd {
   }
 
   /**
-   * Take one answer's bounds (`act`: `high` plus its time on the way back). Returns the `high` of
-   * a held window that the answer shows has ended already (forget what was sent before it now),
-   * else 0.
+   * Take one answer's bounds (`act`: `high` plus its time on the way back). Bounds of the same
+   * window narrow coarse ones; fine ones (a reset to the ms) stand, as each answer's bounds are
+   * also off by its own time on the way, which narrowing would add up. Bounds more than `margin`
+   * (ms) past the held ones show a later window: returns the held `high` (what was sent before
+   * it, the ended window counted), else 0.
    */
-  take(low: number, high: number, act: number, now: number): number {
+  take(low: number, high: number, act: number, now: number, margin: number): number {
     this.readAt = now;
-    if (this.act === 0 || high < this.low) {
+    if (this.act === 0 || high < this.low - margin) {
       this.set(low, high, act);
       return 0;
     }
-    if (low >= this.high) {
+    if (low >= this.high + margin) {
       const ended = this.high;
       this.set(low, high, act);
       return ended;
     }
-    if (low > this.low) this.low = low;
+    if (this.high - this.low <= TIGHT) return 0;
     if (high < this.high) {
       this.high = high;
       this.lag = act - high;
     }
+    if (low > this.low) this.low = low < this.high ? low : this.high;
     this.act = this.high + this.lag;
     return 0;
   }
