@@ -1,17 +1,12 @@
 import type { ModelConfig } from '../types';
-import type { Admission, ChargePolicy, TokenUsage } from './admission';
+import { reconcile, type Admission, type ChargePolicy, type TokenUsage } from './admission';
 import { BurstCounter } from './burst-counter';
 import type { Anchoring, CounterScope, LimitCounter } from './counter';
 import { IoCounter } from './io-counter';
 import type { SharedUsage } from './peer-usage';
 import { QuotaLimit, type LimitName } from './quota-limit';
-import {
-  readRateLimits,
-  readResetBound,
-  type HeaderSource,
-  type RateLimitFamily,
-  type RateLimitReading,
-} from './rate-limit-headers';
+import { AnswerLog } from './answer-log';
+import type { HeaderSource, RateLimitFamily, RateLimitReading } from './rate-limit-headers';
 import type { LimitListener, ReportedRemaining, SharedReading } from './reading';
 import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
@@ -28,18 +23,8 @@ export interface QuotaLedgerOptions {
   onLimit?: LimitListener;
 }
 
-/** The last reading of an answer to this instance's own calls. */
-interface OwnReading {
-  sentAt: number;
-  at: number;
-  tokens: number;
-  reading: RateLimitReading;
-}
-
 /** Span of the anchoring correction when usage is counted in a fixed window. */
 const DEFAULT_SPAN = 60_000;
-/** How often (answers) the `*-limit` headers are read again once every limit is known. */
-const LIMIT_RECHECK = 64;
 
 /**
  * The quota accounting of one model on one deployment: one counter per limit (tokens, requests,
@@ -81,19 +66,7 @@ export class QuotaLedger {
   private readonly counters: readonly LimitCounter[];
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
-  /** Answers until the `*-limit` headers are read again. */
-  private limitCheck = 0;
-  /** The call whose answer's headers were anchored on last, until it is answered. */
-  private anchoredOwn: Admission | undefined;
-  /** The latest send time of a call whose answer was anchored on (ours or another's). */
-  private anchoredSentAt = 0;
-  /** The last reading of an answer to our own calls, for other instances. */
-  private own: OwnReading | undefined;
-  /**
-   * When a call without an output cap was last admitted: the upstream reserves output for it
-   * that we do not charge, so a difference in its count says nothing of others' pace for a while.
-   */
-  private uncappedAt = -Infinity;
+  private readonly answers: AnswerLog;
 
   constructor(
     limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm'>,
@@ -102,6 +75,7 @@ export class QuotaLedger {
   ) {
     this.charge = options.charge ?? 'reserve';
     this.family = options.headers;
+    this.answers = new AnswerLog(options.headers);
     const onLimit = options.onLimit;
     this.scope = {
       span: DEFAULT_SPAN,
@@ -269,14 +243,10 @@ export class QuotaLedger {
    * limit itself), or `undefined` when it fits an empty window.
    */
   exceeds(admission: Admission): { limit: LimitName; value: number; charge: number } | undefined {
-    const tpm = this.limits.tpm.value;
-    const tokens = admission.input + admission.output;
-    if (tpm > 0 && tokens > tpm) return { limit: 'tpm', value: tpm, charge: tokens };
-    for (const counter of [this.input, this.output]) {
+    for (const counter of [this.tokens, this.input, this.output]) {
       const charge = counter.exceeds(admission);
-      if (charge !== undefined) {
+      if (charge !== undefined)
         return { limit: counter.limit.name, value: counter.limit.value, charge };
-      }
     }
     return undefined;
   }
@@ -292,7 +262,7 @@ export class QuotaLedger {
     this.inputUsage.add(admission.input, 0, now);
     this.outputUsage.add(admission.output, 0, now);
     for (const counter of this.counters) counter.admitted(admission);
-    if (admission.output === 0) this.uncappedAt = now;
+    this.answers.admitted(admission, now);
     return now;
   }
 
@@ -301,10 +271,8 @@ export class QuotaLedger {
    * already agrees with the upstream's about it.
    */
   private answered(admission: Admission): boolean {
-    const anchored = this.anchoredOwn === admission;
-    if (anchored) this.anchoredOwn = undefined;
     for (const counter of this.counters) counter.answered(admission);
-    return anchored;
+    return this.answers.answered(admission);
   }
 
   /**
@@ -315,15 +283,7 @@ export class QuotaLedger {
   settle(admission: Admission, usage: TokenUsage | undefined): number {
     this.answered(admission);
     if (usage === undefined) return 0;
-    let input = usage.input - admission.input;
-    let output: number;
-    if (this.charge === 'reserve') {
-      // The output cap stays charged for the minute; only output beyond what was reserved counts.
-      output = admission.output > 0 ? Math.max(0, usage.output - admission.output) : usage.output;
-    } else {
-      input += usage.cacheWrite ?? 0;
-      output = usage.output - admission.output;
-    }
+    const { input, output } = reconcile(this.charge, admission, usage);
     const tokens = input + output;
     if (input === 0 && output === 0) return 0;
     const now = this.clock();
@@ -358,30 +318,16 @@ export class QuotaLedger {
    * header lookups when there are none, and one clock read when there are.
    */
   observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
-    const readLimits = this.limitCheck <= 0;
-    const reading = readRateLimits(headers, readLimits, this.family);
+    const reading = this.answers.read(headers);
     if (reading === undefined) return;
-    if (readLimits) this.limitCheck = LIMIT_RECHECK;
-    else this.limitCheck--;
     const now = this.clock();
     this.catchUp(now);
-    if (own !== undefined) this.anchoredOwn = own;
-    // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
-    const sent = sentAt !== undefined && sentAt <= now ? sentAt : now;
-    const tokens = own !== undefined ? own.input + own.output : 0;
-    this.own = { sentAt: sent, at: now, tokens, reading };
-    if (sent > this.anchoredSentAt) this.anchoredSentAt = sent;
+    const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span);
     if (this.family !== 'anthropic' && this.usage.bucketMs !== 0) {
-      // The reset headers are coarse: read again while they can still narrow the window's end.
-      if (reading.tokens && this.tokens.end.wants(now)) {
-        reading.tokens.reset = readResetBound(headers, 'tokens');
-      }
-      if (reading.requests && this.requests.end.wants(now)) {
-        reading.requests.reset = readResetBound(headers, 'requests');
-      }
+      if (reading.tokens) this.tokens.readReset(headers, reading.tokens, now);
+      if (reading.requests) this.requests.readReset(headers, reading.requests, now);
     }
-    const paceOk = now - this.uncappedAt > this.scope.span;
-    this.apply(reading, { now, sentAt: sent, own, peer: undefined, paceOk });
+    this.apply(reading, context);
   }
 
   /** Hand each value of a reading to its limit's counter. */
@@ -400,7 +346,7 @@ export class QuotaLedger {
    * {@link replay}); `undefined` before any answer had rate-limit headers.
    */
   lastReading(): SharedReading | undefined {
-    const own = this.own;
+    const own = this.answers.last;
     if (own === undefined) return undefined;
     return { ...own, tokensEnd: this.tokens.end.act, requestsEnd: this.requests.end.act };
   }
@@ -414,10 +360,9 @@ export class QuotaLedger {
    * anchored on.
    */
   replay(reading: SharedReading): boolean {
-    if (this.scope.peers?.sent === undefined || reading.sentAt <= this.anchoredSentAt) return false;
+    if (this.scope.peers?.sent === undefined || !this.answers.isNewer(reading.sentAt)) return false;
     const now = this.clock();
     this.catchUp(now);
-    const r = reading.reading;
     const tokensGone =
       (reading.tokensEnd !== 0 && reading.tokensEnd <= now) ||
       reading.sentAt < this.tokens.rolledAt;
@@ -425,22 +370,15 @@ export class QuotaLedger {
       (reading.requestsEnd !== 0 && reading.requestsEnd <= now) ||
       reading.sentAt < this.requests.rolledAt;
     if (tokensGone || requestsGone) {
-      const rest = { ...r };
+      const rest = { ...reading.reading };
       if (tokensGone) delete rest.tokens;
       if (requestsGone) delete rest.requests;
       if (rest.tokens === undefined && rest.requests === undefined) return false;
       reading = { ...reading, reading: rest };
     }
-    // A send time ahead of our clock (the other machine's runs ahead) waits until ours gets there.
-    if (reading.sentAt > now) return false;
-    this.anchoredSentAt = reading.sentAt;
-    this.apply(reading.reading, {
-      now,
-      sentAt: reading.sentAt,
-      own: undefined,
-      peer: reading,
-      paceOk: false,
-    });
+    const context = this.answers.peerAnswer(reading, now);
+    if (context === undefined) return false;
+    this.apply(reading.reading, context);
     return true;
   }
 

@@ -139,27 +139,13 @@ export class UsageWindow {
     return this.shortRequests;
   }
 
-  /**
-   * One column at `now` ({@link tokensAt} or {@link requestsAt}).
-   *
-   * @example
-   * ```ts
-   * window.countAt('requests', Date.now());
-   * ```
-   */
+  /** One column at `now` ({@link tokensAt} or {@link requestsAt}). */
   countAt(column: UsageColumn, now: number): number {
     if (this.bucketLength !== 0) this.slide(now);
     return column === 'tokens' ? this.total : this.count;
   }
 
-  /**
-   * One column of {@link usageBefore}, without building an object.
-   *
-   * @example
-   * ```ts
-   * window.countBefore('tokens', windowEnd, Date.now()); // tokens the upstream forgot
-   * ```
-   */
+  /** One column of {@link usageBefore}, without building an object. */
   countBefore(column: UsageColumn, t: number, now: number): number {
     if (this.bucketLength === 0) return column === 'tokens' ? this.total : this.count;
     this.slide(now);
@@ -172,14 +158,7 @@ export class UsageWindow {
     return sum;
   }
 
-  /**
-   * Forget the oldest `amount` of one column ({@link trimOldest} for one of them).
-   *
-   * @example
-   * ```ts
-   * window.trimColumn('requests', 3, Date.now());
-   * ```
-   */
+  /** Forget the oldest `amount` of one column ({@link trimOldest} for one of them). */
   trimColumn(column: UsageColumn, amount: number, now: number): void {
     if (column === 'tokens') this.trimOldest(amount, 0, now);
     else this.trimOldest(0, amount, now);

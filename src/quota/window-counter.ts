@@ -8,7 +8,7 @@ import {
 } from './counter';
 import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
-import type { ReportedLimit } from './rate-limit-headers';
+import { readResetBound, type HeaderSource, type ReportedLimit } from './rate-limit-headers';
 import type { UsageColumn, UsageWindow } from './usage-window';
 import { WindowEnd } from './window-end';
 
@@ -54,6 +54,12 @@ export class WindowCounter implements LimitCounter {
   /** What one call charges this limit. */
   charge(admission: Admission): number {
     return this.column === 'tokens' ? admission.input + admission.output : 1;
+  }
+
+  /** The charge of `admission` when it is above the limit itself (it can never fit). */
+  exceeds(admission: Admission): number | undefined {
+    const charge = this.charge(admission);
+    return this.limit.value > 0 && charge > this.limit.value ? charge : undefined;
   }
 
   /** This instance's usage plus the peers' totals at `now` (for operators). */
@@ -166,6 +172,14 @@ export class WindowCounter implements LimitCounter {
   }
 
   /**
+   * Read the answer's reset header into `reported` while it can still narrow the window's end:
+   * the headers are coarse, and each lookup costs about a µs.
+   */
+  readReset(headers: HeaderSource, reported: ReportedLimit, now: number): void {
+    if (this.end.wants(now)) reported.reset = readResetBound(headers, this.column);
+  }
+
+  /**
    * Take what a reading says of when the upstream's window ends: our own answer's reset header
    * (bounded by its precision), or the end another instance knew. An answer of a later window
    * ends the held one now, when the upstream's count shows it (it holds less than what we sent
@@ -193,7 +207,9 @@ export class WindowCounter implements LimitCounter {
     // A later window ends at least a window after this one: a quarter of it tells jitter apart.
     const ended = this.end.take(low, high, act, now, this.scope.span / 4);
     if (ended === 0) return;
-    const before = this.usage.countBefore(this.column, ended, now) - this.inFlight;
+    // Calls in flight may not be in its count; the answered one is.
+    const own = context.own === undefined ? 0 : this.charge(context.own);
+    const before = this.usage.countBefore(this.column, ended, now) - (this.inFlight - own);
     if (this.limit.value - remaining < before) this.forget(ended, now);
   }
 
