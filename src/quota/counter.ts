@@ -1,7 +1,7 @@
 import type { Admission } from './admission';
 import type { SharedUsage } from './peer-usage';
 import type { LimitName, QuotaLimit } from './quota-limit';
-import type { ReportedLimit } from './rate-limit-headers';
+import type { HeaderSource, ReportedLimit } from './rate-limit-headers';
 import type { ReportedRemaining, SharedReading } from './reading';
 import type { UsageColumn, UsageWindow } from './usage-window';
 
@@ -31,6 +31,8 @@ export interface Anchoring {
   peer: SharedReading | undefined;
   /** Whether a difference the upstream counts may be read as others' pace. */
   paceOk: boolean;
+  /** Our own answer's headers, where its reset headers may be read (Azure OpenAI's). */
+  headers?: HeaderSource;
 }
 
 /**

@@ -323,10 +323,7 @@ export class QuotaLedger {
     const now = this.clock();
     this.catchUp(now);
     const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span);
-    if (this.family !== 'anthropic' && this.usage.bucketMs !== 0) {
-      if (reading.tokens) this.tokens.readReset(headers, reading.tokens, now);
-      if (reading.requests) this.requests.readReset(headers, reading.requests, now);
-    }
+    if (this.family !== 'anthropic') context.headers = headers;
     this.apply(reading, context);
   }
 

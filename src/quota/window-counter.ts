@@ -8,7 +8,7 @@ import {
 } from './counter';
 import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
-import { readResetBound, type HeaderSource, type ReportedLimit } from './rate-limit-headers';
+import { readResetBound, type ReportedLimit } from './rate-limit-headers';
 import type { UsageColumn, UsageWindow } from './usage-window';
 import { WindowEnd } from './window-end';
 
@@ -37,6 +37,8 @@ export class WindowCounter implements LimitCounter {
   rolledAt = 0;
   /** Send time of the call whose answer was last anchored on (the upstream's count then held all sent before). */
   private anchoredAt = 0;
+  /** Our count the last answer was compared against. */
+  private local = 0;
   private readonly peerSum: PeerSum;
   private readonly spanColumn: SpanColumn;
 
@@ -140,14 +142,21 @@ export class WindowCounter implements LimitCounter {
   anchor(reported: ReportedLimit, context: Anchoring): void {
     if (!takeReported(this.limit, reported, context, this.scope)) return;
     const { now, peer } = context;
+    const remaining = reported.remaining;
     const sliding = this.usage.bucketMs !== 0;
-    if (sliding) this.takeEnd(reported.remaining, reported, context);
-    const local = this.anchorCount(context);
-    const own = context.own === undefined ? 0 : this.charge(context.own);
-    const inFlight = peer ? 0 : Math.max(0, this.inFlight - own);
-    const delta = this.limit.value - reported.remaining - (local - inFlight);
+    let delta = this.delta(remaining, context);
+    // The end is read while it can still narrow, and again when others' usage shows (to tell
+    // their pace): each header lookup costs about a µs. An answer of a later window rolls first.
+    if (
+      sliding &&
+      (delta > 0 || this.end.wants(now)) &&
+      this.takeEnd(remaining, reported, context)
+    ) {
+      delta = this.delta(remaining, context);
+    }
     if (delta < 0 && sliding) {
       // Only this instance's share of the excess is its own to forget.
+      const local = this.local;
       const mine = peer
         ? this.usage.countBefore(this.column, context.sentAt, now)
         : this.usage.countAt(this.column, now);
@@ -172,33 +181,38 @@ export class WindowCounter implements LimitCounter {
   }
 
   /**
-   * Read the answer's reset header into `reported` while it can still narrow the window's end:
-   * the headers are coarse, and each lookup costs about a µs.
+   * The upstream's count when it wrote the answer, less ours of the same calls (kept in
+   * {@link local}): calls in flight other than the answered one may not be in its count.
    */
-  readReset(headers: HeaderSource, reported: ReportedLimit, now: number): void {
-    if (this.end.wants(now)) reported.reset = readResetBound(headers, this.column);
+  private delta(remaining: number, context: Anchoring): number {
+    const local = (this.local = this.anchorCount(context));
+    const own = context.own === undefined ? 0 : this.charge(context.own);
+    const inFlight = context.peer ? 0 : Math.max(0, this.inFlight - own);
+    return this.limit.value - remaining - (local - inFlight);
   }
 
   /**
    * Take what a reading says of when the upstream's window ends: our own answer's reset header
    * (bounded by its precision), or the end another instance knew. An answer of a later window
    * ends the held one now, when the upstream's count shows it (it holds less than what we sent
-   * before that end: clocks apart can make a reading look later than it is).
+   * before that end: clocks apart can make a reading look later than it is). Returns true when
+   * it forgot what the held window counted.
    */
-  private takeEnd(remaining: number, reported: ReportedLimit, context: Anchoring): void {
+  private takeEnd(remaining: number, reported: ReportedLimit, context: Anchoring): boolean {
     const { now, sentAt, peer } = context;
     let low: number;
     let high: number;
     let act: number;
     if (peer !== undefined) {
       const until = this.column === 'tokens' ? peer.tokensEnd : peer.requestsEnd;
-      if (!(until > now)) return;
+      if (!(until > now)) return false;
       // The call was on its way for `at - sentAt`: the upstream's end, on our clock, as sent.
       low = high = until - (peer.at - peer.sentAt);
       act = until;
     } else {
-      const reset = reported.reset;
-      if (reset === undefined || !(reset.ms > 0)) return;
+      const headers = context.headers;
+      const reset = reported.reset ?? (headers && readResetBound(headers, this.column));
+      if (reset === undefined || !(reset.ms > 0)) return false;
       // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
       high = sentAt + reset.ms;
       low = reset.grain > 1 ? high - reset.grain : high;
@@ -206,11 +220,13 @@ export class WindowCounter implements LimitCounter {
     }
     // A later window ends at least a window after this one: a quarter of it tells jitter apart.
     const ended = this.end.take(low, high, act, now, this.scope.span / 4);
-    if (ended === 0) return;
+    if (ended === 0) return false;
     // Calls in flight may not be in its count; the answered one is.
     const own = context.own === undefined ? 0 : this.charge(context.own);
     const before = this.usage.countBefore(this.column, ended, now) - (this.inFlight - own);
-    if (this.limit.value - remaining < before) this.forget(ended, now);
+    if (this.limit.value - remaining >= before) return false;
+    this.forget(ended, now);
+    return true;
   }
 
   /**

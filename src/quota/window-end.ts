@@ -41,8 +41,8 @@ export class WindowEnd {
 
   /**
    * Take one answer's bounds (`act`: `high` plus its time on the way back). Bounds of the same
-   * window narrow coarse ones; fine ones (a reset to the ms) stand, as each answer's bounds are
-   * also off by its own time on the way, which narrowing would add up. Bounds more than `margin`
+   * window narrow coarse ones; fine ones (a reset to the ms) replace fine ones, as each answer's
+   * bounds are also off by its own time on the way, which narrowing would add up. Bounds more than `margin`
    * (ms) past the held ones show a later window: returns the held `high` (what was sent before
    * it, the ended window counted), else 0.
    */
@@ -57,7 +57,10 @@ export class WindowEnd {
       this.set(low, high, act);
       return ended;
     }
-    if (this.high - this.low <= TIGHT) return 0;
+    if (this.high - this.low <= TIGHT && high - low <= TIGHT) {
+      this.set(low, high, act);
+      return 0;
+    }
     if (high < this.high) {
       this.high = high;
       this.lag = act - high;
