@@ -64,6 +64,8 @@ export class QuotaLedger {
   readonly output: IoCounter;
   /** Every counter, in the order they are asked. */
   private readonly counters: readonly LimitCounter[];
+  /** The counters a single call can be too big for. */
+  private readonly capped: readonly (WindowCounter | IoCounter)[];
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
   private readonly answers: AnswerLog;
@@ -103,6 +105,7 @@ export class QuotaLedger {
     this.input = new IoCounter(this.limits.itpm, this.inputUsage, 'input', scope);
     this.output = new IoCounter(this.limits.otpm, this.outputUsage, 'output', scope);
     this.counters = [this.tokens, this.requests, this.burst, this.input, this.output];
+    this.capped = [this.tokens, this.input, this.output];
   }
 
   /** Usage other instances reported; written by a shared state store. */
@@ -243,7 +246,7 @@ export class QuotaLedger {
    * limit itself), or `undefined` when it fits an empty window.
    */
   exceeds(admission: Admission): { limit: LimitName; value: number; charge: number } | undefined {
-    for (const counter of [this.tokens, this.input, this.output]) {
+    for (const counter of this.capped) {
       const charge = counter.exceeds(admission);
       if (charge !== undefined)
         return { limit: counter.limit.name, value: counter.limit.value, charge };
