@@ -114,6 +114,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       maxSessions: options.maxSessions,
       clock: options.clock,
       logger: this.logger,
+      maxCooldown: options.maxCooldown,
     });
     this.state = options.state ?? memoryState();
     this.policy = failoverPolicy(options.failover);

@@ -1,4 +1,4 @@
-import type { SharedReading } from '../../quota/header-anchor';
+import type { SharedReading } from '../../quota/reading';
 import type { RateLimitReading, ReportedLimit } from '../../quota/rate-limit-headers';
 
 /**
