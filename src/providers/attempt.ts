@@ -54,7 +54,25 @@ export interface PreparedRequest {
   /** The switchboard asked for usage the caller did not: hide the usage-only events. */
   hideUsageEvents: boolean;
   /** Sees the answer, or each stream event, of the attempt that succeeded (response ids). */
-  track?: (value: unknown, deployment: Deployment) => void;
+  track?: ResponseTracker;
+}
+
+/**
+ * Sees the answer, or each stream event, of the attempt that succeeded: where the objects it
+ * creates (stored responses) live.
+ *
+ * @example
+ * ```ts
+ * const tracker: ResponseTracker = { seen: (value, body, d) => console.log(d.name, value) };
+ * ```
+ */
+export interface ResponseTracker {
+  seen(
+    value: unknown,
+    body: Record<string, unknown>,
+    deployment: Deployment,
+    adapter: ApiAdapter,
+  ): void;
 }
 
 const NO_OPTIONS: Record<string, never> = Object.freeze({}) as Record<string, never>;
@@ -310,7 +328,7 @@ class Attempt implements DeadlineEntry {
     if (request.metered) state.settle(request.admission, this.adapter.usage(data));
     state.recordSuccess();
     this.trace?.response(data);
-    if (request.track) request.track(data, this.deployment);
+    request.track?.seen(data, request.body, this.deployment, this.adapter);
     this.outcome.resolve(new Answered(data, response));
   }
 
@@ -403,7 +421,7 @@ function accountedStream(run: Attempt, source: unknown): unknown {
           if (usage !== undefined) used = { ...usage };
         }
         trace?.event(event);
-        if (track) track(event, deployment);
+        track?.seen(event, request.body, deployment, adapter);
         if (request.hideUsageEvents && adapter.isUsageEvent?.(event)) continue;
         yield event;
       }
