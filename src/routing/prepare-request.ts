@@ -1,5 +1,5 @@
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
-import type { PreparedRequest, ResponseTracker } from '../providers/attempt';
+import type { PreparedRequest, ResponseTracker } from '../providers/attempt-types';
 import type { Admission } from '../quota/admission';
 
 /** What calls that use no quota (retrievals, token counts) are charged. */

@@ -1,7 +1,7 @@
 import type { SwitchboardLogger, SwitchboardOptions } from '../config/switchboard-options';
 import { failoverPolicy, type FailoverPolicy } from '../failover/failover';
 import type { ApiAdapter, ApiOperation, Surface } from '../providers/adapter';
-import type { AttemptHooks, PreparedRequest } from '../providers/attempt';
+import type { AttemptHooks, PreparedRequest } from '../providers/attempt-types';
 import { PROVIDERS } from '../providers/index';
 import { CapacityQueue } from '../quota/capacity-queue';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';

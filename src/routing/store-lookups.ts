@@ -1,5 +1,5 @@
 import type { ApiAdapter } from '../providers/adapter';
-import type { ResponseTracker } from '../providers/attempt';
+import type { ResponseTracker } from '../providers/attempt-types';
 import type { Deployment } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { SessionAffinity } from '../selection/session-affinity';
