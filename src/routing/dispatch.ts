@@ -13,9 +13,10 @@ import { noRoomError } from '../quota/no-room';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
-import { RoomGate } from '../selection/pick';
+import { hasRoom, type CallGate } from '../selection/pick';
 import type { StateStore } from '../state/state-store';
 import { SwitchboardError } from '../switchboard.error';
+import type { Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { routeCall, type NoRoom, type Route } from './route-call';
@@ -80,10 +81,12 @@ export interface Pin {
  * const answer = await new Dispatch(shared, adapter, op, request, options, 'user-42', pool).run();
  * ```
  */
-export class Dispatch implements AttemptOutcome {
+export class Dispatch implements AttemptOutcome, CallGate {
   private readonly model: string;
-  /** Room for the call's admission charge, outside the deployments it already tried. */
-  private readonly gate: RoomGate;
+  /** The call's admission charge; `undefined` for calls that use no quota (room = healthy). */
+  readonly admission: Admission | undefined;
+  /** The deployments this call already tried (made on its second attempt). */
+  exclude: Set<Deployment> | undefined = undefined;
   private last: Route | undefined = undefined;
   private context: AttemptContext = FIRST_ATTEMPT;
   private resolveCall: (answer: Answer) => void = noop;
@@ -102,7 +105,7 @@ export class Dispatch implements AttemptOutcome {
   ) {
     // A call without a model (a retrieval) is pinned, and its model is never asked for.
     this.model = (pin !== undefined ? pin.model : request.body.model) as string;
-    this.gate = new RoomGate(request.metered ? request.admission : undefined);
+    this.admission = request.metered ? request.admission : undefined;
   }
 
   /** Starts the call; the promise settles with its answer, or the error its caller sees. */
@@ -189,14 +192,15 @@ export class Dispatch implements AttemptOutcome {
   }
 
   private route(): Route | NoRoom {
-    const { last, gate } = this;
+    const last = this.last;
     // Most calls take one attempt: the set of tried deployments is made on the second.
-    if (last !== undefined) {
-      const tried = (gate.exclude ?? new Set<Deployment>()) as Set<Deployment>;
-      tried.add(last.deployment);
-      gate.exclude = tried;
-    }
-    return routeCall(this.shared.registry, this.model, this.fallbacks, this.sessionId, gate);
+    if (last !== undefined) (this.exclude ??= new Set()).add(last.deployment);
+    return routeCall(this.shared.registry, this.model, this.fallbacks, this.sessionId, this);
+  }
+
+  /** As a gate: room for the call's charge on a deployment it has not tried. */
+  admits(state: ModelState, deployment: Deployment): boolean {
+    return hasRoom(state, this.admission) && !(this.exclude?.has(deployment) ?? false);
   }
 
   /** The pinned deployment, when it has room for the call. */
@@ -259,7 +263,7 @@ export class Dispatch implements AttemptOutcome {
   private waitForRoom(routed: NoRoom): Promise<Route> {
     const { queue } = this.shared;
     const { model, errors } = this;
-    const admission = this.gate.admission!;
+    const admission = this.admission!;
     const expected = () => {
       const r = this.route();
       return 'waitMs' in r ? r.waitMs : 0;

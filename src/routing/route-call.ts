@@ -1,7 +1,7 @@
 import type { Admission } from '../quota/admission';
 import type { Deployment } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
-import { pickWithRoom, RoomGate } from '../selection/pick';
+import { pickWithRoom, RoomGate, type CallGate } from '../selection/pick';
 import { SwitchboardError } from '../switchboard.error';
 
 /** Where one attempt of a call goes: a deployment, and the model it is asked for there. */
@@ -50,7 +50,7 @@ export function routeCall(
   model: string,
   fallbacks: readonly string[] | undefined,
   sessionId: string | undefined,
-  gate: RoomGate,
+  gate: CallGate,
 ): Route | NoRoom {
   const own = pickWithRoom(registry, model, sessionId, gate);
   if (own !== undefined) return { deployment: own, model };

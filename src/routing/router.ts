@@ -187,7 +187,10 @@ export class Router implements DispatchShared {
       if (chained !== undefined) {
         return this.pinned(adapter, op, chained, request, sdkOptions, model, sessionId);
       }
-      const fallbacks = allowsFallbacks(params as object) ? this.fallbacks.get(model) : undefined;
+      const fallbacks =
+        this.fallbacks.size > 0 && allowsFallbacks(params as object)
+          ? this.fallbacks.get(model)
+          : undefined;
       const pending = sessionFromStore(this.registry, this.state, sessionId);
       if (pending !== undefined) {
         return pending.then(() =>

@@ -39,8 +39,22 @@ export function hasRoom(state: ModelState, admission: Admission | undefined): bo
 }
 
 /**
+ * A call's gate: {@link hasRoom} for its `admission` charge, and not one of the deployments in
+ * `exclude` (those it already tried). A call's dispatch is its own gate.
+ *
+ * @example
+ * ```ts
+ * const gate: CallGate = new RoomGate({ input: 900, output: 256 }, tried);
+ * ```
+ */
+export interface CallGate extends Gate {
+  readonly admission: Admission | undefined;
+  readonly exclude: ReadonlySet<Deployment> | undefined;
+}
+
+/**
  * The gate of a call: {@link hasRoom} for its admission charge, and not one of the deployments it
- * already tried (`exclude`, which the call fills as it fails over).
+ * already tried (`exclude`).
  *
  * @example
  * ```ts
@@ -48,10 +62,10 @@ export function hasRoom(state: ModelState, admission: Admission | undefined): bo
  * selector.pick('gpt-4o', pool, gate);
  * ```
  */
-export class RoomGate implements Gate {
+export class RoomGate implements CallGate {
   constructor(
-    readonly admission?: Admission,
-    public exclude?: ReadonlySet<Deployment>,
+    readonly admission: Admission | undefined = undefined,
+    readonly exclude: ReadonlySet<Deployment> | undefined = undefined,
   ) {}
 
   admits(state: ModelState, deployment: Deployment): boolean {
