@@ -159,9 +159,7 @@ export class DeploymentRegistry implements PickTable {
    * will not. Only once every deployment was tried does the choice go back to them all.
    */
   select(model: string, sessionId?: string, exclude?: ReadonlySet<Deployment>): Deployment {
-    const chosen = pickDeployment(this, model, sessionId, exclude);
-    if (this.logger && !chosen.models.get(model)!.isHealthy()) this.warnBestEffort(model, chosen);
-    return chosen;
+    return pickDeployment(this, model, sessionId, exclude, this.onBestEffort);
   }
 
   /** Forget usage on every deployment. */
@@ -225,16 +223,17 @@ export class DeploymentRegistry implements PickTable {
     for (const listener of this.listeners) listener(state, event);
   }
 
-  private warnBestEffort(model: string, chosen: Deployment): void {
+  private readonly onBestEffort = (model: string, chosen: Deployment): void => {
+    if (this.logger === undefined) return;
     const now = this.clock();
     if (now - (this.lastBestEffortWarning.get(model) ?? -Infinity) < BEST_EFFORT_WARN_INTERVAL) {
       return;
     }
     this.lastBestEffortWarning.set(model, now);
-    this.logger!.warn(
+    this.logger.warn(
       `No healthy deployment for ${model}: trying ${chosen.name} on a best-effort basis`,
     );
-  }
+  };
 }
 
 function build(

@@ -112,7 +112,7 @@ export function pickWithRoom(
  * healthy one not in `exclude` (most preferred tier first), else best effort among those not in
  * `exclude`: one that is not cooling, else any. While any deployment is left untried the choice
  * stays among those; once every one was tried it goes back to them all. A session is remembered
- * on the result.
+ * on the result; `onBestEffort` hears when no healthy deployment was left.
  *
  * @example
  * ```ts
@@ -124,6 +124,7 @@ export function pickDeployment(
   model: string,
   sessionId?: string,
   exclude?: ReadonlySet<Deployment>,
+  onBestEffort?: (model: string, chosen: Deployment) => void,
 ): Deployment {
   const pool = table.poolFor(model);
   const retrying = exclude !== undefined && exclude.size > 0;
@@ -133,12 +134,14 @@ export function pickDeployment(
   if (held !== undefined) return held;
   const tiers = table.tiers.get(model);
   const { selector } = table;
-  const chosen =
-    (tiers === undefined
+  let chosen =
+    tiers === undefined
       ? selector.pick(model, fresh, HEALTHY)
-      : inTiers(table, model, tiers, fresh === pool ? HEALTHY : untriedGate)) ??
-    selector.pick(model, fresh, NOT_COOLING) ??
-    selector.pick(model, fresh, ANY)!;
+      : inTiers(table, model, tiers, fresh === pool ? HEALTHY : untriedGate);
+  if (chosen === undefined) {
+    chosen = selector.pick(model, fresh, NOT_COOLING) ?? selector.pick(model, fresh, ANY)!;
+    onBestEffort?.(model, chosen);
+  }
   if (sessionId !== undefined) table.sessions.set(sessionId, chosen.name);
   return chosen;
 }
