@@ -100,7 +100,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
     private readonly options: SdkRequestOptions | undefined,
     private readonly sessionId: string | undefined,
     private readonly pool: readonly Deployment[],
-    private readonly fallbacks: readonly string[] | undefined,
+    private readonly fallbacks?: readonly string[],
     private readonly pin?: Pin,
   ) {
     // A call without a model (a retrieval) is pinned, and its model is never asked for.
