@@ -1,4 +1,4 @@
-import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
 import { validateOptions } from './config/validate-options';
 import type { ApiAdapter, SurfacesOf } from './providers/adapter';
@@ -8,6 +8,7 @@ import type { CapacityQueue } from './quota/capacity-queue';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { Router, type FailedCalls } from './routing/router';
 import { Selector } from './selection/selector';
+import { sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
@@ -50,7 +51,7 @@ export interface Switchboard extends BuiltinSurfaces {}
  * ```
  */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class Switchboard implements OnModuleInit, OnModuleDestroy {
+export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   /** The deployments, their models and the session map. */
   readonly registry: DeploymentRegistry;
   readonly selector: Selector;
@@ -91,13 +92,14 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       logger: this.logger,
     });
     this.state = options.state ?? memoryState();
-    this.metrics = new SwitchboardMetrics(this.registry);
     this.router = new Router(options, {
       registry: this.registry,
       state: this.state,
       logger: this.logger,
-      metrics: this.metrics,
+      metrics: (queue, fallbacks) =>
+        new SwitchboardMetrics(this.registry, undefined, { queue, fallbacks }),
     });
+    this.metrics = this.router.metrics;
     this.fallbacks = this.router.fallbacks;
     this.queue = this.router.queue;
     this.window = options.ratelimitWindow ?? 60_000;
@@ -130,8 +132,9 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
    * ```
    */
   selectDeployment(query: { model: string; sessionId?: string }): Deployment {
-    const chosen = this.registry.select(query.model, query.sessionId);
-    if (query.sessionId !== undefined) this.state.rememberSession?.(query.sessionId, chosen.name);
+    const sessionId = query.sessionId === undefined ? undefined : sessionKey(query.sessionId);
+    const chosen = this.registry.select(query.model, sessionId);
+    if (sessionId !== undefined) this.state.rememberSession?.(sessionId, chosen.name);
     return chosen;
   }
 
@@ -195,8 +198,12 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.start();
   }
 
-  /** Nest lifecycle: the application closes, {@link close}. */
-  onModuleDestroy(): Promise<void> {
+  /**
+   * Nest lifecycle: the application has closed, {@link close}. Nest stops the HTTP server (and
+   * waits for the requests it accepted) before it calls shutdown hooks, so those requests still
+   * make their model calls; `onModuleDestroy` would run before that, and fail them.
+   */
+  onApplicationShutdown(): Promise<void> {
     return this.close();
   }
 

@@ -6,6 +6,8 @@ import { pickDeployment, type PickTable } from '../selection/pick';
 import { SessionAffinity } from '../selection/session-affinity';
 import { tiersOf } from '../selection/tiers';
 import type { Selector } from '../selection/selector';
+import { clip } from '../errors/clip';
+import { plainHttpWarning } from './plain-http';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, Provider } from './deployment';
 import { ModelState, type ModelEvent } from './model-state';
@@ -96,6 +98,8 @@ export class DeploymentRegistry implements PickTable {
         models.set(m.name, state);
       }
       const deployment = build(config, models, i);
+      const insecure = plainHttpWarning(config.name, config.baseURL);
+      if (insecure) this.logger?.warn(insecure);
       deployments.set(config.name, deployment);
       for (const name of models.keys()) {
         const pool = pools.get(name) ?? [];
@@ -140,7 +144,7 @@ export class DeploymentRegistry implements PickTable {
     if (pool === undefined) {
       const known = [...this.pools.keys()].join(', ');
       throw new SwitchboardError(
-        `No deployments available for ${model} (configured models: ${known})`,
+        `No deployments available for ${clip(model)} (configured models: ${known})`,
         { code: 'model_not_found' },
       );
     }

@@ -1,3 +1,4 @@
+import { sessionKey } from '../selection/session-affinity';
 import type { SessionParams } from '../types';
 
 /**
@@ -30,9 +31,13 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
   return body;
 }
 
-/** The call's `session_id` (checked by {@link callBody}). */
+/**
+ * The call's `session_id` (checked by {@link callBody}); a long id is kept, looked up and shared
+ * as its hash: what the caller sends is unbounded.
+ */
 export function sessionIdOf(params: object): string | undefined {
-  return (params as SessionParams).session_id;
+  const raw = (params as SessionParams).session_id;
+  return raw === undefined ? undefined : sessionKey(raw);
 }
 
 /** Whether the call may fall back to other models (`fallbacks: false` says no). */

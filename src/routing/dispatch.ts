@@ -15,6 +15,7 @@ import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
 import { hasRoom, type CallGate } from '../selection/pick';
 import type { StateStore } from '../state/state-store';
+import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import type { Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
@@ -211,7 +212,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
         ? `is cooling down for ${Math.ceil(state.cooldownRemaining / 1000)} s`
         : 'is at its quota';
       throw new SwitchboardError(
-        `${id} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
+        `${clip(id)} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
       );
     }
     if (this.sessionId !== undefined) this.shared.registry.sessions.set(this.sessionId, d.name);

@@ -9,6 +9,7 @@ import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { ModelState } from '../registry/model-state';
 import { Deadlines } from '../runtime/deadlines';
 import type { StateStore } from '../state/state-store';
+import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
@@ -33,7 +34,10 @@ export interface FailedCalls {
  *
  * @example
  * ```ts
- * const router = new Router(options, { registry, state, logger, metrics });
+ * const router = new Router(options, {
+ *   registry, state, logger,
+ *   metrics: (queue, fallbacks) => new SwitchboardMetrics(registry, undefined, { queue, fallbacks }),
+ * });
  * const surface = router.surface(chatCompletions);
  * await surface.call('create', { model: 'gpt-4o-mini', messages });
  * ```
@@ -68,14 +72,17 @@ export class Router implements DispatchShared {
       registry: DeploymentRegistry;
       state: StateStore;
       logger: SwitchboardLogger;
-      metrics: SwitchboardMetrics;
+      /** Built once the queue and the fallbacks are known, which the metrics report on. */
+      metrics: (
+        queue: CapacityQueue | undefined,
+        fallbacks: ReadonlyMap<string, readonly string[]>,
+      ) => SwitchboardMetrics;
     },
   ) {
-    const { registry, state, metrics } = context;
+    const { registry, state } = context;
     this.registry = registry;
     this.state = state;
     this.logger = context.logger;
-    this.metrics = metrics;
     this.policy = failoverPolicy(options.failover);
     this.fallbacks = resolveFallbacks(options.fallbacks);
     this.chains = new ResponseChains(options.maxResponses ?? 10_000, registry, state);
@@ -85,6 +92,8 @@ export class Router implements DispatchShared {
       ? new CapacityQueue({ ...options.queue, clock: this.clock })
       : undefined;
     this.queue = queue;
+    const metrics = context.metrics(queue, this.fallbacks);
+    this.metrics = metrics;
     if (queue !== undefined) {
       // Room may have come back: try the model's line now rather than when it was expected.
       registry.onModelEvent((model, event) => {
@@ -150,6 +159,7 @@ export class Router implements DispatchShared {
 
   /** Count a call that failed for its caller. */
   countFailure(model: string, error: unknown): void {
+    this.metrics.callFailed(model, error);
     let counts = this.failedCalls.get(model);
     if (counts === undefined) {
       counts = { rateLimited: 0, other: 0 };
@@ -290,7 +300,7 @@ export class Router implements DispatchShared {
           : [...this.registry.deployments.values()].filter((x) => x.provider === adapter.provider);
       if (candidates.length !== 1) {
         throw new SwitchboardError(
-          `No deployment is known to hold ${id}: it was not created through this switchboard, or it ` +
+          `No deployment is known to hold ${clip(id)}: it was not created through this switchboard, or it ` +
             `has been forgotten (maxResponses, or the state store's responseTtl). It is not sent to another deployment, which would answer 404.`,
         );
       }
@@ -300,7 +310,7 @@ export class Router implements DispatchShared {
     const state = d.models.get(model);
     if (state === undefined) {
       throw new SwitchboardError(
-        `${id} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
+        `${clip(id)} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
       );
     }
     return { id, deployment: d, state, model };
