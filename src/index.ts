@@ -58,7 +58,7 @@ export { ModelState, DEFAULT_COOLDOWN } from './registry/model-state';
 export type { ModelEvent, ReportedRemaining } from './registry/model-state';
 export { OpenAIDeployment } from './providers/openai/openai-deployment';
 export { AnthropicDeployment } from './providers/anthropic/anthropic-deployment';
-export { Selector } from './selection/selector';
+export { Selector, type Gate } from './selection/selector';
 export { TwoRandomChoices } from './selection/two-random-choices';
 export type { TwoRandomChoicesOptions } from './selection/two-random-choices';
 export { SessionAffinity } from './selection/session-affinity';

@@ -1,29 +1,20 @@
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
 import { validateOptions } from './config/validate-options';
-import { failoverPolicy, type FailoverPolicy } from './failover/failover';
-import type { ApiAdapter, ApiOperation, Surface, SurfacesOf } from './providers/adapter';
-import { attempt, type AttemptHooks, type PreparedRequest } from './providers/attempt';
-import { Deadlines } from './runtime/deadlines';
-import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
-import type { Answer, Deployment, SdkRequestOptions } from './registry/deployment';
-import { resolveFallbacks } from './routing/fallbacks';
-import { Dispatch, type DispatchShared } from './routing/dispatch';
-import type { Admission } from './quota/admission';
-import { CapacityQueue } from './quota/capacity-queue';
+import type { ApiAdapter, SurfacesOf } from './providers/adapter';
+import { BUILTIN_ADAPTERS } from './providers/index';
+import type { Deployment } from './registry/deployment';
+import type { CapacityQueue } from './quota/capacity-queue';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
-import { ModelState } from './registry/model-state';
+import { Router, type FailedCalls } from './routing/router';
 import { Selector } from './selection/selector';
-import { SessionAffinity, sessionKey } from './selection/session-affinity';
+import { sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
-import { clip } from './errors/clip';
 import { SwitchboardError } from './switchboard.error';
 import { DEFAULT_MAX_COOLDOWN } from './registry/cooldown';
-import { GenAiTelemetry } from './telemetry/gen-ai-telemetry';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
-import type { SessionParams } from './types';
 
 export type { SessionParams } from './types';
 export type { OpenAIRequestOptions } from './providers/openai/openai-deployment';
@@ -38,9 +29,6 @@ export type BuiltinSurfaces = SurfacesOf<typeof BUILTIN_ADAPTERS>;
 
 /** Names that a mounted surface must not take. */
 const RESERVED = new Set(Object.getOwnPropertyNames(Object.prototype));
-
-/** What calls that use no quota (retrievals, token counts) are charged. */
-const UNMETERED: Admission = Object.freeze({ input: 0, output: 0 });
 
 // The surfaces are built from the adapters at run time; this merge gives them their types.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
@@ -71,29 +59,20 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   readonly selector: Selector;
   readonly state: StateStore;
   readonly logger: SwitchboardLogger;
-  private readonly policy: FailoverPolicy;
   private readonly metrics: SwitchboardMetrics;
-  private readonly hooks: AttemptHooks;
-  /** What every call's dispatch shares with this switchboard. */
-  private readonly shared: DispatchShared;
+  /** Where every call of the surfaces goes: params, preparation, store lookups, dispatch. */
+  private readonly router: Router;
   /**
    * Per model with fallbacks, every model its calls may fall back to, in the order they are tried
    * (`options.fallbacks` with chains followed).
    */
   readonly fallbacks: ReadonlyMap<string, readonly string[]>;
-  /** Stored response id -> the deployment that created it. */
-  private readonly chains: SessionAffinity;
   /** Facades by adapter, for {@link surface}. */
   private readonly surfaces = new Map<ApiAdapter, object>();
   /** The intermediate objects of mounted paths (`sb.chat`). */
   private readonly branches = new WeakSet<object>();
-  /** Per deployment, the state that calls without a model (retrievals) report to. */
-  private readonly unmetered = new Map<Deployment, ModelState>();
   /** Calls waiting for room, when `options.queue` is set. */
   readonly queue: CapacityQueue | undefined;
-  private readonly defaultReservation: number;
-  /** Calls that failed for their callers, per model: 429s (held back or upstream) and others. */
-  private readonly failedCalls = new Map<string, { rateLimited: number; other: number }>();
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;
@@ -118,62 +97,29 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       maxCooldown: options.maxCooldown,
     });
     this.state = options.state ?? memoryState();
-    this.policy = failoverPolicy(options.failover);
-    this.chains = new SessionAffinity(options.maxResponses ?? 10_000);
-    // Mounted before anything that needs closing is made: a bad adapter fails the constructor.
-    for (const adapter of [...BUILTIN_ADAPTERS, ...(options.adapters ?? [])]) {
-      this.mount(adapter as ApiAdapter);
-    }
-    this.window = options.ratelimitWindow ?? 60_000;
-    this.usageWindow = options.usageWindow ?? 'sliding';
-    this.clock = options.clock ?? Date.now;
     this.maxCooldown = options.maxCooldown ?? DEFAULT_MAX_COOLDOWN;
-    this.fallbacks = resolveFallbacks(options.fallbacks);
-    this.defaultReservation = options.defaultReservation ?? 0;
-    this.queue = options.queue
-      ? new CapacityQueue({ ...options.queue, clock: this.clock })
-      : undefined;
-    const queue = this.queue;
-    if (queue !== undefined) {
-      // Room may have come back: try the model's line now rather than when it was expected.
-      this.registry.onModelEvent((state, event) => {
-        if (queue.length(state.name) === 0) return;
-        if (event.type === 'up' || event.type === 'limit') queue.kick(state.name);
-        else if (event.type === 'spend' && (event.tokens < 0 || event.requests < 0)) {
-          queue.kick(state.name);
-        }
-      });
-    }
-    this.metrics = new SwitchboardMetrics(this.registry, undefined, {
-      queue: this.queue,
-      fallbacks: this.fallbacks,
-    });
-    const metrics = this.metrics;
-    // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
-    const genAi = new GenAiTelemetry();
-    this.hooks = {
-      sent: (state) => metrics.request(state),
-      failed: (state, reason) => metrics.failure(state, reason),
-      staleSocketRetried: (state) => metrics.retry(state, 'stale_socket'),
-      started: (deployment, state, request, context) =>
-        genAi.forDeployment(deployment, state.name, request.body, context),
-      deadlines: new Deadlines(),
-      observed: (state, headers, admission, sentAt) => {
-        state.observe(headers, admission, sentAt);
-        // An answer may show room (the upstream counts less than we did).
-        if (queue !== undefined && queue.length(state.name) > 0) queue.kick(state.name);
-      },
-    };
-    this.shared = {
+    this.router = new Router(options, {
       registry: this.registry,
       state: this.state,
       logger: this.logger,
-      queue: this.queue,
-      policy: this.policy,
-      metrics,
-      hooks: this.hooks,
-      countFailure: (model, error) => this.countFailure(model, error),
-    };
+      metrics: (queue, fallbacks) =>
+        new SwitchboardMetrics(this.registry, undefined, { queue, fallbacks }),
+    });
+    this.metrics = this.router.metrics;
+    this.fallbacks = this.router.fallbacks;
+    this.queue = this.router.queue;
+    this.window = options.ratelimitWindow ?? 60_000;
+    this.usageWindow = options.usageWindow ?? 'sliding';
+    this.clock = options.clock ?? Date.now;
+    try {
+      for (const adapter of [...BUILTIN_ADAPTERS, ...(options.adapters ?? [])]) {
+        this.mount(adapter as ApiAdapter);
+      }
+    } catch (error) {
+      // A bad adapter fails the constructor: what was made to be closed is closed.
+      this.metrics.close();
+      throw error;
+    }
   }
 
   /** Deployments by name, in configuration order. */
@@ -217,10 +163,8 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
    * sb.failures(); // { 'gpt-4o-mini': { rateLimited: 3, other: 0 } }
    * ```
    */
-  failures(): Record<string, { rateLimited: number; other: number }> {
-    const out: Record<string, { rateLimited: number; other: number }> = {};
-    for (const [model, c] of this.failedCalls) out[model] = { ...c };
-    return out;
+  failures(): Record<string, FailedCalls> {
+    return this.router.failures();
   }
 
   /**
@@ -292,7 +236,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     clearInterval(this.resetTimer);
     this.resetTimer = undefined;
     this.metrics.close();
-    this.queue?.close(
+    this.router.close(
       () =>
         new SwitchboardError('The switchboard closed while the call waited for room', {
           code: 'unavailable',
@@ -335,7 +279,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
             `Adapter '${adapter.name}' cannot be mounted at ${where}: that name is taken`,
           );
         }
-        const facade = adapter.facade(this.surfaceFor(adapter));
+        const facade = adapter.facade(this.router.surface(adapter));
         node[key] = facade;
         this.surfaces.set(adapter, facade);
         return;
@@ -358,297 +302,6 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
 
   private isBranch(value: unknown): boolean {
     return typeof value === 'object' && value !== null && this.branches.has(value);
-  }
-
-  private surfaceFor(adapter: ApiAdapter): Surface {
-    const kit = PROVIDERS[adapter.provider];
-    const name = `sb.${adapter.path.join('.')}`;
-    const opFor = (op: string): ApiOperation => {
-      const found = Object.prototype.hasOwnProperty.call(adapter.operations, op)
-        ? adapter.operations[op]
-        : undefined;
-      if (found === undefined) {
-        throw new SwitchboardError(`${name} has no operation '${op}'`);
-      }
-      return found;
-    };
-    return {
-      name,
-      call: (op, body, options) =>
-        kit.promise(this.call(adapter, opFor(op), name, op, body, options)),
-      callHolding: (op, id, body, options) =>
-        kit.promise(this.callHolding(adapter, opFor(op), id, body, options)),
-    };
-  }
-
-  private call(
-    adapter: ApiAdapter,
-    op: ApiOperation,
-    surface: string,
-    opName: string,
-    params: unknown,
-    options: unknown,
-  ): Promise<Answer> {
-    try {
-      // The method's name (`sb.chat.completions.create()`) is spelled out only for an error.
-      if (this.closed) throw closedError(`${surface}.${opName}()`);
-      if (params === null || typeof params !== 'object') {
-        throw new TypeError(`${surface}.${opName}() expects a params object as its first argument`);
-      }
-      // Copy the params only to take the switchboard's own fields out of them.
-      let body = params as Record<string, unknown>;
-      const rawSessionId = (params as SessionParams).session_id;
-      const allowFallbacks = (params as SessionParams).fallbacks;
-      if ('session_id' in params || 'fallbacks' in params) {
-        const { session_id: _sessionId, fallbacks: _fallbacks, ...rest } = body;
-        body = rest;
-      }
-      if (rawSessionId !== undefined && typeof rawSessionId !== 'string') {
-        throw new TypeError(`session_id must be a string, got ${typeof rawSessionId}`);
-      }
-      // A long id is kept, looked up and shared as its hash: what the caller sends is unbounded.
-      const sessionId = rawSessionId === undefined ? undefined : sessionKey(rawSessionId);
-      if (allowFallbacks !== undefined && typeof allowFallbacks !== 'boolean') {
-        throw new TypeError(
-          `fallbacks must be false (no fallback model for this call) or true, got ${typeof allowFallbacks}`,
-        );
-      }
-      const pool = this.registry.poolFor(body.model);
-      if (pool[0]!.provider !== adapter.provider) throw this.wrongProvider(adapter, body.model);
-      const request = this.prepare(adapter, op, body);
-      const sdkOptions = options as SdkRequestOptions | undefined;
-      const chained = adapter.chain?.refersTo(body);
-      if (chained !== undefined) {
-        return this.pinned(
-          adapter,
-          op,
-          chained,
-          request,
-          sdkOptions,
-          body.model as string,
-          sessionId,
-        );
-      }
-      const chain = allowFallbacks === false ? undefined : this.fallbacks.get(body.model as string);
-      const lookup = this.state.lookupSession;
-      if (
-        sessionId !== undefined &&
-        lookup &&
-        this.registry.sessions.get(sessionId) === undefined
-      ) {
-        return lookup.call(this.state, sessionId).then(
-          (name) => {
-            if (name !== undefined && this.registry.deployments.has(name)) {
-              this.registry.sessions.set(sessionId, name);
-            }
-            return this.dispatch(adapter, op, request, sdkOptions, sessionId, pool, chain);
-          },
-          () => this.dispatch(adapter, op, request, sdkOptions, sessionId, pool, chain),
-        );
-      }
-      return this.dispatch(adapter, op, request, sdkOptions, sessionId, pool, chain);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  private prepare(
-    adapter: ApiAdapter,
-    op: ApiOperation,
-    body: Record<string, unknown>,
-  ): PreparedRequest {
-    const stream = op.streams ? op.streams(body) : body.stream === true;
-    const metered = op.metered !== false;
-    const admission = metered ? adapter.admission(body, this.defaultReservation) : UNMETERED;
-    const chain = adapter.chain;
-    const track = chain
-      ? (value: unknown, d: Deployment) => {
-          const id = chain.created(value, body);
-          if (id !== undefined) this.rememberResponse(id, d.name);
-        }
-      : undefined;
-    if (stream && adapter.prepareStream) {
-      const prepared = adapter.prepareStream(body);
-      return {
-        body: prepared.body,
-        stream,
-        admission,
-        metered,
-        hideUsageEvents: prepared.hideUsageEvents,
-        track,
-      };
-    }
-    return { body, stream, admission, metered, hideUsageEvents: false, track };
-  }
-
-  private dispatch(
-    adapter: ApiAdapter,
-    op: ApiOperation,
-    request: PreparedRequest,
-    options: SdkRequestOptions | undefined,
-    sessionId: string | undefined,
-    pool: readonly Deployment[],
-    fallbacks?: readonly string[],
-  ): Promise<Answer> {
-    return new Dispatch(
-      this.shared,
-      adapter,
-      op,
-      request,
-      options,
-      sessionId,
-      pool,
-      fallbacks,
-    ).run();
-  }
-
-  private countFailure(model: string, error: unknown): void {
-    this.metrics.callFailed(model, error);
-    let counts = this.failedCalls.get(model);
-    if (counts === undefined) {
-      counts = { rateLimited: 0, other: 0 };
-      this.failedCalls.set(model, counts);
-    }
-    if ((error as { status?: unknown } | null)?.status === 429) counts.rateLimited++;
-    else counts.other++;
-  }
-
-  /** `retrieve(id)` and the like: to the deployment holding `id`, unmetered. */
-  private callHolding(
-    adapter: ApiAdapter,
-    op: ApiOperation,
-    id: unknown,
-    body: Record<string, unknown>,
-    options: unknown,
-  ): Promise<Answer> {
-    try {
-      if (this.closed) throw closedError(`sb.${adapter.path.join('.')}`);
-      if (typeof id !== 'string' || id === '') {
-        throw new TypeError(
-          `sb.${adapter.path.join('.')} expects an id string as its first argument`,
-        );
-      }
-      const request = this.prepare(adapter, op, body);
-      return this.pinned(
-        adapter,
-        op,
-        id,
-        request,
-        options as SdkRequestOptions,
-        undefined,
-        undefined,
-      );
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  /**
-   * A call that builds on (or reads) the stored object `id`: it goes to the deployment that
-   * created it, or fails with a {@link SwitchboardError} naming the id. Never to another
-   * deployment, which would answer 404; so no failover either.
-   */
-  private pinned(
-    adapter: ApiAdapter,
-    op: ApiOperation,
-    id: string,
-    request: PreparedRequest,
-    options: SdkRequestOptions | undefined,
-    model: string | undefined,
-    sessionId: string | undefined,
-  ): Promise<Answer> {
-    const known = this.chains.get(id);
-    const lookup = this.state.lookupResponse;
-    if (known !== undefined || !lookup) {
-      return this.sendPinned(adapter, op, id, known, request, options, model, sessionId);
-    }
-    return lookup.call(this.state, id).then(
-      (name) => {
-        if (name !== undefined && this.registry.deployments.has(name)) this.chains.set(id, name);
-        return this.sendPinned(adapter, op, id, name, request, options, model, sessionId);
-      },
-      () => this.sendPinned(adapter, op, id, undefined, request, options, model, sessionId),
-    );
-  }
-
-  private sendPinned(
-    adapter: ApiAdapter,
-    op: ApiOperation,
-    id: string,
-    holder: string | undefined,
-    request: PreparedRequest,
-    options: SdkRequestOptions | undefined,
-    model: string | undefined,
-    sessionId: string | undefined,
-  ): Promise<Answer> {
-    try {
-      let d = holder === undefined ? undefined : this.registry.deployments.get(holder);
-      if (d === undefined) {
-        // Where only one deployment could have created it, that one holds it.
-        const candidates =
-          model !== undefined
-            ? this.registry.poolFor(model)
-            : [...this.registry.deployments.values()].filter(
-                (x) => x.provider === adapter.provider,
-              );
-        if (candidates.length !== 1) {
-          throw new SwitchboardError(
-            `No deployment is known to hold ${clip(id)}: it was not created through this switchboard, or it ` +
-              `has been forgotten (maxResponses, or the state store's responseTtl). It is not sent to another deployment, which would answer 404.`,
-          );
-        }
-        d = candidates[0]!;
-      }
-      if (model === undefined) {
-        return attempt(d, this.unmeteredState(d), adapter, op, request, options, this.hooks);
-      }
-      const state = d.models.get(model);
-      if (state === undefined) {
-        throw new SwitchboardError(
-          `${clip(id)} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
-        );
-      }
-      if (!state.hasRoom(request.admission)) {
-        const why = state.isCooling()
-          ? `is cooling down for ${Math.ceil(state.cooldownRemaining / 1000)} s`
-          : 'is at its quota';
-        throw new SwitchboardError(
-          `${clip(id)} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
-        );
-      }
-      if (sessionId !== undefined) {
-        this.registry.sessions.set(sessionId, d.name);
-        this.state.rememberSession?.(sessionId, d.name);
-      }
-      return attempt(d, state, adapter, op, request, options, this.hooks);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  private rememberResponse(id: string, deployment: string): void {
-    this.chains.set(id, deployment);
-    this.state.rememberResponse?.(id, deployment);
-  }
-
-  private unmeteredState(d: Deployment): ModelState {
-    let state = this.unmetered.get(d);
-    if (state === undefined) {
-      // Not in the deployment's models: what happens to it changes no model's health.
-      state = new ModelState({ name: '(unmetered)' }, d.name, this.clock);
-      this.unmetered.set(d, state);
-    }
-    return state;
-  }
-
-  private wrongProvider(adapter: ApiAdapter, model: unknown): SwitchboardError {
-    const provider = this.registry.models.get(model as string)!;
-    const right = [...this.surfaces.keys()]
-      .filter((a) => a.provider === provider)
-      .map((a) => `sb.${a.path.join('.')}.create()`);
-    return new SwitchboardError(
-      `${String(model)} is served by ${provider} deployments only and cannot take a sb.${adapter.path.join('.')} call: use ${right.join(' or ')}`,
-    );
   }
 }
 
@@ -677,12 +330,4 @@ function resolveSelector(options: SwitchboardOptions): Selector {
   if (s instanceof Selector) return s;
   if (typeof s === 'function') return new s();
   return s as Selector;
-}
-
-function closedError(what: string): SwitchboardError {
-  return new SwitchboardError(
-    `switchboard is closed: ${what} was called after close() (or the Nest application's close()). ` +
-      'Make calls before closing, or build a new switchboard with createSwitchboard() for further calls.',
-    { code: 'unavailable' },
-  );
 }

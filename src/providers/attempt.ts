@@ -1,96 +1,20 @@
-import {
-  classify,
-  isDroppedConnection,
-  isMalformedResponse,
-  type FailureReason,
-  type Verdict,
-} from '../failover/classify';
+import { classify, type Verdict } from '../failover/classify';
+import { isStaleSocket } from '../failover/stale-socket';
+import type { TokenUsage as Usage } from '../quota/admission';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
-import { isStaleSocket } from '../failover/stale-socket';
+import type { DeadlineEntry, DeadlineList } from '../runtime/deadlines';
 import { SwitchboardError } from '../switchboard.error';
-import type { DeadlineEntry, DeadlineList, Deadlines } from '../runtime/deadlines';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
+import { accountedStream } from './accounted-stream';
+import type { ApiAdapter, ApiOperation, ApiPromiseLike } from './adapter';
+import { Answered } from './answered';
+import type { AttemptHooks, PreparedRequest } from './attempt-types';
+import { translate } from './translate-error';
+
+export type { AttemptHooks, PreparedRequest, ResponseTracker } from './attempt-types';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
-import type { Admission, TokenUsage as Usage } from '../quota/admission';
-import type { ApiAdapter, ApiOperation, ApiPromiseLike } from './adapter';
-
-/** What an attempt reports back to its switchboard. */
-export interface AttemptHooks {
-  sent(state: ModelState): void;
-  failed(state: ModelState, reason: FailureReason): void;
-  /** A request lost to a stale pooled socket was sent again at once, on the same deployment. */
-  staleSocketRetried?(state: ModelState): void;
-  /** The attempt starts: its GenAI span and measurements, told how it ends. */
-  started?(
-    deployment: Deployment,
-    state: ModelState,
-    request: PreparedRequest,
-    context: AttemptContext,
-  ): AttemptTrace | undefined;
-  /**
-   * The headers of every answer from the upstream, errors included (rate-limit anchoring).
-   * `admission` is the call's own charge while it still stands (undefined: already given back).
-   */
-  observed(
-    state: ModelState,
-    headers: Headers,
-    admission: Admission | undefined,
-    sentAt?: number,
-  ): void;
-  /** Where the attempt's deadline waits (one timer per duration for all attempts). */
-  deadlines: Deadlines;
-}
-
-/** A request made ready for one surface, with what it is charged before it is sent. */
-export interface PreparedRequest {
-  body: Record<string, unknown>;
-  stream: boolean;
-  /** What the upstream charges at admission: input and reserved output (0 for unmetered calls). */
-  admission: Admission;
-  /** Whether the call uses the model's quota at all. */
-  metered: boolean;
-  /** The switchboard asked for usage the caller did not: hide the usage-only events. */
-  hideUsageEvents: boolean;
-  /** Sees the answer, or each stream event, of the attempt that succeeded (response ids). */
-  track?: (value: unknown, deployment: Deployment) => void;
-}
-
-const NO_OPTIONS: Record<string, never> = Object.freeze({}) as Record<string, never>;
-
-/** Headers that describe the wire body, not the JSON a replayed body carries. */
-const BODY_HEADERS = ['content-length', 'content-encoding', 'transfer-encoding'];
-
-/**
- * The answer of the attempt that succeeded. The switchboard reads every JSON body for its
- * accounting, so `response` (what `asResponse()` and `withResponse()` give) is then a copy with
- * the upstream's status and headers and the parsed JSON as its body, built only when asked for.
- * A stream's response is the upstream's own: its body is read as the stream is.
- */
-class Answered implements Answer {
-  readonly options = NO_OPTIONS;
-  private replayed: Response | undefined;
-
-  constructor(
-    readonly data: unknown,
-    private readonly raw: Response,
-  ) {}
-
-  get response(): Response {
-    if (!this.raw.bodyUsed) return this.raw;
-    if (this.replayed === undefined) {
-      const headers = new Headers(this.raw.headers);
-      for (const name of BODY_HEADERS) headers.delete(name);
-      this.replayed = new Response(JSON.stringify(this.data), {
-        status: this.raw.status,
-        statusText: this.raw.statusText,
-        headers,
-      });
-    }
-    return this.replayed;
-  }
-}
 
 /**
  * One request to one deployment, with its accounting:
@@ -310,7 +234,7 @@ class Attempt implements DeadlineEntry {
     if (request.metered) state.settle(request.admission, this.adapter.usage(data));
     state.recordSuccess();
     this.trace?.response(data);
-    if (request.track) request.track(data, this.deployment);
+    request.track?.seen(data, request.body, this.deployment, this.adapter);
     this.outcome.resolve(new Answered(data, response));
   }
 
@@ -378,93 +302,4 @@ class Attempt implements DeadlineEntry {
  */
 function explainedByQuota(verdict: Verdict, state: ModelState, request: PreparedRequest): boolean {
   return verdict.reason === 'rate_limit' && request.metered && state.quotaFull(request.admission);
-}
-
-/**
- * Wraps the SDK's stream in the SDK's own `Stream` class: the admission charge stands until the
- * stream ends and is then settled to the usage its events reported; usage-only events the caller
- * did not ask for are hidden, and a dropped connection marks the model down and reaches the
- * consumer as `APIConnectionError`.
- */
-function accountedStream(run: Attempt, source: unknown): unknown {
-  const { deployment, state, adapter, request, caller, trace } = run;
-  const stream = source as AsyncIterable<unknown> & { controller: AbortController };
-  const streamUsage = request.metered ? adapter.streamUsage : undefined;
-  const track = request.track;
-  const memo: Usage = { input: 0, output: 0 };
-  // The usage reported so far (events carry running totals).
-  let used: Usage | undefined;
-  let settled = !request.metered;
-  async function* iterate(): AsyncGenerator<unknown> {
-    try {
-      for await (const event of stream) {
-        if (streamUsage) {
-          const usage = streamUsage.call(adapter, event, memo);
-          if (usage !== undefined) used = { ...usage };
-        }
-        trace?.event(event);
-        if (track) track(event, deployment);
-        if (request.hideUsageEvents && adapter.isUsageEvent?.(event)) continue;
-        yield event;
-      }
-      if (!settled) {
-        settled = true;
-        state.settle(request.admission, used);
-      }
-      if (!caller?.aborted) state.recordSuccess();
-    } catch (error) {
-      // Tokens already streamed were spent upstream: keep them charged.
-      settled = true;
-      throw run.fail(error, used);
-    } finally {
-      // A consumer that stopped reading early: what was reported so far stands.
-      if (!settled) {
-        settled = true;
-        state.settle(request.admission, used);
-      }
-      run.release();
-      // Ended by the source, or by a consumer that stopped reading: a success either way.
-      trace?.streamEnded();
-    }
-  }
-  return deployment.makeStream(() => iterate(), stream.controller);
-}
-
-/** Turn what the SDK or the runtime threw into the SDK error the caller should see. */
-function translate(
-  deployment: Deployment,
-  error: unknown,
-  caller: AbortSignal | undefined,
-  timedOut: boolean,
-): Error {
-  const errors = deployment.errors;
-  if (caller?.aborted) {
-    return error instanceof errors.APIUserAbortError ? error : new errors.APIUserAbortError();
-  }
-  if (timedOut) {
-    return error instanceof errors.APIConnectionTimeoutError
-      ? error
-      : new errors.APIConnectionTimeoutError({
-          message: `Request to deployment ${deployment.name} timed out.`,
-        });
-  }
-  if (isDroppedConnection(error) && !(error instanceof errors.APIError)) {
-    return new errors.APIConnectionError({
-      message: `Connection to deployment ${deployment.name} dropped.`,
-      cause: error as Error,
-    });
-  }
-  if (isMalformedResponse(error) && !(error instanceof errors.APIError)) {
-    // A direct SDK call would throw the parser's SyntaxError; callers of the switchboard handle
-    // the SDK's error classes only.
-    const malformed = new errors.APIError(
-      undefined,
-      undefined,
-      `Malformed response from deployment ${deployment.name}: ${(error as Error).message}`,
-      undefined,
-    );
-    Object.defineProperty(malformed, 'cause', { value: error, configurable: true, writable: true });
-    return malformed;
-  }
-  return error instanceof Error ? error : new Error(String(error));
 }

@@ -1,11 +1,10 @@
 import type { DeploymentConfig, SwitchboardLogger } from '../types';
 import { PROVIDERS } from '../providers/index';
 import type { ProviderKit } from '../providers/provider-kit';
-import type { Admission } from '../quota/admission';
 import type { LimitName } from '../quota/quota-limit';
-import { hasRoom } from '../routing/room';
-import { chooseInTiers, tiersOf } from '../routing/tiers';
+import { pickDeployment, type PickTable } from '../selection/pick';
 import { SessionAffinity } from '../selection/session-affinity';
+import { tiersOf } from '../selection/tiers';
 import type { Selector } from '../selection/selector';
 import { clip } from '../errors/clip';
 import { plainHttpWarning } from './plain-http';
@@ -57,7 +56,7 @@ const BEST_EFFORT_WARN_INTERVAL = 10_000;
  * this.registry.select('gpt-4o-mini', 'session-1').name; // 'east'
  * ```
  */
-export class DeploymentRegistry {
+export class DeploymentRegistry implements PickTable {
   /** By name, in configuration order. */
   readonly deployments: ReadonlyMap<string, Deployment>;
   /** Every deployment that serves a model, by model name. */
@@ -156,10 +155,10 @@ export class DeploymentRegistry {
   }
 
   /**
-   * The deployment for a call: the session's own while it has room for the model, else one the
-   * selector picks among healthy deployments not in `exclude`, in the most preferred tier that
-   * has one (best effort among all when none is healthy); a session is then remembered on the
-   * new one.
+   * The deployment for a call when room does not decide: the session's own while healthy, else
+   * one the selector picks among healthy deployments not in `exclude`, in the most preferred tier
+   * that has one (best effort among all when none is healthy); a session is then remembered on
+   * the new one. See `pickDeployment`.
    *
    * `exclude` holds the deployments a call already tried. While any deployment is left untried,
    * the choice stays among those (healthy first, then best effort): one that is cooling down or
@@ -167,67 +166,7 @@ export class DeploymentRegistry {
    * will not. Only once every deployment was tried does the choice go back to them all.
    */
   select(model: string, sessionId?: string, exclude?: ReadonlySet<Deployment>): Deployment {
-    const pool = this.poolFor(model);
-    const held = this.sessionDeployment(model, sessionId, exclude);
-    if (held !== undefined) return held;
-    const candidates = exclude && exclude.size > 0 ? untried(pool, exclude) : pool;
-    const tiers = this.tiers.get(model);
-    let chosen: Deployment;
-    if (tiers === undefined) {
-      chosen = candidates.length === 1 ? candidates[0]! : this.selector.pick(model, candidates);
-    } else {
-      // Untried first, as for a flat pool; among them the most preferred tier with room.
-      const fresh = candidates === pool ? undefined : exclude;
-      chosen =
-        chooseInTiers(this.selector, model, tiers, fresh) ??
-        this.selector.bestEffort(model, candidates);
-    }
-    if (sessionId !== undefined) this.sessions.set(sessionId, chosen.name);
-    if (this.logger && !chosen.models.get(model)!.isHealthy()) this.warnBestEffort(model, chosen);
-    return chosen;
-  }
-
-  /**
-   * Like {@link select}, but only a deployment with room for the model and not in `exclude`
-   * (the session's own first), or `undefined`: no best effort. Fallbacks ask it of each model.
-   * With the call's `admission` charge, room means room for that charge by the anchored view.
-   *
-   * @example
-   * ```ts
-   * const d = registry.choose('gpt-4o', 'user-42') ?? registry.choose('gpt-4o-mini', 'user-42');
-   * ```
-   */
-  choose(
-    model: string,
-    sessionId?: string,
-    exclude?: ReadonlySet<Deployment>,
-    admission?: Admission,
-  ): Deployment | undefined {
-    const pool = this.poolFor(model);
-    const held = this.sessionDeployment(model, sessionId, exclude, admission);
-    if (held !== undefined) return held;
-    const tiers = this.tiers.get(model) ?? [pool];
-    const chosen = chooseInTiers(this.selector, model, tiers, exclude, admission);
-    if (chosen !== undefined && sessionId !== undefined) this.sessions.set(sessionId, chosen.name);
-    return chosen;
-  }
-
-  /**
-   * The session's deployment while it has room for the model, even in a lower tier than one
-   * that recovered: moving would lose the upstream's prompt cache.
-   */
-  private sessionDeployment(
-    model: string,
-    sessionId: string | undefined,
-    exclude: ReadonlySet<Deployment> | undefined,
-    admission?: Admission,
-  ): Deployment | undefined {
-    if (sessionId === undefined) return undefined;
-    const name = this.sessions.get(sessionId);
-    if (name === undefined) return undefined;
-    const d = this.deployments.get(name);
-    const state = d?.models.get(model);
-    return state !== undefined && hasRoom(state, admission) && !exclude?.has(d!) ? d : undefined;
+    return pickDeployment(this, model, sessionId, exclude, this.onBestEffort);
   }
 
   /** Forget usage on every deployment. */
@@ -291,25 +230,17 @@ export class DeploymentRegistry {
     for (const listener of this.listeners) listener(state, event);
   }
 
-  private warnBestEffort(model: string, chosen: Deployment): void {
+  private readonly onBestEffort = (model: string, chosen: Deployment): void => {
+    if (this.logger === undefined) return;
     const now = this.clock();
     if (now - (this.lastBestEffortWarning.get(model) ?? -Infinity) < BEST_EFFORT_WARN_INTERVAL) {
       return;
     }
     this.lastBestEffortWarning.set(model, now);
-    this.logger!.warn(
+    this.logger.warn(
       `No healthy deployment for ${model}: trying ${chosen.name} on a best-effort basis`,
     );
-  }
-}
-
-/** The deployments of `pool` not in `tried`; all of `pool` when every one was tried. */
-function untried(
-  pool: readonly Deployment[],
-  tried: ReadonlySet<Deployment>,
-): readonly Deployment[] {
-  const left = pool.filter((d) => !tried.has(d));
-  return left.length > 0 ? left : pool;
+  };
 }
 
 function build(

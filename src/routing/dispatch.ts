@@ -8,12 +8,16 @@ import {
   type AttemptOutcome,
   type PreparedRequest,
 } from '../providers/attempt';
-import type { Admission } from '../quota/admission';
 import type { CapacityQueue } from '../quota/capacity-queue';
 import { noRoomError } from '../quota/no-room';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
+import type { ModelState } from '../registry/model-state';
+import { hasRoom, type CallGate } from '../selection/pick';
 import type { StateStore } from '../state/state-store';
+import { clip } from '../errors/clip';
+import { SwitchboardError } from '../switchboard.error';
+import type { Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { routeCall, type NoRoom, type Route } from './route-call';
@@ -23,7 +27,7 @@ const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
 
 /**
- * What the dispatch of every call shares with its switchboard; made once.
+ * What the dispatch of every call shares with its switchboard's router; made once.
  *
  * @example
  * ```ts
@@ -44,10 +48,29 @@ export interface DispatchShared {
 }
 
 /**
+ * A call that builds on (or reads) a stored object: it goes to the deployment holding it, never
+ * to another (which would answer 404), so it has no failover. `model` is the call's, if it names
+ * one; `state` is the model's on that deployment (or, for calls without a model, the state that
+ * their failures are reported to).
+ *
+ * @example
+ * ```ts
+ * const pin: Pin = { id: 'resp_1', deployment: east, state: east.models.get('gpt-4o')!, model: 'gpt-4o' };
+ * ```
+ */
+export interface Pin {
+  readonly id: string;
+  readonly deployment: Deployment;
+  readonly state: ModelState;
+  readonly model: string | undefined;
+}
+
+/**
  * One call, from its first attempt to its answer or its last error. Every attempt is routed by
  * {@link routeCall} (room for its admission charge, tiers, fallbacks, the deployments it already
  * tried); when no deployment has room the call waits in the queue or fails at once with the
- * SDK's `RateLimitError`, and failover retries the rest.
+ * SDK's `RateLimitError`, and failover retries the rest. A pinned call ({@link Pin}) goes to its
+ * deployment alone, when that has room for it.
  *
  * A call runs on every request, so its state is one object and its steps are methods: the
  * dispatch is the outcome of its first attempt, and a call that succeeds at once makes no
@@ -59,10 +82,12 @@ export interface DispatchShared {
  * const answer = await new Dispatch(shared, adapter, op, request, options, 'user-42', pool).run();
  * ```
  */
-export class Dispatch implements AttemptOutcome {
+export class Dispatch implements AttemptOutcome, CallGate {
   private readonly model: string;
-  private readonly admission: Admission | undefined;
-  private tried: Set<Deployment> | undefined = undefined;
+  /** The call's admission charge; `undefined` for calls that use no quota (room = healthy). */
+  readonly admission: Admission | undefined;
+  /** The deployments this call already tried (made on its second attempt). */
+  exclude: Set<Deployment> | undefined = undefined;
   private last: Route | undefined = undefined;
   private context: AttemptContext = FIRST_ATTEMPT;
   private resolveCall: (answer: Answer) => void = noop;
@@ -77,8 +102,10 @@ export class Dispatch implements AttemptOutcome {
     private readonly sessionId: string | undefined,
     private readonly pool: readonly Deployment[],
     private readonly fallbacks?: readonly string[],
+    private readonly pin?: Pin,
   ) {
-    this.model = request.body.model as string;
+    // A call without a model (a retrieval) is pinned, and its model is never asked for.
+    this.model = (pin !== undefined ? pin.model : request.body.model) as string;
     this.admission = request.metered ? request.admission : undefined;
   }
 
@@ -99,7 +126,7 @@ export class Dispatch implements AttemptOutcome {
   /** The first attempt failed: failover, when allowed, has the rest of the call. */
   reject(error: Error): void {
     const policy = this.shared.policy;
-    if (policy.attempts <= 1) {
+    if (policy.attempts <= 1 || this.pin !== undefined) {
       this.fail(error);
       return;
     }
@@ -132,8 +159,8 @@ export class Dispatch implements AttemptOutcome {
   }
 
   private fail(error: unknown): void {
-    // The caller's own abort is not a call that failed.
-    if (classify(error, this.errors).reason !== 'aborted') {
+    // The caller's own abort is not a call that failed; a call without a model is no model's.
+    if (this.model !== undefined && classify(error, this.errors).reason !== 'aborted') {
       this.shared.countFailure(this.model, error);
     }
     this.rejectCall(error);
@@ -145,7 +172,12 @@ export class Dispatch implements AttemptOutcome {
     try {
       const queue = this.shared.queue;
       // First come, first served: while calls wait for room, a new one waits behind them.
-      routed = queue !== undefined && queue.length(this.model) > 0 ? QUEUED : this.route();
+      routed =
+        this.pin !== undefined
+          ? this.pinned(this.pin)
+          : queue !== undefined && queue.length(this.model) > 0
+            ? QUEUED
+            : this.route();
     } catch (error) {
       outcome.reject(error as Error);
       return;
@@ -163,16 +195,28 @@ export class Dispatch implements AttemptOutcome {
   private route(): Route | NoRoom {
     const last = this.last;
     // Most calls take one attempt: the set of tried deployments is made on the second.
-    if (last !== undefined) (this.tried ??= new Set()).add(last.deployment);
-    const { registry } = this.shared;
-    return routeCall(
-      registry,
-      this.model,
-      this.fallbacks,
-      this.sessionId,
-      this.tried,
-      this.admission,
-    );
+    if (last !== undefined) (this.exclude ??= new Set()).add(last.deployment);
+    return routeCall(this.shared.registry, this.model, this.fallbacks, this.sessionId, this);
+  }
+
+  /** As a gate: room for the call's charge on a deployment it has not tried. */
+  admits(state: ModelState, deployment: Deployment): boolean {
+    return hasRoom(state, this.admission) && !(this.exclude?.has(deployment) ?? false);
+  }
+
+  /** The pinned deployment, when it has room for the call. */
+  private pinned(pin: Pin): Route {
+    const { deployment: d, state, model, id } = pin;
+    if (model !== undefined && !state.hasRoom(this.request.admission)) {
+      const why = state.isCooling()
+        ? `is cooling down for ${Math.ceil(state.cooldownRemaining / 1000)} s`
+        : 'is at its quota';
+      throw new SwitchboardError(
+        `${clip(id)} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
+      );
+    }
+    if (this.sessionId !== undefined) this.shared.registry.sessions.set(this.sessionId, d.name);
+    return { deployment: d, model: this.model };
   }
 
   /** One attempt on a route; a fallback's replaces the params' `model` for this attempt only. */
@@ -194,7 +238,7 @@ export class Dispatch implements AttemptOutcome {
         hooks = { ...hooks, sent: (s) => metrics.request(s, model) };
         prepared = { ...request, body: { ...request.body, model: to.model } };
       }
-      const state = deployment.models.get(to.model)!;
+      const state = this.pin?.state ?? deployment.models.get(to.model)!;
       runAttempt(
         deployment,
         state,

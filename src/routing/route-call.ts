@@ -1,6 +1,7 @@
 import type { Admission } from '../quota/admission';
 import type { Deployment } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
+import { pickWithRoom, RoomGate, type CallGate } from '../selection/pick';
 import { SwitchboardError } from '../switchboard.error';
 
 /** Where one attempt of a call goes: a deployment, and the model it is asked for there. */
@@ -17,8 +18,9 @@ export interface NoRoom {
 
 /**
  * Picks the deployment and model for one attempt of a call to `model`, given its `fallbacks` (in
- * order, chains resolved; none = the requested model only), the deployments this call already
- * `tried`, and its `admission` charge (what the upstream counts when it admits the call):
+ * order, chains resolved; none = the requested model only) and its `gate`: its `admission` charge
+ * (what the upstream counts when it admits the call) and the deployments it already tried
+ * (`exclude`):
  *
  * 1. a deployment of `model` with room for the call that it has not tried, most preferred tier
  *    first; else the first fallback model with such a deployment;
@@ -38,7 +40,8 @@ export interface NoRoom {
  *
  * @example
  * ```ts
- * const r = routeCall(registry, 'gpt-4o', ['gpt-4o-mini'], 'user-42', tried, { input: 900, output: 256 });
+ * const gate = new RoomGate({ input: 900, output: 256 }, tried);
+ * const r = routeCall(registry, 'gpt-4o', ['gpt-4o-mini'], 'user-42', gate);
  * if ('waitMs' in r) throw new Error(`no room for ${r.waitMs} ms`);
  * ```
  */
@@ -46,27 +49,27 @@ export function routeCall(
   registry: DeploymentRegistry,
   model: string,
   fallbacks: readonly string[] | undefined,
-  sessionId?: string,
-  tried?: ReadonlySet<Deployment>,
-  admission?: Admission,
+  sessionId: string | undefined,
+  gate: CallGate,
 ): Route | NoRoom {
-  const own = registry.choose(model, sessionId, tried, admission);
+  const own = pickWithRoom(registry, model, sessionId, gate);
   if (own !== undefined) return { deployment: own, model };
   if (fallbacks !== undefined) {
     for (const fallback of fallbacks) {
-      const d = registry.choose(fallback, sessionId, tried, admission);
+      const d = pickWithRoom(registry, fallback, sessionId, gate);
       if (d !== undefined) return { deployment: d, model: fallback };
     }
   }
-  const retrying = tried !== undefined && tried.size > 0;
-  if (retrying) {
+  const { admission, exclude: tried } = gate;
+  if (tried !== undefined && tried.size > 0) {
     if (untriedAllDown(registry.poolFor(model), model, tried, admission)) {
       return { deployment: registry.select(model, sessionId, tried), model };
     }
-    const again = registry.choose(model, sessionId, undefined, admission);
+    const anyTried = new RoomGate(admission);
+    const again = pickWithRoom(registry, model, sessionId, anyTried);
     if (again !== undefined) return { deployment: again, model };
     for (const fallback of fallbacks ?? []) {
-      const d = registry.choose(fallback, sessionId, undefined, admission);
+      const d = pickWithRoom(registry, fallback, sessionId, anyTried);
       if (d !== undefined) return { deployment: d, model: fallback };
     }
   }

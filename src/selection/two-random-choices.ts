@@ -1,7 +1,6 @@
 import type { Deployment } from '../registry/deployment';
-import type { Admission } from '../quota/admission';
-import { hasRoom } from '../routing/room';
-import { Selector } from './selector';
+import type { ModelState } from '../registry/model-state';
+import { Selector, type Gate } from './selector';
 
 /** Options of {@link TwoRandomChoices}. */
 export interface TwoRandomChoicesOptions {
@@ -18,20 +17,22 @@ export interface TwoRandomChoicesOptions {
 /** Draws before giving up on sampling and scanning the pool instead. */
 const SAMPLES = 8;
 
-/** Running sums of the weights of a pool, for drawing in proportion to weight. */
-interface Weights {
+/** What is kept of a pool for drawing from it: its model states and, when weights differ, their running sums. */
+interface Drawn {
   model: string;
+  /** `states[i]` = the model's state on pool[i]. */
+  states: ModelState[];
   /** `sums[i]` = weight of pool[0..i]; `undefined` when every weight is the same. */
   sums: Float64Array | undefined;
 }
 
 /**
- * The power of two random choices: draw two distinct healthy deployments at random, in
- * proportion to their `weight` (all equal by default), and take the less utilized. Between
- * deployments equally far from their quotas the first drawn wins, so traffic follows the weights;
- * with quotas, utilization still decides. Costs the same for 2 or 10 000 deployments: it samples
- * the pool (a binary search per draw when weights differ) and only scans it when samples keep
- * coming up unhealthy.
+ * The power of two random choices: draw two distinct admitted deployments at random, in
+ * proportion to their `weight` (all equal by default), and take the one with less {@link load}.
+ * Between deployments equally far from their quotas the first drawn wins, so traffic follows the
+ * weights; with quotas, utilization still decides. Costs the same for 2 or 10 000 deployments: it
+ * samples the pool (a binary search per draw when weights differ) and only scans it when samples
+ * keep coming up closed.
  *
  * @example
  * ```ts
@@ -41,8 +42,8 @@ interface Weights {
 export class TwoRandomChoices extends Selector {
   private readonly random: () => number;
   private readonly jitter: number;
-  /** Pools handed to {@link choose} are the registry's own arrays: their weights are kept. */
-  private readonly weights = new WeakMap<readonly Deployment[], Weights>();
+  /** Pools handed to {@link pick} are the registry's own arrays: what a draw needs is kept. */
+  private readonly drawn = new WeakMap<readonly Deployment[], Drawn>();
 
   constructor(options: TwoRandomChoicesOptions = {}) {
     super();
@@ -73,43 +74,54 @@ export class TwoRandomChoices extends Selector {
     return this.better(model, candidates[i]!, candidates[j]!);
   }
 
-  override choose(
-    model: string,
-    pool: readonly Deployment[],
-    exclude?: ReadonlySet<Deployment>,
-    admission?: Admission,
-  ): Deployment | undefined {
+  override pick(model: string, pool: readonly Deployment[], gate: Gate): Deployment | undefined {
     const n = pool.length;
-    if (n < 2) return super.choose(model, pool, exclude, admission);
-    const sums = this.cachedSums(model, pool);
-    // Rejection sampling draws among the healthy deployments exactly as drawing from the healthy
-    // list would, without building it.
-    let a: Deployment | undefined;
+    if (n < 2) return super.pick(model, pool, gate);
+    const { states, sums } = this.drawnOf(model, pool);
+    // Rejection sampling draws among the admitted deployments exactly as drawing from their list
+    // would, without building it.
+    let a = -1;
     let tries = 0;
     while (tries < SAMPLES) {
       tries++;
-      const d = pool[sums === undefined ? Math.floor(this.random() * n) : this.drawIndex(sums)]!;
-      if (isOpen(d, model, exclude, admission)) {
-        a = d;
+      const i = sums === undefined ? Math.floor(this.random() * n) : this.drawIndex(sums);
+      if (gate.admits(states[i]!, pool[i]!)) {
+        a = i;
         break;
       }
     }
-    if (a === undefined) return super.choose(model, pool, exclude, admission);
+    if (a < 0) return super.pick(model, pool, gate);
     while (tries < 2 * SAMPLES) {
       tries++;
-      const d = pool[sums === undefined ? Math.floor(this.random() * n) : this.drawIndex(sums)]!;
-      if (d !== a && isOpen(d, model, exclude, admission)) return this.better(model, a, d);
+      const b = sums === undefined ? Math.floor(this.random() * n) : this.drawIndex(sums);
+      if (b !== a && gate.admits(states[b]!, pool[b]!)) {
+        const la = this.loadWithJitter(states[a]!);
+        return this.loadWithJitter(states[b]!) < la ? pool[b] : pool[a];
+      }
     }
-    return super.choose(model, pool, exclude, admission);
+    return super.pick(model, pool, gate);
   }
 
-  private cachedSums(model: string, pool: readonly Deployment[]): Float64Array | undefined {
-    let w = this.weights.get(pool);
+  /**
+   * The load metric the two draws are compared on: the model's utilization on the deployment
+   * (the largest share of any limit; 1 while cooling). Subclasses may weigh more.
+   */
+  protected load(state: ModelState): number {
+    return state.util;
+  }
+
+  private loadWithJitter(state: ModelState): number {
+    const load = this.load(state);
+    return this.jitter > 0 ? load + this.random() * this.jitter : load;
+  }
+
+  private drawnOf(model: string, pool: readonly Deployment[]): Drawn {
+    let w = this.drawn.get(pool);
     if (w === undefined || w.model !== model) {
-      w = { model, sums: sumsOf(model, pool) };
-      this.weights.set(pool, w);
+      w = { model, states: pool.map((d) => d.models.get(model)!), sums: sumsOf(model, pool) };
+      this.drawn.set(pool, w);
     }
-    return w.sums;
+    return w;
   }
 
   /** An index drawn in proportion to weight: the first running sum above a uniform draw. */
@@ -126,24 +138,10 @@ export class TwoRandomChoices extends Selector {
   }
 
   private better(model: string, a: Deployment, b: Deployment): Deployment {
-    let ua = a.models.get(model)!.util;
-    let ub = b.models.get(model)!.util;
-    if (this.jitter > 0) {
-      ua += this.random() * this.jitter;
-      ub += this.random() * this.jitter;
-    }
+    const ua = this.loadWithJitter(a.models.get(model)!);
+    const ub = this.loadWithJitter(b.models.get(model)!);
     return ub < ua ? b : a;
   }
-}
-
-/** Not excluded, and with room for the call. (A function, not a closure made per call.) */
-function isOpen(
-  d: Deployment,
-  model: string,
-  exclude: ReadonlySet<Deployment> | undefined,
-  admission: Admission | undefined,
-): boolean {
-  return !exclude?.has(d) && hasRoom(d.models.get(model)!, admission);
 }
 
 /** Running sums of the weights, or `undefined` when they are all equal (a uniform draw). */

@@ -1,0 +1,66 @@
+import type { FailureReason } from '../failover/classify';
+import type { Admission } from '../quota/admission';
+import type { Deployment } from '../registry/deployment';
+import type { ModelState } from '../registry/model-state';
+import type { Deadlines } from '../runtime/deadlines';
+import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
+import type { ApiAdapter } from './adapter';
+
+/** What an attempt reports back to its switchboard. */
+export interface AttemptHooks {
+  sent(state: ModelState): void;
+  failed(state: ModelState, reason: FailureReason): void;
+  /** A request lost to a stale pooled socket was sent again at once, on the same deployment. */
+  staleSocketRetried?(state: ModelState): void;
+  /** The attempt starts: its GenAI span and measurements, told how it ends. */
+  started?(
+    deployment: Deployment,
+    state: ModelState,
+    request: PreparedRequest,
+    context: AttemptContext,
+  ): AttemptTrace | undefined;
+  /**
+   * The headers of every answer from the upstream, errors included (rate-limit anchoring).
+   * `admission` is the call's own charge while it still stands (undefined: already given back).
+   */
+  observed(
+    state: ModelState,
+    headers: Headers,
+    admission: Admission | undefined,
+    sentAt?: number,
+  ): void;
+  /** Where the attempt's deadline waits (one timer per duration for all attempts). */
+  deadlines: Deadlines;
+}
+
+/** A request made ready for one surface, with what it is charged before it is sent. */
+export interface PreparedRequest {
+  body: Record<string, unknown>;
+  stream: boolean;
+  /** What the upstream charges at admission: input and reserved output (0 for unmetered calls). */
+  admission: Admission;
+  /** Whether the call uses the model's quota at all. */
+  metered: boolean;
+  /** The switchboard asked for usage the caller did not: hide the usage-only events. */
+  hideUsageEvents: boolean;
+  /** Sees the answer, or each stream event, of the attempt that succeeded (response ids). */
+  track?: ResponseTracker;
+}
+
+/**
+ * Sees the answer, or each stream event, of the attempt that succeeded: where the objects it
+ * creates (stored responses) live.
+ *
+ * @example
+ * ```ts
+ * const tracker: ResponseTracker = { seen: (value, body, d) => console.log(d.name, value) };
+ * ```
+ */
+export interface ResponseTracker {
+  seen(
+    value: unknown,
+    body: Record<string, unknown>,
+    deployment: Deployment,
+    adapter: ApiAdapter,
+  ): void;
+}

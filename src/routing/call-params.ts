@@ -1,0 +1,46 @@
+import { sessionKey } from '../selection/session-affinity';
+import type { SessionParams } from '../types';
+
+/**
+ * The params of a call as its caller passed them, read once at the door: the SDK's own body, and
+ * the switchboard's fields taken out of it (`session_id`, `fallbacks`). The params object is
+ * copied only when it carries such a field.
+ *
+ * @example
+ * ```ts
+ * const body = callBody('sb.chat.completions', 'create', params);
+ * const sessionId = sessionIdOf(params); // 'user-42'
+ * ```
+ */
+export function callBody(surface: string, op: string, params: unknown): Record<string, unknown> {
+  if (params === null || typeof params !== 'object') {
+    throw new TypeError(`${surface}.${op}() expects a params object as its first argument`);
+  }
+  if (!('session_id' in params) && !('fallbacks' in params)) {
+    return params as Record<string, unknown>;
+  }
+  const { session_id: sessionId, fallbacks, ...body } = params as Record<string, unknown>;
+  if (sessionId !== undefined && typeof sessionId !== 'string') {
+    throw new TypeError(`session_id must be a string, got ${typeof sessionId}`);
+  }
+  if (fallbacks !== undefined && typeof fallbacks !== 'boolean') {
+    throw new TypeError(
+      `fallbacks must be false (no fallback model for this call) or true, got ${typeof fallbacks}`,
+    );
+  }
+  return body;
+}
+
+/**
+ * The call's `session_id` (checked by {@link callBody}); a long id is kept, looked up and shared
+ * as its hash: what the caller sends is unbounded.
+ */
+export function sessionIdOf(params: object): string | undefined {
+  const raw = (params as SessionParams).session_id;
+  return raw === undefined ? undefined : sessionKey(raw);
+}
+
+/** Whether the call may fall back to other models (`fallbacks: false` says no). */
+export function allowsFallbacks(params: object): boolean {
+  return (params as SessionParams).fallbacks !== false;
+}

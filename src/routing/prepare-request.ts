@@ -1,0 +1,42 @@
+import type { ApiAdapter, ApiOperation } from '../providers/adapter';
+import type { PreparedRequest, ResponseTracker } from '../providers/attempt-types';
+import type { Admission } from '../quota/admission';
+
+/** What calls that use no quota (retrievals, token counts) are charged. */
+const UNMETERED: Admission = Object.freeze({ input: 0, output: 0 });
+
+/**
+ * A call's body made ready for its surface, with what it is charged at admission (`defaultOutput`
+ * reserved when the body caps no output) and, for APIs whose answers create stored objects, who
+ * remembers where they live.
+ *
+ * @example
+ * ```ts
+ * const request = prepareRequest(chatCompletions, op, body, 0, undefined);
+ * request.admission; // { input: 12, output: 0 }
+ * ```
+ */
+export function prepareRequest(
+  adapter: ApiAdapter,
+  op: ApiOperation,
+  body: Record<string, unknown>,
+  defaultOutput: number,
+  tracker: ResponseTracker | undefined,
+): PreparedRequest {
+  const stream = op.streams ? op.streams(body) : body.stream === true;
+  const metered = op.metered !== false;
+  const admission = metered ? adapter.admission(body, defaultOutput) : UNMETERED;
+  const track = adapter.chain ? tracker : undefined;
+  if (stream && adapter.prepareStream) {
+    const prepared = adapter.prepareStream(body);
+    return {
+      body: prepared.body,
+      stream,
+      admission,
+      metered,
+      hideUsageEvents: prepared.hideUsageEvents,
+      track,
+    };
+  }
+  return { body, stream, admission, metered, hideUsageEvents: false, track };
+}

@@ -1,0 +1,346 @@
+import type { SwitchboardLogger, SwitchboardOptions } from '../config/switchboard-options';
+import { failoverPolicy, type FailoverPolicy } from '../failover/failover';
+import type { ApiAdapter, ApiOperation, Surface } from '../providers/adapter';
+import type { AttemptHooks, PreparedRequest } from '../providers/attempt-types';
+import { PROVIDERS } from '../providers/index';
+import { CapacityQueue } from '../quota/capacity-queue';
+import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
+import type { DeploymentRegistry } from '../registry/deployment-registry';
+import { ModelState } from '../registry/model-state';
+import { Deadlines } from '../runtime/deadlines';
+import type { StateStore } from '../state/state-store';
+import { clip } from '../errors/clip';
+import { SwitchboardError } from '../switchboard.error';
+import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
+import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
+import { allowsFallbacks, callBody, sessionIdOf } from './call-params';
+import { Dispatch, type DispatchShared, type Pin } from './dispatch';
+import { resolveFallbacks } from './fallbacks';
+import { prepareRequest } from './prepare-request';
+import { ResponseChains, sessionFromStore } from './store-lookups';
+
+/** Calls that failed for their callers, per model. */
+export interface FailedCalls {
+  /** 429s, held back for want of room or from the upstream. */
+  rateLimited: number;
+  other: number;
+}
+
+/**
+ * Every call of a switchboard comes in here, from the surfaces it mounts, and leaves as one
+ * {@link Dispatch}: its params are read, its request prepared and charged, the stores asked what
+ * they know of its session or of the stored response it builds on; then the dispatch routes and
+ * sends it. The switchboard keeps the facade and the lifecycle.
+ *
+ * @example
+ * ```ts
+ * const router = new Router(options, {
+ *   registry, state, logger,
+ *   metrics: (queue, fallbacks) => new SwitchboardMetrics(registry, undefined, { queue, fallbacks }),
+ * });
+ * const surface = router.surface(chatCompletions);
+ * await surface.call('create', { model: 'gpt-4o-mini', messages });
+ * ```
+ */
+export class Router implements DispatchShared {
+  readonly registry: DeploymentRegistry;
+  readonly state: StateStore;
+  readonly logger: SwitchboardLogger;
+  readonly metrics: SwitchboardMetrics;
+  readonly policy: FailoverPolicy;
+  readonly hooks: AttemptHooks;
+  /** Calls waiting for room, when `options.queue` is set: the one place calls wait. */
+  readonly queue: CapacityQueue | undefined;
+  /**
+   * Per model with fallbacks, every model its calls may fall back to, in the order they are tried
+   * (`options.fallbacks` with chains followed).
+   */
+  readonly fallbacks: ReadonlyMap<string, readonly string[]>;
+  private readonly chains: ResponseChains;
+  private readonly defaultReservation: number;
+  private readonly clock: () => number;
+  /** Adapters with a surface, for the message of a call on the wrong one. */
+  private readonly adapters: ApiAdapter[] = [];
+  /** Per deployment, the state that calls without a model (retrievals) report to. */
+  private readonly unmetered = new Map<Deployment, ModelState>();
+  private readonly failedCalls = new Map<string, FailedCalls>();
+  private closed = false;
+
+  constructor(
+    options: SwitchboardOptions,
+    context: {
+      registry: DeploymentRegistry;
+      state: StateStore;
+      logger: SwitchboardLogger;
+      /** Built once the queue and the fallbacks are known, which the metrics report on. */
+      metrics: (
+        queue: CapacityQueue | undefined,
+        fallbacks: ReadonlyMap<string, readonly string[]>,
+      ) => SwitchboardMetrics;
+    },
+  ) {
+    const { registry, state } = context;
+    this.registry = registry;
+    this.state = state;
+    this.logger = context.logger;
+    this.policy = failoverPolicy(options.failover);
+    this.fallbacks = resolveFallbacks(options.fallbacks);
+    this.chains = new ResponseChains(options.maxResponses ?? 10_000, registry, state);
+    this.defaultReservation = options.defaultReservation ?? 0;
+    this.clock = options.clock ?? Date.now;
+    const queue = options.queue
+      ? new CapacityQueue({ ...options.queue, clock: this.clock })
+      : undefined;
+    this.queue = queue;
+    const metrics = context.metrics(queue, this.fallbacks);
+    this.metrics = metrics;
+    if (queue !== undefined) {
+      // Room may have come back: try the model's line now rather than when it was expected.
+      registry.onModelEvent((model, event) => {
+        if (queue.length(model.name) === 0) return;
+        if (event.type === 'up' || event.type === 'limit') queue.kick(model.name);
+        else if (event.type === 'spend' && (event.tokens < 0 || event.requests < 0)) {
+          queue.kick(model.name);
+        }
+      });
+    }
+    // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
+    const genAi = new GenAiTelemetry();
+    this.hooks = {
+      sent: (model) => metrics.request(model),
+      failed: (model, reason) => metrics.failure(model, reason),
+      staleSocketRetried: (model) => metrics.retry(model, 'stale_socket'),
+      started: (deployment, model, request, attempt) =>
+        genAi.forDeployment(deployment, model.name, request.body, attempt),
+      deadlines: new Deadlines(),
+      observed: queue
+        ? (model, headers, admission, sentAt) => {
+            model.observe(headers, admission, sentAt);
+            // An answer may show room (the upstream counts less than we did).
+            if (queue.length(model.name) > 0) queue.kick(model.name);
+          }
+        : (model, headers, admission, sentAt) => model.observe(headers, admission, sentAt),
+    };
+  }
+
+  /**
+   * The surface an adapter's facade calls: `sb.chat.completions.create(...)` is
+   * `surface.call('create', ...)`.
+   */
+  surface(adapter: ApiAdapter): Surface {
+    this.adapters.push(adapter);
+    const promise = PROVIDERS[adapter.provider].promise;
+    const name = `sb.${adapter.path.join('.')}`;
+    const opFor = (op: string): ApiOperation => {
+      const found = Object.prototype.hasOwnProperty.call(adapter.operations, op)
+        ? adapter.operations[op]
+        : undefined;
+      if (found === undefined) throw new SwitchboardError(`${name} has no operation '${op}'`);
+      return found;
+    };
+    return {
+      name,
+      call: (op, params, options) =>
+        promise(this.call(adapter, opFor(op), name, op, params, options)),
+      callHolding: (op, id, body, options) =>
+        promise(this.callHolding(adapter, opFor(op), name, id, body, options)),
+    };
+  }
+
+  /**
+   * Calls that failed for their callers since the switchboard started, per model (after
+   * failover). A call its caller aborted did not fail and is not counted.
+   */
+  failures(): Record<string, FailedCalls> {
+    const out: Record<string, FailedCalls> = {};
+    for (const [model, c] of this.failedCalls) out[model] = { ...c };
+    return out;
+  }
+
+  /** Count a call that failed for its caller. */
+  countFailure(model: string, error: unknown): void {
+    this.metrics.callFailed(model, error);
+    let counts = this.failedCalls.get(model);
+    if (counts === undefined) {
+      counts = { rateLimited: 0, other: 0 };
+      this.failedCalls.set(model, counts);
+    }
+    if ((error as { status?: unknown } | null)?.status === 429) counts.rateLimited++;
+    else counts.other++;
+  }
+
+  /** Every later call fails at once; calls waiting for room fail with `closedWaiting`. */
+  close(closedWaiting: () => unknown): void {
+    this.closed = true;
+    this.queue?.close(closedWaiting);
+  }
+
+  private call(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    surface: string,
+    opName: string,
+    params: unknown,
+    options: unknown,
+  ): Promise<Answer> {
+    try {
+      // The method's name (`sb.chat.completions.create()`) is spelled out only for an error.
+      if (this.closed) throw closedError(`${surface}.${opName}()`);
+      const body = callBody(surface, opName, params);
+      const sessionId = sessionIdOf(params as object);
+      const pool = this.registry.poolFor(body.model);
+      if (pool[0]!.provider !== adapter.provider) throw this.wrongProvider(adapter, body.model);
+      const request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
+      const sdkOptions = options as SdkRequestOptions | undefined;
+      const model = body.model as string;
+      const chained = adapter.chain?.refersTo(body);
+      if (chained !== undefined) {
+        return this.pinned(adapter, op, chained, request, sdkOptions, model, sessionId);
+      }
+      const fallbacks =
+        this.fallbacks.size > 0 && allowsFallbacks(params as object)
+          ? this.fallbacks.get(model)
+          : undefined;
+      const pending = sessionFromStore(this.registry, this.state, sessionId);
+      if (pending !== undefined) {
+        return pending.then(() =>
+          new Dispatch(this, adapter, op, request, sdkOptions, sessionId, pool, fallbacks).run(),
+        );
+      }
+      return new Dispatch(this, adapter, op, request, sdkOptions, sessionId, pool, fallbacks).run();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** `retrieve(id)` and the like: to the deployment holding `id`, unmetered. */
+  private callHolding(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    name: string,
+    id: unknown,
+    body: Record<string, unknown>,
+    options: unknown,
+  ): Promise<Answer> {
+    try {
+      if (this.closed) throw closedError(name);
+      if (typeof id !== 'string' || id === '') {
+        throw new TypeError(`${name} expects an id string as its first argument`);
+      }
+      const request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
+      return this.pinned(adapter, op, id, request, options as SdkRequestOptions, undefined);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * A call that builds on (or reads) the stored object `id`: dispatched to the deployment that
+   * created it, or failed with a {@link SwitchboardError} naming the id.
+   */
+  private pinned(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    id: string,
+    request: PreparedRequest,
+    options: SdkRequestOptions | undefined,
+    model: string | undefined,
+    sessionId?: string,
+  ): Promise<Answer> {
+    const holder = this.chains.holder(id);
+    if (typeof holder !== 'object') {
+      return this.dispatchPinned(adapter, op, id, holder, request, options, model, sessionId);
+    }
+    return holder.then((name) =>
+      this.dispatchPinned(adapter, op, id, name, request, options, model, sessionId),
+    );
+  }
+
+  private dispatchPinned(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    id: string,
+    holder: string | undefined,
+    request: PreparedRequest,
+    options: SdkRequestOptions | undefined,
+    model: string | undefined,
+    sessionId: string | undefined,
+  ): Promise<Answer> {
+    try {
+      const pin = this.pinFor(adapter, id, holder, model);
+      const pool = [pin.deployment];
+      return new Dispatch(
+        this,
+        adapter,
+        op,
+        request,
+        options,
+        sessionId,
+        pool,
+        undefined,
+        pin,
+      ).run();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private pinFor(
+    adapter: ApiAdapter,
+    id: string,
+    holder: string | undefined,
+    model: string | undefined,
+  ): Pin {
+    let d = holder === undefined ? undefined : this.registry.deployments.get(holder);
+    if (d === undefined) {
+      // Where only one deployment could have created it, that one holds it.
+      const candidates =
+        model !== undefined
+          ? this.registry.poolFor(model)
+          : [...this.registry.deployments.values()].filter((x) => x.provider === adapter.provider);
+      if (candidates.length !== 1) {
+        throw new SwitchboardError(
+          `No deployment is known to hold ${clip(id)}: it was not created through this switchboard, or it ` +
+            `has been forgotten (maxResponses, or the state store's responseTtl). It is not sent to another deployment, which would answer 404.`,
+        );
+      }
+      d = candidates[0]!;
+    }
+    if (model === undefined) return { id, deployment: d, state: this.unmeteredState(d), model };
+    const state = d.models.get(model);
+    if (state === undefined) {
+      throw new SwitchboardError(
+        `${clip(id)} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
+      );
+    }
+    return { id, deployment: d, state, model };
+  }
+
+  private unmeteredState(d: Deployment): ModelState {
+    let state = this.unmetered.get(d);
+    if (state === undefined) {
+      // Not in the deployment's models: what happens to it changes no model's health.
+      state = new ModelState({ name: '(unmetered)' }, d.name, this.clock);
+      this.unmetered.set(d, state);
+    }
+    return state;
+  }
+
+  private wrongProvider(adapter: ApiAdapter, model: unknown): SwitchboardError {
+    const provider = this.registry.models.get(model as string)!;
+    const right = this.adapters
+      .filter((a) => a.provider === provider)
+      .map((a) => `sb.${a.path.join('.')}.create()`);
+    return new SwitchboardError(
+      `${String(model)} is served by ${provider} deployments only and cannot take a sb.${adapter.path.join('.')} call: use ${right.join(' or ')}`,
+    );
+  }
+}
+
+function closedError(what: string): SwitchboardError {
+  return new SwitchboardError(
+    `switchboard is closed: ${what} was called after close() (or the Nest application's close()). ` +
+      'Make calls before closing, or build a new switchboard with createSwitchboard() for further calls.',
+    { code: 'unavailable' },
+  );
+}
