@@ -33,6 +33,11 @@ export type { UsageWindowKind, UsageBucket } from './quota/usage-window';
 export { CapacityQueue } from './quota/capacity-queue';
 export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
+export type { SwitchboardFetch } from './relay/relay';
+export { httpError, retryHeaders, MAX_RETRY_AFTER_MS } from './relay/http-error';
+export type { HttpError } from './relay/http-error';
+export { errorBody as apiErrorBody } from './relay/error-body';
+export type { Problem as ApiProblem } from './relay/error-body';
 export type { SwitchboardErrorCode } from './switchboard.error';
 export type {
   ApiKey,

@@ -16,6 +16,7 @@ import { ModelState } from './registry/model-state';
 import { Selector } from './selection/selector';
 import { SessionAffinity } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
+import { createRelay, type SwitchboardFetch } from './relay/relay';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
 import { GenAiTelemetry } from './telemetry/gen-ai-telemetry';
@@ -99,6 +100,20 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   private closed = false;
 
   /**
+   * A `fetch` for any client library that takes one (the AI SDK, LangChain, the `openai` and
+   * `@anthropic-ai/sdk` clients): OpenAI- and Anthropic-wire requests, balanced and accounted as
+   * the methods above are; the URL's host and the client's key are ignored, the path names the
+   * API, `x-session-id` is the session. Bound: pass it on as it is.
+   *
+   * @example
+   * ```ts
+   * const openai = createOpenAI({ apiKey: 'unused', fetch: sb.fetch }); // @ai-sdk/openai
+   * const { text } = await generateText({ model: openai.chat('gpt-4o-mini'), prompt: 'Hi' });
+   * ```
+   */
+  readonly fetch: SwitchboardFetch;
+
+  /**
    * Builds the deployments and validates the options; timers start with {@link start} (or at
    * once with {@link createSwitchboard}; in Nest, when the module initializes).
    */
@@ -114,6 +129,12 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.state = options.state ?? memoryState();
     this.policy = failoverPolicy(options.failover);
     this.chains = new SessionAffinity(options.maxResponses ?? 10_000);
+    this.fetch = createRelay({
+      registry: this.registry,
+      call: (adapter, op, params, options) => this.call(adapter, op, 'sb', 'fetch', params, options),
+      callHolding: (adapter, op, id, body, options) =>
+        this.callHolding(adapter, op, id, body, options),
+    });
     // Mounted before anything that needs closing is made: a bad adapter fails the constructor.
     for (const adapter of [...BUILTIN_ADAPTERS, ...(options.adapters ?? [])]) {
       this.mount(adapter as ApiAdapter);
