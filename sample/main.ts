@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { parseEnv } from 'node:util';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { type INestApplication, type LoggerService } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { NestFactory } from '@nestjs/core';
@@ -52,7 +52,9 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
     throw error;
   }
   // LLM requests carry whole conversations (and images): more than express's 100 kB default.
-  app.useBodyParser('json', { limit: '20mb' });
+  // The API routes get the client's bytes, which go upstream as they came; the rest JSON.
+  app.useBodyParser('raw', { limit: '20mb', type: isApiRequest });
+  app.useBodyParser('json', { limit: '20mb', type: (req) => !isApiRequest(req) && isJson(req) });
   const config = app.get(ConfigService).getOrThrow<GatewayConfig>('gateway');
   const port = options.port ?? config.port;
   const host = options.host ?? config.host;
@@ -78,6 +80,15 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
         await tracing?.shutdown();
       })()),
   };
+}
+
+function isApiRequest(req: IncomingMessage): boolean {
+  return req.url?.startsWith('/v1/') === true;
+}
+
+function isJson(req: IncomingMessage): boolean {
+  const type = req.headers['content-type'];
+  return type !== undefined && /^application\/(?:[\w.+-]*\+)?json\b/i.test(type);
 }
 
 /** `npm start`: the gateway on :3000 (or `PORT`), printing where everything is. */

@@ -1,39 +1,20 @@
-import type { ServerResponse } from 'node:http';
-import { Injectable, Logger } from '@nestjs/common';
-import Anthropic from '@anthropic-ai/sdk';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Injectable } from '@nestjs/common';
 import type { Counter } from '@opentelemetry/api';
-import { Switchboard, SwitchboardError } from 'nestjs-switchboard';
+import { Switchboard } from 'nestjs-switchboard';
 import { MetricService } from 'nestjs-otel';
-import OpenAI from 'openai';
-import { openaiWire, responsesWire, WIRES, type Problem, type Wire } from './wire';
+import { apiOf } from './wire';
 
-/** One entry of `GET /v1/models`, as OpenAI lists models. */
-export interface ModelObject {
-  id: string;
-  object: 'model';
-  /** Seconds since the epoch: when the gateway started. */
-  created: number;
-  owned_by: string;
-}
-
-/** An error answer: status, headers and the provider-shaped body. */
-interface Failure {
-  problem: Problem;
-  body: object;
-  headers: Record<string, string>;
-}
-
-type Upstream = Error & { status?: number; headers?: Headers; error?: unknown };
+/** A request as the gateway's body parser leaves it: `/v1` bodies as the client's bytes. */
+export type GatewayRequest = IncomingMessage & { body?: unknown };
 
 /**
- * Sends one gateway request through the {@link Switchboard} and writes the answer: JSON, or SSE
- * for `stream: true`; errors in the provider's own shape and status.
+ * Hands each API request to the switchboard's `fetch` and writes its `Response` back: JSON
+ * whole, SSE event by event as it comes (a client that leaves stops the upstream's stream).
  */
 @Injectable()
 export class RelayService {
-  private readonly logger = new Logger('Gateway');
   private readonly answered: Counter;
-  private readonly created = Math.floor(Date.now() / 1000);
 
   constructor(
     private readonly sb: Switchboard,
@@ -44,237 +25,86 @@ export class RelayService {
     });
   }
 
-  async relay(
-    wire: Wire,
-    body: unknown,
-    sessionId: string | undefined,
-    res: ServerResponse,
-  ): Promise<void> {
-    res.once('finish', () =>
-      this.answered.add(1, { api: wire.provider, status: String(res.statusCode) }),
-    );
-    const invalid = wire.validate(body) ?? this.checkModel(wire, (body as { model: string }).model);
-    if (invalid) return sendJson(res, invalid.status, wire.errorBody(invalid));
-
-    const params = { ...(body as Record<string, unknown>) };
-    if (sessionId !== undefined && sessionId !== '') params.session_id = sessionId;
-    // The client went away: stop the upstream call too.
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
-    const options = { signal: abort.signal };
-
-    let result: unknown;
+  async relay(req: GatewayRequest, res: ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    let response: Response;
     try {
-      result = await this.call(wire, params, options);
+      response = await this.sb.fetch(url, {
+        method: req.method,
+        headers: req.headers as Record<string, string>,
+        body: Buffer.isBuffer(req.body) ? (req.body as Uint8Array as BodyInit) : undefined,
+      });
     } catch (error) {
-      if (abort.signal.aborted) return;
-      const failure = this.describe(wire, error, params.model as string);
-      return sendJson(res, failure.problem.status, failure.body, failure.headers);
+      response = Response.json(
+        { error: { message: String((error as Error)?.message ?? error), type: 'server_error' } },
+        { status: 500 },
+      );
     }
-    if (params.stream === true) {
-      return this.pipe(wire, result as AsyncIterable<unknown>, res, params.model as string);
-    }
-    sendJson(res, 200, result as object);
+    await send(response, res);
+    this.answered.add(1, { api: apiOf(url), status: String(res.statusCode) });
   }
+}
 
-  /** A stored response (`GET /v1/responses/:id`), from the deployment that created it. */
-  async retrieveResponse(id: string, res: ServerResponse): Promise<void> {
-    res.once('finish', () =>
-      this.answered.add(1, { api: responsesWire.provider, status: String(res.statusCode) }),
-    );
-    try {
-      sendJson(res, 200, await this.sb.responses.retrieve(id));
-    } catch (error) {
-      // The switchboard refuses an id no deployment is known to hold rather than ask one that
-      // would answer 404: to the client that is the same missing response.
-      if (error instanceof SwitchboardError) {
-        const problem: Problem = { status: 404, message: error.message, param: 'response_id' };
-        return sendJson(res, 404, responsesWire.errorBody(problem));
-      }
-      const failure = this.describe(responsesWire, error, '');
-      sendJson(res, failure.problem.status, failure.body, failure.headers);
-    }
+/** Writes a `Response`: whole when it is JSON, chunk by chunk (with backpressure) when SSE. */
+async function send(response: Response, res: ServerResponse): Promise<void> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  const type = headers['content-type'];
+  if (response.body === null || !type?.startsWith('text/event-stream')) {
+    const body = Buffer.from(await response.arrayBuffer());
+    headers['content-length'] = String(body.length);
+    res.writeHead(response.status, headers);
+    res.end(body);
+    return;
   }
-
-  /**
-   * The models the switchboard serves, in the OpenAI list shape (`GET /v1/models`, what
-   * OpenAI-compatible tools query first); `owned_by` names the API family.
-   */
-  models(): { object: 'list'; data: ModelObject[] } {
-    return {
-      object: 'list',
-      data: [...this.sb.registry.models].map(([id, provider]) => this.modelObject(id, provider)),
-    };
-  }
-
-  /** One model (`GET /v1/models/:id`), or a 404 in the OpenAI shape. */
-  model(id: string, res: ServerResponse): void {
-    const provider = this.sb.registry.models.get(id);
-    if (provider === undefined) {
-      const problem = this.unknownModel(id);
-      return sendJson(res, problem.status, openaiWire.errorBody(problem));
-    }
-    sendJson(res, 200, this.modelObject(id, provider));
-  }
-
-  private modelObject(id: string, provider: string): ModelObject {
-    return { id, object: 'model', created: this.created, owned_by: provider };
-  }
-
-  private call(
-    wire: Wire,
-    params: Record<string, unknown>,
-    options: { signal: AbortSignal },
-  ): Promise<unknown> {
-    switch (wire.api) {
-      case 'chat':
-        return this.sb.chat.completions.create(
-          params as unknown as OpenAI.ChatCompletionCreateParams,
-          options,
-        );
-      case 'responses':
-        return this.sb.responses.create(
-          params as unknown as OpenAI.Responses.ResponseCreateParams,
-          options,
-        );
-      case 'embeddings':
-        return this.sb.embeddings.create(
-          params as unknown as OpenAI.EmbeddingCreateParams,
-          options,
-        );
-      case 'messages':
-        return this.sb.messages.create(params as unknown as Anthropic.MessageCreateParams, options);
-      case 'countTokens':
-        return this.sb.messages.countTokens(
-          params as unknown as Anthropic.MessageCountTokensParams,
-          options,
-        );
-    }
-  }
-
-  /** Unknown models and models of the other API are the client's mistake: say so at once. */
-  private checkModel(wire: Wire, model: string): Problem | undefined {
-    const provider = this.sb.registry.models.get(model);
-    if (provider === undefined) return this.unknownModel(model);
-    if (provider !== wire.provider) {
-      const path = WIRES.filter((w) => w.provider === provider)
-        .map((w) => w.path)
-        .join(', ');
-      return {
-        status: 400,
-        message: `The model '${model}' is served through ${path} on this gateway.`,
-        param: 'model',
-        code: 'model_not_supported',
-      };
-    }
-    return undefined;
-  }
-
-  private unknownModel(model: string): Problem {
-    const known = [...this.sb.registry.models.keys()].join(', ');
-    return {
-      status: 404,
-      message: `The model '${model}' does not exist on this gateway (models: ${known}).`,
-      param: 'model',
-      code: 'model_not_found',
-    };
-  }
-
-  /** Writes stream events as SSE; an error after the first event becomes an error event. */
-  private async pipe(
-    wire: Wire,
-    stream: AsyncIterable<unknown>,
-    res: ServerResponse,
-    model: string,
-  ): Promise<void> {
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    res.flushHeaders();
-    try {
-      const frame = wire.frame ?? ((event: unknown) => `data: ${JSON.stringify(event)}\n\n`);
-      for await (const event of stream) {
-        if (!(await write(res, frame(event)))) return;
-      }
-      if (wire.end !== undefined) await write(res, wire.end);
-    } catch (error) {
-      if (res.destroyed) return;
-      const failure = this.describe(wire, error, model);
-      await write(res, wire.errorFrame(failure.problem));
+  headers['cache-control'] = 'no-cache';
+  headers['x-accel-buffering'] = 'no';
+  res.writeHead(response.status, headers);
+  res.flushHeaders();
+  const reader = response.body.getReader();
+  const gone = () => void reader.cancel().catch(() => undefined);
+  res.once('close', gone);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      if (!(await write(res, value))) return;
     }
     res.end();
-  }
-
-  /** The status, headers and body for a failed call. */
-  private describe(wire: Wire, error: unknown, model: string): Failure {
-    const e = error as Upstream;
-    let problem: Problem;
-    let upstreamBody: object | undefined;
-    const headers: Record<string, string> = {};
-    if (isTimeout(error)) {
-      problem = { status: 504, message: 'The upstream deployment did not answer in time.' };
-    } else if (isConnectionError(error)) {
-      problem = { status: 502, message: 'The upstream deployment could not be reached.' };
-    } else if (isApiError(error) && typeof e.status === 'number') {
-      problem = { status: e.status, message: e.message };
-      upstreamBody = wire.upstreamErrorBody(e);
-    } else if (error instanceof SwitchboardError || error instanceof TypeError) {
-      problem = { status: 400, message: error.message };
-    } else {
-      this.logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
-      problem = { status: 500, message: 'The gateway failed to handle the request.' };
-    }
-    if (problem.status === 429) {
-      const ms = this.retryAfterMs(model, e.headers);
-      headers['retry-after'] = String(Math.max(1, Math.ceil(ms / 1000)));
-      headers['retry-after-ms'] = String(Math.max(1, Math.ceil(ms)));
-      problem.message = `The deployments of ${model} are rate limited: retry after ${headers['retry-after']} s.`;
-      upstreamBody = undefined;
-    }
-    return { problem, body: upstreamBody ?? wire.errorBody(problem), headers };
-  }
-
-  /**
-   * How long until a deployment of `model` takes calls again: the shortest cooldown left, else
-   * what the upstream said, else one second.
-   */
-  private retryAfterMs(model: string, upstream: Headers | undefined): number {
-    let shortest = Infinity;
-    for (const d of this.sb.registry.pools.get(model) ?? []) {
-      const state = d.models.get(model);
-      if (state?.isCooling()) shortest = Math.min(shortest, state.cooldownRemaining);
-    }
-    if (Number.isFinite(shortest)) return shortest;
-    const ms = Number(upstream?.get?.('retry-after-ms'));
-    if (ms > 0) return ms;
-    const s = Number(upstream?.get?.('retry-after'));
-    return s > 0 ? s * 1000 : 1000;
+  } catch {
+    res.destroy();
+  } finally {
+    res.off('close', gone);
   }
 }
 
-function isTimeout(error: unknown): boolean {
-  return (
-    error instanceof OpenAI.APIConnectionTimeoutError ||
-    error instanceof Anthropic.APIConnectionTimeoutError
-  );
+/** Writes one chunk, waiting for the socket to drain; false once the client is gone. */
+function write(res: ServerResponse, chunk: Uint8Array): Promise<boolean> {
+  if (res.destroyed) return Promise.resolve(false);
+  if (res.write(chunk)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    res.on('drain', onDrain);
+    res.on('close', onClose);
+  });
 }
 
-function isConnectionError(error: unknown): boolean {
-  return (
-    error instanceof OpenAI.APIConnectionError || error instanceof Anthropic.APIConnectionError
-  );
-}
-
-function isApiError(error: unknown): boolean {
-  return error instanceof OpenAI.APIError || error instanceof Anthropic.APIError;
-}
-
-/** Writes a complete JSON answer. */
+/**
+ * Writes a complete JSON answer (errors raised before a route runs).
+ *
+ * @example
+ * ```ts
+ * sendJson(res, 400, { error: { message: 'bad' } });
+ * ```
+ */
 export function sendJson(
   res: ServerResponse,
   status: number,
@@ -292,21 +122,4 @@ export function sendJson(
     'content-length': Buffer.byteLength(payload),
   });
   res.end(payload);
-}
-
-/** Writes one chunk, waiting for the socket to drain; false once the client is gone. */
-function write(res: ServerResponse, chunk: string): Promise<boolean> {
-  if (res.destroyed) return Promise.resolve(false);
-  if (res.write(chunk)) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const done = (ok: boolean) => {
-      res.off('drain', onDrain);
-      res.off('close', onClose);
-      resolve(ok);
-    };
-    const onDrain = () => done(true);
-    const onClose = () => done(false);
-    res.on('drain', onDrain);
-    res.on('close', onClose);
-  });
 }

@@ -44,7 +44,13 @@ export interface RelayPort {
 }
 
 /** Headers that describe how the upstream's body was sent, not the body the relay answers. */
-const BODY_HEADERS = ['content-length', 'content-encoding', 'transfer-encoding', 'connection'];
+const BODY_HEADERS = [
+  'content-length',
+  'content-encoding',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+];
 const JSON_TYPE = 'application/json';
 /** Client headers the upstream gets (beta features); nothing else the client sent goes there. */
 const FORWARDED = ['anthropic-beta'] as const;

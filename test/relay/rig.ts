@@ -22,7 +22,7 @@ export async function startUpstream(): Promise<SimulatedUpstream> {
   });
 }
 
-export function configs(upstream: SimulatedUpstream): DeploymentConfig[] {
+export function configs(upstream: SimulatedUpstream, rpm = 10_000): DeploymentConfig[] {
   return [
     ...OPENAI_NAMES.map((name): DeploymentConfig => ({
       provider: 'openai',
@@ -30,7 +30,7 @@ export function configs(upstream: SimulatedUpstream): DeploymentConfig[] {
       baseURL: upstream.deployment(name).openaiBaseURL,
       apiKey: `key-${name}`,
       models: [
-        { name: GPT, tpm: 1_000_000, rpm: 10_000 },
+        { name: GPT, tpm: 1_000_000, rpm },
         { name: EMBED, tpm: 1_000_000, rpm: 10_000 },
       ],
     })),
@@ -47,9 +47,10 @@ export function configs(upstream: SimulatedUpstream): DeploymentConfig[] {
 export function switchboard(
   upstream: SimulatedUpstream,
   options: Partial<SwitchboardOptions> = {},
+  rpm?: number,
 ): Switchboard {
   return createSwitchboard({
-    deployments: configs(upstream),
+    deployments: configs(upstream, rpm),
     ratelimitWindow: 0,
     failover: { attempts: 3 },
     ...options,
