@@ -27,14 +27,21 @@ export class RelayService {
 
   async relay(req: GatewayRequest, res: ServerResponse): Promise<void> {
     const url = req.url ?? '/';
+    // The client went away: stop the call too (a queued call leaves the queue).
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
     let response: Response;
     try {
       response = await this.sb.fetch(url, {
         method: req.method,
         headers: req.headers as Record<string, string>,
         body: Buffer.isBuffer(req.body) ? (req.body as Uint8Array as BodyInit) : undefined,
+        signal: abort.signal,
       });
     } catch (error) {
+      if (abort.signal.aborted) return;
       response = Response.json(
         { error: { message: String((error as Error)?.message ?? error), type: 'server_error' } },
         { status: 500 },
