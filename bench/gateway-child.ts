@@ -57,6 +57,8 @@ async function main(): Promise<void> {
   const [kind, ...targets] = process.argv.slice(2);
   const port = kind === 'floor' ? await floor(targets) : await gateway();
   process.stdout.write(`READY ${port}\n`);
+  // A clean exit on a signal (a `--cpu-prof` profile is written then).
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(0));
 }
 
 main().catch((error: unknown) => {

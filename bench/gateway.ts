@@ -35,6 +35,8 @@ export interface GatewayBenchOptions {
   rounds: number;
   /** Connections of the load generator. */
   connections: number;
+  /** Requests sent to each gateway before the first round, so that each runs optimized code. */
+  warmup: number;
 }
 
 /** One gateway's figures of one round. */
@@ -74,9 +76,10 @@ export async function gatewayBench(options: GatewayBenchOptions): Promise<Record
   try {
     const portkey = await startPortkey(upstreams);
     targets.push(portkey);
-    targets.push(await startGateway(upstreams));
+    targets.push(await startGateway(upstreams, 'express'));
+    targets.push(await startGateway(upstreams, 'fastify'));
     targets.push(await startFloor(upstreams));
-    for (const t of targets) await load(t, 1, options.connections); // warm-up
+    for (const t of targets) await load(t, { amount: options.warmup }, options.connections);
     const rounds: Record<string, GatewayRound[]> = Object.fromEntries(
       targets.map((t) => [t.name, []]),
     );
@@ -106,10 +109,23 @@ export async function gatewayBench(options: GatewayBenchOptions): Promise<Record
       `\nswitchboard / portkey: ${fmt(rpsRatio, 2)}× the requests per second at ${fmt(cpuRatio, 2)}× the CPU per request` +
         ` (per round: ${rounds.switchboard!.map((x, i) => fmt(x.rps / rounds.portkey![i]!.rps, 2)).join(', ')}×)`,
     );
+    const fastify = median('switchboard-fastify', 'rps') / median('portkey', 'rps');
+    const fastifyCpu =
+      median('switchboard-fastify', 'cpuMsPerRequest') / median('portkey', 'cpuMsPerRequest');
+    console.log(
+      `switchboard on fastify / portkey: ${fmt(fastify, 2)}× the requests per second at ${fmt(fastifyCpu, 2)}× the CPU per request`,
+    );
     console.log(
       `floor / switchboard: ${fmt(median('floor', 'rps') / median('switchboard', 'rps'), 2)}× the requests per second`,
     );
-    return { portkeyVersion: PORTKEY_VERSION, options, rounds, rpsRatio, cpuRatio };
+    return {
+      portkeyVersion: PORTKEY_VERSION,
+      options,
+      rounds,
+      rpsRatio,
+      cpuRatio,
+      fastify: { rpsRatio: fastify, cpuRatio: fastifyCpu },
+    };
   } finally {
     for (const t of targets) t.child.kill();
     await upstreams.close();
@@ -188,8 +204,11 @@ async function startPortkey(upstreams: Upstreams): Promise<Target> {
   return target;
 }
 
-/** The sample gateway over the three deployments, configured by a file. */
-async function startGateway(upstreams: Upstreams): Promise<Target> {
+/** The sample gateway over the three deployments, configured by a file, on one Nest platform. */
+async function startGateway(
+  upstreams: Upstreams,
+  platform: 'express' | 'fastify',
+): Promise<Target> {
   const file = join(tmpdir(), `switchboard-bench-gateway-${process.pid}.json`);
   writeFileSync(
     file,
@@ -204,7 +223,11 @@ async function startGateway(upstreams: Upstreams): Promise<Target> {
       failover: { attempts: 3 },
     }),
   );
-  return child('switchboard', ['gateway'], { SWITCHBOARD_CONFIG: file, NODE_ENV: 'production' });
+  return child(platform === 'express' ? 'switchboard' : 'switchboard-fastify', ['gateway'], {
+    SWITCHBOARD_CONFIG: file,
+    NODE_ENV: 'production',
+    GATEWAY_PLATFORM: platform,
+  });
 }
 
 /** The floor: a bare round-robin proxy. */
@@ -271,7 +294,7 @@ async function measure(
   connections: number,
 ): Promise<GatewayRound> {
   const before = cpuMs(target.child.pid!);
-  const result = await load(target, seconds, connections);
+  const result = await load(target, { seconds }, connections);
   const after = cpuMs(target.child.pid!);
   const requests = result.requests.total;
   return {
@@ -291,14 +314,17 @@ interface AutocannonResult {
   non2xx: number;
 }
 
-/** One autocannon run, in its own process. */
-function load(target: Target, seconds: number, connections: number): Promise<AutocannonResult> {
+/** One autocannon run, in its own process: for so many seconds, or so many requests. */
+function load(
+  target: Target,
+  size: { seconds: number } | { amount: number },
+  connections: number,
+): Promise<AutocannonResult> {
   const args = [
     require.resolve('autocannon/autocannon.js'),
     '-c',
     String(connections),
-    '-d',
-    String(seconds),
+    ...('seconds' in size ? ['-d', String(size.seconds)] : ['-a', String(size.amount)]),
     '-m',
     'POST',
     '-H',

@@ -1,6 +1,5 @@
-import type { ServerResponse } from 'node:http';
 import { Controller, Post, Req, Res } from '@nestjs/common';
-import { RelayService, type GatewayRequest } from './relay.service';
+import { RelayService, type GatewayRequest, type GatewayResponse } from './relay.service';
 
 /**
  * OpenAI-compatible Chat Completions: point the `openai` client at `<gateway>/v1`. The
@@ -11,7 +10,7 @@ export class ChatCompletionsController {
   constructor(private readonly relay: RelayService) {}
 
   @Post('completions')
-  create(@Req() req: GatewayRequest, @Res() res: ServerResponse): Promise<void> {
+  create(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
     return this.relay.relay(req, res);
   }
 }

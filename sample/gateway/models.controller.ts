@@ -1,6 +1,5 @@
-import type { ServerResponse } from 'node:http';
 import { Controller, Get, Req, Res } from '@nestjs/common';
-import { RelayService, type GatewayRequest } from './relay.service';
+import { RelayService, type GatewayRequest, type GatewayResponse } from './relay.service';
 
 /**
  * `GET /v1/models`: the models the switchboard serves, in the OpenAI list shape (what
@@ -11,12 +10,12 @@ export class ModelsController {
   constructor(private readonly relay: RelayService) {}
 
   @Get()
-  list(@Req() req: GatewayRequest, @Res() res: ServerResponse): Promise<void> {
+  list(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
     return this.relay.relay(req, res);
   }
 
   @Get(':id')
-  retrieve(@Req() req: GatewayRequest, @Res() res: ServerResponse): Promise<void> {
+  retrieve(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
     return this.relay.relay(req, res);
   }
 }

@@ -5,8 +5,16 @@ import { Switchboard } from 'nestjs-switchboard';
 import { MetricService } from 'nestjs-otel';
 import { apiOf } from './wire';
 
-/** A request as the gateway's body parser leaves it: `/v1` bodies as the client's bytes. */
-export type GatewayRequest = IncomingMessage & { body?: unknown };
+/**
+ * A request as the gateway's body parser leaves it (`/v1` bodies as the client's bytes): Node's
+ * own under express, Fastify's (the same fields) under fastify.
+ */
+export type GatewayRequest = Pick<IncomingMessage, 'url' | 'method' | 'headers'> & {
+  body?: unknown;
+};
+
+/** Node's response under express; Fastify's reply, which hands over its `raw` one, under fastify. */
+export type GatewayResponse = ServerResponse | { raw: ServerResponse; hijack(): unknown };
 
 /**
  * Hands each API request to the switchboard's `fetch` and writes its `Response` back: JSON
@@ -25,7 +33,13 @@ export class RelayService {
     });
   }
 
-  async relay(req: GatewayRequest, res: ServerResponse): Promise<void> {
+  async relay(req: GatewayRequest, reply: GatewayResponse): Promise<void> {
+    let res: ServerResponse;
+    if ('raw' in reply) {
+      // Fastify: the answer is written here, not by the framework.
+      reply.hijack();
+      res = reply.raw;
+    } else res = reply;
     const url = req.url ?? '/';
     // The client went away: stop the call too (a queued call leaves the queue).
     const abort = new AbortController();

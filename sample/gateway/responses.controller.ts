@@ -1,6 +1,5 @@
-import type { ServerResponse } from 'node:http';
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
-import { RelayService, type GatewayRequest } from './relay.service';
+import { RelayService, type GatewayRequest, type GatewayResponse } from './relay.service';
 
 /**
  * OpenAI-compatible Responses: `openai.responses.create()` (SSE with `stream: true`) and
@@ -12,12 +11,12 @@ export class ResponsesController {
   constructor(private readonly relay: RelayService) {}
 
   @Post()
-  create(@Req() req: GatewayRequest, @Res() res: ServerResponse): Promise<void> {
+  create(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
     return this.relay.relay(req, res);
   }
 
   @Get(':id')
-  retrieve(@Req() req: GatewayRequest, @Res() res: ServerResponse): Promise<void> {
+  retrieve(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
     return this.relay.relay(req, res);
   }
 }
