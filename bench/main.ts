@@ -110,7 +110,7 @@ async function main(): Promise<void> {
       seconds: args.gatewaySeconds,
       rounds: args.gatewayRounds,
       connections: 50,
-      warmup: args.smoke ? 200 : 3000,
+      warmup: args.smoke ? 200 : 1000,
     });
   }
   if (args.soak !== undefined || args.smoke) {

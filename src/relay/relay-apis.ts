@@ -119,12 +119,12 @@ export type RelayRoute =
  * ```
  */
 export function routeOf(path: string): RelayRoute | undefined {
-  if (path.endsWith('/chat/completions')) return { kind: 'api', api: CHAT };
-  if (path.endsWith('/messages')) return { kind: 'api', api: MESSAGES };
-  if (path.endsWith('/messages/count_tokens')) return { kind: 'api', api: COUNT_TOKENS };
-  if (path.endsWith('/responses')) return { kind: 'api', api: RESPONSES };
-  if (path.endsWith('/embeddings')) return { kind: 'api', api: EMBEDDINGS };
-  if (path.endsWith('/models')) return { kind: 'models', id: undefined };
+  if (path.endsWith('/chat/completions')) return ROUTES.chat;
+  if (path.endsWith('/messages')) return ROUTES.messages;
+  if (path.endsWith('/messages/count_tokens')) return ROUTES.countTokens;
+  if (path.endsWith('/responses')) return ROUTES.responses;
+  if (path.endsWith('/embeddings')) return ROUTES.embeddings;
+  if (path.endsWith('/models')) return ROUTES.models;
   const slash = path.lastIndexOf('/');
   const parent = path.slice(0, slash);
   const id = decodeSegment(path.slice(slash + 1));
@@ -133,6 +133,16 @@ export function routeOf(path: string): RelayRoute | undefined {
   if (parent.endsWith('/models')) return { kind: 'models', id };
   return undefined;
 }
+
+/** The routes without an id, made once. */
+const ROUTES = {
+  chat: { kind: 'api', api: CHAT },
+  messages: { kind: 'api', api: MESSAGES },
+  countTokens: { kind: 'api', api: COUNT_TOKENS },
+  responses: { kind: 'api', api: RESPONSES },
+  embeddings: { kind: 'api', api: EMBEDDINGS },
+  models: { kind: 'models', id: undefined },
+} as const satisfies Record<string, RelayRoute>;
 
 function decodeSegment(segment: string): string | undefined {
   try {

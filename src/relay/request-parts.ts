@@ -93,7 +93,10 @@ export function headerOf(headers: HeadersInit | undefined, name: string): string
   const record = headers as Record<string, string | undefined>;
   const exact = record[name];
   if (exact !== undefined) return exact;
-  for (const key in record) if (key.toLowerCase() === name) return record[key];
+  // Node's own headers are lower-case already: the exact lookup answers, or nothing will.
+  for (const key in record) {
+    if (key.length === name.length && key.toLowerCase() === name) return record[key];
+  }
   return undefined;
 }
 
