@@ -131,7 +131,8 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.chains = new SessionAffinity(options.maxResponses ?? 10_000);
     this.fetch = createRelay({
       registry: this.registry,
-      call: (adapter, op, params, options) => this.call(adapter, op, 'sb', 'fetch', params, options),
+      call: (adapter, op, params, options) =>
+        this.call(adapter, op, 'sb', 'fetch', params, options),
       callHolding: (adapter, op, id, body, options) =>
         this.callHolding(adapter, op, id, body, options),
     });
