@@ -368,7 +368,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     if (!given.has('--rounds')) args.rounds = 2;
     if (!given.has('--duration')) args.duration = 1;
     if (!given.has('--loads')) args.loads = [0.95];
-    if (!given.has('--gateway-seconds')) args.gatewaySeconds = 2;
+    if (!given.has('--gateway-seconds')) args.gatewaySeconds = 1;
     if (!given.has('--gateway-rounds')) args.gatewayRounds = 2;
     if (!given.has('--strategies')) args.strategies = ['2rc', '2rc-fixed', 'random', 'custom'];
   }

@@ -37,6 +37,8 @@ export interface GatewayBenchOptions {
   connections: number;
   /** Requests sent to each gateway before the first round, so that each runs optimized code. */
   warmup: number;
+  /** Also the sample gateway on Nest's fastify platform (the platform comparison). */
+  fastify: boolean;
 }
 
 /** One gateway's figures of one round. */
@@ -77,7 +79,7 @@ export async function gatewayBench(options: GatewayBenchOptions): Promise<Record
     const portkey = await startPortkey(upstreams);
     targets.push(portkey);
     targets.push(await startGateway(upstreams, 'express'));
-    targets.push(await startGateway(upstreams, 'fastify'));
+    if (options.fastify) targets.push(await startGateway(upstreams, 'fastify'));
     targets.push(await startFloor(upstreams));
     for (const t of targets) await load(t, { amount: options.warmup }, options.connections);
     const rounds: Record<string, GatewayRound[]> = Object.fromEntries(
@@ -89,17 +91,17 @@ export async function gatewayBench(options: GatewayBenchOptions): Promise<Record
         const round = await measure(t, options.seconds, options.connections);
         rounds[t.name]!.push(round);
         console.log(
-          `round ${r + 1}  ${t.name.padEnd(16)} ${fmt(round.rps, 0).padStart(6)} rps  p50 ${fmt(round.p50, 1)} ms  p99 ${fmt(round.p99, 1)} ms  ${fmt(round.cpuMsPerRequest, 3)} ms CPU/request  errors ${round.errors}`,
+          `round ${r + 1}  ${t.name.padEnd(20)} ${fmt(round.rps, 0).padStart(6)} rps  p50 ${fmt(round.p50, 1)} ms  p99 ${fmt(round.p99, 1)} ms  ${fmt(round.cpuMsPerRequest, 3)} ms CPU/request  errors ${round.errors}`,
         );
       }
     }
     const median = (name: string, key: keyof GatewayRound) =>
       medianOf(rounds[name]!.map((x) => x[key]));
     console.log('\nmedians of the rounds:\n');
-    console.log('gateway           rps      p50 ms  p99 ms  CPU ms/request  errors');
+    console.log('gateway               rps      p50 ms  p99 ms  CPU ms/request  errors');
     for (const t of targets) {
       console.log(
-        `${t.name.padEnd(16)} ${fmt(median(t.name, 'rps'), 0).padStart(6)}  ${fmt(median(t.name, 'p50'), 1).padStart(6)}  ${fmt(median(t.name, 'p99'), 1).padStart(6)}  ${fmt(median(t.name, 'cpuMsPerRequest'), 3).padStart(14)}  ${rounds[t.name]!.reduce((n, x) => n + x.errors, 0)}`,
+        `${t.name.padEnd(20)} ${fmt(median(t.name, 'rps'), 0).padStart(6)}  ${fmt(median(t.name, 'p50'), 1).padStart(6)}  ${fmt(median(t.name, 'p99'), 1).padStart(6)}  ${fmt(median(t.name, 'cpuMsPerRequest'), 3).padStart(14)}  ${rounds[t.name]!.reduce((n, x) => n + x.errors, 0)}`,
       );
     }
     const rpsRatio = median('switchboard', 'rps') / median('portkey', 'rps');
@@ -109,12 +111,17 @@ export async function gatewayBench(options: GatewayBenchOptions): Promise<Record
       `\nswitchboard / portkey: ${fmt(rpsRatio, 2)}× the requests per second at ${fmt(cpuRatio, 2)}× the CPU per request` +
         ` (per round: ${rounds.switchboard!.map((x, i) => fmt(x.rps / rounds.portkey![i]!.rps, 2)).join(', ')}×)`,
     );
-    const fastify = median('switchboard-fastify', 'rps') / median('portkey', 'rps');
-    const fastifyCpu =
-      median('switchboard-fastify', 'cpuMsPerRequest') / median('portkey', 'cpuMsPerRequest');
-    console.log(
-      `switchboard on fastify / portkey: ${fmt(fastify, 2)}× the requests per second at ${fmt(fastifyCpu, 2)}× the CPU per request`,
-    );
+    const fastify = options.fastify
+      ? median('switchboard-fastify', 'rps') / median('portkey', 'rps')
+      : NaN;
+    const fastifyCpu = options.fastify
+      ? median('switchboard-fastify', 'cpuMsPerRequest') / median('portkey', 'cpuMsPerRequest')
+      : NaN;
+    if (options.fastify) {
+      console.log(
+        `switchboard on fastify / portkey: ${fmt(fastify, 2)}× the requests per second at ${fmt(fastifyCpu, 2)}× the CPU per request`,
+      );
+    }
     console.log(
       `floor / switchboard: ${fmt(median('floor', 'rps') / median('switchboard', 'rps'), 2)}× the requests per second`,
     );

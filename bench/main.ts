@@ -110,7 +110,8 @@ async function main(): Promise<void> {
       seconds: args.gatewaySeconds,
       rounds: args.gatewayRounds,
       connections: 50,
-      warmup: args.smoke ? 200 : 1000,
+      warmup: args.smoke ? 100 : 1000,
+      fastify: !args.smoke,
     });
   }
   if (args.soak !== undefined || args.smoke) {
