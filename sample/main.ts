@@ -11,6 +11,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { FastifyInstance } from 'fastify';
 import { loadSwitchboardConfig, SwitchboardConfigError } from 'nestjs-switchboard';
 import { AppModule } from './app.module';
+import { refuseExposureWithoutKeys } from './guard/exposure';
 import type { GatewayConfig } from './gateway.config';
 import type { SimulationOptions } from './simulation/simulation';
 import { startPrometheus } from './telemetry/prometheus';
@@ -90,6 +91,7 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
   const port = options.port ?? config.port;
   const host = options.host ?? config.host;
   try {
+    refuseExposureWithoutKeys(app, host);
     await app.listen(port, host);
   } catch (error) {
     await app.close();

@@ -27,18 +27,22 @@ export type { LimitName } from './quota/quota-limit';
 export { UsageWindow } from './quota/usage-window';
 export { QuotaLedger } from './quota/quota-ledger';
 export type { QuotaLedgerOptions, SharedUsage } from './quota/quota-ledger';
-export { HeaderAnchor } from './quota/header-anchor';
-export type { AnchorTarget, LimitListener } from './quota/header-anchor';
+export type { LimitListener, SharedReading } from './quota/reading';
+export type { LimitCounter } from './quota/counter';
 export type { UsageWindowKind, UsageBucket } from './quota/usage-window';
 export { CapacityQueue } from './quota/capacity-queue';
 export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
 export type { SwitchboardFetch } from './relay/relay';
-export { httpError, retryHeaders, MAX_RETRY_AFTER_MS } from './relay/http-error';
-export type { HttpError } from './relay/http-error';
-export { errorBody as apiErrorBody } from './relay/error-body';
+export {
+  errorBody as apiErrorBody,
+  upstreamErrorBody as apiUpstreamErrorBody,
+} from './relay/error-body';
 export type { Problem as ApiProblem } from './relay/error-body';
 export type { SwitchboardErrorCode } from './switchboard.error';
+export { clip } from './errors/clip';
+export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from './errors/http-error';
+export type { HttpErrorAnswer, HttpErrorOptions } from './errors/http-error';
 export type {
   ApiKey,
   ModelConfig,
@@ -69,9 +73,24 @@ export type { FailureReason, Verdict } from './failover/classify';
 export { DEFAULT_ATTEMPTS } from './failover/failover';
 export { memoryState } from './state/state-store';
 export type { StateStore, StateStoreHealth, StateContext } from './state/state-store';
+export { peerFold } from './state/peer-report';
+export type {
+  PeerReport,
+  PeerModelReport,
+  PeerUsage,
+  PeerReading,
+  PeerFoldOptions,
+  PeerFoldTarget,
+} from './state/peer-report';
 export { redisState } from './state/redis-state';
 export type { RedisStateOptions, RedisClientLike } from './state/redis-state';
-export { METER_NAME, SwitchboardMetrics } from './telemetry/switchboard-metrics';
+export {
+  METER_NAME,
+  SWITCHBOARD_METRICS,
+  SwitchboardMetrics,
+  type CallFailureReason,
+  type SwitchboardMetricsOptions,
+} from './telemetry/switchboard-metrics';
 export { SwitchboardModule } from './switchboard.module';
 export { SWITCHBOARD_MODULE_OPTIONS } from './switchboard.module-definition';
 export type {

@@ -1,4 +1,4 @@
-import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
 import { validateOptions } from './config/validate-options';
 import { failoverPolicy, type FailoverPolicy } from './failover/failover';
@@ -14,10 +14,12 @@ import { CapacityQueue } from './quota/capacity-queue';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { ModelState } from './registry/model-state';
 import { Selector } from './selection/selector';
-import { SessionAffinity } from './selection/session-affinity';
+import { SessionAffinity, sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { createRelay, type SwitchboardFetch } from './relay/relay';
+import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
+import { clip } from './errors/clip';
 import { SwitchboardError } from './switchboard.error';
 import { GenAiTelemetry } from './telemetry/gen-ai-telemetry';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
@@ -63,7 +65,7 @@ export interface Switchboard extends BuiltinSurfaces {}
  * ```
  */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class Switchboard implements OnModuleInit, OnModuleDestroy {
+export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   /** The deployments, their models and the session map. */
   readonly registry: DeploymentRegistry;
   readonly selector: Selector;
@@ -95,6 +97,8 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;
+  /** The longest cooldown (ms), also of one taken from a shared store. */
+  private readonly maxCooldown: number;
   private resetTimer: NodeJS.Timeout | undefined;
   private started = false;
   private closed = false;
@@ -125,6 +129,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       maxSessions: options.maxSessions,
       clock: options.clock,
       logger: this.logger,
+      maxCooldown: options.maxCooldown,
     });
     this.state = options.state ?? memoryState();
     this.policy = failoverPolicy(options.failover);
@@ -143,6 +148,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;
+    this.maxCooldown = (options as { maxCooldown?: number }).maxCooldown ?? 86_400_000;
     this.fallbacks = resolveFallbacks(options.fallbacks);
     this.defaultReservation = options.defaultReservation ?? 0;
     this.queue = options.queue
@@ -159,7 +165,10 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
         }
       });
     }
-    this.metrics = new SwitchboardMetrics(this.registry);
+    this.metrics = new SwitchboardMetrics(this.registry, undefined, {
+      queue: this.queue,
+      fallbacks: this.fallbacks,
+    });
     const metrics = this.metrics;
     // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
     const genAi = new GenAiTelemetry();
@@ -204,8 +213,9 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
    * ```
    */
   selectDeployment(query: { model: string; sessionId?: string }): Deployment {
-    const chosen = this.registry.select(query.model, query.sessionId);
-    if (query.sessionId !== undefined) this.state.rememberSession?.(query.sessionId, chosen.name);
+    const sessionId = query.sessionId === undefined ? undefined : sessionKey(query.sessionId);
+    const chosen = this.registry.select(query.model, sessionId);
+    if (sessionId !== undefined) this.state.rememberSession?.(sessionId, chosen.name);
     return chosen;
   }
 
@@ -262,6 +272,9 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       logger: this.logger,
       ratelimitWindow: this.window,
       clock: this.clock,
+      maxCooldown: this.maxCooldown,
+      // What the other instances reported comes back as data; only this fold changes the models.
+      onReport: peerFold(this.registry, { maxCooldown: this.maxCooldown }),
     });
     return this;
   }
@@ -271,8 +284,12 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.start();
   }
 
-  /** Nest lifecycle: the application closes, {@link close}. */
-  onModuleDestroy(): Promise<void> {
+  /**
+   * Nest lifecycle: the application has closed, {@link close}. Nest stops the HTTP server (and
+   * waits for the requests it accepted) before it calls shutdown hooks, so those requests still
+   * make their model calls; `onModuleDestroy` would run before that, and fail them.
+   */
+  onApplicationShutdown(): Promise<void> {
     return this.close();
   }
 
@@ -401,15 +418,17 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       }
       // Copy the params only to take the switchboard's own fields out of them.
       let body = params as Record<string, unknown>;
-      const sessionId = (params as SessionParams).session_id;
+      const rawSessionId = (params as SessionParams).session_id;
       const allowFallbacks = (params as SessionParams).fallbacks;
       if ('session_id' in params || 'fallbacks' in params) {
         const { session_id: _sessionId, fallbacks: _fallbacks, ...rest } = body;
         body = rest;
       }
-      if (sessionId !== undefined && typeof sessionId !== 'string') {
-        throw new TypeError(`session_id must be a string, got ${typeof sessionId}`);
+      if (rawSessionId !== undefined && typeof rawSessionId !== 'string') {
+        throw new TypeError(`session_id must be a string, got ${typeof rawSessionId}`);
       }
+      // A long id is kept, looked up and shared as its hash: what the caller sends is unbounded.
+      const sessionId = rawSessionId === undefined ? undefined : sessionKey(rawSessionId);
       if (allowFallbacks !== undefined && typeof allowFallbacks !== 'boolean') {
         throw new TypeError(
           `fallbacks must be false (no fallback model for this call) or true, got ${typeof allowFallbacks}`,
@@ -505,6 +524,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   }
 
   private countFailure(model: string, error: unknown): void {
+    this.metrics.callFailed(model, error);
     let counts = this.failedCalls.get(model);
     if (counts === undefined) {
       counts = { rateLimited: 0, other: 0 };
@@ -594,7 +614,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
               );
         if (candidates.length !== 1) {
           throw new SwitchboardError(
-            `No deployment is known to hold ${id}: it was not created through this switchboard, or it ` +
+            `No deployment is known to hold ${clip(id)}: it was not created through this switchboard, or it ` +
               `has been forgotten (maxResponses, or the state store's responseTtl). It is not sent to another deployment, which would answer 404.`,
           );
         }
@@ -606,7 +626,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       const state = d.models.get(model);
       if (state === undefined) {
         throw new SwitchboardError(
-          `${id} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
+          `${clip(id)} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
         );
       }
       if (!state.hasRoom(request.admission)) {
@@ -614,7 +634,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
           ? `is cooling down for ${Math.ceil(state.cooldownRemaining / 1000)} s`
           : 'is at its quota';
         throw new SwitchboardError(
-          `${id} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
+          `${clip(id)} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
         );
       }
       if (sessionId !== undefined) {

@@ -7,6 +7,8 @@ import { hasRoom } from '../routing/room';
 import { chooseInTiers, tiersOf } from '../routing/tiers';
 import { SessionAffinity } from '../selection/session-affinity';
 import type { Selector } from '../selection/selector';
+import { clip } from '../errors/clip';
+import { plainHttpWarning } from './plain-http';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, Provider } from './deployment';
 import { ModelState, type ModelEvent } from './model-state';
@@ -37,6 +39,8 @@ export interface RegistryContext {
   maxSessions?: number;
   clock?: () => number;
   logger?: SwitchboardLogger;
+  /** The longest cooldown of any model (ms). */
+  maxCooldown?: number;
 }
 
 /** How often, at most, the best-effort warning is logged for one model. */
@@ -92,11 +96,14 @@ export class DeploymentRegistry {
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
           charge: PROVIDERS[config.provider].charge,
           headers: config.provider,
+          maxCooldown: context.maxCooldown,
         });
         state.listener = onEvent;
         models.set(m.name, state);
       }
       const deployment = build(config, models, i);
+      const insecure = plainHttpWarning(config.name, config.baseURL);
+      if (insecure) this.logger?.warn(insecure);
       deployments.set(config.name, deployment);
       for (const name of models.keys()) {
         const pool = pools.get(name) ?? [];
@@ -141,7 +148,7 @@ export class DeploymentRegistry {
     if (pool === undefined) {
       const known = [...this.pools.keys()].join(', ');
       throw new SwitchboardError(
-        `No deployments available for ${model} (configured models: ${known})`,
+        `No deployments available for ${clip(model)} (configured models: ${known})`,
         { code: 'model_not_found' },
       );
     }

@@ -111,18 +111,3 @@ export function upstreamErrorBody(
   }
   return isRecord(e) && e.type === 'error' && isRecord(e.error) ? e : undefined;
 }
-
-/** At most this much of what a client sent is echoed in an error message. */
-const ECHO = 64;
-
-/**
- * A client's string as an error message quotes it: at most a short prefix.
- *
- * @example
- * ```ts
- * echo('x'.repeat(1e6)); // 'xxxx…' (64 characters and an ellipsis)
- * ```
- */
-export function echo(value: string): string {
-  return value.length <= ECHO ? value : `${value.slice(0, ECHO)}…`;
-}

@@ -3,8 +3,9 @@ import type { Answer } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { SwitchboardError } from '../switchboard.error';
 import type { Provider } from '../types';
-import { echo, errorBody, upstreamErrorBody, type Problem } from './error-body';
-import { httpError, retryHeaders, type HttpError } from './http-error';
+import { clip } from '../errors/clip';
+import { errorBody, upstreamErrorBody, type Problem } from './error-body';
+import { httpErrorFor } from '../errors/http-error';
 import { RELAY_APIS, RESPONSES, RETRIEVE_RESPONSE, routeOf, type RelayApi } from './relay-apis';
 import { RELAY_BODY, rawAnswer, type RelayBody, type RelayOptions } from './relay-operations';
 import { bodyText, headerOf, requestParts, type RequestParts } from './request-parts';
@@ -75,16 +76,6 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
   const created = Math.floor(Date.now() / 1000);
   const { registry } = port;
 
-  /** The shortest cooldown left among a model's deployments, if any is cooling. */
-  const cooldownOf = (model: string) => (): number | undefined => {
-    let shortest = Infinity;
-    for (const d of registry.pools.get(model) ?? []) {
-      const state = d.models.get(model);
-      if (state?.isCooling()) shortest = Math.min(shortest, state.cooldownRemaining);
-    }
-    return Number.isFinite(shortest) ? shortest : undefined;
-  };
-
   async function relay(parts: RequestParts): Promise<Response> {
     const route = routeOf(parts.path);
     const provider: Provider = parts.path.includes('/messages') ? 'anthropic' : 'openai';
@@ -132,15 +123,14 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
       headers: upstreamHeaders(parts.headers),
     };
     const options: RelayOptions = { signal: parts.signal ?? undefined, [RELAY_BODY]: relayBody };
-    const model = params.model as string;
     let answer: Answer;
     try {
       answer = await port.call(api.adapter, api.op, params, options);
     } catch (error) {
-      return failed(api, error, model, parts.signal);
+      return failed(api, error, parts.signal);
     }
     if (params.stream === true && api.op.streams?.(params) === true) {
-      return streamed(api, answer.data, model);
+      return streamed(api, answer.data);
     }
     return answered(answer.data);
   }
@@ -162,7 +152,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
       if (error instanceof SwitchboardError && error.code === 'invalid_request') {
         return problem('openai', { status: 404, message: error.message, param: 'response_id' });
       }
-      return failed(RESPONSES, error, '', parts.signal);
+      return failed(RESPONSES, error, parts.signal);
     }
   }
 
@@ -173,7 +163,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
       const known = [...registry.models.keys()].join(', ');
       return {
         status: 404,
-        message: `The model '${echo(model)}' does not exist on this switchboard (models: ${known}).`,
+        message: `The model '${clip(model)}' does not exist on this switchboard (models: ${known}).`,
         param: 'model',
         code: 'model_not_found',
       };
@@ -218,7 +208,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     if (provider === undefined) {
       return problem(anthropic ? 'anthropic' : 'openai', {
         status: 404,
-        message: `The model '${echo(id)}' does not exist on this switchboard.`,
+        message: `The model '${clip(id)}' does not exist on this switchboard.`,
         param: 'model',
         code: 'model_not_found',
       });
@@ -226,19 +216,18 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     return json(200, entry(id, provider));
   }
 
-  function failed(
-    api: RelayApi,
-    error: unknown,
-    model: string,
-    signal: AbortSignal | null | undefined,
-  ): Response {
+  function failed(api: RelayApi, error: unknown, signal: AbortSignal | null | undefined): Response {
     // The client gave up: `fetch` rejects, as it would.
     if (signal?.aborted) throw signal.reason ?? error;
-    const http = httpError(error, cooldownOf(model));
-    return errorResponse(api.provider, http);
+    const http = httpErrorFor(error);
+    const upstream = http.fromUpstream
+      ? upstreamErrorBody(api.provider, error as { error?: unknown })
+      : undefined;
+    const problem = { status: http.status, message: http.message };
+    return json(http.status, upstream ?? errorBody(api.provider, problem), http.headers);
   }
 
-  function streamed(api: RelayApi, data: unknown, model: string): Response {
+  function streamed(api: RelayApi, data: unknown): Response {
     const events = data as AsyncIterable<unknown> & { controller?: AbortController };
     const upstream = responseOfStream(events.controller);
     const iterator = events[Symbol.asyncIterator]();
@@ -252,8 +241,9 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
               bytesOf(next.value) ?? encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`),
             );
         } catch (error) {
-          const http = httpError(error, cooldownOf(model));
-          controller.enqueue(encoder.encode(api.errorFrame(http)));
+          const http = httpErrorFor(error);
+          const problem = { status: http.status, message: http.message };
+          controller.enqueue(encoder.encode(api.errorFrame(problem)));
           controller.close();
         }
       },
@@ -289,15 +279,6 @@ function answered(data: unknown): Response {
   return res;
 }
 
-/** The answer for a failed call: the upstream's error body when it has the API's shape. */
-function errorResponse(provider: Provider, http: HttpError): Response {
-  const headers: Record<string, string> =
-    http.retryAfterMs === undefined ? {} : retryHeaders(http.retryAfterMs);
-  const upstream =
-    http.upstream === undefined ? undefined : upstreamErrorBody(provider, http.upstream);
-  return json(http.status, upstream ?? errorBody(provider, http), headers);
-}
-
 function problem(provider: Provider, p: Problem): Response {
   return json(p.status, errorBody(provider, p));
 }
@@ -305,7 +286,7 @@ function problem(provider: Provider, p: Problem): Response {
 function notFound(provider: Provider, parts: RequestParts): Response {
   return problem(provider, {
     status: 404,
-    message: `No API at ${parts.method} ${echo(parts.path)}: the switchboard serves …/chat/completions, …/responses, …/embeddings, …/messages, …/messages/count_tokens and …/models.`,
+    message: `No API at ${parts.method} ${clip(parts.path)}: the switchboard serves …/chat/completions, …/responses, …/embeddings, …/messages, …/messages/count_tokens and …/models.`,
   });
 }
 

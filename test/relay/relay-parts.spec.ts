@@ -1,10 +1,7 @@
 /**
  * The relay's parts on their own: SSE events read across chunk boundaries with their bytes kept,
- * error answers that say when to retry (bounded), and request paths.
+ * and request paths.
  */
-import OpenAI from 'openai';
-import { httpError, MAX_RETRY_AFTER_MS, retryHeaders, SwitchboardError } from '../../src';
-import { noRoomError } from '../../src/quota/no-room';
 import { routeOf } from '../../src/relay/relay-apis';
 import { bytesOf, SseEvents } from '../../src/relay/sse-events';
 
@@ -55,37 +52,6 @@ describe('SseEvents', () => {
     const events = new SseEvents(new Response(body));
     for await (const _ of events) break;
     expect(cancelled).toBe(true);
-  });
-});
-
-describe('httpError', () => {
-  it('says when to retry a 429 in whole seconds, bounded', () => {
-    const noRoom = httpError(
-      noRoomError(OpenAI.RateLimitError as never, 'gpt-4o-mini', { input: 1, output: 1 }, 1e300),
-      () => undefined,
-    );
-    expect(noRoom).toMatchObject({ status: 429, retryAfterMs: MAX_RETRY_AFTER_MS });
-    const upstream = new OpenAI.RateLimitError(
-      429,
-      undefined,
-      'x',
-      new Headers({ 'retry-after': '3600' }),
-    );
-    expect(httpError(upstream, () => undefined).retryAfterMs).toBe(MAX_RETRY_AFTER_MS);
-    expect(httpError(upstream, () => 1_500).retryAfterMs).toBe(1_500);
-    expect(retryHeaders(1_500)).toEqual({ 'retry-after': '2', 'retry-after-ms': '1500' });
-    expect(retryHeaders(0.2)).toEqual({ 'retry-after': '1', 'retry-after-ms': '1' });
-    expect(retryHeaders(Number.NaN)).toEqual({ 'retry-after': '1', 'retry-after-ms': '1000' });
-  });
-
-  it('maps the switchboard’s own errors to their status, 503 with a retry', () => {
-    const closed = new SwitchboardError('closed', { code: 'unavailable' });
-    expect(httpError(closed, () => undefined)).toMatchObject({ status: 503, retryAfterMs: 1000 });
-    expect(httpError(new SwitchboardError('bad'), () => undefined).status).toBe(400);
-    expect(httpError(new TypeError('x'), () => undefined).status).toBe(400);
-    expect(httpError(new Error('x'), () => undefined).status).toBe(500);
-    const timeout = new OpenAI.APIConnectionTimeoutError();
-    expect(httpError(timeout, () => undefined).status).toBe(504);
   });
 });
 
