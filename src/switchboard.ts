@@ -21,6 +21,7 @@ import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
 import { clip } from './errors/clip';
 import { SwitchboardError } from './switchboard.error';
+import { DEFAULT_MAX_COOLDOWN } from './registry/cooldown';
 import { GenAiTelemetry } from './telemetry/gen-ai-telemetry';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 import type { SessionParams } from './types';
@@ -148,7 +149,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;
-    this.maxCooldown = (options as { maxCooldown?: number }).maxCooldown ?? 86_400_000;
+    this.maxCooldown = options.maxCooldown ?? DEFAULT_MAX_COOLDOWN;
     this.fallbacks = resolveFallbacks(options.fallbacks);
     this.defaultReservation = options.defaultReservation ?? 0;
     this.queue = options.queue

@@ -24,8 +24,8 @@ import {
   type ResolvedRedisOptions,
 } from './redis/redis-options';
 import { knownLimits, ownUsage, type Entry } from './redis/own-usage';
+import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
 import {
-  DEFAULT_MAX_COOLDOWN,
   DEFAULT_SKEW,
   readSyncReply,
   SYNC_SCRIPT,

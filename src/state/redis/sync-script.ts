@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_COOLDOWN } from '../../registry/cooldown';
 import { decodeUsage, encodeUsage, type PublishedUsage } from './redis-protocol';
 
 /**
@@ -144,8 +145,6 @@ return { others, cooling, skipped }
 
 /** How far another machine's clock may run ahead of this one's, by default (ms). */
 export const DEFAULT_SKEW = 5_000;
-/** The longest cooldown by default (ms): one day. */
-export const DEFAULT_MAX_COOLDOWN = 86_400_000;
 
 /**
  * What one sync sends: cooldown changes (`until` 0 = mark-up), this instance's usage (omitted
