@@ -5,7 +5,15 @@
  */
 
 /** Sections of a full run, in the order they run. */
-export const SECTIONS = ['report', 'compare', 'select', 'strategies', 'tiers', 'quota'] as const;
+export const SECTIONS = [
+  'report',
+  'compare',
+  'select',
+  'strategies',
+  'tiers',
+  'quota',
+  'gateway',
+] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -57,6 +65,10 @@ export interface BenchArgs {
   soakEvery: number;
   /** `--soak-rate`: calls per second of the soak. */
   soakRate: number;
+  /** `--gateway-seconds`: seconds of each measured round of the gateway section. */
+  gatewaySeconds: number;
+  /** `--gateway-rounds`: alternating rounds per gateway of the gateway section. */
+  gatewayRounds: number;
   /** `--quota-scenarios`: which scenarios of the quota section (steady, overload, shared). */
   quotaScenarios: string[] | undefined;
   /** `--quota-scale`: time scale of the quota section (a quota minute lasts 60 / N s). */
@@ -138,6 +150,8 @@ This benchmark's own:
       --soak S          soak test for S seconds instead of the sections
       --soak-every S    seconds between soak reports (default 10)
       --soak-rate N     soak calls per second (default 150)
+      --gateway-seconds S  seconds per round of the gateway section (default 10)
+      --gateway-rounds N   alternating rounds per gateway of the gateway section (default 3)
   -h, --help            this text
 `;
 
@@ -167,6 +181,8 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     soak: undefined,
     soakEvery: 10,
     soakRate: 150,
+    gatewaySeconds: 10,
+    gatewayRounds: 3,
     smoke: false,
     seed: 1,
     forcedGc: false,
@@ -330,6 +346,12 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
       case '--soak-rate':
         args.soakRate = num();
         break;
+      case '--gateway-seconds':
+        args.gatewaySeconds = num();
+        break;
+      case '--gateway-rounds':
+        args.gatewayRounds = num();
+        break;
       case '-h':
       case '--help':
         process.stdout.write(USAGE);
@@ -346,6 +368,8 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     if (!given.has('--rounds')) args.rounds = 2;
     if (!given.has('--duration')) args.duration = 1;
     if (!given.has('--loads')) args.loads = [0.95];
+    if (!given.has('--gateway-seconds')) args.gatewaySeconds = 1;
+    if (!given.has('--gateway-rounds')) args.gatewayRounds = 2;
     if (!given.has('--strategies')) args.strategies = ['2rc', '2rc-fixed', 'random', 'custom'];
   }
   return args;

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { redisState } from '../src';
 import { parseArgs, type BenchArgs } from './cli';
+import { gatewayBench } from './gateway';
 import { clientOnly, compare, fixture, originalReport } from './overhead';
 import { perSurface } from './surfaces';
 import { selectionScaling } from './selection';
@@ -102,6 +103,16 @@ async function main(): Promise<void> {
       trace: args.quotaTrace,
     });
     console.log(`\n(section 6 took ${Math.round((performance.now() - started) / 1000)} s)`);
+  }
+  if (want('gateway')) {
+    console.log('\n== 7. The gateway beside the Portkey gateway and a bare proxy ==\n');
+    figures.gateway = await gatewayBench({
+      seconds: args.gatewaySeconds,
+      rounds: args.gatewayRounds,
+      connections: 50,
+      warmup: args.smoke ? 100 : 1000,
+      fastify: !args.smoke,
+    });
   }
   if (args.soak !== undefined || args.smoke) {
     if (args.soak === undefined) console.log('\n== Soak (smoke: a few seconds) ==\n');

@@ -2,11 +2,13 @@ import 'reflect-metadata';
 import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { parseEnv } from 'node:util';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { type INestApplication, type LoggerService } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
 import { loadSwitchboardConfig, SwitchboardConfigError } from 'nestjs-switchboard';
 import { AppModule } from './app.module';
 import { refuseExposureWithoutKeys } from './guard/exposure';
@@ -25,7 +27,15 @@ export interface GatewayOptions {
   simulation?: SimulationOptions;
   /** Nest's logger, or false for none. Default Nest's console logger. */
   logger?: LoggerService | false;
+  /**
+   * Nest's HTTP platform; default `GATEWAY_PLATFORM`, else express. Under fastify only the API
+   * routes (`/v1`) and `/health` are served as under express (the bench compares the two).
+   */
+  platform?: 'express' | 'fastify';
 }
+
+/** LLM requests carry whole conversations (and images): more than the platforms' defaults. */
+const BODY_LIMIT = 20 * 1024 * 1024;
 
 /** A running gateway. */
 export interface Gateway {
@@ -41,19 +51,42 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
   // Before the application is built: the switchboard takes its meter when it is created.
   const prometheus = startPrometheus();
   const tracing = startTracing();
-  let app: NestExpressApplication;
+  const platform =
+    options.platform ?? (process.env.GATEWAY_PLATFORM === 'fastify' ? 'fastify' : 'express');
+  const module = AppModule.forRoot({
+    exporter: prometheus.exporter,
+    simulation: options.simulation,
+  });
+  const nestOptions = {
+    logger: options.logger ?? undefined,
+    bodyParser: false,
+    abortOnError: false,
+  };
+  let app: INestApplication;
   try {
-    app = await NestFactory.create<NestExpressApplication>(
-      AppModule.forRoot({ exporter: prometheus.exporter, simulation: options.simulation }),
-      { logger: options.logger ?? undefined, bodyParser: false, abortOnError: false },
-    );
+    if (platform === 'fastify') {
+      const fastify = await NestFactory.create<NestFastifyApplication>(
+        module,
+        new FastifyAdapter({ bodyLimit: BODY_LIMIT }),
+        nestOptions,
+      );
+      rawApiBodies(fastify.getHttpAdapter().getInstance());
+      app = fastify;
+    } else {
+      const express = await NestFactory.create<NestExpressApplication>(module, nestOptions);
+      // The API routes get the client's bytes, which go upstream as they came; the rest JSON.
+      express.useBodyParser('raw', { limit: BODY_LIMIT, type: isApiRequest });
+      express.useBodyParser('json', {
+        limit: BODY_LIMIT,
+        type: (req) => !isApiRequest(req) && isJson(req),
+      });
+      app = express;
+    }
   } catch (error) {
     await prometheus.shutdown();
     await tracing?.shutdown();
     throw error;
   }
-  // LLM requests carry whole conversations (and images): more than express's 100 kB default.
-  app.useBodyParser('json', { limit: '20mb' });
   const config = app.get(ConfigService).getOrThrow<GatewayConfig>('gateway');
   const port = options.port ?? config.port;
   const host = options.host ?? config.host;
@@ -80,6 +113,28 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
         await tracing?.shutdown();
       })()),
   };
+}
+
+/** Fastify's body parsing as express's above: the API routes' bytes raw, other JSON parsed. */
+function rawApiBodies(fastify: FastifyInstance): void {
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
+    if (isApiRequest(req.raw) || !isJson(req.raw)) return done(null, body);
+    try {
+      done(null, JSON.parse((body as Buffer).toString('utf8')));
+    } catch (error) {
+      done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+    }
+  });
+}
+
+function isApiRequest(req: IncomingMessage): boolean {
+  return req.url?.startsWith('/v1/') === true;
+}
+
+function isJson(req: IncomingMessage): boolean {
+  const type = req.headers['content-type'];
+  return type !== undefined && /^application\/(?:[\w.+-]*\+)?json\b/i.test(type);
 }
 
 /** `npm start`: the gateway on :3000 (or `PORT`), printing where everything is. */

@@ -33,6 +33,12 @@ export type { UsageWindowKind, UsageBucket } from './quota/usage-window';
 export { CapacityQueue } from './quota/capacity-queue';
 export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
+export type { SwitchboardFetch } from './relay/relay';
+export {
+  errorBody as apiErrorBody,
+  upstreamErrorBody as apiUpstreamErrorBody,
+} from './relay/error-body';
+export type { Problem as ApiProblem } from './relay/error-body';
 export type { SwitchboardErrorCode } from './switchboard.error';
 export { clip } from './errors/clip';
 export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from './errors/http-error';

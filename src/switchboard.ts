@@ -10,6 +10,7 @@ import { Router, type FailedCalls } from './routing/router';
 import { Selector } from './selection/selector';
 import { sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
+import { createRelay, type SwitchboardFetch } from './relay/relay';
 import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
@@ -83,6 +84,20 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   private closed = false;
 
   /**
+   * A `fetch` for any client library that takes one (the AI SDK, LangChain, the `openai` and
+   * `@anthropic-ai/sdk` clients): OpenAI- and Anthropic-wire requests, balanced and accounted as
+   * the methods above are; the URL's host and the client's key are ignored, the path names the
+   * API, `x-session-id` is the session. Bound: pass it on as it is.
+   *
+   * @example
+   * ```ts
+   * const openai = createOpenAI({ apiKey: 'unused', fetch: sb.fetch }); // @ai-sdk/openai
+   * const { text } = await generateText({ model: openai.chat('gpt-4o-mini'), prompt: 'Hi' });
+   * ```
+   */
+  readonly fetch: SwitchboardFetch;
+
+  /**
    * Builds the deployments and validates the options; timers start with {@link start} (or at
    * once with {@link createSwitchboard}; in Nest, when the module initializes).
    */
@@ -108,6 +123,14 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     this.metrics = this.router.metrics;
     this.fallbacks = this.router.fallbacks;
     this.queue = this.router.queue;
+    const router = this.router;
+    this.fetch = createRelay({
+      registry: this.registry,
+      call: (adapter, op, params, callOptions) =>
+        router.call(adapter, op, 'sb', 'fetch', params, callOptions),
+      callHolding: (adapter, op, id, body, callOptions) =>
+        router.callHolding(adapter, op, `sb.${adapter.path.join('.')}`, id, body, callOptions),
+    });
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;

@@ -1,7 +1,5 @@
-import type { ServerResponse } from 'node:http';
-import { Body, Controller, Headers, Post, Res } from '@nestjs/common';
-import { RelayService } from './relay.service';
-import { openaiWire } from './wire';
+import { Controller, Post, Req, Res } from '@nestjs/common';
+import { RelayService, type GatewayRequest, type GatewayResponse } from './relay.service';
 
 /**
  * OpenAI-compatible Chat Completions: point the `openai` client at `<gateway>/v1`. The
@@ -12,11 +10,7 @@ export class ChatCompletionsController {
   constructor(private readonly relay: RelayService) {}
 
   @Post('completions')
-  create(
-    @Body() body: unknown,
-    @Headers('x-session-id') sessionId: string | undefined,
-    @Res() res: ServerResponse,
-  ): Promise<void> {
-    return this.relay.relay(openaiWire, body, sessionId, res);
+  create(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
+    return this.relay.relay(req, res);
   }
 }

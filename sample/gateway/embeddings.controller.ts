@@ -1,7 +1,5 @@
-import type { ServerResponse } from 'node:http';
-import { Body, Controller, Headers, Post, Res } from '@nestjs/common';
-import { RelayService } from './relay.service';
-import { embeddingsWire } from './wire';
+import { Controller, Post, Req, Res } from '@nestjs/common';
+import { RelayService, type GatewayRequest, type GatewayResponse } from './relay.service';
 
 /** OpenAI-compatible Embeddings: `openai.embeddings.create()` against `<gateway>/v1`. */
 @Controller('v1')
@@ -9,11 +7,7 @@ export class EmbeddingsController {
   constructor(private readonly relay: RelayService) {}
 
   @Post('embeddings')
-  create(
-    @Body() body: unknown,
-    @Headers('x-session-id') sessionId: string | undefined,
-    @Res() res: ServerResponse,
-  ): Promise<void> {
-    return this.relay.relay(embeddingsWire, body, sessionId, res);
+  create(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
+    return this.relay.relay(req, res);
   }
 }

@@ -1,7 +1,5 @@
-import type { ServerResponse } from 'node:http';
-import { Body, Controller, Headers, Post, Res } from '@nestjs/common';
-import { RelayService } from './relay.service';
-import { anthropicWire, countTokensWire } from './wire';
+import { Controller, Post, Req, Res } from '@nestjs/common';
+import { RelayService, type GatewayRequest, type GatewayResponse } from './relay.service';
 
 /**
  * Anthropic-compatible Messages and token counting: point the `@anthropic-ai/sdk` client at
@@ -12,21 +10,13 @@ export class MessagesController {
   constructor(private readonly relay: RelayService) {}
 
   @Post('messages')
-  create(
-    @Body() body: unknown,
-    @Headers('x-session-id') sessionId: string | undefined,
-    @Res() res: ServerResponse,
-  ): Promise<void> {
-    return this.relay.relay(anthropicWire, body, sessionId, res);
+  create(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
+    return this.relay.relay(req, res);
   }
 
   /** `anthropic.messages.countTokens()`: to a deployment serving the model, using no quota. */
   @Post('messages/count_tokens')
-  countTokens(
-    @Body() body: unknown,
-    @Headers('x-session-id') sessionId: string | undefined,
-    @Res() res: ServerResponse,
-  ): Promise<void> {
-    return this.relay.relay(countTokensWire, body, sessionId, res);
+  countTokens(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
+    return this.relay.relay(req, res);
   }
 }

@@ -1,6 +1,5 @@
-import type { ServerResponse } from 'node:http';
-import { Controller, Get, Param, Res } from '@nestjs/common';
-import { RelayService, type ModelObject } from './relay.service';
+import { Controller, Get, Req, Res } from '@nestjs/common';
+import { RelayService, type GatewayRequest, type GatewayResponse } from './relay.service';
 
 /**
  * `GET /v1/models`: the models the switchboard serves, in the OpenAI list shape (what
@@ -11,12 +10,12 @@ export class ModelsController {
   constructor(private readonly relay: RelayService) {}
 
   @Get()
-  list(): { object: 'list'; data: ModelObject[] } {
-    return this.relay.models();
+  list(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
+    return this.relay.relay(req, res);
   }
 
   @Get(':id')
-  retrieve(@Param('id') id: string, @Res() res: ServerResponse): void {
-    this.relay.model(id, res);
+  retrieve(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
+    return this.relay.relay(req, res);
   }
 }

@@ -1,7 +1,5 @@
-import type { ServerResponse } from 'node:http';
-import { Body, Controller, Get, Headers, Param, Post, Res } from '@nestjs/common';
-import { RelayService } from './relay.service';
-import { responsesWire } from './wire';
+import { Controller, Get, Post, Req, Res } from '@nestjs/common';
+import { RelayService, type GatewayRequest, type GatewayResponse } from './relay.service';
 
 /**
  * OpenAI-compatible Responses: `openai.responses.create()` (SSE with `stream: true`) and
@@ -13,16 +11,12 @@ export class ResponsesController {
   constructor(private readonly relay: RelayService) {}
 
   @Post()
-  create(
-    @Body() body: unknown,
-    @Headers('x-session-id') sessionId: string | undefined,
-    @Res() res: ServerResponse,
-  ): Promise<void> {
-    return this.relay.relay(responsesWire, body, sessionId, res);
+  create(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
+    return this.relay.relay(req, res);
   }
 
   @Get(':id')
-  retrieve(@Param('id') id: string, @Res() res: ServerResponse): Promise<void> {
-    return this.relay.retrieveResponse(id, res);
+  retrieve(@Req() req: GatewayRequest, @Res() res: GatewayResponse): Promise<void> {
+    return this.relay.relay(req, res);
   }
 }

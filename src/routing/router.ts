@@ -175,7 +175,8 @@ export class Router implements DispatchShared {
     this.queue?.close(closedWaiting);
   }
 
-  private call(
+  /** One balanced call, as `sb.<surface>.<opName>(params, options)` makes it (and `sb.fetch`). */
+  call(
     adapter: ApiAdapter,
     op: ApiOperation,
     surface: string,
@@ -214,7 +215,7 @@ export class Router implements DispatchShared {
   }
 
   /** `retrieve(id)` and the like: to the deployment holding `id`, unmetered. */
-  private callHolding(
+  callHolding(
     adapter: ApiAdapter,
     op: ApiOperation,
     name: string,

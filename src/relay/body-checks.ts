@@ -1,0 +1,101 @@
+import type { Problem } from './error-body';
+
+/**
+ * Why a request body cannot be sent at all, if it cannot: the checks each API makes before a
+ * request costs anything. Only the fields routing and accounting read are looked at; the rest is
+ * the upstream's to judge.
+ */
+export type BodyCheck = (body: Record<string, unknown>) => Problem | undefined;
+
+const openaiMissing = (field: string): Problem => ({
+  status: 400,
+  message: `Missing required parameter: '${field}'.`,
+  param: field,
+  code: 'missing_required_parameter',
+});
+
+const anthropicMissing = (field: string): Problem => ({
+  status: 400,
+  message: `${field}: Field required`,
+  param: field,
+});
+
+/** Every API: a `model` string and a boolean `stream`, if any. */
+function checkModel(
+  body: Record<string, unknown>,
+  missing: (field: string) => Problem,
+): Problem | undefined {
+  if (body.model === undefined) return missing('model');
+  if (typeof body.model !== 'string' || body.model === '') {
+    return { status: 400, message: 'model must be a non-empty string.', param: 'model' };
+  }
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') {
+    return { status: 400, message: 'stream must be a boolean.', param: 'stream' };
+  }
+  return undefined;
+}
+
+function checkMessages(
+  body: Record<string, unknown>,
+  missing: (field: string) => Problem,
+): Problem | undefined {
+  const problem = checkModel(body, missing);
+  if (problem) return problem;
+  if (body.messages === undefined) return missing('messages');
+  if (!Array.isArray(body.messages)) {
+    return { status: 400, message: 'messages must be an array.', param: 'messages' };
+  }
+  return undefined;
+}
+
+/** `POST …/chat/completions`. */
+export const checkChat: BodyCheck = (body) => checkMessages(body, openaiMissing);
+
+/** `POST …/responses`. */
+export const checkResponses: BodyCheck = (body) => {
+  const problem = checkModel(body, openaiMissing);
+  if (problem) return problem;
+  const { input } = body;
+  if (input === undefined) return openaiMissing('input');
+  if (typeof input !== 'string' && !Array.isArray(input)) {
+    return { status: 400, message: 'input must be a string or an array.', param: 'input' };
+  }
+  return undefined;
+};
+
+/** `POST …/embeddings`: no streaming. */
+export const checkEmbeddings: BodyCheck = (body) => {
+  const problem = checkModel(body, openaiMissing);
+  if (problem) return problem;
+  if (body.input === undefined) return openaiMissing('input');
+  if (body.stream === true) {
+    return { status: 400, message: 'Embeddings do not stream.', param: 'stream' };
+  }
+  return undefined;
+};
+
+/** `POST …/messages`: `max_tokens` is required. */
+export const checkMessagesApi: BodyCheck = (body) => {
+  const problem = checkMessages(body, anthropicMissing);
+  if (problem) return problem;
+  const maxTokens = body.max_tokens;
+  if (maxTokens === undefined) return anthropicMissing('max_tokens');
+  if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) {
+    return {
+      status: 400,
+      message: 'max_tokens: Input should be a valid integer greater than or equal to 1',
+      param: 'max_tokens',
+    };
+  }
+  return undefined;
+};
+
+/** `POST …/messages/count_tokens`: a Messages body without `max_tokens`; no streaming. */
+export const checkCountTokens: BodyCheck = (body) => {
+  const problem = checkMessages(body, anthropicMissing);
+  if (problem) return problem;
+  if (body.stream !== undefined) {
+    return { status: 400, message: 'stream: Extra inputs are not permitted', param: 'stream' };
+  }
+  return undefined;
+};

@@ -1,0 +1,113 @@
+import type { Provider } from '../types';
+
+/**
+ * An error the relay answers itself, before or instead of an upstream's: what the API's error
+ * body needs.
+ *
+ * @example
+ * ```ts
+ * const p: Problem = { status: 400, message: 'messages must be an array.', param: 'messages' };
+ * ```
+ */
+export interface Problem {
+  status: number;
+  message: string;
+  /** The body field at fault (OpenAI's `param`). */
+  param?: string;
+  /** OpenAI's `code` (`model_not_found`, `missing_required_parameter`, ...). */
+  code?: string;
+}
+
+const OPENAI_TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'invalid_request_error',
+  403: 'invalid_request_error',
+  404: 'invalid_request_error',
+  429: 'rate_limit_error',
+};
+
+const ANTHROPIC_TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  502: 'api_error',
+  503: 'overloaded_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+};
+
+/**
+ * The OpenAI error body: `{ error: { message, type, param, code } }`.
+ *
+ * @example
+ * ```ts
+ * openaiErrorBody({ status: 404, message: 'No such model', code: 'model_not_found' });
+ * ```
+ */
+export function openaiErrorBody({ status, message, param, code }: Problem): object {
+  return {
+    error: {
+      message,
+      type: OPENAI_TYPES[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error'),
+      param: param ?? null,
+      code: code ?? (status === 429 ? 'rate_limit_exceeded' : null),
+    },
+  };
+}
+
+/**
+ * The Anthropic error body: `{ type: 'error', error: { type, message } }`.
+ *
+ * @example
+ * ```ts
+ * anthropicErrorBody({ status: 400, message: 'max_tokens: Field required' });
+ * ```
+ */
+export function anthropicErrorBody({ status, message }: Problem): object {
+  return {
+    type: 'error',
+    error: {
+      type: ANTHROPIC_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'),
+      message,
+    },
+  };
+}
+
+/**
+ * The error body of `provider`'s API.
+ *
+ * @example
+ * ```ts
+ * errorBody('anthropic', { status: 429, message: 'retry later' });
+ * ```
+ */
+export function errorBody(provider: Provider, problem: Problem): object {
+  return provider === 'anthropic' ? anthropicErrorBody(problem) : openaiErrorBody(problem);
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The upstream's own error body, as the SDK kept it, when it has the API's shape: the openai SDK
+ * keeps the `error` member, the Anthropic SDK the whole body.
+ *
+ * @example
+ * ```ts
+ * upstreamErrorBody('openai', caught) ?? openaiErrorBody(problem);
+ * ```
+ */
+export function upstreamErrorBody(
+  provider: Provider,
+  error: { error?: unknown },
+): object | undefined {
+  const e = error.error;
+  if (provider === 'openai') {
+    return isRecord(e) && typeof e.message === 'string' ? { error: e } : undefined;
+  }
+  return isRecord(e) && e.type === 'error' && isRecord(e.error) ? e : undefined;
+}

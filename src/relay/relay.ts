@@ -1,0 +1,315 @@
+import type { ApiAdapter, ApiOperation } from '../providers/adapter';
+import type { Answer } from '../registry/deployment';
+import type { DeploymentRegistry } from '../registry/deployment-registry';
+import { SwitchboardError } from '../switchboard.error';
+import type { Provider } from '../types';
+import { clip } from '../errors/clip';
+import { errorBody, upstreamErrorBody, type Problem } from './error-body';
+import { httpErrorFor } from '../errors/http-error';
+import { RELAY_APIS, RESPONSES, RETRIEVE_RESPONSE, routeOf, type RelayApi } from './relay-apis';
+import { RELAY_BODY, rawAnswer, type RelayBody, type RelayOptions } from './relay-operations';
+import { bodyText, headerOf, requestParts, type RequestParts } from './request-parts';
+import { bytesOf, responseOfStream } from './sse-events';
+
+/**
+ * A `fetch` that answers OpenAI- and Anthropic-wire requests through a switchboard.
+ *
+ * @example
+ * ```ts
+ * const openai = new OpenAI({ apiKey: 'unused', fetch: sb.fetch });
+ * ```
+ */
+export type SwitchboardFetch = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+
+/**
+ * What the relay needs of its switchboard: its deployments, and its calls (admission, sessions,
+ * fallbacks, failover, accounting and telemetry), exactly as the facade's methods make them.
+ */
+export interface RelayPort {
+  readonly registry: DeploymentRegistry;
+  /** A balanced call, as `sb.chat.completions.create(params, options)` makes it. */
+  call(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    params: Record<string, unknown>,
+    options: RelayOptions,
+  ): Promise<Answer>;
+  /** A call to the deployment holding `id`, as `sb.responses.retrieve(id)` makes it. */
+  callHolding(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    id: string,
+    body: Record<string, unknown>,
+    options: RelayOptions,
+  ): Promise<Answer>;
+}
+
+/** Headers that describe how the upstream's body was sent, not the body the relay answers. */
+const BODY_HEADERS = [
+  'content-length',
+  'content-encoding',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+];
+const JSON_TYPE = 'application/json';
+/** Client headers the upstream gets (beta features); nothing else the client sent goes there. */
+const FORWARDED = ['anthropic-beta'] as const;
+
+const encoder = new TextEncoder();
+
+/**
+ * Builds a switchboard's `fetch`: the path names the API (`…/chat/completions`,
+ * `…/responses[/:id]`, `…/embeddings`, `…/messages[/count_tokens]`, `…/models[/:id]`), the host
+ * and the client's key are ignored, `x-session-id` is the call's `session_id`; the answer is the
+ * upstream's own status, headers and body (SSE passed on event by event), or an error in the
+ * API's own shape. `x-switchboard-lane` and `x-switchboard-tenant` are taken and never sent
+ * upstream, nor is any other header of the client's but `anthropic-beta`.
+ *
+ * @example
+ * ```ts
+ * const relayFetch = createRelay({ registry, call, callHolding });
+ * const res = await relayFetch('http://switchboard/v1/chat/completions', { method: 'POST', body });
+ * ```
+ */
+export function createRelay(port: RelayPort): SwitchboardFetch {
+  const created = Math.floor(Date.now() / 1000);
+  const { registry } = port;
+
+  async function relay(parts: RequestParts): Promise<Response> {
+    const route = routeOf(parts.path);
+    const provider: Provider = parts.path.includes('/messages') ? 'anthropic' : 'openai';
+    if (route === undefined) return notFound(provider, parts);
+    if (route.kind === 'models') {
+      if (parts.method !== 'GET') return notFound(provider, parts);
+      return models(route.id, headerOf(parts.headers, 'anthropic-version') !== undefined);
+    }
+    if (route.kind === 'retrieve') {
+      if (parts.method !== 'GET') return notFound(provider, parts);
+      return retrieve(route.id, parts);
+    }
+    if (parts.method !== 'POST') return notFound(provider, parts);
+    return create(route.api, parts);
+  }
+
+  async function create(api: RelayApi, parts: RequestParts): Promise<Response> {
+    const body = await bodyText(parts);
+    let parsed: unknown;
+    try {
+      parsed = body === undefined ? undefined : JSON.parse(body.text);
+    } catch (error) {
+      return problem(api.provider, {
+        status: 400,
+        message: `The request body is not valid JSON: ${(error as Error).message}`,
+      });
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      return problem(api.provider, {
+        status: 400,
+        message: 'The request body must be a JSON object.',
+      });
+    }
+    const params = parsed as Record<string, unknown>;
+    const invalid = api.check(params) ?? checkModel(api, params.model as string);
+    if (invalid) return problem(api.provider, invalid);
+
+    // A body carrying the switchboard's own fields goes upstream re-serialized, without them.
+    const own = 'session_id' in params || 'fallbacks' in params;
+    const sessionId = headerOf(parts.headers, 'x-session-id');
+    if (sessionId !== undefined && sessionId !== '') params.session_id = sessionId;
+    const relayBody: RelayBody = {
+      raw: own ? undefined : body!.raw,
+      parsed: params,
+      headers: upstreamHeaders(parts.headers),
+    };
+    const options: RelayOptions = { signal: parts.signal ?? undefined, [RELAY_BODY]: relayBody };
+    let answer: Answer;
+    try {
+      answer = await port.call(api.adapter, api.op, params, options);
+    } catch (error) {
+      return failed(api, error, parts.signal);
+    }
+    if (params.stream === true && api.op.streams?.(params) === true) {
+      return streamed(api, answer.data);
+    }
+    return answered(answer.data);
+  }
+
+  async function retrieve(id: string, parts: RequestParts): Promise<Response> {
+    const options: RelayOptions = { signal: parts.signal ?? undefined };
+    try {
+      const answer = await port.callHolding(
+        RESPONSES.adapter,
+        RETRIEVE_RESPONSE,
+        id,
+        { id },
+        options,
+      );
+      return answered(answer.data);
+    } catch (error) {
+      // An id no deployment is known to hold is, to the client, a missing response: no
+      // deployment was asked.
+      if (error instanceof SwitchboardError && error.code === 'invalid_request') {
+        return problem('openai', { status: 404, message: error.message, param: 'response_id' });
+      }
+      return failed(RESPONSES, error, parts.signal);
+    }
+  }
+
+  /** Unknown models and models of the other API are the client's mistake: said at once. */
+  function checkModel(api: RelayApi, model: string): Problem | undefined {
+    const provider = registry.models.get(model);
+    if (provider === undefined) {
+      const known = [...registry.models.keys()].join(', ');
+      return {
+        status: 404,
+        message: `The model '${clip(model)}' does not exist on this switchboard (models: ${known}).`,
+        param: 'model',
+        code: 'model_not_found',
+      };
+    }
+    if (provider === api.provider) return undefined;
+    const paths = RELAY_APIS.filter((a) => a.provider === provider)
+      .map((a) => a.path)
+      .join(', ');
+    return {
+      status: 400,
+      message: `The model '${model}' is served through ${paths} on this switchboard.`,
+      param: 'model',
+      code: 'model_not_supported',
+    };
+  }
+
+  function models(id: string | undefined, anthropic: boolean): Response {
+    const entry = (model: string, provider: Provider) =>
+      anthropic
+        ? {
+            type: 'model',
+            id: model,
+            display_name: model,
+            created_at: new Date(created * 1000).toISOString(),
+          }
+        : { id: model, object: 'model', created, owned_by: provider };
+    if (id === undefined) {
+      const data = [...registry.models].map(([model, provider]) => entry(model, provider));
+      return json(
+        200,
+        anthropic
+          ? {
+              data,
+              has_more: false,
+              first_id: data[0]?.id ?? null,
+              last_id: data.at(-1)?.id ?? null,
+            }
+          : { object: 'list', data },
+      );
+    }
+    const provider = registry.models.get(id);
+    if (provider === undefined) {
+      return problem(anthropic ? 'anthropic' : 'openai', {
+        status: 404,
+        message: `The model '${clip(id)}' does not exist on this switchboard.`,
+        param: 'model',
+        code: 'model_not_found',
+      });
+    }
+    return json(200, entry(id, provider));
+  }
+
+  function failed(api: RelayApi, error: unknown, signal: AbortSignal | null | undefined): Response {
+    // The client gave up: `fetch` rejects, as it would.
+    if (signal?.aborted) throw signal.reason ?? error;
+    const http = httpErrorFor(error);
+    const upstream = http.fromUpstream
+      ? upstreamErrorBody(api.provider, error as { error?: unknown })
+      : undefined;
+    const problem = { status: http.status, message: http.message };
+    return json(http.status, upstream ?? errorBody(api.provider, problem), http.headers);
+  }
+
+  function streamed(api: RelayApi, data: unknown): Response {
+    const events = data as AsyncIterable<unknown> & { controller?: AbortController };
+    const upstream = responseOfStream(events.controller);
+    const iterator = events[Symbol.asyncIterator]();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const next = await iterator.next();
+          if (next.done) controller.close();
+          else
+            controller.enqueue(
+              bytesOf(next.value) ?? encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`),
+            );
+        } catch (error) {
+          const http = httpErrorFor(error);
+          const problem = { status: http.status, message: http.message };
+          controller.enqueue(encoder.encode(api.errorFrame(problem)));
+          controller.close();
+        }
+      },
+      async cancel() {
+        await iterator.return?.();
+      },
+    });
+    const headers = new Headers(upstream?.headers);
+    for (const name of BODY_HEADERS) headers.delete(name);
+    return new Response(body, { status: upstream?.status ?? 200, headers });
+  }
+
+  return function fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+    try {
+      const parts = requestParts(input, init);
+      if (parts.signal?.aborted) return Promise.reject(parts.signal.reason);
+      return relay(parts);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+}
+
+/** A JSON answer as the upstream sent it: its status, headers and text. */
+function answered(data: unknown): Response {
+  const raw = rawAnswer(data);
+  if (raw === undefined) return json(200, data as object);
+  const res = new Response(raw.text, {
+    status: raw.response.status,
+    headers: raw.response.headers,
+  });
+  for (const name of BODY_HEADERS) res.headers.delete(name);
+  return res;
+}
+
+function problem(provider: Provider, p: Problem): Response {
+  return json(p.status, errorBody(provider, p));
+}
+
+function notFound(provider: Provider, parts: RequestParts): Response {
+  return problem(provider, {
+    status: 404,
+    message: `No API at ${parts.method} ${clip(parts.path)}: the switchboard serves …/chat/completions, …/responses, …/embeddings, …/messages, …/messages/count_tokens and …/models.`,
+  });
+}
+
+function json(status: number, body: object, headers?: Record<string, string>): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers:
+      headers === undefined
+        ? { 'content-type': JSON_TYPE }
+        : { ...headers, 'content-type': JSON_TYPE },
+  });
+}
+
+/** What of the client's headers the upstream gets: the content type, and beta features. */
+function upstreamHeaders(headers: HeadersInit | undefined): Record<string, string> {
+  let out: Record<string, string> | undefined;
+  for (const name of FORWARDED) {
+    const value = headerOf(headers, name);
+    if (value !== undefined) (out ??= { 'content-type': JSON_TYPE })[name] = value;
+  }
+  return out ?? UPSTREAM_JSON;
+}
+
+const UPSTREAM_JSON: Record<string, string> = Object.freeze({
+  'content-type': JSON_TYPE,
+}) as Record<string, string>;
