@@ -11,11 +11,20 @@ import type { LoggerService } from '@nestjs/common';
  * @example
  * ```ts
  * const model: ModelConfig = { name: 'gpt-4o-mini', tpm: 30_000, rpm: 300 };
+ * const named: ModelConfig = { name: 'gpt-4o', deployment: 'gpt4o-east', tpm: 450_000 };
  * ```
  */
 export interface ModelConfig {
-  /** Model (or Azure deployment) name that callers pass as `model`. */
+  /**
+   * The model's name as callers pass it (`model`): stats, metrics, health, sessions, fallbacks
+   * and errors all use it.
+   */
   name: string;
+  /**
+   * The upstream's name for it, sent as `model` on the wire: the Azure OpenAI or Foundry
+   * deployment name, which teams choose per resource (`gpt4o-east`). Default: `name`.
+   */
+  deployment?: string;
   /** Tokens per minute this deployment allows for the model; 0 or absent = unlimited. */
   tpm?: number;
   /** Requests per minute this deployment allows for the model; 0 or absent = unlimited. */

@@ -509,6 +509,17 @@ export class SimulatedUpstream {
               "aren't using your HTTP library correctly.)",
       );
     }
+    const named = deployment.deploymentNames;
+    if (named !== undefined && (isQuotaRoute(route) || route.kind === 'count_tokens')) {
+      const model = isRecord(body) && typeof body['model'] === 'string' ? body['model'] : '';
+      if (!named.includes(model)) {
+        return exchange.sendError(
+          404,
+          `The API deployment '${model}' does not exist on '${deployment.name}' (its deployments: ${named.join(', ')}).`,
+          { azureCode: 'DeploymentNotFound' },
+        );
+      }
+    }
     if (!isQuotaRoute(route)) return this.answerPlain(exchange, deployment, route, body, created);
 
     const wire = WIRES[route.kind];
@@ -637,7 +648,7 @@ export class SimulatedUpstream {
         return exchange.sendError(
           fault.status,
           fault.message ?? `Simulated ${fault.status} from deployment '${deployment.name}'`,
-          { headers },
+          { headers, azureCode: fault.code },
         );
       }
       case 'reset':

@@ -3,10 +3,13 @@ import { APIPromise } from '@anthropic-ai/sdk/core/api-promise';
 import { callPromises } from '../call-promise';
 import { Stream } from '@anthropic-ai/sdk/streaming';
 import { AnthropicFoundry } from '@anthropic-ai/foundry-sdk';
+import type { FinalRequestOptions } from '@anthropic-ai/sdk/internal/request-options';
 import { Deployment, type ProviderErrors } from '../../registry/deployment';
 import type { ModelState } from '../../registry/model-state';
 import type { AnthropicConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
+import { clientKey } from '../token-provider';
+import { toWire, wireNames } from '../wire-model';
 
 const ERRORS: ProviderErrors = {
   APIError: Anthropic.APIError,
@@ -35,20 +38,45 @@ export class AnthropicDeployment extends Deployment {
 
   constructor(config: AnthropicConfig, models: ReadonlyMap<string, ModelState>) {
     super(config.name, models, config.timeout ?? 30_000);
-    const key = config.apiKey;
-    this.client = new AnthropicFoundry({
+    const key = clientKey(config.apiKey, config.name);
+    const options: FoundryOptions = {
       ...(config.baseURL
         ? { baseURL: config.baseURL, resource: null }
         : { resource: config.resource }),
       ...(typeof key === 'function' ? { azureADTokenProvider: key } : { apiKey: key }),
       maxRetries: 0,
       timeout: this.timeout,
-    });
+    };
+    const names = wireNames(config.models);
+    this.client = names
+      ? new NamedDeploymentsFoundry({ ...options, wireNames: names })
+      : new AnthropicFoundry(options);
   }
 
   /** @internal */
   makeStream(iterator: () => AsyncIterator<unknown>, controller: AbortController): unknown {
     return new Stream(iterator, controller, this.client);
+  }
+}
+
+type FoundryOptions = NonNullable<ConstructorParameters<typeof AnthropicFoundry>[0]>;
+
+/**
+ * The Foundry client of a deployment whose models have upstream names of their own: each
+ * request's `model` is put in the upstream's name as the request is prepared ({@link toWire}).
+ * The names travel in the client options, so `withOptions()` copies keep them.
+ */
+class NamedDeploymentsFoundry extends AnthropicFoundry {
+  private readonly wireNames: ReadonlyMap<string, string>;
+
+  constructor(options: FoundryOptions & { wireNames: ReadonlyMap<string, string> }) {
+    super(options);
+    this.wireNames = options.wireNames;
+  }
+
+  protected override prepareOptions(options: FinalRequestOptions): Promise<void> {
+    toWire(options, this.wireNames);
+    return super.prepareOptions(options);
   }
 }
 
