@@ -166,9 +166,16 @@ export interface QueueOptions {
 export type SwitchboardLogger = Pick<LoggerService, 'log' | 'warn' | 'error'> &
   Partial<Pick<LoggerService, 'debug' | 'verbose'>>;
 
-/** Why an attempt failed, as failure metrics and logs name it. */
+/**
+ * Why an attempt failed, as failure metrics and logs name it. `unauthorized` (401, 403, a token
+ * provider that failed), `not_deployed` (Azure's 404 `DeploymentNotFound`) and `quota_exhausted`
+ * (a 429 whose `retry-after` is hours: a daily or tier quota) are faults of one deployment.
+ */
 export type FailureReason =
   | 'rate_limit'
+  | 'quota_exhausted'
+  | 'unauthorized'
+  | 'not_deployed'
   | 'connection'
   | 'timeout'
   | 'aborted'

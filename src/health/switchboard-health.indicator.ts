@@ -23,6 +23,11 @@ export interface ModelHealth {
   total: number;
   /** Deployments in a cooldown (after a 429 or a dropped connection), with the ms left. */
   cooling?: Record<string, number>;
+  /**
+   * Why deployments in {@link cooling} are avoided, where the mark-down said: `unauthorized (401)`,
+   * `not deployed`, `quota exhausted until <ISO time>`, ...
+   */
+  reasons?: Record<string, string>;
   /** Deployments whose TPM or RPM quota is used up until the next usage reset. */
   saturated?: string[];
   /** With priority tiers: each tier's healthy and configured deployments, most preferred first. */
@@ -140,6 +145,8 @@ export class SwitchboardHealthIndicator {
           health.healthy++;
         } else if (state.isCooling()) {
           (health.cooling ??= {})[deployment.name] = Math.ceil(state.cooldownRemaining);
+          const why = state.downReason;
+          if (why !== undefined) (health.reasons ??= {})[deployment.name] = why;
         } else {
           (health.saturated ??= []).push(deployment.name);
         }
@@ -170,9 +177,12 @@ export class SwitchboardHealthIndicator {
     const check = this.healthIndicatorService.check(key);
     if (down.length === 0) return check.up(details);
     details.message = down
-      .map((m) =>
-        registry.pools.has(m) ? `no healthy deployment for ${m}` : `${m} is not configured`,
-      )
+      .map((m) => {
+        if (!registry.pools.has(m)) return `${m} is not configured`;
+        const reasons = Object.entries(models[m]?.reasons ?? {});
+        const why = reasons.map(([d, r]) => `${d}: ${r}`).join(', ');
+        return `no healthy deployment for ${m}${why ? ` (${why})` : ''}`;
+      })
       .join('; ');
     return check.down(details);
   }

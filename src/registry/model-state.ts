@@ -61,6 +61,8 @@ export class ModelState {
   private manual = false;
   /** The current cooldown follows a 429: the upstream has no room, rather than being down. */
   private quotaCooldown = false;
+  /** Why the current cooldown was set (`markDown`'s reason). */
+  private why: string | undefined = undefined;
   private failures = 0;
   /** @internal Set by the registry. */
   listener: ((state: ModelState, event: ModelEvent) => void) | undefined;
@@ -332,15 +334,26 @@ export class ModelState {
     if (until <= this.until) return;
     this.until = until;
     this.manual = reason === undefined;
-    // The failure classification's reason for a 429.
-    this.quotaCooldown = reason === 'rate_limit';
+    this.why = reason;
+    // The failure classification's reasons for a 429: room comes back by itself.
+    this.quotaCooldown = reason === 'rate_limit' || reason?.startsWith('quota exhausted') === true;
     this.listener?.(this, { type: 'down', until, reason });
+  }
+
+  /**
+   * Why the model is avoided now, as its mark-down said: `unauthorized (401)`, `not deployed`,
+   * `quota exhausted until <ISO time>`, `rate_limit`, `connection`, ...; undefined while it is not
+   * cooling, or when it was marked down by hand or by another instance.
+   */
+  get downReason(): string | undefined {
+    return this.isCooling() ? this.why : undefined;
   }
 
   /** End a cooldown now. */
   markUp(): void {
     const was = this.until;
     this.until = 0;
+    this.why = undefined;
     this.manual = false;
     this.failures = 0;
     if (was !== 0) this.listener?.(this, { type: 'up' });
@@ -363,6 +376,7 @@ export class ModelState {
   /** @internal Restore a cooldown that another instance published (no event is raised). */
   applyCooldown(until: number): void {
     this.until = until > this.clock() ? until : 0;
+    this.why = undefined;
     // Cooldowns are shared so that a 429 seen by one instance keeps the others off.
     this.manual = false;
     this.quotaCooldown = true;

@@ -1,3 +1,4 @@
+import type OpenAI from 'openai';
 import { createSwitchboard, SwitchboardError, type Switchboard } from '../../src';
 import { loadSwitchboardConfigFile } from '../../src/config/load-config-file';
 import { SwitchboardConfigError } from '../../src/config/switchboard-config.error';
@@ -159,8 +160,7 @@ describe('deployment names: the caller names the model, the upstream sees its ow
   });
 
   it('the SDK client of a deployment maps the caller name too; the upstream name passes as is', async () => {
-    const client = (sb.deployments.get('west') as unknown as { client: import('openai').OpenAI })
-      .client;
+    const client = (sb.deployments.get('west') as unknown as { client: OpenAI }).client;
     await client.chat.completions.create({
       model: GPT,
       messages: [{ role: 'user', content: 'a' }],
@@ -180,8 +180,7 @@ describe('deployment names: the caller names the model, the upstream sees its ow
   });
 
   it('a name the resource does not know answers Azure’s 404 DeploymentNotFound', async () => {
-    const client = (sb.deployments.get('west') as unknown as { client: import('openai').OpenAI })
-      .client;
+    const client = (sb.deployments.get('west') as unknown as { client: OpenAI }).client;
     await expect(
       client.chat.completions.create({
         model: 'gpt4o-east',
