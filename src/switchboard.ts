@@ -150,6 +150,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       deadlines: new Deadlines(),
       observed: (state, headers, admission, sentAt) => {
         state.observe(headers, admission, sentAt);
+        metrics.answered(state, headers);
         // An answer may show room (the upstream counts less than we did).
         if (queue !== undefined && queue.length(state.name) > 0) queue.kick(state.name);
       },

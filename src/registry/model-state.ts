@@ -49,6 +49,8 @@ export class ModelState {
   readonly priority: number;
   /** Share of traffic within the tier (default 1). */
   readonly weight: number;
+  /** The upstream's name for the model, sent as `model` (its `deployment`, else its name). */
+  readonly upstreamName: string;
   /** Name of the deployment this state belongs to. */
   readonly deployment: string;
   /** `{ model, deployment }`, built once for metric attributes. */
@@ -74,6 +76,7 @@ export class ModelState {
     options: ModelStateOptions = {},
   ) {
     this.name = config.name;
+    this.upstreamName = config.deployment ?? config.name;
     this.cooldown = config.cooldown ?? DEFAULT_COOLDOWN;
     this.priority = config.priority ?? 0;
     this.weight = config.weight ?? 1;

@@ -28,6 +28,9 @@ export const METER_NAME = 'azure_switchboard.switchboard';
  * - `retries` (counter) {model, deployment, reason}: further attempts after a failure on that
  *   deployment: failover to another attempt (by the failure's reason), or the immediate resend of
  *   a request lost to a stale pooled socket (`stale_socket`)
+ * - `spilled_answers` (counter) {model, deployment}: answers an Azure OpenAI provisioned
+ *   deployment passed on to its standard deployment (spillover), as its
+ *   `x-ms-spillover-from-<deployment>` header says
  * - `healthy_deployments_count` (gauge) {model}
  * - `utilization` (gauge) {model, deployment}: the true utilization, 0..1
  *
@@ -43,6 +46,9 @@ export class SwitchboardMetrics {
   private readonly retries: Counter;
   private readonly spillovers: Counter;
   private readonly fallbacks: Counter;
+  private readonly spilledAnswers: Counter;
+  /** Azure OpenAI states with the header a spilled answer of theirs carries. */
+  private readonly spillHeaders = new Map<ModelState, string>();
   /** States below their model's most preferred tier, with the attributes of their spillovers. */
   private readonly lowerTiers = new Map<ModelState, Readonly<Record<string, string | number>>>();
   private readonly gauges: Array<[ObservableGauge, ObservableCallback]> = [];
@@ -66,6 +72,18 @@ export class SwitchboardMetrics {
       description:
         'Requests a fallback model took because no deployment of the requested one could',
     });
+    this.spilledAnswers = meter.createCounter('spilled_answers', {
+      description:
+        'Answers an Azure OpenAI provisioned deployment passed on to its standard deployment (spillover)',
+    });
+    for (const d of registry.deployments.values()) {
+      if (d.provider !== 'openai') continue;
+      for (const state of d.models.values()) {
+        // A name no header can carry (`ft:gpt-4o:...` on api.openai.com) cannot spill over.
+        if (!/^[\w.~!#$%&'*+^`|-]+$/.test(state.upstreamName)) continue;
+        this.spillHeaders.set(state, `x-ms-spillover-from-${state.upstreamName.toLowerCase()}`);
+      }
+    }
     for (const [model, tiers] of registry.tiers) {
       for (const tier of tiers.slice(1)) {
         for (const d of tier) {
@@ -117,6 +135,15 @@ export class SwitchboardMetrics {
       const spill = this.lowerTiers.get(state);
       if (spill !== undefined) this.spillovers.add(1, spill);
     }
+  }
+
+  /**
+   * An answer came from `state`'s deployment: count it if Azure's spillover passed it on. One
+   * header lookup: the header names the deployment the request was sent to.
+   */
+  answered(state: ModelState, headers: Headers): void {
+    const header = this.spillHeaders.get(state);
+    if (header !== undefined && headers.has(header)) this.spilledAnswers.add(1, state.attributes);
   }
 
   failure(state: ModelState, reason: FailureReason): void {

@@ -350,6 +350,11 @@ export class SimulatedDeployment {
   models: string[];
   /** The `model` names it answers to (undefined: every name). Mutable. */
   deploymentNames: string[] | undefined;
+  /**
+   * Azure routes: every answer says it was passed on by spillover, as Azure's provisioned
+   * deployments do (`x-ms-spillover-from-<model>: true`). Default false. Mutable.
+   */
+  spillover = false;
   /** Counters, updated in place (see {@link SimulatedDeploymentStats}). */
   readonly stats: SimulatedDeploymentStats = emptyStats();
   /** The last 1000 API requests, oldest first. */

@@ -488,6 +488,12 @@ export class SimulatedUpstream {
       res.setHeader(name, value);
     }
 
+    if (deployment.spillover && exchange.provider === 'openai' && isRecord(body)) {
+      const model = body['model'];
+      if (typeof model === 'string' && /^[\w.~-]+$/.test(model)) {
+        res.setHeader(`x-ms-spillover-from-${model.toLowerCase()}`, 'true');
+      }
+    }
     if (fault) return this.playFault(exchange, deployment, fault, route, body, sequence, created);
     if (raw.tooLarge) {
       return exchange.sendError(413, `Request body larger than ${MAX_BODY_BYTES} bytes`);
