@@ -17,6 +17,11 @@ export function wireNames(models: readonly ModelConfig[]): ReadonlyMap<string, s
   return names.size > 0 ? names : undefined;
 }
 
+/** The part of an SDK request's options that {@link toWire} reads and replaces. */
+export interface WireOptions {
+  body?: unknown;
+}
+
 /**
  * The one place where a request's `model` becomes the upstream's name for it: the SDK clients
  * call it on every request's options just before the request is built (their `prepareOptions`
@@ -28,7 +33,7 @@ export function wireNames(models: readonly ModelConfig[]): ReadonlyMap<string, s
  * toWire({ body: { model: 'gpt-4o', messages } }, names); // body.model is now 'gpt4o-east'
  * ```
  */
-export function toWire(options: { body?: unknown }, names: ReadonlyMap<string, string>): void {
+export function toWire(options: WireOptions, names: ReadonlyMap<string, string>): void {
   const body = options.body;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
   const model = (body as { model?: unknown }).model;

@@ -3,13 +3,12 @@ import { APIPromise } from '@anthropic-ai/sdk/core/api-promise';
 import { callPromises } from '../call-promise';
 import { Stream } from '@anthropic-ai/sdk/streaming';
 import { AnthropicFoundry } from '@anthropic-ai/foundry-sdk';
-import type { FinalRequestOptions } from '@anthropic-ai/sdk/internal/request-options';
 import { Deployment, type ProviderErrors } from '../../registry/deployment';
 import type { ModelState } from '../../registry/model-state';
 import type { AnthropicConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
 import { clientKey } from '../token-provider';
-import { toWire, wireNames } from '../wire-model';
+import { toWire, wireNames, type WireOptions } from '../wire-model';
 
 const ERRORS: ProviderErrors = {
   APIError: Anthropic.APIError,
@@ -74,9 +73,10 @@ class NamedDeploymentsFoundry extends AnthropicFoundry {
     this.wireNames = options.wireNames;
   }
 
-  protected override prepareOptions(options: FinalRequestOptions): Promise<void> {
+  // The SDK's own options type is not exported (an internal module): its `body` is all we touch.
+  protected override prepareOptions(options: WireOptions): Promise<void> {
     toWire(options, this.wireNames);
-    return super.prepareOptions(options);
+    return super.prepareOptions(options as never);
   }
 }
 

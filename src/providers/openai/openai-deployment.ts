@@ -1,6 +1,5 @@
 import OpenAI, { type ClientOptions } from 'openai';
 import { APIPromise } from 'openai/core/api-promise';
-import type { FinalRequestOptions } from 'openai/internal/request-options';
 import { callPromises } from '../call-promise';
 import { Stream } from 'openai/streaming';
 import { Deployment, type ProviderErrors } from '../../registry/deployment';
@@ -8,7 +7,7 @@ import type { ModelState } from '../../registry/model-state';
 import type { OpenAIConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
 import { clientKey } from '../token-provider';
-import { toWire, wireNames } from '../wire-model';
+import { toWire, wireNames, type WireOptions } from '../wire-model';
 
 const ERRORS: ProviderErrors = {
   APIError: OpenAI.APIError,
@@ -67,9 +66,10 @@ class NamedDeploymentsOpenAI extends OpenAI {
     this.wireNames = options.wireNames;
   }
 
-  protected override prepareOptions(options: FinalRequestOptions): Promise<void> {
+  // The SDK's own options type is not exported (an internal module): its `body` is all we touch.
+  protected override prepareOptions(options: WireOptions): Promise<void> {
     toWire(options, this.wireNames);
-    return super.prepareOptions(options);
+    return super.prepareOptions(options as never);
   }
 }
 
