@@ -276,3 +276,55 @@ describe('deployment names in the options', () => {
     }
   });
 });
+
+describe('deployment names with fallbacks', () => {
+  it('a fallback model goes out under its own deployment name', async () => {
+    const upstream = await SimulatedUpstream.start({
+      deployments: [
+        { name: 'a', deploymentNames: ['big-a'] },
+        { name: 'b', deploymentNames: ['small-b'] },
+      ],
+    });
+    const sb = createSwitchboard({
+      ratelimitWindow: 0,
+      fallbacks: { [GPT]: ['gpt-4o-mini'] },
+      deployments: [
+        {
+          provider: 'openai',
+          name: 'a',
+          baseURL: upstream.deployment('a').openaiBaseURL,
+          apiKey: 'k',
+          models: [{ name: GPT, deployment: 'big-a' }],
+        },
+        {
+          provider: 'openai',
+          name: 'b',
+          baseURL: upstream.deployment('b').openaiBaseURL,
+          apiKey: 'k',
+          models: [{ name: 'gpt-4o-mini', deployment: 'small-b' }],
+        },
+      ],
+    });
+    try {
+      sb.deployments.get('a')!.models.get(GPT)!.markDown(60_000);
+      const c = await sb.chat.completions.create({
+        model: GPT,
+        messages: [{ role: 'user', content: 'fall back' }],
+      });
+      expect(c.choices[0]!.message.content).toBe('fall back');
+      expect(upstream.deployment('a').stats.requests).toBe(0);
+      expect(upstream.deployment('b').requests.map((r) => r.model)).toEqual(['small-b']);
+      await expect(
+        sb.chat.completions.create({
+          model: 'small-b',
+          messages: [{ role: 'user', content: 'x' }],
+        }),
+      ).rejects.toThrow(
+        /No deployments available for small-b \(configured models: gpt-4o, gpt-4o-mini\)/,
+      );
+    } finally {
+      await sb.close();
+      await upstream.close();
+    }
+  });
+});
