@@ -4,6 +4,7 @@
  */
 import { loadSwitchboardConfigFile } from '../config/load-config-file';
 import { checkDeployments } from './doctor';
+import type { DoctorRow } from './doctor-row';
 import { formatTable } from './table';
 
 const USAGE = `Usage: nestjs-switchboard doctor <config.yaml|config.json> [--json] [--timeout <ms>]
@@ -78,11 +79,22 @@ export async function runDoctorCli(
   output.out(
     json
       ? JSON.stringify(
-          checks.map((c) => c.row),
+          checks.map((c) => inOrder(c.row)),
           null,
           2,
         )
       : formatTable(checks),
   );
   return checks.every((c) => c.row.ok) ? 0 : 1;
+}
+
+/** A row with its keys in the documented order (absent ones left out). */
+function inOrder(row: DoctorRow): DoctorRow {
+  const { deployment, model, ok, status, error, latencyMs, limits } = row;
+  const out: DoctorRow = { deployment, model, ok };
+  if (status !== undefined) out.status = status;
+  if (error !== undefined) out.error = error;
+  if (latencyMs !== undefined) out.latencyMs = latencyMs;
+  if (limits !== undefined) out.limits = limits;
+  return out;
 }

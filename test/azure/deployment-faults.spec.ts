@@ -1,10 +1,10 @@
 import {
   createSwitchboard,
   SwitchboardHealthIndicator,
+  TokenProviderError,
   type DeploymentConfig,
   type Switchboard,
 } from '../../src';
-import { TokenProviderError } from '../../src/failover/token-provider.error';
 import { SimulatedUpstream } from '../../src/testing';
 
 const GPT = 'gpt-4o';
