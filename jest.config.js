@@ -3,8 +3,15 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test', '<rootDir>/src'],
   testMatch: ['**/*.spec.ts'],
+  // Both cores: specs that start servers take free ports (port 0, or Redis below the ephemeral
+  // range), temporary directories of their own, and nothing global.
+  maxWorkers: 2,
+  testSequencer: '<rootDir>/test/support/longest-first.js',
   transform: {
-    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: false }],
+    // tsconfig.json sets isolatedModules: ts-jest transpiles file by file, and the types are
+    // checked once for the whole project by `npm run typecheck` (part of `npm run lint`), not
+    // again in each worker for each spec.
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
   },
   moduleNameMapper: {
     '^nestjs-switchboard$': '<rootDir>/src/index.ts',

@@ -13,6 +13,7 @@ import { ProviderErrorFilter } from './gateway/provider-error.filter';
 import { RelayService } from './gateway/relay.service';
 import { ResponsesController } from './gateway/responses.controller';
 import { gatewayConfig, type GatewayConfig } from './gateway.config';
+import { GuardModule } from './guard/guard.module';
 import { HealthController } from './health/health.controller';
 import { Simulation, type SimulationOptions } from './simulation/simulation';
 import { SimulationModule } from './simulation/simulation.module';
@@ -57,6 +58,7 @@ export class AppModule {
           },
         }),
         simulation,
+        GuardModule,
         TerminusModule.forRoot({ errorLogStyle: 'pretty', logger: false }),
         OpenTelemetryModule.forRoot({ metrics: { hostMetrics: false } }),
       ],

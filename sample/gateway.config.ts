@@ -5,7 +5,7 @@ import { loadSwitchboardConfig } from 'nestjs-switchboard';
 export const gatewayConfig = registerAs('gateway', () => ({
   /** `PORT`, default 3000. */
   port: Number.parseInt(process.env.PORT ?? '', 10) || 3000,
-  /** `HOST`, default 127.0.0.1: the gateway has no authentication of its own. */
+  /** `HOST`, default 127.0.0.1; beyond loopback the gateway starts only with `GATEWAY_API_KEYS`. */
   host: process.env.HOST || '127.0.0.1',
   /**
    * The deployments, read as the `switchboardConfig` namespace reads them: the YAML or JSON file

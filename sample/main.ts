@@ -9,6 +9,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { loadSwitchboardConfig, SwitchboardConfigError } from 'nestjs-switchboard';
 import { AppModule } from './app.module';
+import { refuseExposureWithoutKeys } from './guard/exposure';
 import type { GatewayConfig } from './gateway.config';
 import type { SimulationOptions } from './simulation/simulation';
 import { startPrometheus } from './telemetry/prometheus';
@@ -57,6 +58,7 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
   const port = options.port ?? config.port;
   const host = options.host ?? config.host;
   try {
+    refuseExposureWithoutKeys(app, host);
     await app.listen(port, host);
   } catch (error) {
     await app.close();

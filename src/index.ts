@@ -34,6 +34,9 @@ export { CapacityQueue } from './quota/capacity-queue';
 export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
 export type { SwitchboardErrorCode } from './switchboard.error';
+export { clip } from './errors/clip';
+export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from './errors/http-error';
+export type { HttpErrorAnswer, HttpErrorOptions } from './errors/http-error';
 export type {
   ApiKey,
   ModelConfig,
@@ -67,7 +70,13 @@ export { memoryState } from './state/state-store';
 export type { StateStore, StateStoreHealth, StateContext } from './state/state-store';
 export { redisState } from './state/redis-state';
 export type { RedisStateOptions, RedisClientLike } from './state/redis-state';
-export { METER_NAME, SwitchboardMetrics } from './telemetry/switchboard-metrics';
+export {
+  METER_NAME,
+  SWITCHBOARD_METRICS,
+  SwitchboardMetrics,
+  type CallFailureReason,
+  type SwitchboardMetricsOptions,
+} from './telemetry/switchboard-metrics';
 export { SwitchboardModule } from './switchboard.module';
 export { SWITCHBOARD_MODULE_OPTIONS } from './switchboard.module-definition';
 export type {

@@ -1,4 +1,4 @@
-import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
 import { validateOptions } from './config/validate-options';
 import { failoverPolicy, type FailoverPolicy } from './failover/failover';
@@ -14,9 +14,10 @@ import { CapacityQueue } from './quota/capacity-queue';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { ModelState } from './registry/model-state';
 import { Selector } from './selection/selector';
-import { SessionAffinity } from './selection/session-affinity';
+import { SessionAffinity, sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { memoryState, type StateStore } from './state/state-store';
+import { clip } from './errors/clip';
 import { SwitchboardError } from './switchboard.error';
 import { GenAiTelemetry } from './telemetry/gen-ai-telemetry';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
@@ -62,7 +63,7 @@ export interface Switchboard extends BuiltinSurfaces {}
  * ```
  */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class Switchboard implements OnModuleInit, OnModuleDestroy {
+export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   /** The deployments, their models and the session map. */
   readonly registry: DeploymentRegistry;
   readonly selector: Selector;
@@ -137,7 +138,10 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
         }
       });
     }
-    this.metrics = new SwitchboardMetrics(this.registry);
+    this.metrics = new SwitchboardMetrics(this.registry, undefined, {
+      queue: this.queue,
+      fallbacks: this.fallbacks,
+    });
     const metrics = this.metrics;
     // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
     const genAi = new GenAiTelemetry();
@@ -183,8 +187,9 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
    * ```
    */
   selectDeployment(query: { model: string; sessionId?: string }): Deployment {
-    const chosen = this.registry.select(query.model, query.sessionId);
-    if (query.sessionId !== undefined) this.state.rememberSession?.(query.sessionId, chosen.name);
+    const sessionId = query.sessionId === undefined ? undefined : sessionKey(query.sessionId);
+    const chosen = this.registry.select(query.model, sessionId);
+    if (sessionId !== undefined) this.state.rememberSession?.(sessionId, chosen.name);
     return chosen;
   }
 
@@ -250,8 +255,12 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
     this.start();
   }
 
-  /** Nest lifecycle: the application closes, {@link close}. */
-  onModuleDestroy(): Promise<void> {
+  /**
+   * Nest lifecycle: the application has closed, {@link close}. Nest stops the HTTP server (and
+   * waits for the requests it accepted) before it calls shutdown hooks, so those requests still
+   * make their model calls; `onModuleDestroy` would run before that, and fail them.
+   */
+  onApplicationShutdown(): Promise<void> {
     return this.close();
   }
 
@@ -380,15 +389,17 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       }
       // Copy the params only to take the switchboard's own fields out of them.
       let body = params as Record<string, unknown>;
-      const sessionId = (params as SessionParams).session_id;
+      const rawSessionId = (params as SessionParams).session_id;
       const allowFallbacks = (params as SessionParams).fallbacks;
       if ('session_id' in params || 'fallbacks' in params) {
         const { session_id: _sessionId, fallbacks: _fallbacks, ...rest } = body;
         body = rest;
       }
-      if (sessionId !== undefined && typeof sessionId !== 'string') {
-        throw new TypeError(`session_id must be a string, got ${typeof sessionId}`);
+      if (rawSessionId !== undefined && typeof rawSessionId !== 'string') {
+        throw new TypeError(`session_id must be a string, got ${typeof rawSessionId}`);
       }
+      // A long id is kept, looked up and shared as its hash: what the caller sends is unbounded.
+      const sessionId = rawSessionId === undefined ? undefined : sessionKey(rawSessionId);
       if (allowFallbacks !== undefined && typeof allowFallbacks !== 'boolean') {
         throw new TypeError(
           `fallbacks must be false (no fallback model for this call) or true, got ${typeof allowFallbacks}`,
@@ -484,6 +495,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
   }
 
   private countFailure(model: string, error: unknown): void {
+    this.metrics.callFailed(model, error);
     let counts = this.failedCalls.get(model);
     if (counts === undefined) {
       counts = { rateLimited: 0, other: 0 };
@@ -573,7 +585,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
               );
         if (candidates.length !== 1) {
           throw new SwitchboardError(
-            `No deployment is known to hold ${id}: it was not created through this switchboard, or it ` +
+            `No deployment is known to hold ${clip(id)}: it was not created through this switchboard, or it ` +
               `has been forgotten (maxResponses, or the state store's responseTtl). It is not sent to another deployment, which would answer 404.`,
           );
         }
@@ -585,7 +597,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
       const state = d.models.get(model);
       if (state === undefined) {
         throw new SwitchboardError(
-          `${id} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
+          `${clip(id)} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
         );
       }
       if (!state.hasRoom(request.admission)) {
@@ -593,7 +605,7 @@ export class Switchboard implements OnModuleInit, OnModuleDestroy {
           ? `is cooling down for ${Math.ceil(state.cooldownRemaining / 1000)} s`
           : 'is at its quota';
         throw new SwitchboardError(
-          `${id} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
+          `${clip(id)} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
         );
       }
       if (sessionId !== undefined) {

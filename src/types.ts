@@ -158,7 +158,7 @@ export interface FailoverOptions {
 export interface QueueOptions {
   /** Longest wait in ms; past it the call fails with the SDK's `RateLimitError`. */
   maxWait: number;
-  /** Most calls waiting per model; one more fails at once. Default: no bound. */
+  /** Most calls waiting per model; one more fails at once. Default 1000. */
   maxQueued?: number;
 }
 

@@ -1,42 +1,81 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Catch, HttpException, type ArgumentsHost } from '@nestjs/common';
+import { Catch, HttpException, Logger, type ArgumentsHost } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { sendJson } from './relay.service';
-import { wireForPath } from './wire';
+import { clip, httpErrorFor } from 'nestjs-switchboard';
+import { GatewayRefusal } from '../guard/gateway-refusal';
+import { wireForPath, type Problem, type Wire } from './wire';
+
+/** An error answer: status, headers and the provider-shaped body. */
+export interface Failure {
+  problem: Problem;
+  body: object;
+  headers: Record<string, string>;
+}
+
+const logger = new Logger('Gateway');
 
 /**
- * Errors raised before a gateway route runs (a body that is not JSON, one that is too large, an
- * unknown path under `/v1`) answered in the API's own error shape, so that SDK clients read them;
- * everything else as Nest answers it.
+ * The gateway's answer for a failed switchboard call, in `wire`'s shape: status and `retry-after`
+ * as {@link httpErrorFor} maps them (the library's one mapping), the upstream's own error body
+ * where it sent one in the provider's shape (never for a 429: the gateway says when to retry).
+ *
+ * @example
+ * ```ts
+ * const { problem, body, headers } = gatewayFailure(openaiWire, error);
+ * sendJson(res, problem.status, body, headers);
+ * ```
+ */
+export function gatewayFailure(wire: Wire, error: unknown): Failure {
+  const answer = httpErrorFor(error);
+  if (answer.unexpected) {
+    logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  }
+  const problem: Problem = { status: answer.status, message: answer.message };
+  const upstream = answer.fromUpstream
+    ? wire.upstreamErrorBody(error as { error?: unknown })
+    : undefined;
+  return { problem, body: upstream ?? wire.errorBody(problem), headers: answer.headers };
+}
+
+/**
+ * Errors raised before a gateway route runs (a key that is missing or wrong, a per-key limit, a
+ * body that is not JSON or is too large, an unknown path under `/v1`) answered in the API's own
+ * error shape, so that SDK clients read them, with the headers the refusal carries
+ * (`retry-after`, `www-authenticate`); everything else as Nest answers it.
  */
 @Catch()
 export class ProviderErrorFilter extends BaseExceptionFilter {
   override catch(exception: unknown, host: ArgumentsHost): void {
+    if (host.getType() !== 'http') return super.catch(exception, host);
     const http = host.switchToHttp();
-    const req = http.getRequest<IncomingMessage & { originalUrl?: string }>();
-    const path = req.originalUrl ?? req.url ?? '/';
-    if (host.getType() !== 'http' || !path.startsWith('/v1/')) {
-      return super.catch(exception, host);
+    const req = http.getRequest<{ originalUrl?: string; url?: string }>();
+    const res = http.getResponse<unknown>();
+    const adapter = this.httpAdapterHost?.httpAdapter ?? this.applicationRef;
+    if (exception instanceof GatewayRefusal && adapter) {
+      for (const [name, value] of Object.entries(exception.headers)) {
+        adapter.setHeader(res, name, value);
+      }
     }
-    const res = http.getResponse<ServerResponse>();
-    const { status, message } = describe(exception);
-    sendJson(res, status, wireForPath(path).errorBody({ status, message }));
+    const path = req.originalUrl ?? req.url ?? '/';
+    if (!path.startsWith('/v1/') || !adapter) return super.catch(exception, host);
+    const problem = describe(exception);
+    adapter.reply(res, wireForPath(path).errorBody(problem), problem.status);
   }
 }
 
-function describe(exception: unknown): { status: number; message: string } {
+function describe(exception: unknown): Problem {
   if (exception instanceof HttpException) {
     const response = exception.getResponse();
     const message =
       typeof response === 'object' && response !== null && 'message' in response
         ? String((response as { message: unknown }).message)
         : exception.message;
-    return { status: exception.getStatus(), message };
+    const code = exception instanceof GatewayRefusal ? exception.code : undefined;
+    return { status: exception.getStatus(), message, code };
   }
   // body-parser's errors carry their status (400 for bad JSON, 413 for a body too large).
   const { status, message } = (exception ?? {}) as { status?: unknown; message?: unknown };
   if (typeof status === 'number' && status >= 400 && status < 600) {
-    return { status, message: typeof message === 'string' ? message : 'Bad request' };
+    return { status, message: typeof message === 'string' ? clip(message, 200) : 'Bad request' };
   }
   return { status: 500, message: 'The gateway failed to handle the request.' };
 }

@@ -1,10 +1,11 @@
 import type { ServerResponse } from 'node:http';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import Anthropic from '@anthropic-ai/sdk';
 import type { Counter } from '@opentelemetry/api';
-import { Switchboard, SwitchboardError } from 'nestjs-switchboard';
+import { clip, Switchboard, SwitchboardError } from 'nestjs-switchboard';
 import { MetricService } from 'nestjs-otel';
 import OpenAI from 'openai';
+import { gatewayFailure } from './provider-error.filter';
 import { openaiWire, responsesWire, WIRES, type Problem, type Wire } from './wire';
 
 /** One entry of `GET /v1/models`, as OpenAI lists models. */
@@ -16,22 +17,12 @@ export interface ModelObject {
   owned_by: string;
 }
 
-/** An error answer: status, headers and the provider-shaped body. */
-interface Failure {
-  problem: Problem;
-  body: object;
-  headers: Record<string, string>;
-}
-
-type Upstream = Error & { status?: number; headers?: Headers; error?: unknown };
-
 /**
  * Sends one gateway request through the {@link Switchboard} and writes the answer: JSON, or SSE
  * for `stream: true`; errors in the provider's own shape and status.
  */
 @Injectable()
 export class RelayService {
-  private readonly logger = new Logger('Gateway');
   private readonly answered: Counter;
   private readonly created = Math.floor(Date.now() / 1000);
 
@@ -70,11 +61,11 @@ export class RelayService {
       result = await this.call(wire, params, options);
     } catch (error) {
       if (abort.signal.aborted) return;
-      const failure = this.describe(wire, error, params.model as string);
+      const failure = gatewayFailure(wire, error);
       return sendJson(res, failure.problem.status, failure.body, failure.headers);
     }
     if (params.stream === true) {
-      return this.pipe(wire, result as AsyncIterable<unknown>, res, params.model as string);
+      return this.pipe(wire, result as AsyncIterable<unknown>, res);
     }
     sendJson(res, 200, result as object);
   }
@@ -89,11 +80,11 @@ export class RelayService {
     } catch (error) {
       // The switchboard refuses an id no deployment is known to hold rather than ask one that
       // would answer 404: to the client that is the same missing response.
-      if (error instanceof SwitchboardError) {
+      if (error instanceof SwitchboardError && error.code !== 'unavailable') {
         const problem: Problem = { status: 404, message: error.message, param: 'response_id' };
         return sendJson(res, 404, responsesWire.errorBody(problem));
       }
-      const failure = this.describe(responsesWire, error, '');
+      const failure = gatewayFailure(responsesWire, error);
       sendJson(res, failure.problem.status, failure.body, failure.headers);
     }
   }
@@ -176,7 +167,7 @@ export class RelayService {
     const known = [...this.sb.registry.models.keys()].join(', ');
     return {
       status: 404,
-      message: `The model '${model}' does not exist on this gateway (models: ${known}).`,
+      message: `The model '${clip(model)}' does not exist on this gateway (models: ${known}).`,
       param: 'model',
       code: 'model_not_found',
     };
@@ -187,7 +178,6 @@ export class RelayService {
     wire: Wire,
     stream: AsyncIterable<unknown>,
     res: ServerResponse,
-    model: string,
   ): Promise<void> {
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
@@ -204,74 +194,11 @@ export class RelayService {
       if (wire.end !== undefined) await write(res, wire.end);
     } catch (error) {
       if (res.destroyed) return;
-      const failure = this.describe(wire, error, model);
+      const failure = gatewayFailure(wire, error);
       await write(res, wire.errorFrame(failure.problem));
     }
     res.end();
   }
-
-  /** The status, headers and body for a failed call. */
-  private describe(wire: Wire, error: unknown, model: string): Failure {
-    const e = error as Upstream;
-    let problem: Problem;
-    let upstreamBody: object | undefined;
-    const headers: Record<string, string> = {};
-    if (isTimeout(error)) {
-      problem = { status: 504, message: 'The upstream deployment did not answer in time.' };
-    } else if (isConnectionError(error)) {
-      problem = { status: 502, message: 'The upstream deployment could not be reached.' };
-    } else if (isApiError(error) && typeof e.status === 'number') {
-      problem = { status: e.status, message: e.message };
-      upstreamBody = wire.upstreamErrorBody(e);
-    } else if (error instanceof SwitchboardError || error instanceof TypeError) {
-      problem = { status: 400, message: error.message };
-    } else {
-      this.logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
-      problem = { status: 500, message: 'The gateway failed to handle the request.' };
-    }
-    if (problem.status === 429) {
-      const ms = this.retryAfterMs(model, e.headers);
-      headers['retry-after'] = String(Math.max(1, Math.ceil(ms / 1000)));
-      headers['retry-after-ms'] = String(Math.max(1, Math.ceil(ms)));
-      problem.message = `The deployments of ${model} are rate limited: retry after ${headers['retry-after']} s.`;
-      upstreamBody = undefined;
-    }
-    return { problem, body: upstreamBody ?? wire.errorBody(problem), headers };
-  }
-
-  /**
-   * How long until a deployment of `model` takes calls again: the shortest cooldown left, else
-   * what the upstream said, else one second.
-   */
-  private retryAfterMs(model: string, upstream: Headers | undefined): number {
-    let shortest = Infinity;
-    for (const d of this.sb.registry.pools.get(model) ?? []) {
-      const state = d.models.get(model);
-      if (state?.isCooling()) shortest = Math.min(shortest, state.cooldownRemaining);
-    }
-    if (Number.isFinite(shortest)) return shortest;
-    const ms = Number(upstream?.get?.('retry-after-ms'));
-    if (ms > 0) return ms;
-    const s = Number(upstream?.get?.('retry-after'));
-    return s > 0 ? s * 1000 : 1000;
-  }
-}
-
-function isTimeout(error: unknown): boolean {
-  return (
-    error instanceof OpenAI.APIConnectionTimeoutError ||
-    error instanceof Anthropic.APIConnectionTimeoutError
-  );
-}
-
-function isConnectionError(error: unknown): boolean {
-  return (
-    error instanceof OpenAI.APIConnectionError || error instanceof Anthropic.APIConnectionError
-  );
-}
-
-function isApiError(error: unknown): boolean {
-  return error instanceof OpenAI.APIError || error instanceof Anthropic.APIError;
 }
 
 /** Writes a complete JSON answer. */

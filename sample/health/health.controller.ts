@@ -3,8 +3,12 @@ import { HealthCheck, HealthCheckService, type HealthCheckResult } from '@nestjs
 import { SwitchboardHealthIndicator } from 'nestjs-switchboard';
 
 /**
- * `GET /health`: 200 while every model has a healthy deployment, 503 with the details (which
- * models, which deployments are cooling and for how long) otherwise.
+ * The two Kubernetes probes:
+ *
+ * - `GET /health` (also `/health/ready`), readiness: 200 while every model can take calls (its
+ *   deployments at quota count: room comes back by itself), 503 with the details when every
+ *   deployment of a model is out for a fault.
+ * - `GET /health/live`, liveness: 200 while the process answers; never depends on an upstream.
  */
 @Controller('health')
 export class HealthController {
@@ -13,9 +17,15 @@ export class HealthController {
     private readonly switchboard: SwitchboardHealthIndicator,
   ) {}
 
-  @Get()
+  @Get(['', 'ready'])
   @HealthCheck()
   check(): Promise<HealthCheckResult> {
     return this.health.check([() => this.switchboard.isHealthy('switchboard')]);
+  }
+
+  @Get('live')
+  @HealthCheck()
+  live(): Promise<HealthCheckResult> {
+    return this.health.check([() => this.switchboard.isLive('switchboard')]);
   }
 }

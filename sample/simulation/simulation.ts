@@ -13,6 +13,8 @@ export interface SimulatedDeploymentSpec {
   rpm: number;
   /** ms before each answer. */
   latency: number;
+  /** Routing tier of its model (0 = most preferred); default 0. */
+  priority?: number;
 }
 
 /**
@@ -72,6 +74,8 @@ export interface SimulationOptions {
   chunkDelay?: number;
   /** The deployments to simulate. Default {@link SIMULATED_DEPLOYMENTS}. */
   deployments?: readonly SimulatedDeploymentSpec[];
+  /** Fallback models per model, as `SwitchboardOptions.fallbacks`. Default none. */
+  fallbacks?: Record<string, string[]>;
 }
 
 /** Injection token of the {@link SimulationOptions}. */
@@ -125,7 +129,13 @@ export class Simulation implements OnApplicationShutdown {
       const sim = upstream.deployment(d.name);
       const cooldown = this.options.cooldown;
       const models = [
-        { name: d.model, tpm: d.tpm, rpm: d.rpm, ...(cooldown !== undefined && { cooldown }) },
+        {
+          name: d.model,
+          tpm: d.tpm,
+          rpm: d.rpm,
+          ...(cooldown !== undefined && { cooldown }),
+          ...(d.priority !== undefined && { priority: d.priority }),
+        },
       ];
       return d.provider === 'openai'
         ? {
@@ -148,7 +158,8 @@ export class Simulation implements OnApplicationShutdown {
         `routing to ${specs.length} simulated deployments on ${upstream.url}; set SWITCHBOARD_CONFIG=<file.yaml> ` +
         `(see sample/switchboard.example.yaml), or AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY, or OPENAI_API_KEY to use real ones.`,
     );
-    return { deployments };
+    const fallbacks = this.options.fallbacks;
+    return fallbacks === undefined ? { deployments } : { deployments, fallbacks };
   }
 
   async onApplicationShutdown(): Promise<void> {

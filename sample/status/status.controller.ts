@@ -17,11 +17,12 @@ import { Switchboard } from 'nestjs-switchboard';
 import { Simulation } from '../simulation/simulation';
 import { StatusService, type DeploymentStatus, type SwitchboardStatus } from './status.service';
 
-/** The page, its stylesheet and its script, served by the gateway itself. */
+/** The page, its stylesheet and its scripts, served by the gateway itself. */
 const ASSETS: Record<string, { file: string; type: string }> = {
   '': { file: 'index.html', type: 'text/html; charset=utf-8' },
   'status.css': { file: 'status.css', type: 'text/css; charset=utf-8' },
   'status.js': { file: 'status.js', type: 'text/javascript; charset=utf-8' },
+  'chart.js': { file: 'chart.js', type: 'text/javascript; charset=utf-8' },
 };
 
 // Everything the page loads comes from the gateway: nothing from a CDN or elsewhere.
@@ -67,6 +68,11 @@ export class StatusController {
   @Get('status.js')
   script(@Res() res: ServerResponse): void {
     this.send(res, 'status.js');
+  }
+
+  @Get('chart.js')
+  chart(@Res() res: ServerResponse): void {
+    this.send(res, 'chart.js');
   }
 
   /** Deployments, models, utilization, cooldowns, sessions and request counts, as JSON. */

@@ -7,7 +7,8 @@ export const PROMETHEUS_EXPORTER = Symbol('PROMETHEUS_EXPORTER');
 
 /**
  * `GET /metrics`: every OpenTelemetry metric in Prometheus text format: the switchboard's
- * (`requests`, `failures`, `healthy_deployments_count`, `utilization`) and nestjs-otel's.
+ * (`switchboard_*` and the GenAI histograms `gen_ai_client_*`, scope `nestjs-switchboard`; see
+ * `dashboards/switchboard.json`) and nestjs-otel's.
  */
 @Controller('metrics')
 export class MetricsController {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
-import { LineCounter, parseDocument, type Document } from 'yaml';
+import { isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import type { SwitchboardOptions } from './switchboard-options';
 import { SwitchboardConfigError } from './switchboard-config.error';
 import {
@@ -67,6 +67,9 @@ const NUMERIC_KEYS = new Set([
   'weight',
   'maxResponses',
 ]);
+
+// Keys that reach an object's prototype when copied: refused wherever they appear.
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 const REFERENCE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$\{/g;
 const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
@@ -140,7 +143,14 @@ export function parseSwitchboardConfig(
         }),
       );
     }
-    data = doc.toJS();
+    const dangling = unresolvedAliases(doc, lines, source);
+    if (dangling.length > 0) throw new SwitchboardConfigError(source, dangling);
+    try {
+      data = doc.toJS();
+    } catch (error) {
+      // Whatever else the YAML reader refuses only when it builds the values (a merge of a list).
+      throw new SwitchboardConfigError(source, [`${source}: invalid YAML: ${messageOf(error)}`]);
+    }
   }
 
   const lineOf = (path: readonly PropertyKey[]): string => {
@@ -235,7 +245,14 @@ function interpolate(
   if (Array.isArray(value)) return value.map((v, i) => interpolate(v, [...path, i], env, report));
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = interpolate(v, [...path, k], env, report);
+    for (const [k, v] of Object.entries(value)) {
+      // `out.__proto__ = v` would set the prototype: fields no validation and no JSON.stringify sees.
+      if (FORBIDDEN_KEYS.has(k)) {
+        report([...path, k], 'is not a configuration field: remove it');
+        continue;
+      }
+      out[k] = interpolate(v, [...path, k], env, report);
+    }
     return out;
   }
   return value;
@@ -261,6 +278,30 @@ function jsonSyntaxProblem(
   }
   const at = lines.linePos(Math.min(offset ?? text.length, text.length));
   return `${source}:${at.line}:${at.col}: invalid JSON: ${message}`;
+}
+
+/**
+ * Every alias (`*name`) that no anchor before it defines, with the field it stands for: the YAML
+ * reader would throw a bare `ReferenceError` for the first one when it builds the values.
+ */
+function unresolvedAliases(doc: Document, lines: LineCounter, source: string): string[] {
+  const problems: string[] = [];
+  visit(doc, {
+    Alias(_key, node, ancestry) {
+      if (node.resolve(doc) !== undefined) return;
+      const path: PropertyKey[] = [];
+      ancestry.forEach((a, i) => {
+        const next = ancestry[i + 1] ?? node;
+        if (isPair(a)) path.push(isScalar(a.key) ? String(a.key.value) : String(a.key));
+        else if (isSeq(a)) path.push(a.items.indexOf(next as never));
+      });
+      const line = node.range ? ` (line ${lines.linePos(node.range[0]).line})` : '';
+      problems.push(
+        `${source}: ${formatPath(path)} refers to *${node.source}, but no anchor &${node.source} comes before it${line}`,
+      );
+    },
+  });
+  return problems;
 }
 
 /** Offset of the key of the last path segment, for values the YAML tree has no node for. */

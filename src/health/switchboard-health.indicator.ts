@@ -1,4 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import type { Admission } from '../quota/admission';
 import type { StateStoreHealth } from '../state/state-store';
 import { Switchboard } from '../switchboard';
 import {
@@ -7,6 +8,9 @@ import {
   type HealthResult,
   type HealthResults,
 } from './health-results';
+
+/** The smallest call there is (one request, one token): does the deployment take any call now? */
+const SMALLEST_CALL: Admission = Object.freeze({ input: 1, output: 0 });
 
 /**
  * Health of one model across the deployments that serve it.
@@ -21,15 +25,20 @@ export interface ModelHealth {
   healthy: number;
   /** Deployments configured for the model. */
   total: number;
-  /** Deployments in a cooldown (after a 429 or a dropped connection), with the ms left. */
+  /** Deployments in a cooldown (after a 429, a fault, or by hand), with the ms left. */
   cooling?: Record<string, number>;
   /**
    * Why deployments in {@link cooling} are avoided, where the mark-down said: `unauthorized (401)`,
    * `not deployed`, `quota exhausted until <ISO time>`, ...
    */
   reasons?: Record<string, string>;
-  /** Deployments whose TPM or RPM quota is used up until the next usage reset. */
+  /**
+   * Deployments at their quota: used up by the quota view, or cooling after a 429. Room comes back
+   * by itself, so they do not make the model `down`.
+   */
   saturated?: string[];
+  /** When no deployment is healthy but some are saturated: ms until the first expects room. */
+  roomExpectedIn?: number;
   /** With priority tiers: each tier's healthy and configured deployments, most preferred first. */
   tiers?: TierHealth[];
   /** Configured fallback models, in the order calls try them. */
@@ -68,7 +77,7 @@ export interface SwitchboardHealthDetails extends Record<string, unknown> {
   models: Record<string, ModelHealth>;
   /** The state store's own report; `degraded` does not make the switchboard `down`. */
   state: StateStoreHealth;
-  /** Set when `down`: which models have no healthy deployment. */
+  /** Set when `down`: which models have every deployment out for a fault. */
   message?: string;
 }
 
@@ -86,12 +95,19 @@ export interface SwitchboardHealthOptions {
 }
 
 /**
- * A `@nestjs/terminus` health indicator: `up` while every model (or every one of `models`) has a
- * healthy deployment or a fallback model with one, `down` otherwise, with per-model counts, the deployments cooling down and
- * the state store's health in the details. It never throws: terminus reads the status.
+ * `@nestjs/terminus` health indicators for the two Kubernetes probes:
  *
- * Registered and exported by `SwitchboardModule`. Results come from terminus'
- * `HealthIndicatorService`; without `@nestjs/terminus` installed, from an equivalent builder.
+ * - {@link isHealthy}, the **readiness** check: `down` only when every deployment of a model (or
+ *   of one of `models`) is out for a fault (connection errors, a 5xx streak, 401/403, marked down
+ *   by hand) and no fallback model can take its calls. A model whose deployments are merely at
+ *   their quota (used up, or cooling after 429s) stays `up`: the details say `saturated` and
+ *   `roomExpectedIn`. The busiest minute of the day takes no replica out of the Service.
+ * - {@link isLive}, the **liveness** check: never looks at an upstream, so an outage of every
+ *   deployment never restarts a pod.
+ *
+ * Neither throws: terminus reads the status. Registered and exported by `SwitchboardModule`.
+ * Results come from terminus' `HealthIndicatorService`; without `@nestjs/terminus` installed,
+ * from an equivalent builder.
  *
  * @example
  * ```ts
@@ -102,10 +118,16 @@ export interface SwitchboardHealthOptions {
  *     private readonly switchboard: SwitchboardHealthIndicator,
  *   ) {}
  *
- *   @Get()
+ *   @Get('ready')
  *   @HealthCheck()
- *   check() {
+ *   ready() {
  *     return this.health.check([() => this.switchboard.isHealthy('llm')]);
+ *   }
+ *
+ *   @Get('live')
+ *   @HealthCheck()
+ *   live() {
+ *     return this.health.check([() => this.switchboard.isLive()]);
  *   }
  * }
  * ```
@@ -139,17 +161,26 @@ export class SwitchboardHealthIndicator {
     for (const model of names) {
       const pool = registry.pools.get(model) ?? [];
       const health: ModelHealth = { healthy: 0, total: pool.length };
+      let roomIn = Infinity;
       for (const deployment of pool) {
         const state = deployment.models.get(model)!;
         if (state.isHealthy()) {
           health.healthy++;
-        } else if (state.isCooling()) {
+          continue;
+        }
+        if (state.isCooling()) {
           (health.cooling ??= {})[deployment.name] = Math.ceil(state.cooldownRemaining);
           const why = state.downReason;
           if (why !== undefined) (health.reasons ??= {})[deployment.name] = why;
-        } else {
-          (health.saturated ??= []).push(deployment.name);
         }
+        // `quota`: full by the quota view, or cooling after a 429; `down`: any other mark-down.
+        if (state.blockedBy(SMALLEST_CALL) !== 'down') {
+          (health.saturated ??= []).push(deployment.name);
+          roomIn = Math.min(roomIn, state.roomAt(SMALLEST_CALL));
+        }
+      }
+      if (health.healthy === 0 && Number.isFinite(roomIn)) {
+        health.roomExpectedIn = Math.ceil(roomIn);
       }
       const tiers = registry.tiers.get(model);
       if (tiers !== undefined) {
@@ -171,7 +202,9 @@ export class SwitchboardHealthIndicator {
         }
       }
       models[model] = health;
-      if (health.healthy === 0 && health.fallbackInUse === undefined) down.push(model);
+      if (health.healthy === 0 && health.fallbackInUse === undefined && !health.saturated) {
+        down.push(model);
+      }
     }
     const details: SwitchboardHealthDetails = { models, state: this.stateHealth() };
     const check = this.healthIndicatorService.check(key);
@@ -185,6 +218,22 @@ export class SwitchboardHealthIndicator {
       })
       .join('; ');
     return check.down(details);
+  }
+
+  /**
+   * The liveness check: `up` while the process answers. It never depends on an upstream or on
+   * the state store, so an outage of every deployment never restarts the pod; readiness
+   * ({@link isHealthy}) takes it out of the Service instead.
+   *
+   * @example
+   * ```ts
+   * indicator.isLive(); // { switchboard: { status: 'up' } }
+   * ```
+   */
+  isLive<const Key extends string = 'switchboard'>(
+    key: Key = 'switchboard' as Key,
+  ): HealthResult<Key, 'up', Record<string, never>> {
+    return this.healthIndicatorService.check(key).up({});
   }
 
   private stateHealth(): StateStoreHealth {

@@ -21,9 +21,16 @@ interface Line {
   pending: boolean;
 }
 
+/**
+ * Calls waiting per model when `maxQueued` is not set: each waiter holds its request, so a line
+ * without a bound is memory a burst of callers can take.
+ */
+export const DEFAULT_MAX_QUEUED = 1_000;
+
 /** Options of a {@link CapacityQueue}. */
 export interface CapacityQueueOptions {
   maxWait: number;
+  /** Default {@link DEFAULT_MAX_QUEUED}. */
   maxQueued?: number;
   clock?: () => number;
 }
@@ -77,8 +84,8 @@ export class CapacityQueue {
 
   /** True when a call for `model` may join its line (`maxQueued` not reached). */
   canJoin(model: string): boolean {
-    const max = this.options.maxQueued;
-    return !this.closed && (max === undefined || this.length(model) < max);
+    const max = this.options.maxQueued ?? DEFAULT_MAX_QUEUED;
+    return !this.closed && this.length(model) < max;
   }
 
   /**

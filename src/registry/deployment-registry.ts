@@ -7,6 +7,8 @@ import { hasRoom } from '../routing/room';
 import { chooseInTiers, tiersOf } from '../routing/tiers';
 import { SessionAffinity } from '../selection/session-affinity';
 import type { Selector } from '../selection/selector';
+import { clip } from '../errors/clip';
+import { plainHttpWarning } from './plain-http';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, Provider } from './deployment';
 import { ModelState, type ModelEvent } from './model-state';
@@ -102,6 +104,8 @@ export class DeploymentRegistry {
         models.set(m.name, state);
       }
       const deployment = build(config, models, i);
+      const insecure = plainHttpWarning(config.name, config.baseURL);
+      if (insecure) this.logger?.warn(insecure);
       deployments.set(config.name, deployment);
       for (const name of models.keys()) {
         const pool = pools.get(name) ?? [];
@@ -146,7 +150,7 @@ export class DeploymentRegistry {
     if (pool === undefined) {
       const known = [...this.pools.keys()].join(', ');
       throw new SwitchboardError(
-        `No deployments available for ${model} (configured models: ${known})`,
+        `No deployments available for ${clip(model)} (configured models: ${known})`,
         { code: 'model_not_found' },
       );
     }

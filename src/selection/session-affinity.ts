@@ -1,3 +1,25 @@
+import { createHash } from 'node:crypto';
+
+/** Session ids longer than this are kept (and shared) as their hash. */
+export const MAX_SESSION_ID_LENGTH = 256;
+
+/**
+ * The key a session is kept under: the id itself when it is at most
+ * {@link MAX_SESSION_ID_LENGTH} characters, else `sha256:` and its SHA-256 in hex (71
+ * characters). A client controls its session id; a map of 1024 sessions must not hold 1024 ids of
+ * megabytes each. Applying it twice changes nothing.
+ *
+ * @example
+ * ```ts
+ * sessionKey('user-42'); // 'user-42'
+ * sessionKey('x'.repeat(5_000_000)); // 'sha256:...' (71 characters)
+ * ```
+ */
+export function sessionKey(sessionId: string): string {
+  if (sessionId.length <= MAX_SESSION_ID_LENGTH) return sessionId;
+  return `sha256:${createHash('sha256').update(sessionId, 'utf8').digest('hex')}`;
+}
+
 /**
  * A bounded least-recently-used map from session id to deployment name. Reading a session makes
  * it the most recent; past `capacity` the least recent is forgotten.
@@ -22,7 +44,8 @@ export class SessionAffinity {
     return this.map.size;
   }
 
-  get(sessionId: string): string | undefined {
+  get(id: string): string | undefined {
+    const sessionId = sessionKey(id);
     const value = this.map.get(sessionId);
     if (value !== undefined) {
       this.map.delete(sessionId);
@@ -31,7 +54,8 @@ export class SessionAffinity {
     return value;
   }
 
-  set(sessionId: string, deployment: string): void {
+  set(id: string, deployment: string): void {
+    const sessionId = sessionKey(id);
     this.map.delete(sessionId);
     this.map.set(sessionId, deployment);
     if (this.map.size > this.capacity) {
@@ -40,7 +64,7 @@ export class SessionAffinity {
   }
 
   delete(sessionId: string): boolean {
-    return this.map.delete(sessionId);
+    return this.map.delete(sessionKey(sessionId));
   }
 
   clear(): void {

@@ -1,7 +1,6 @@
 import {
   ProxyTracerProvider,
   SpanKind,
-  SpanStatusCode,
   createNoopMeter,
   metrics,
   trace,
@@ -12,6 +11,8 @@ import {
   type TracerProvider,
   type Tracer,
 } from '@opentelemetry/api';
+import { Attempt, type AttemptOutcome, type GenAiAttempt } from './gen-ai-attempt';
+import { providerName, serverAttributes, setIfNumber } from './gen-ai-attributes';
 import {
   DURATION_BUCKETS,
   GEN_AI,
@@ -22,8 +23,13 @@ import {
   latestExperimental,
 } from './gen-ai-conventions';
 
-/** The tracer's and the GenAI meter's instrumentation scope name. */
-export const GEN_AI_SCOPE = 'nestjs-switchboard';
+import { METER_NAME } from './metric-names';
+
+export type { GenAiAttempt } from './gen-ai-attempt';
+export { providerName, usageOf, type GenAiUsage } from './gen-ai-attributes';
+
+/** The tracer's and the GenAI meter's instrumentation scope name: the switchboard's one scope. */
+export const GEN_AI_SCOPE = METER_NAME;
 
 /** What the API's global tracer provider delegates to while no SDK is registered. */
 const NO_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
@@ -65,49 +71,6 @@ export interface GenAiAttemptInfo {
   failoverReason?: string;
   /** The request body as sent (for max_tokens, stream, and content when captured). */
   body?: Readonly<Record<string, unknown>>;
-}
-
-/**
- * Token usage as the GenAI conventions count it: input includes cached input.
- *
- * @example
- * ```ts
- * const usage: GenAiUsage = { inputTokens: 120, outputTokens: 30, cacheReadInputTokens: 100 };
- * ```
- */
-export interface GenAiUsage {
-  inputTokens?: number;
-  outputTokens?: number;
-  cacheReadInputTokens?: number;
-  cacheCreationInputTokens?: number;
-}
-
-/**
- * One attempt's span and measurements; every method after the first `succeeded` / `failed` is a
- * no-op.
- *
- * @example
- * ```ts
- * const handle = telemetry.startAttempt(info);
- * try {
- *   const completion = await client.chat.completions.create(body);
- *   handle.response(completion);
- * } catch (error) {
- *   handle.failed(error, 'rate_limit');
- * }
- * ```
- */
-export interface GenAiAttempt {
-  /** A non-streamed answer: takes its usage, model, id and finish reasons, and ends the span. */
-  response(result: unknown): void;
-  /** One stream event: the first marks the time to first chunk; usage and model accumulate. */
-  event(event: unknown): void;
-  /** The stream ended normally: ends the span with what the events reported. */
-  streamEnded(): void;
-  /** Ends the span as a success with this usage and response model. */
-  succeeded(usage?: GenAiUsage, responseModel?: string): void;
-  /** Ends the span as a failure: `error.type`, the switchboard's reason, the exception. */
-  failed(error: unknown, reason: string): void;
 }
 
 /**
@@ -312,18 +275,7 @@ export class GenAiTelemetry {
   }
 
   /** @internal */
-  finish(
-    span: Span,
-    common: Attributes,
-    started: number,
-    outcome: {
-      usage?: GenAiUsage;
-      responseModel?: string;
-      errorType?: string;
-      firstChunkAt?: number;
-      output?: unknown;
-    },
-  ): void {
+  finish(span: Span, common: Attributes, started: number, outcome: AttemptOutcome): void {
     const end = this.now();
     const metricAttributes: Attributes = { ...common };
     if (outcome.responseModel !== undefined) {
@@ -366,191 +318,4 @@ export class GenAiTelemetry {
   clock(): number {
     return this.now();
   }
-}
-
-class Attempt implements GenAiAttempt {
-  private done = false;
-  private firstChunkAt: number | undefined;
-  private readonly usage: GenAiUsage = {};
-  private responseModel: string | undefined;
-
-  constructor(
-    private readonly telemetry: GenAiTelemetry,
-    private readonly span: Span,
-    private readonly common: Attributes,
-    private readonly provider: 'openai' | 'anthropic',
-    private readonly started: number,
-  ) {}
-
-  response(result: unknown): void {
-    if (this.done) return;
-    const r = (result ?? {}) as Record<string, unknown>;
-    if (typeof r.id === 'string') this.span.setAttribute(GEN_AI.RESPONSE_ID, r.id);
-    const reasons = finishReasons(this.provider, r);
-    if (reasons.length > 0) this.span.setAttribute(GEN_AI.RESPONSE_FINISH_REASONS, reasons);
-    const output = this.provider === 'openai' ? r.choices : r.content;
-    this.end({
-      usage: usageOf(this.provider, r.usage),
-      responseModel: typeof r.model === 'string' ? r.model : undefined,
-      output,
-    });
-  }
-
-  event(event: unknown): void {
-    if (this.done) return;
-    this.firstChunkAt ??= this.telemetry.clock();
-    const e = (event ?? {}) as Record<string, unknown>;
-    if (this.provider === 'openai') {
-      if (typeof e.model === 'string') this.responseModel = e.model;
-      if (typeof e.id === 'string') this.span.setAttribute(GEN_AI.RESPONSE_ID, e.id);
-      const reasons = finishReasons('openai', e);
-      if (reasons.length > 0) this.span.setAttribute(GEN_AI.RESPONSE_FINISH_REASONS, reasons);
-      if (e.usage) Object.assign(this.usage, usageOf('openai', e.usage));
-      return;
-    }
-    if (e.type === 'message_start') {
-      const message = (e.message ?? {}) as Record<string, unknown>;
-      if (typeof message.model === 'string') this.responseModel = message.model;
-      if (typeof message.id === 'string') this.span.setAttribute(GEN_AI.RESPONSE_ID, message.id);
-      Object.assign(this.usage, usageOf('anthropic', message.usage));
-    } else if (e.type === 'message_delta') {
-      // Cumulative counts: the last one wins. Input counts appear only when the API sends them.
-      Object.assign(this.usage, usageOf('anthropic', e.usage));
-      const stop = (e.delta as { stop_reason?: unknown } | undefined)?.stop_reason;
-      if (typeof stop === 'string') this.span.setAttribute(GEN_AI.RESPONSE_FINISH_REASONS, [stop]);
-    }
-  }
-
-  streamEnded(): void {
-    this.end({
-      usage: Object.keys(this.usage).length > 0 ? this.usage : undefined,
-      responseModel: this.responseModel,
-    });
-  }
-
-  succeeded(usage?: GenAiUsage, responseModel?: string): void {
-    this.end({ usage, responseModel });
-  }
-
-  failed(error: unknown, reason: string): void {
-    if (this.done) return;
-    const errorType = errorTypeOf(error);
-    this.span.setAttribute(GEN_AI.ERROR_TYPE, errorType);
-    this.span.setAttribute('switchboard.failure.reason', reason);
-    if (error instanceof Error) this.span.recordException(error);
-    this.span.setStatus({
-      code: SpanStatusCode.ERROR,
-      message: error instanceof Error ? error.message : String(error),
-    });
-    this.end({
-      errorType,
-      responseModel: this.responseModel,
-      usage: Object.keys(this.usage).length > 0 ? this.usage : undefined,
-    });
-  }
-
-  private end(outcome: Parameters<GenAiTelemetry['finish']>[3]): void {
-    if (this.done) return;
-    this.done = true;
-    this.telemetry.finish(this.span, this.common, this.started, {
-      ...outcome,
-      firstChunkAt: this.firstChunkAt,
-    });
-  }
-}
-
-/**
- * `azure.ai.openai` for Azure OpenAI endpoints, `openai` for other OpenAI-compatible ones,
- * `anthropic` for Claude (on Foundry too: the API is Anthropic's).
- *
- * @example
- * ```ts
- * providerName('openai', 'https://east.openai.azure.com/openai/v1/'); // 'azure.ai.openai'
- * ```
- */
-export function providerName(
-  provider: 'openai' | 'anthropic',
-  baseURL: string | undefined,
-): string {
-  if (provider === 'anthropic') return GEN_AI_VALUES.PROVIDER_ANTHROPIC;
-  const host = hostOf(baseURL);
-  return host !== undefined &&
-    /\.(openai\.azure\.com|cognitiveservices\.azure\.com|services\.ai\.azure\.com)$/i.test(host)
-    ? GEN_AI_VALUES.PROVIDER_AZURE_OPENAI
-    : GEN_AI_VALUES.PROVIDER_OPENAI;
-}
-
-/**
- * The usage an SDK reports, counted as the conventions count it. OpenAI: `prompt_tokens` (cached
- * included), `completion_tokens`, `prompt_tokens_details.cached_tokens`. Anthropic:
- * `input_tokens` + cache reads + cache writes, `output_tokens`, and the two cache counts.
- *
- * @example
- * ```ts
- * usageOf('anthropic', { input_tokens: 10, cache_read_input_tokens: 90, output_tokens: 5 });
- * // { inputTokens: 100, outputTokens: 5, cacheReadInputTokens: 90 }
- * ```
- */
-export function usageOf(provider: 'openai' | 'anthropic', raw: unknown): GenAiUsage | undefined {
-  if (raw === null || typeof raw !== 'object') return undefined;
-  const u = raw as Record<string, unknown>;
-  const out: GenAiUsage = {};
-  if (provider === 'openai') {
-    if (typeof u.prompt_tokens === 'number') out.inputTokens = u.prompt_tokens;
-    if (typeof u.completion_tokens === 'number') out.outputTokens = u.completion_tokens;
-    const cached = (u.prompt_tokens_details as { cached_tokens?: unknown } | undefined)
-      ?.cached_tokens;
-    if (typeof cached === 'number') out.cacheReadInputTokens = cached;
-    return out;
-  }
-  const read = typeof u.cache_read_input_tokens === 'number' ? u.cache_read_input_tokens : 0;
-  const write =
-    typeof u.cache_creation_input_tokens === 'number' ? u.cache_creation_input_tokens : 0;
-  if (typeof u.input_tokens === 'number') out.inputTokens = u.input_tokens + read + write;
-  if (typeof u.output_tokens === 'number') out.outputTokens = u.output_tokens;
-  if (typeof u.cache_read_input_tokens === 'number') out.cacheReadInputTokens = read;
-  if (typeof u.cache_creation_input_tokens === 'number') out.cacheCreationInputTokens = write;
-  return out;
-}
-
-function finishReasons(provider: 'openai' | 'anthropic', r: Record<string, unknown>): string[] {
-  if (provider === 'anthropic') return typeof r.stop_reason === 'string' ? [r.stop_reason] : [];
-  const choices = Array.isArray(r.choices) ? (r.choices as Array<{ finish_reason?: unknown }>) : [];
-  return choices.flatMap((c) => (typeof c.finish_reason === 'string' ? [c.finish_reason] : []));
-}
-
-/** The HTTP status of an SDK's `APIError`, else the error's class name (`APIConnectionError`). */
-function errorTypeOf(error: unknown): string {
-  const status = (error as { status?: unknown } | null)?.status;
-  if (typeof status === 'number') return String(status);
-  if (error instanceof Error) return error.constructor.name || error.name;
-  return '_OTHER';
-}
-
-function serverAttributes(
-  provider: 'openai' | 'anthropic',
-  baseURL: string | undefined,
-): Attributes {
-  const fallback = provider === 'openai' ? 'https://api.openai.com/v1' : undefined;
-  const url = parse(baseURL ?? fallback);
-  if (url === undefined) return {};
-  const port = url.port !== '' ? Number(url.port) : url.protocol === 'http:' ? 80 : 443;
-  return { [GEN_AI.SERVER_ADDRESS]: url.hostname, [GEN_AI.SERVER_PORT]: port };
-}
-
-function hostOf(baseURL: string | undefined): string | undefined {
-  return parse(baseURL)?.hostname;
-}
-
-function parse(value: string | undefined): URL | undefined {
-  if (value === undefined) return undefined;
-  try {
-    return new URL(value);
-  } catch {
-    return undefined;
-  }
-}
-
-function setIfNumber(span: Span, key: string, value: number | undefined): void {
-  if (value !== undefined) span.setAttribute(key, value);
 }

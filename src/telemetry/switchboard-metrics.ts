@@ -1,43 +1,60 @@
-import {
-  metrics,
-  type Counter,
-  type MeterProvider,
-  type ObservableCallback,
-  type ObservableGauge,
-} from '@opentelemetry/api';
+import { metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
+import type { FailureReason } from '../failover/classify';
+import type { CapacityQueue } from '../quota/capacity-queue';
+import { isNoRoom } from '../quota/no-room';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
-import type { FailureReason } from '../failover/classify';
+import { METER_NAME, SWITCHBOARD_METRICS as M } from './metric-names';
+import { SwitchboardGauges } from './switchboard-gauges';
 
-/** The meter's name, as the Python original names it. */
-export const METER_NAME = 'azure_switchboard.switchboard';
+export { METER_NAME, SWITCHBOARD_METRICS } from './metric-names';
+
+/** Every reason a failed attempt is counted under; each starts at 0. */
+const REASONS: readonly FailureReason[] = [
+  'rate_limit',
+  'quota_exhausted',
+  'unauthorized',
+  'not_deployed',
+  'connection',
+  'timeout',
+  'aborted',
+  'server_error',
+  'malformed_response',
+  'client_error',
+  'switchboard',
+  'other',
+];
+
+/** Why a call failed for its caller, as {@link SWITCHBOARD_METRICS.CALL_FAILURES} counts it. */
+export type CallFailureReason = 'no_room' | 'rate_limit' | 'other';
 
 /**
- * The switchboard's OpenTelemetry instruments. The meter is taken from the global provider when
- * the switchboard is built (not at import), so a provider registered in `main.ts` after the
- * imports still receives the data.
+ * Options of {@link SwitchboardMetrics} beyond the registry.
  *
- * - `requests` (counter) {model, deployment}: attempts sent upstream; an attempt that a fallback
- *   model took is counted under the requested `model`, with `fallback` naming the model that
- *   answered
- * - `spillovers` (counter) {model, deployment, priority}: attempts sent to a deployment below its
- *   model's most preferred tier (the overflow of the tiers above)
- * - `fallbacks` (counter) {model, fallback, deployment}: attempts that `fallback` took because
- *   no deployment of `model` could
- * - `failures` (counter) {model, deployment, reason}: attempts that failed
- * - `retries` (counter) {model, deployment, reason}: further attempts after a failure on that
- *   deployment: failover to another attempt (by the failure's reason), or the immediate resend of
- *   a request lost to a stale pooled socket (`stale_socket`)
- * - `spilled_answers` (counter) {model, deployment}: answers an Azure OpenAI provisioned
- *   deployment passed on to its standard deployment (spillover), as its
- *   `x-ms-spillover-from-<deployment>` header says
- * - `healthy_deployments_count` (gauge) {model}
- * - `utilization` (gauge) {model, deployment}: the true utilization, 0..1
+ * @example
+ * ```ts
+ * new SwitchboardMetrics(registry, undefined, { queue, fallbacks });
+ * ```
+ */
+export interface SwitchboardMetricsOptions {
+  /** The queue of calls waiting for room, when `options.queue` is set. */
+  queue?: CapacityQueue;
+  /** Per model, the models its calls fall back to (their counters start at 0). */
+  fallbacks?: ReadonlyMap<string, readonly string[]>;
+}
+
+/**
+ * The switchboard's OpenTelemetry instruments, under the scope {@link METER_NAME} and the prefix
+ * `switchboard.` (see {@link SWITCHBOARD_METRICS} for each one's labels). The meter is taken from
+ * the global provider when the switchboard is built (not at import), so a provider registered in
+ * `main.ts` after the imports still receives the data. Every counter starts at 0 for each label
+ * set known at construction.
  *
  * @example
  * ```ts
  * // main.ts: register a provider first, then build the app
  * metrics.setGlobalMeterProvider(new MeterProvider({ readers: [new PrometheusExporter()] }));
+ * // GET /metrics: switchboard_requests_total{model="gpt-4o-mini",deployment="east"} 12
  * ```
  */
 export class SwitchboardMetrics {
@@ -46,33 +63,44 @@ export class SwitchboardMetrics {
   private readonly retries: Counter;
   private readonly spillovers: Counter;
   private readonly fallbacks: Counter;
+  private readonly callFailures: Counter;
   private readonly spilledAnswers: Counter;
   /** Azure OpenAI states with the header a spilled answer of theirs carries. */
   private readonly spillHeaders = new Map<ModelState, string>();
   /** States below their model's most preferred tier, with the attributes of their spillovers. */
   private readonly lowerTiers = new Map<ModelState, Readonly<Record<string, string | number>>>();
-  private readonly gauges: Array<[ObservableGauge, ObservableCallback]> = [];
+  private readonly gauges: SwitchboardGauges;
+  /** Models a label may name: a caller's unknown model must not make a new series. */
+  private readonly models: ReadonlySet<string>;
 
-  constructor(registry: DeploymentRegistry, provider: MeterProvider = metrics.getMeterProvider()) {
+  constructor(
+    registry: DeploymentRegistry,
+    provider: MeterProvider = metrics.getMeterProvider(),
+    options: SwitchboardMetricsOptions = {},
+  ) {
     const meter = provider.getMeter(METER_NAME);
-    this.requests = meter.createCounter('requests', {
+    this.requests = meter.createCounter(M.REQUESTS, {
       description: 'Requests sent to a deployment (each failover attempt counts)',
     });
-    this.failures = meter.createCounter('failures', {
+    this.failures = meter.createCounter(M.FAILURES, {
       description: 'Requests to a deployment that failed, by reason',
     });
-    this.retries = meter.createCounter('retries', {
+    this.retries = meter.createCounter(M.RETRIES, {
       description: 'Further attempts after a failed one, by the reason it failed',
     });
-    this.spillovers = meter.createCounter('spillovers', {
+    this.spillovers = meter.createCounter(M.SPILLOVERS, {
       description:
         "Requests sent to a deployment below its model's most preferred tier (the tiers above were full)",
     });
-    this.fallbacks = meter.createCounter('fallbacks', {
+    this.fallbacks = meter.createCounter(M.FALLBACKS, {
       description:
         'Requests a fallback model took because no deployment of the requested one could',
     });
-    this.spilledAnswers = meter.createCounter('spilled_answers', {
+    this.callFailures = meter.createCounter(M.CALL_FAILURES, {
+      description:
+        'Calls that failed for their callers after failover: no_room (429 held back, nothing sent), rate_limit (429 from the upstream), other',
+    });
+    this.spilledAnswers = meter.createCounter(M.SPILLED_ANSWERS, {
       description:
         'Answers an Azure OpenAI provisioned deployment passed on to its standard deployment (spillover)',
     });
@@ -92,28 +120,9 @@ export class SwitchboardMetrics {
         }
       }
     }
-    const healthy = meter.createObservableGauge('healthy_deployments_count', {
-      description: 'Deployments currently healthy for a model',
-    });
-    const util = meter.createObservableGauge('utilization', {
-      description: 'Utilization of a model on a deployment: max(tpm, rpm) share, 1 while cooling',
-      unit: '1',
-    });
-    const observeHealthy: ObservableCallback = (result) => {
-      for (const [model, pool] of registry.pools) {
-        let n = 0;
-        for (const d of pool) if (d.models.get(model)!.isHealthy()) n++;
-        result.observe(n, { model });
-      }
-    };
-    const observeUtil: ObservableCallback = (result) => {
-      for (const d of registry.deployments.values()) {
-        for (const state of d.models.values()) result.observe(state.util, state.attributes);
-      }
-    };
-    healthy.addCallback(observeHealthy);
-    util.addCallback(observeUtil);
-    this.gauges.push([healthy, observeHealthy], [util, observeUtil]);
+    this.models = new Set(registry.pools.keys());
+    this.zero(registry, options.fallbacks);
+    this.gauges = new SwitchboardGauges(meter, registry, options.queue);
   }
 
   /** An attempt sent to `state`; `fallbackFor` names the requested model a fallback stands in for. */
@@ -155,9 +164,49 @@ export class SwitchboardMetrics {
     this.retries.add(1, { ...state.attributes, reason });
   }
 
+  /** A call for `model` failed for its caller (after failover) with `error`. */
+  callFailed(model: string, error: unknown): void {
+    if (!this.models.has(model)) return;
+    this.callFailures.add(1, { model, reason: callFailureReason(error) });
+  }
+
   /** Detach the gauges from the registry. */
   close(): void {
-    for (const [gauge, callback] of this.gauges) gauge.removeCallback(callback);
-    this.gauges.length = 0;
+    this.gauges.close();
   }
+
+  /** Start every counter at 0 for each label set known now: panels show 0, not "no data". */
+  private zero(
+    registry: DeploymentRegistry,
+    fallbacks: ReadonlyMap<string, readonly string[]> | undefined,
+  ): void {
+    for (const d of registry.deployments.values()) {
+      for (const state of d.models.values()) {
+        this.requests.add(0, state.attributes);
+        for (const reason of REASONS) {
+          this.failures.add(0, { ...state.attributes, reason });
+          this.retries.add(0, { ...state.attributes, reason });
+        }
+        this.retries.add(0, { ...state.attributes, reason: 'stale_socket' });
+      }
+    }
+    for (const spill of this.lowerTiers.values()) this.spillovers.add(0, spill);
+    for (const state of this.spillHeaders.keys()) this.spilledAnswers.add(0, state.attributes);
+    for (const model of registry.pools.keys()) {
+      for (const reason of ['no_room', 'rate_limit', 'other'] satisfies CallFailureReason[]) {
+        this.callFailures.add(0, { model, reason });
+      }
+      for (const fallback of fallbacks?.get(model) ?? []) {
+        for (const d of registry.pools.get(fallback) ?? []) {
+          this.fallbacks.add(0, { model, fallback, deployment: d.name });
+        }
+      }
+    }
+  }
+}
+
+/** `no_room` for the switchboard's own 429, `rate_limit` for the upstream's, else `other`. */
+function callFailureReason(error: unknown): CallFailureReason {
+  if (isNoRoom(error)) return 'no_room';
+  return (error as { status?: unknown } | null)?.status === 429 ? 'rate_limit' : 'other';
 }

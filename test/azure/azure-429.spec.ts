@@ -3,6 +3,7 @@ import { MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-
 import {
   createSwitchboard,
   METER_NAME,
+  SWITCHBOARD_METRICS,
   SwitchboardHealthIndicator,
   type DeploymentConfig,
   type Switchboard,
@@ -102,10 +103,14 @@ describe("Azure's 429s apart, and spilled answers", () => {
       const points = resourceMetrics.scopeMetrics
         .filter((s) => s.scope.name === METER_NAME)
         .flatMap((s) => s.metrics)
-        .find((m) => m.descriptor.name === 'spilled_answers')?.dataPoints as
+        .find((m) => m.descriptor.name === SWITCHBOARD_METRICS.SPILLED_ANSWERS)?.dataPoints as
         DataPoint<number>[] | undefined;
       const by = (points ?? []).map((p) => [p.attributes as Attributes, p.value] as const);
-      expect(by).toEqual([[{ model: GPT, deployment: 'ptu' }, spilledUpstream]]);
+      // Exported from start-up: the deployment that never spilled shows 0.
+      expect(by).toEqual([
+        [{ model: GPT, deployment: 'ptu' }, spilledUpstream],
+        [{ model: GPT, deployment: 'payg' }, 0],
+      ]);
     } finally {
       await sb?.close();
       sb = undefined;

@@ -156,6 +156,43 @@ suite(title, () => {
     expect(Number.isFinite(Number(await page.textContent('#rate')))).toBe(true);
   });
 
+  it('draws the last minutes itself: utilization per deployment, requests and 429s per second', async () => {
+    const now = await refreshes();
+    await page.waitForFunction((n) => Number(document.body.dataset.refreshes) >= n + 2, now);
+    const chart = await page.evaluate(() => {
+      const lines = (id: string) =>
+        Array.from(document.querySelectorAll(`#${id} polyline`)).map((p) => {
+          const ys = (p.getAttribute('points') ?? '')
+            .split(' ')
+            .filter((xy: string) => xy !== '')
+            .map((xy: string) => Number(xy.split(',')[1]));
+          return {
+            series: p.getAttribute('data-series') ?? '',
+            points: Number(p.getAttribute('data-points')),
+            // The chart's y grows downwards: the line's highest point against its lowest.
+            rises: ys.length > 1 && Math.min(...ys) < Math.max(...ys),
+          };
+        });
+      return {
+        util: lines('history-util'),
+        rates: lines('history-rates'),
+        legend: Array.from(document.querySelectorAll('#history-rates-legend li')).map((li) =>
+          li.textContent?.trim(),
+        ),
+      };
+    });
+    const rows = await shown();
+    expect(chart.util.map((l) => l.series)).toEqual(
+      rows.map((r) => `util ${r.deployment} ${r.model}`),
+    );
+    expect(chart.util.every((l) => l.points >= 3)).toBe(true);
+    // The burst moved utilization and the request rate.
+    expect(chart.util.some((l) => l.rises)).toBe(true);
+    expect(chart.rates.map((l) => l.series)).toEqual(['requests', '429s']);
+    expect(chart.rates[0]!.rises).toBe(true);
+    expect(chart.legend).toEqual(['requests sent / s', '429s to callers / s']);
+  });
+
   it('shows a deployment marked down from the page as cooling, then recovered', async () => {
     const button = page.getByRole('button', { name: 'Mark aoai-eastus down (gpt-4o-mini)' });
     const [response] = await Promise.all([

@@ -1,5 +1,5 @@
 /**
- * The README's Nest quick start, verbatim: a complete switchboard.yaml, the AppModule that loads
+ * A Nest quick start through @nestjs/config: a complete switchboard.yaml, the AppModule that loads
  * it through @nestjs/config, and a service that injects the Switchboard. Endpoints and keys come
  * from the environment, here pointed at simulated deployments.
  */

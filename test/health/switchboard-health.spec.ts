@@ -31,6 +31,12 @@ class HealthController {
     return this.health.check([() => this.switchboard.isHealthy()]);
   }
 
+  @Get('live')
+  @HealthCheck()
+  live() {
+    return this.health.check([() => this.switchboard.isLive()]);
+  }
+
   @Get('claude')
   @HealthCheck()
   claude() {
@@ -137,19 +143,75 @@ describe('SwitchboardHealthIndicator over HTTP (Terminus)', () => {
     await request(app.getHttpServer()).get('/health').expect(200);
   });
 
-  it('counts a deployment whose quota is used up as unhealthy until the usage resets', async () => {
+  // At quota is not broken: readiness stays up (it used to answer 503 here), and says when room comes.
+  it('stays 200 while every deployment of a model is at its quota, and says when room is expected', async () => {
     const east = model('d0', GPT);
     const west = model('d1', GPT);
     east.spend(0, east.rpm);
     west.spend(west.tpm, 0);
+    const res = await request(app.getHttpServer()).get('/health').expect(200);
+    expect(res.body.info.switchboard.models[GPT]).toEqual({
+      healthy: 0,
+      total: 2,
+      saturated: ['d0', 'd1'],
+      roomExpectedIn: expect.any(Number),
+    });
+    const roomIn = res.body.info.switchboard.models[GPT].roomExpectedIn as number;
+    expect(roomIn).toBeGreaterThan(0);
+    expect(roomIn).toBeLessThanOrEqual(61_000); // the minute window, plus one bucket of it
+    sb.resetUsage();
+    const after = await request(app.getHttpServer()).get('/health').expect(200);
+    expect(after.body.info.switchboard.models[GPT]).toEqual({ healthy: 2, total: 2 });
+  });
+
+  it('stays 200 while every deployment cools after 429s, as saturated with the time to room', async () => {
+    model('d0', GPT).markDown(4_000, 'rate_limit');
+    model('d1', GPT).markDown(9_000, 'rate_limit');
+    const res = await request(app.getHttpServer()).get('/health').expect(200);
+    expect(res.body.info.switchboard.models[GPT]).toEqual({
+      healthy: 0,
+      total: 2,
+      cooling: { d0: 4_000, d1: 9_000 },
+      saturated: ['d0', 'd1'],
+      roomExpectedIn: 4_000,
+    });
+  });
+
+  it('answers 503 when every deployment of a model is out for a fault, whatever its reason', async () => {
+    model('d0', GPT).markDown(60_000, 'unauthorized');
+    model('d1', GPT).markDown(60_000, 'connection');
     const res = await request(app.getHttpServer()).get('/health').expect(503);
     expect(res.body.error.switchboard.models[GPT]).toEqual({
       healthy: 0,
       total: 2,
-      saturated: ['d0', 'd1'],
+      cooling: { d0: 60_000, d1: 60_000 },
     });
-    sb.resetUsage();
-    await request(app.getHttpServer()).get('/health').expect(200);
+    expect(res.body.error.switchboard.message).toBe(`no healthy deployment for ${GPT}`);
+  });
+
+  it('stays 200 when one deployment is out for a fault and the other is at quota', async () => {
+    model('d0', GPT).markDown(60_000, 'server_error');
+    const west = model('d1', GPT);
+    west.spend(west.tpm, 0);
+    const res = await request(app.getHttpServer()).get('/health').expect(200);
+    expect(res.body.info.switchboard.models[GPT]).toMatchObject({
+      healthy: 0,
+      cooling: { d0: 60_000 },
+      saturated: ['d1'],
+    });
+  });
+
+  it('answers liveness 200 even when every deployment of every model is down', async () => {
+    for (const d of ['d0', 'd1']) model(d, GPT).markDown(60_000);
+    model('foundry', CLAUDE).markDown(60_000, 'forbidden');
+    await request(app.getHttpServer()).get('/health').expect(503);
+    const live = await request(app.getHttpServer()).get('/health/live').expect(200);
+    expect(live.body).toEqual({
+      status: 'ok',
+      info: { switchboard: { status: 'up' } },
+      error: {},
+      details: { switchboard: { status: 'up' } },
+    });
   });
 
   it('checks only the given models under the given key', async () => {

@@ -1,13 +1,15 @@
 /**
- * Every TypeScript block of README.md, read from the README itself: each must compile on its own
- * (its imports complete) as an ES module and, where it has no top-level await, as CommonJS; and
- * each is run, against simulated deployments, the sample gateway or nothing at all.
+ * Every TypeScript block of README.md and of docs/*.md, read from the files themselves: each must
+ * compile on its own (its imports complete) as an ES module and, where it has no top-level await,
+ * as CommonJS; and each is run, against simulated deployments, the sample gateway or nothing at
+ * all.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { format } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
 import { metrics } from '@opentelemetry/api';
+import type { DynamicModule } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import * as ts from 'typescript';
 import request from 'supertest';
@@ -15,24 +17,36 @@ import { SimulatedUpstream } from '../../src/testing';
 import { createGateway } from '../../sample/main';
 
 const root = resolve(__dirname, '../..');
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
 
 interface Block {
+  /** README.md or docs/<name>.md */
+  file: string;
   line: number;
   lang: string;
   code: string;
 }
 
-function fenced(): Block[] {
+/** The Markdown files whose blocks are checked: the README and every page of docs/. */
+const documents = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
+
+function fenced(file: string): Block[] {
+  const text = readFileSync(join(root, file), 'utf8');
   const out: Block[] = [];
   const fence = /^```(\w*)\n([\s\S]*?)^```$/gm;
-  for (let m = fence.exec(readme); m !== null; m = fence.exec(readme)) {
-    out.push({ line: readme.slice(0, m.index).split('\n').length, lang: m[1]!, code: m[2]! });
+  for (let m = fence.exec(text); m !== null; m = fence.exec(text)) {
+    out.push({ file, line: text.slice(0, m.index).split('\n').length, lang: m[1]!, code: m[2]! });
   }
   return out;
 }
 
-const blocks = fenced().filter((b) => b.lang === 'ts');
+const all = documents.flatMap(fenced);
+const blocks = all.filter((b) => b.lang === 'ts');
 
 /** True when the block awaits at its top level (then it is an ES module only). */
 function hasTopLevelAwait(code: string): boolean {
@@ -50,12 +64,24 @@ function hasTopLevelAwait(code: string): boolean {
   return found;
 }
 
-/** Type-checks the blocks as files of their own next to the sources; returns the diagnostics. */
+/** Where a block is compiled: a file of its own next to the sources. */
+function blockPath(b: Block): string {
+  const name = b.file.replace(/\W+/g, '-');
+  return join(root, 'test', 'readme', `${name}-line-${b.line}.ts`);
+}
+
+// Declaration files and sources parsed once for both module systems: parsing the SDKs' and
+// Nest's types is most of a compile.
+const parsed = new Map<string, ts.SourceFile>();
+
+/**
+ * Type-checks the blocks, all in one program, as files of their own next to the sources; returns
+ * the diagnostics of the blocks only (the sources they import are checked elsewhere).
+ */
 function compile(mode: 'esm' | 'cjs', selected: Block[]): string[] {
   const config = ts.readConfigFile(join(root, 'tsconfig.json'), ts.sys.readFile).config as object;
-  const parsed = ts.parseJsonConfigFileContent(config, ts.sys, root);
   const options: ts.CompilerOptions = {
-    ...parsed.options,
+    ...ts.parseJsonConfigFileContent(config, ts.sys, root).options,
     noEmit: true,
     noUnusedLocals: false,
     noUnusedParameters: false,
@@ -64,28 +90,37 @@ function compile(mode: 'esm' | 'cjs', selected: Block[]): string[] {
       ? { module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler }
       : { module: ts.ModuleKind.CommonJS, moduleResolution: ts.ModuleResolutionKind.Node10 }),
   };
-  const files = new Map(
-    selected.map((b) => [join(root, 'test', 'readme', `readme-line-${b.line}.ts`), b.code]),
-  );
+  const files = new Map(selected.map((b) => [blockPath(b), b]));
   const host = ts.createCompilerHost(options);
   const getSourceFile = host.getSourceFile.bind(host);
   host.getSourceFile = (name, version, ...rest) => {
-    const text = files.get(resolve(name));
-    return text !== undefined
-      ? ts.createSourceFile(name, text, version)
-      : getSourceFile(name, version, ...rest);
+    const block = files.get(resolve(name));
+    if (block !== undefined) return ts.createSourceFile(name, block.code, version);
+    const key = `${String(version)}:${name}`;
+    let file = parsed.get(key);
+    if (file === undefined) {
+      file = getSourceFile(name, version, ...rest);
+      if (file !== undefined) parsed.set(key, file);
+    }
+    return file;
   };
   const fileExists = host.fileExists.bind(host);
   host.fileExists = (name) => files.has(resolve(name)) || fileExists(name);
   const program = ts.createProgram([...files.keys()], options, host);
-  return ts
-    .getPreEmitDiagnostics(program)
-    .filter((d) => d.file !== undefined && files.has(resolve(d.file.fileName)))
-    .map((d) => {
-      const { line } = d.file!.getLineAndCharacterOfPosition(d.start ?? 0);
-      const block = Number(/readme-line-(\d+)/.exec(d.file!.fileName)![1]);
-      return `README.md:${block + line + 1}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
-    });
+  const out: string[] = [];
+  for (const [path, block] of files) {
+    const source = program.getSourceFile(path)!;
+    for (const d of [
+      ...program.getSyntacticDiagnostics(source),
+      ...program.getSemanticDiagnostics(source),
+    ]) {
+      const { line } = source.getLineAndCharacterOfPosition(d.start ?? 0);
+      out.push(
+        `${block.file}:${block.line + line + 1}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+      );
+    }
+  }
+  return out;
 }
 
 /** Runs a block as CommonJS (top-level await allowed) and returns what it exports. */
@@ -115,7 +150,9 @@ async function run(block: Block, replace: Record<string, string> = {}) {
 
 function find(marker: string): Block {
   const block = blocks.find((b) => b.code.includes(marker));
-  if (block === undefined) throw new Error(`no TypeScript block in README.md contains ${marker}`);
+  if (block === undefined) {
+    throw new Error(`no TypeScript block in ${documents.join(', ')} contains ${marker}`);
+  }
   return block;
 }
 
@@ -138,7 +175,7 @@ async function capture(fn: () => Promise<unknown>): Promise<string> {
   return printed;
 }
 
-describe('README.md TypeScript blocks', () => {
+describe('TypeScript blocks of README.md and docs/*.md', () => {
   let upstream: SimulatedUpstream;
   const env = { ...process.env };
 
@@ -147,6 +184,7 @@ describe('README.md TypeScript blocks', () => {
       deployments: [
         { name: 'east', latency: 0 },
         { name: 'west', latency: 0 },
+        { name: 'sweden', latency: 0 },
         { name: 'foundry1', latency: 0 },
       ],
     });
@@ -183,27 +221,38 @@ describe('README.md TypeScript blocks', () => {
   });
 
   it('Nest quick start runs with the YAML file above it', async () => {
-    const yaml = fenced().find((b) => b.lang === 'yaml' && b.code.includes('deployments:'))!;
+    const yaml = all.find((b) => b.lang === 'yaml' && b.code.includes('deployments:'))!;
     const dir = mkdtempSync(join(tmpdir(), 'switchboard-readme-'));
     try {
       writeFileSync(join(dir, 'switchboard.yaml'), yaml.code);
       process.env.SWITCHBOARD_CONFIG = join(dir, 'switchboard.yaml');
       // `${endpoint}/openai/v1/` in the file: the endpoint is the deployment's own path.
       const origin = (name: string) => dirname(upstream.deployment(name).anthropicBaseURL);
-      process.env.AZURE_OPENAI_EAST_ENDPOINT = origin('east');
-      process.env.AZURE_OPENAI_WEST_ENDPOINT = origin('west');
+      process.env.AZURE_OPENAI_EASTUS_ENDPOINT = origin('east');
+      process.env.AZURE_OPENAI_WESTUS_ENDPOINT = origin('west');
+      process.env.AZURE_OPENAI_SWEDEN_ENDPOINT = origin('sweden');
       process.env.FOUNDRY_ENDPOINT = origin('foundry1');
-      process.env.AZURE_OPENAI_EAST_API_KEY = 'east-key';
-      process.env.AZURE_OPENAI_WEST_API_KEY = 'west-key';
-      process.env.FOUNDRY_API_KEY = 'foundry-key';
+      process.env.AZURE_OPENAI_EASTUS_API_KEY = 'eastus-key';
+      process.env.AZURE_OPENAI_WESTUS_API_KEY = 'westus-key';
+      process.env.AZURE_OPENAI_SWEDEN_API_KEY = 'sweden-key';
       const { AppModule, ChatService } = (await run(find('class ChatService'))) as {
-        AppModule: new () => unknown;
+        AppModule: { forRoot(credential: unknown): DynamicModule };
         ChatService: new (...args: never[]) => {
           ask(q: string, s?: string): Promise<string>;
           askClaude(q: string): Promise<string>;
         };
       };
-      const app = await Test.createTestingModule({ imports: [AppModule] }).compile();
+      // A TokenCredential as @azure/identity's are: the scope asked for, a token given.
+      const scopes: unknown[] = [];
+      const credential = {
+        getToken: (scope: unknown) => {
+          scopes.push(scope);
+          return Promise.resolve({ token: 'entra-token', expiresOnTimestamp: Date.now() + 3.6e6 });
+        },
+      };
+      const app = await Test.createTestingModule({
+        imports: [AppModule.forRoot(credential)],
+      }).compile();
       await app.init();
       try {
         const chat = app.get(ChatService);
@@ -211,6 +260,11 @@ describe('README.md TypeScript blocks', () => {
           'Hello from the README',
         );
         expect(await chat.askClaude('Hi Claude')).toContain('Hi Claude');
+        const foundry = upstream.deployment('foundry1').requests.at(-1)!;
+        expect(foundry.headers['authorization'] ?? foundry.headers['x-api-key']).toMatch(
+          /entra-token/,
+        );
+        expect(scopes).toContain('https://cognitiveservices.azure.com/.default');
       } finally {
         await app.close();
       }
@@ -219,7 +273,7 @@ describe('README.md TypeScript blocks', () => {
     }
   });
 
-  it('health controller answers through Terminus', async () => {
+  it('health controller answers readiness and liveness through Terminus', async () => {
     process.env.OPENAI_API_KEY = 'unused';
     const { HealthModule } = (await run(find('class HealthController'))) as {
       HealthModule: new () => unknown;
@@ -228,9 +282,13 @@ describe('README.md TypeScript blocks', () => {
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();
     try {
-      const res = await request(app.getHttpServer()).get('/health');
-      expect(res.status).toBe(200);
-      expect(res.body.info.switchboard.status).toBe('up');
+      const ready = await request(app.getHttpServer()).get('/health/ready');
+      expect(ready.status).toBe(200);
+      expect(ready.body.info.switchboard.status).toBe('up');
+      expect(ready.body.info.switchboard.models['gpt-4o-mini']).toEqual({ healthy: 1, total: 1 });
+      const live = await request(app.getHttpServer()).get('/health/live');
+      expect(live.status).toBe(200);
+      expect(live.body.info.switchboard).toEqual({ status: 'up' });
     } finally {
       await app.close();
     }
@@ -286,7 +344,37 @@ describe('README.md TypeScript blocks', () => {
       'redisState({',
       "from 'nestjs-switchboard/testing'",
       'new Anthropic({ baseURL: gateway',
-    ].map((m) => find(m).line);
-    expect(blocks.map((b) => b.line).filter((l) => !run.includes(l))).toEqual([]);
+    ].map(find);
+    expect(blocks.filter((b) => !run.includes(b)).map((b) => `${b.file}:${b.line}`)).toEqual([]);
+  });
+});
+
+describe('README.md starts where a Nest team starts', () => {
+  const lines = readFileSync(join(root, 'README.md'), 'utf8').split('\n');
+  const heading = (title: string) => lines.findIndex((l) => l === `## ${title}`) + 1;
+
+  it('is short: under 600 lines', () => {
+    expect(lines.length).toBeLessThan(600);
+  });
+
+  it('has the Nest quick start within its first 120 lines, before any internals', () => {
+    const quickStart = heading('Nest quick start');
+    expect(quickStart).toBeGreaterThan(0);
+    expect(quickStart).toBeLessThanOrEqual(120);
+    for (const later of ['When there is no room', 'Health: readiness and liveness', 'Metrics']) {
+      expect(heading(later)).toBeGreaterThan(quickStart);
+    }
+    // The internals live in docs/, linked from the README.
+    expect(lines.findIndex((l) => /^#+ How it decides/.test(l))).toBe(-1);
+    expect(lines.join('\n')).toContain('(docs/how-it-decides.md)');
+  });
+
+  it("links only to files that exist, and shows the status page's chart", () => {
+    const text = lines.join('\n');
+    const links = [...text.matchAll(/\]\(((?!https?:)[^)#\s]+)(?:#[^)]*)?\)/g)].map((m) => m[1]!);
+    expect(links).toContain('docs/status-chart.png');
+    // docs/azure.md is written alongside; every other link must resolve now.
+    const missing = links.filter((l) => l !== 'docs/azure.md' && !existsSync(join(root, l)));
+    expect(missing).toEqual([]);
   });
 });

@@ -265,18 +265,32 @@ describe('secrets stay secret on every path', () => {
     const points = exported.flatMap((r) =>
       r.scopeMetrics.flatMap((s) =>
         s.metrics.flatMap((m) =>
-          m.dataPoints.map((p) => ({ metric: m.descriptor.name, attributes: p.attributes })),
+          m.dataPoints.map((p) => ({
+            metric: m.descriptor.name,
+            attributes: p.attributes,
+            value: p.value,
+          })),
         ),
       ),
     );
     // the metrics are there, with their attributes
     expect(
-      points.some((p) => p.metric === 'requests' && p.attributes['deployment'] === 'oai-key'),
+      points.some(
+        (p) =>
+          p.metric === 'switchboard.requests' &&
+          p.attributes['deployment'] === 'oai-key' &&
+          p.value !== 0,
+      ),
     ).toBe(true);
     expect(
-      points.some((p) => p.metric === 'failures' && p.attributes['reason'] === 'rate_limit'),
+      points.some(
+        (p) =>
+          p.metric === 'switchboard.failures' &&
+          p.attributes['reason'] === 'rate_limit' &&
+          p.value !== 0,
+      ),
     ).toBe(true);
-    expect(points.some((p) => p.metric === 'utilization')).toBe(true);
+    expect(points.some((p) => p.metric === 'switchboard.utilization')).toBe(true);
 
     const health = new SwitchboardHealthIndicator(sb);
     const places: Record<string, string> = {

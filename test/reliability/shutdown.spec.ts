@@ -208,7 +208,7 @@ describe('shutdown', () => {
         const { resourceMetrics } = await reader.collect();
         const points = resourceMetrics.scopeMetrics
           .flatMap((s) => s.metrics)
-          .filter((m) => m.descriptor.name === 'utilization')
+          .filter((m) => m.descriptor.name === 'switchboard.utilization')
           .flatMap((m) => m.dataPoints as Array<{ attributes: object; value: unknown }>);
         return points.find((p) => (p.attributes as { deployment?: string }).deployment === 'oai')
           ?.value;

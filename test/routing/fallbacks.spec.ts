@@ -132,11 +132,14 @@ describe('model fallbacks', () => {
       resourceMetrics.scopeMetrics
         .filter((s) => s.scope.name === METER_NAME)
         .flatMap((s) => s.metrics)
-        .map((m) => [m.descriptor.name, m.dataPoints as DataPoint<number>[]]),
+        .map((m) => [
+          m.descriptor.name.replace(/^switchboard\./, ''),
+          m.dataPoints as DataPoint<number>[],
+        ]),
     );
-    expect(points.fallbacks!.map((p) => [p.attributes, p.value])).toEqual([
-      [{ model: BIG, fallback: SMALL, deployment: 'small' }, 42],
-    ]);
+    expect(
+      points.fallbacks!.filter((p) => p.value !== 0).map((p) => [p.attributes, p.value]),
+    ).toEqual([[{ model: BIG, fallback: SMALL, deployment: 'small' }, 42]]);
     expect(points.requests!.find((p) => p.attributes.fallback === SMALL)?.attributes).toEqual({
       model: BIG,
       deployment: 'small',

@@ -106,6 +106,8 @@ it('routes to the deployments of SWITCHBOARD_CONFIG (sample/switchboard.example.
 
     const markDown = await fetch(`${gateway.url}/switchboard/deployments/aoai-eastus/mark-down`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
     });
     expect(markDown.status).toBe(403);
     expect(await markDown.json()).toMatchObject({ message: /only enabled .* simulated/ });

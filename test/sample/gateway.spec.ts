@@ -350,9 +350,11 @@ describe('health, metrics and state', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await res.text();
-    expect(text).toMatch(/# TYPE requests(_total)? counter/);
-    expect(text).toMatch(/requests_total\{[^}]*model="gpt-4o-mini"[^}]*deployment="aoai-/);
-    expect(text).toMatch(/healthy_deployments_count\{[^}]*model="claude-sonnet-5"/);
+    expect(text).toMatch(/# TYPE switchboard_requests_total counter/);
+    expect(text).toMatch(
+      /switchboard_requests_total\{[^}]*model="gpt-4o-mini"[^}]*deployment="aoai-/,
+    );
+    expect(text).toMatch(/switchboard_healthy_deployments\{[^}]*model="claude-sonnet-5"/);
     // The gateway's own counter, through nestjs-otel's MetricService.
     expect(text).toMatch(/gateway_requests_total\{[^}]*api="openai"[^}]*status="200"[^}]*\} [1-9]/);
   });
@@ -407,6 +409,8 @@ describe('health, metrics and state', () => {
 
     const unknown = await fetch(`${gateway.url}/switchboard/deployments/nope/mark-down`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
     });
     expect(unknown.status).toBe(404);
   });

@@ -1,5 +1,5 @@
 /**
- * The README's "official clients pointed at the gateway" snippet, verbatim between the markers
+ * The "official clients pointed at the gateway" snippet of docs/gateway.md, verbatim between the markers
  * (the README sets `gateway` to http://localhost:3000), run against the sample gateway.
  */
 import { createGateway, type Gateway } from '../../sample/main';

@@ -20,11 +20,26 @@ export class RedisServer {
     private readonly dir: string,
   ) {}
 
-  /** Starts a server on a free port and resolves once it accepts connections. */
+  /**
+   * Starts a server on a free port and resolves once it accepts connections. The port is below
+   * the ephemeral range, which the servers other specs start on port 0 (and every outgoing
+   * connection) draw from: a restart on the same port does not find it taken by another worker's
+   * server. Two workers that pick the same port anyway: the loser tries another.
+   */
   static async start(): Promise<RedisServer> {
-    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'sb-redis-')));
-    await server.restart();
-    return server;
+    const dir = mkdtempSync(join(tmpdir(), 'sb-redis-'));
+    for (let attempt = 1; ; attempt++) {
+      const server = new RedisServer(await freePort(), dir);
+      try {
+        await server.restart();
+        return server;
+      } catch (error) {
+        if (attempt >= 5 || !/in use/i.test(String((error as Error).message))) {
+          rmSync(dir, { recursive: true, force: true });
+          throw error;
+        }
+      }
+    }
   }
 
   get url(): string {
@@ -125,15 +140,17 @@ export class RedisServer {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
+/** A port in 20000-32767 (below Linux's ephemeral range) that nothing listens on now. */
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_768);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
 }
 
 /** Whether something accepts connections on `port` now. */

@@ -82,17 +82,20 @@ describe('switchboard metrics at /metrics (nestjs-otel + Prometheus exporter)', 
     const samples = parse(res.text);
     expect(samples).toEqual(
       expect.objectContaining({
-        'requests_total{deployment="east",model="gpt-4o-mini"}': 3,
-        'failures_total{deployment="east",model="gpt-4o-mini",reason="server_error"}': 1,
-        'healthy_deployments_count{model="gpt-4o-mini"}': 1,
-        'utilization{deployment="west",model="gpt-4o-mini"}': 1,
+        'switchboard_requests_total{deployment="east",model="gpt-4o-mini"}': 3,
+        'switchboard_failures_total{deployment="east",model="gpt-4o-mini",reason="server_error"}': 1,
+        'switchboard_healthy_deployments{model="gpt-4o-mini"}': 1,
+        'switchboard_utilization{deployment="west",model="gpt-4o-mini"}': 1,
       }),
     );
     const east = sb.deployments.get('east')!.models.get('gpt-4o-mini')!;
     expect(east.util).toBeGreaterThan(0);
-    expect(samples['utilization{deployment="east",model="gpt-4o-mini"}']).toBeCloseTo(east.util, 5);
-    expect(res.text).toMatch(/^# TYPE requests_total counter$/m);
-    expect(res.text).toMatch(/^# TYPE healthy_deployments_count gauge$/m);
+    expect(samples['switchboard_utilization{deployment="east",model="gpt-4o-mini"}']).toBeCloseTo(
+      east.util,
+      5,
+    );
+    expect(res.text).toMatch(/^# TYPE switchboard_requests_total counter$/m);
+    expect(res.text).toMatch(/^# TYPE switchboard_healthy_deployments gauge$/m);
   });
 });
 

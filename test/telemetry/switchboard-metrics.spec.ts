@@ -2,7 +2,7 @@ import { metrics, type Attributes } from '@opentelemetry/api';
 import { MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
 import { InternalServerError } from '@anthropic-ai/sdk';
 import { RateLimitError } from 'openai';
-import { createSwitchboard, METER_NAME, type Switchboard } from '../../src';
+import { createSwitchboard, METER_NAME, SWITCHBOARD_METRICS, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock } from '../support/random';
 import '../support/quiet-logs';
@@ -28,13 +28,18 @@ async function read(reader: MetricReader): Promise<Record<string, DataPoint<numb
   for (const scope of resourceMetrics.scopeMetrics) {
     if (scope.scope.name !== METER_NAME) continue;
     for (const metric of scope.metrics) {
-      out[metric.descriptor.name] = metric.dataPoints as DataPoint<number>[];
+      // Keyed without the common prefix: `switchboard.requests` -> `requests`.
+      const name = metric.descriptor.name.replace(/^switchboard\./, '');
+      out[name] = metric.dataPoints as DataPoint<number>[];
     }
   }
   return out;
 }
 
-/** `{ 'deployment=east,model=gpt-4o-mini': 2, ... }`: points keyed by sorted attributes. */
+/**
+ * `{ 'deployment=east,model=gpt-4o-mini': 2, ... }`: points keyed by sorted attributes. Counters
+ * start at 0 for every known label set; `counted` leaves those zeros out.
+ */
 function byAttributes(points: DataPoint<number>[] | undefined): Record<string, number> {
   const key = (attributes: Attributes) =>
     Object.keys(attributes)
@@ -42,6 +47,11 @@ function byAttributes(points: DataPoint<number>[] | undefined): Record<string, n
       .map((k) => `${k}=${String(attributes[k])}`)
       .join(',');
   return Object.fromEntries((points ?? []).map((p) => [key(p.attributes), p.value]));
+}
+
+/** {@link byAttributes} without the points still at 0. */
+function counted(points: DataPoint<number>[] | undefined): Record<string, number> {
+  return byAttributes((points ?? []).filter((p) => p.value !== 0));
 }
 
 describe('switchboard metrics through the application MeterProvider', () => {
@@ -115,11 +125,11 @@ describe('switchboard metrics through the application MeterProvider', () => {
 
     // Both deployments of the chat model are down now.
     let data = await read(reader);
-    expect(byAttributes(data.requests)).toEqual({ 'deployment=east,model=gpt-4o-mini': 3 });
-    expect(byAttributes(data.failures)).toEqual({
+    expect(counted(data.requests)).toEqual({ 'deployment=east,model=gpt-4o-mini': 3 });
+    expect(counted(data.failures)).toEqual({
       'deployment=east,model=gpt-4o-mini,reason=rate_limit': 1,
     });
-    expect(byAttributes(data.healthy_deployments_count)).toEqual({
+    expect(byAttributes(data.healthy_deployments)).toEqual({
       'model=gpt-4o-mini': 0,
       'model=claude-sonnet-5': 1,
     });
@@ -137,16 +147,16 @@ describe('switchboard metrics through the application MeterProvider', () => {
     await expect(askClaude()).rejects.toBeInstanceOf(InternalServerError);
 
     data = await read(reader);
-    expect(byAttributes(data.requests)).toEqual({
+    expect(counted(data.requests)).toEqual({
       'deployment=east,model=gpt-4o-mini': 3,
       'deployment=west,model=gpt-4o-mini': 1,
       'deployment=foundry,model=claude-sonnet-5': 2,
     });
-    expect(byAttributes(data.failures)).toEqual({
+    expect(counted(data.failures)).toEqual({
       'deployment=east,model=gpt-4o-mini,reason=rate_limit': 1,
       'deployment=foundry,model=claude-sonnet-5,reason=server_error': 1,
     });
-    expect(byAttributes(data.healthy_deployments_count)).toEqual({
+    expect(byAttributes(data.healthy_deployments)).toEqual({
       'model=gpt-4o-mini': 1,
       'model=claude-sonnet-5': 1,
     });
@@ -160,8 +170,122 @@ describe('switchboard metrics through the application MeterProvider', () => {
     // The cooldown ends on the clock: the gauges follow without any call.
     clock.advance(20_000);
     data = await read(reader);
-    expect(byAttributes(data.healthy_deployments_count)['model=gpt-4o-mini']).toBe(2);
+    expect(byAttributes(data.healthy_deployments)['model=gpt-4o-mini']).toBe(2);
     expect(byAttributes(data.utilization)['deployment=east,model=gpt-4o-mini']).toBeCloseTo(0.3, 5);
+  });
+
+  it('exports every counter and gauge from start-up, at 0, under one prefix and one scope', async () => {
+    const { resourceMetrics } = await reader.collect();
+    expect(resourceMetrics.scopeMetrics.map((s) => s.scope.name)).toEqual([METER_NAME]);
+    const names = resourceMetrics.scopeMetrics[0]!.metrics.map((m) => m.descriptor.name).sort();
+    expect(names).toEqual(
+      [
+        SWITCHBOARD_METRICS.REQUESTS,
+        SWITCHBOARD_METRICS.FAILURES,
+        SWITCHBOARD_METRICS.RETRIES,
+        SWITCHBOARD_METRICS.CALL_FAILURES,
+        SWITCHBOARD_METRICS.HEALTHY_DEPLOYMENTS,
+        SWITCHBOARD_METRICS.UTILIZATION,
+        SWITCHBOARD_METRICS.QUOTA_LIMIT,
+        SWITCHBOARD_METRICS.QUOTA_REMAINING,
+        SWITCHBOARD_METRICS.QUEUE_LENGTH,
+        SWITCHBOARD_METRICS.QUEUE_OLDEST_WAIT,
+      ].sort(),
+    );
+    const data = await read(reader);
+    expect(byAttributes(data.requests)).toEqual({
+      'deployment=east,model=gpt-4o-mini': 0,
+      'deployment=west,model=gpt-4o-mini': 0,
+      'deployment=foundry,model=claude-sonnet-5': 0,
+    });
+    expect(byAttributes(data.failures)).toMatchObject({
+      'deployment=east,model=gpt-4o-mini,reason=rate_limit': 0,
+      'deployment=foundry,model=claude-sonnet-5,reason=server_error': 0,
+      'deployment=west,model=gpt-4o-mini,reason=connection': 0,
+    });
+    expect(byAttributes(data.call_failures)).toEqual({
+      'model=gpt-4o-mini,reason=no_room': 0,
+      'model=gpt-4o-mini,reason=rate_limit': 0,
+      'model=gpt-4o-mini,reason=other': 0,
+      'model=claude-sonnet-5,reason=no_room': 0,
+      'model=claude-sonnet-5,reason=rate_limit': 0,
+      'model=claude-sonnet-5,reason=other': 0,
+    });
+    expect(byAttributes(data['queue.length'])).toEqual({
+      'model=gpt-4o-mini': 0,
+      'model=claude-sonnet-5': 0,
+    });
+    expect(byAttributes(data['quota.limit'])).toEqual({
+      'deployment=east,limit=rpm,model=gpt-4o-mini': 10,
+      'deployment=east,limit=tpm,model=gpt-4o-mini': 10_000,
+      'deployment=west,limit=rpm,model=gpt-4o-mini': 10,
+      'deployment=west,limit=tpm,model=gpt-4o-mini': 10_000,
+      'deployment=foundry,limit=rpm,model=claude-sonnet-5': 4,
+      'deployment=foundry,limit=tpm,model=claude-sonnet-5': 0,
+    });
+  });
+
+  it('tells 429s held back (nothing sent) from 429s received, and what is left of each quota', async () => {
+    for (const d of ['east', 'west']) state(d).spend(0, 10);
+    await expect(ask()).rejects.toBeInstanceOf(RateLimitError);
+    let data = await read(reader);
+    expect(counted(data.call_failures)).toEqual({ 'model=gpt-4o-mini,reason=no_room': 1 });
+    expect(counted(data.failures)).toEqual({});
+    expect(byAttributes(data['quota.remaining'])).toMatchObject({
+      'deployment=east,limit=rpm,model=gpt-4o-mini': 0,
+      'deployment=foundry,limit=rpm,model=claude-sonnet-5': 4,
+    });
+
+    sb.resetUsage();
+    await askClaude();
+    upstream.deployment('foundry').fail({ kind: 'status', status: 429, retryAfterMs: 5_000 });
+    await expect(askClaude()).rejects.toThrow('429');
+    data = await read(reader);
+    expect(counted(data.call_failures)).toEqual({
+      'model=gpt-4o-mini,reason=no_room': 1,
+      'model=claude-sonnet-5,reason=rate_limit': 1,
+    });
+    expect(counted(data.failures)).toEqual({
+      'deployment=foundry,model=claude-sonnet-5,reason=rate_limit': 1,
+    });
+    // The answered call counts against what is left of the minute's four requests.
+    const left = byAttributes(data['quota.remaining']);
+    expect(left['deployment=foundry,limit=rpm,model=claude-sonnet-5']).toBeLessThanOrEqual(3);
+    expect(left['deployment=east,limit=rpm,model=gpt-4o-mini']).toBe(10);
+  });
+
+  it('shows the calls waiting for room and how long the oldest has waited', async () => {
+    const queued = createSwitchboard({
+      deployments: [
+        {
+          provider: 'openai',
+          name: 'east',
+          baseURL: upstream.deployment('east').openaiBaseURL,
+          apiKey: 'k',
+          models: [{ name: GPT, rpm: 1 }],
+        },
+      ],
+      queue: { maxWait: 60_000 },
+      ratelimitWindow: 0,
+      clock: clock.now,
+    });
+    queued.deployments.get('east')!.models.get(GPT)!.spend(0, 1);
+    const waiting = queued.chat.completions
+      .create({ model: GPT, messages: [{ role: 'user', content: 'wait' }] })
+      .catch((e: unknown) => e);
+    clock.advance(1_500);
+    const points = (await reader.collect()).resourceMetrics.scopeMetrics[0]!.metrics;
+    const of = (name: string) =>
+      byAttributes(
+        points
+          .filter((m) => m.descriptor.name === name)
+          .flatMap((m) => m.dataPoints as DataPoint<number>[])
+          .filter((p) => p.attributes.model === GPT),
+      );
+    expect(of(SWITCHBOARD_METRICS.QUEUE_LENGTH)).toEqual({ 'model=gpt-4o-mini': 1 });
+    expect(of(SWITCHBOARD_METRICS.QUEUE_OLDEST_WAIT)).toEqual({ 'model=gpt-4o-mini': 1.5 });
+    await queued.close();
+    expect(await waiting).toMatchObject({ code: 'unavailable' });
   });
 
   it('counts each failover retry by the deployment that failed and the reason', async () => {
@@ -186,7 +310,7 @@ describe('switchboard metrics through the application MeterProvider', () => {
         session_id: 's',
       });
       const data = await read(reader);
-      expect(byAttributes(data.retries)).toEqual({
+      expect(counted(data.retries)).toEqual({
         'deployment=east,model=gpt-4o-mini,reason=server_error': 1,
         'deployment=west,model=gpt-4o-mini,reason=rate_limit': 1,
       });
@@ -197,7 +321,7 @@ describe('switchboard metrics through the application MeterProvider', () => {
 
   it('stops observing a closed switchboard', async () => {
     await ask();
-    expect(byAttributes((await read(reader)).healthy_deployments_count)).toEqual({
+    expect(byAttributes((await read(reader)).healthy_deployments)).toEqual({
       'model=gpt-4o-mini': 2,
       'model=claude-sonnet-5': 1,
     });
@@ -206,9 +330,9 @@ describe('switchboard metrics through the application MeterProvider', () => {
     state('west').markDown();
     // The gauges' callbacks are gone: the SDK repeats the last observation, nothing new.
     const data = await read(reader);
-    expect(byAttributes(data.healthy_deployments_count)['model=gpt-4o-mini']).toBe(2);
+    expect(byAttributes(data.healthy_deployments)['model=gpt-4o-mini']).toBe(2);
     expect(byAttributes(data.utilization)['deployment=east,model=gpt-4o-mini']).toBeLessThan(1);
     // Counters keep what was counted.
-    expect(Object.values(byAttributes(data.requests))).toEqual([1]);
+    expect(Object.values(counted(data.requests))).toEqual([1]);
   });
 });

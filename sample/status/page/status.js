@@ -7,6 +7,27 @@
   const number = new Intl.NumberFormat('en-US');
   const $ = (id) => document.getElementById(id);
 
+  // With GATEWAY_API_KEYS the gateway wants a key: open the page as /#key=<key> (a fragment never
+  // reaches the server or its logs), or type it when asked. It is kept in this tab only and sent
+  // as a header.
+  const KEY = 'switchboard-gateway-key';
+  const fragment = /^#key=(.+)$/.exec(location.hash);
+  if (fragment) {
+    sessionStorage.setItem(KEY, decodeURIComponent(fragment[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  let asked = false;
+  function withKey(headers) {
+    const key = sessionStorage.getItem(KEY);
+    return key ? { ...headers, authorization: `Bearer ${key}` } : headers;
+  }
+  function askForKey() {
+    if (asked) return;
+    asked = true;
+    const key = window.prompt('This gateway wants an API key (one of GATEWAY_API_KEYS):');
+    if (key) sessionStorage.setItem(KEY, key.trim());
+  }
+
   /** `${deployment}/${model}` -> the cells of its row. */
   const rows = new Map();
   /** model -> the cells of its row in the models table. */
@@ -254,6 +275,7 @@
       row.fallbacks.classList.toggle('in-use', !!m.fallbackInUse);
       row.requests.textContent = number.format(m.requests);
     }
+    window.statusChart?.push(snapshot);
     refreshes += 1;
     document.body.dataset.refreshes = String(refreshes);
   }
@@ -269,8 +291,9 @@
     try {
       const res = await fetch('/switchboard', {
         cache: 'no-store',
-        headers: { accept: 'application/json' },
+        headers: withKey({ accept: 'application/json' }),
       });
+      if (res.status === 401) askForKey();
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       render(await res.json());
       setConnection(`Live, updated ${new Date().toLocaleTimeString()}`, false);
@@ -289,7 +312,7 @@
         `/switchboard/deployments/${encodeURIComponent(deployment)}/mark-down`,
         {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: withKey({ 'content-type': 'application/json' }),
           body: JSON.stringify({ model }),
         },
       );
@@ -313,7 +336,11 @@
     const headers = { 'content-type': 'application/json' };
     if (sessionId) headers['x-session-id'] = sessionId;
     try {
-      const res = await fetch(path, { method: 'POST', headers, body: JSON.stringify(body) });
+      const res = await fetch(path, {
+        method: 'POST',
+        headers: withKey(headers),
+        body: JSON.stringify(body),
+      });
       await res.text();
       return res.status;
     } catch {

@@ -1,0 +1,100 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+/** The environment the gateway's keys and per-key limits are read from. */
+export interface GuardEnv {
+  /** `k1,k2`: the keys clients send as `Authorization: Bearer` or `x-api-key`. */
+  GATEWAY_API_KEYS?: string;
+  /** A file with one key per line (blank lines and `#` comments skipped), added to the above. */
+  GATEWAY_API_KEYS_FILE?: string;
+  /** Requests per minute per key (absent: no limit). */
+  GATEWAY_KEY_RPM?: string;
+  /** Calls in flight per key (absent: no limit). */
+  GATEWAY_KEY_MAX_IN_FLIGHT?: string;
+  [name: string]: string | undefined;
+}
+
+const digest = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
+
+/**
+ * The keys the gateway accepts, held only as SHA-256 digests: nothing prints, logs or serialises
+ * a key. A presented key is compared with every digest in constant time (equal-length digests
+ * through `timingSafeEqual`, no early exit), so the time taken says nothing of how much of it was
+ * right.
+ *
+ * @example
+ * ```ts
+ * const keys = GatewayKeys.fromEnv({ GATEWAY_API_KEYS: 'k1,k2' });
+ * keys.match('k2'); // 1
+ * keys.match('nope'); // undefined
+ * ```
+ */
+export class GatewayKeys {
+  private readonly digests: readonly Buffer[];
+
+  constructor(keys: Iterable<string>) {
+    this.digests = [...new Set(keys)].map(digest);
+  }
+
+  /** Keys from `GATEWAY_API_KEYS` (comma-separated) and the file `GATEWAY_API_KEYS_FILE`. */
+  static fromEnv(env: GuardEnv = process.env): GatewayKeys {
+    const keys = (env.GATEWAY_API_KEYS ?? '').split(',');
+    if (env.GATEWAY_API_KEYS_FILE) {
+      let text: string;
+      try {
+        text = readFileSync(env.GATEWAY_API_KEYS_FILE, 'utf8');
+      } catch (error) {
+        throw new Error(
+          `GATEWAY_API_KEYS_FILE could not be read: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+        );
+      }
+      keys.push(...text.split(/\r?\n/).filter((line) => !line.trimStart().startsWith('#')));
+    }
+    return new GatewayKeys(keys.map((k) => k.trim()).filter((k) => k !== ''));
+  }
+
+  /** How many keys there are; 0: the gateway runs without keys (loopback only). */
+  get size(): number {
+    return this.digests.length;
+  }
+
+  /** The index of the key `presented` is, or undefined. */
+  match(presented: string): number | undefined {
+    const candidate = digest(presented);
+    let found: number | undefined;
+    this.digests.forEach((d, i) => {
+      if (timingSafeEqual(d, candidate) && found === undefined) found = i;
+    });
+    return found;
+  }
+
+  /** Never the keys themselves. */
+  toJSON(): { keys: number } {
+    return { keys: this.size };
+  }
+
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return `GatewayKeys { ${this.size} keys }`;
+  }
+}
+
+/**
+ * The key a request carries: `Authorization: Bearer <key>` (the OpenAI clients), else
+ * `x-api-key` (the Anthropic clients).
+ *
+ * @example
+ * ```ts
+ * presentedKey({ authorization: 'Bearer k1' }); // 'k1'
+ * ```
+ */
+export function presentedKey(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+): string | undefined {
+  const auth = headers.authorization;
+  if (typeof auth === 'string') {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    if (m) return m[1];
+  }
+  const key = headers['x-api-key'];
+  return typeof key === 'string' && key !== '' ? key : undefined;
+}

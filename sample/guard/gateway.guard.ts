@@ -1,0 +1,113 @@
+import type { ServerResponse } from 'node:http';
+import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { retryHeaders } from 'nestjs-switchboard';
+import { GatewayKeys, presentedKey } from './gateway-keys';
+import { GatewayRefusal } from './gateway-refusal';
+import { isLoopbackHost } from './host-check';
+import { KeyLimits } from './key-limits';
+
+/** The longest mark-down the status page's endpoint takes: one day, in ms. */
+export const MAX_MARK_DOWN_MS = 86_400_000;
+
+/** What anyone may fetch without a key: the liveness probe and the status page's own files. */
+const OPEN = new Set(['/', '/status.css', '/status.js', '/health']);
+
+const MARK_DOWN = /^\/switchboard\/deployments\/[^/]+\/mark-down$/;
+
+interface GatewayRequest {
+  method?: string;
+  url?: string;
+  originalUrl?: string;
+  headers: Record<string, string | string[] | undefined>;
+  body?: unknown;
+}
+
+/**
+ * The gateway's door, before any controller runs (so nothing reaches an upstream):
+ * - with keys (`GATEWAY_API_KEYS`), every route but `/health` and the status page's files wants
+ *   one, as `Authorization: Bearer` or `x-api-key`: 401 otherwise;
+ * - without keys (the gateway then listens on loopback only), a `Host` that is not a loopback
+ *   name is refused with 403: a page on another site that rebinds its DNS name to 127.0.0.1
+ *   reaches the port, but not with our name in `Host`;
+ * - per key, optional requests per minute and calls in flight on `/v1`: 429 with `retry-after`;
+ * - the mark-down endpoint wants a JSON body (a foreign page cannot send one without a CORS
+ *   preflight, which the gateway does not answer) and an `ms` of at most a day.
+ *
+ * Refusals are {@link GatewayRefusal}s, which the exception filter answers in the API's shape.
+ */
+@Injectable()
+export class GatewayGuard implements CanActivate {
+  constructor(
+    @Inject(GatewayKeys) private readonly keys: GatewayKeys,
+    @Inject(KeyLimits) private readonly limits: KeyLimits,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    if (context.getType() !== 'http') return true;
+    const http = context.switchToHttp();
+    const req = http.getRequest<GatewayRequest>();
+    const path = (req.originalUrl ?? req.url ?? '/').split('?')[0]!;
+    if (this.keys.size === 0) {
+      this.checkHost(req);
+    } else if (!OPEN.has(path)) {
+      const key = this.authenticate(req);
+      if (path.startsWith('/v1/')) this.admit(key, http.getResponse<unknown>());
+    }
+    if (req.method === 'POST' && MARK_DOWN.test(path)) checkMarkDown(req);
+    return true;
+  }
+
+  private checkHost(req: GatewayRequest): void {
+    const host = req.headers.host;
+    if (typeof host === 'string' && !isLoopbackHost(host)) {
+      throw new GatewayRefusal(
+        403,
+        'This gateway runs without GATEWAY_API_KEYS and answers only requests addressed to a ' +
+          'loopback name (localhost, 127.0.0.1, [::1]).',
+        'forbidden_host',
+      );
+    }
+  }
+
+  private authenticate(req: GatewayRequest): number {
+    const presented = presentedKey(req.headers);
+    const key = presented === undefined ? undefined : this.keys.match(presented);
+    if (key !== undefined) return key;
+    throw new GatewayRefusal(
+      401,
+      presented === undefined
+        ? 'Missing API key: send it as `Authorization: Bearer <key>` or `x-api-key: <key>`.'
+        : 'Invalid API key.',
+      'invalid_api_key',
+      { 'www-authenticate': 'Bearer' },
+    );
+  }
+
+  private admit(key: number, res: unknown): void {
+    if (!this.limits.enabled) return;
+    const admission = this.limits.admit(key);
+    if (!admission.ok) {
+      const headers = retryHeaders(admission.retryAfterMs);
+      throw new GatewayRefusal(
+        429,
+        `${admission.reason}: retry after ${headers['retry-after']} s.`,
+        'rate_limit_exceeded',
+        headers,
+      );
+    }
+    // Express hands over the ServerResponse, Fastify its reply around it.
+    const raw = (res as { raw?: ServerResponse }).raw ?? (res as ServerResponse);
+    raw.once('close', admission.release);
+  }
+}
+
+function checkMarkDown(req: GatewayRequest): void {
+  const type = req.headers['content-type'];
+  if (typeof type !== 'string' || !/^application\/json\s*(;|$)/i.test(type)) {
+    throw new GatewayRefusal(415, 'The mark-down endpoint takes a JSON body (application/json).');
+  }
+  const ms = (req.body as { ms?: unknown } | undefined)?.ms;
+  if (typeof ms === 'number' && ms > MAX_MARK_DOWN_MS) {
+    throw new GatewayRefusal(400, `ms must be at most ${MAX_MARK_DOWN_MS} (one day).`);
+  }
+}

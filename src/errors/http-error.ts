@@ -1,0 +1,134 @@
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { isDroppedConnection, retryAfterMs } from '../failover/classify';
+import { SwitchboardError } from '../switchboard.error';
+
+/**
+ * The longest wait an HTTP answer asks a client for. Quotas are per-minute windows, so room comes
+ * back within a minute unless a deployment was marked down for longer; a client that asks again
+ * too early is told again, while one told to wait an hour (or `1e297` s) waits for nothing.
+ */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
+/** What a closed switchboard (or a queue closed at shutdown) asks a client to wait: another instance is likely up. */
+export const UNAVAILABLE_RETRY_AFTER_MS = 1_000;
+
+/** How an error is answered over HTTP, before it is put in an API's own body shape. */
+export interface HttpErrorAnswer {
+  status: number;
+  message: string;
+  /**
+   * `retry-after` (integer seconds, at least 1) and `retry-after-ms` (integer) on a 429 or 503:
+   * when room is expected, capped by `maxRetryAfterMs`. Empty otherwise.
+   */
+  headers: Record<string, string>;
+  /** The upstream answered this error itself: its own body may be passed on (not for a 429). */
+  fromUpstream: boolean;
+  /** Nobody expected it (a bug, not a refusal): worth a log line with its stack. */
+  unexpected: boolean;
+}
+
+/** Options of {@link httpErrorFor}. */
+export interface HttpErrorOptions {
+  /** The cap on `retry-after`, in ms; default {@link MAX_RETRY_AFTER_MS}. */
+  maxRetryAfterMs?: number;
+  /** For an HTTP-date `retry-after` of the upstream; default `Date.now()`. */
+  now?: number;
+}
+
+/**
+ * The one mapping from an error of a switchboard call to an HTTP answer, for a gateway or a relay:
+ * - a `SwitchboardError` answers its own `status`: 400 for the caller's mistake, 404 for an unknown
+ *   model, 503 (with `retry-after`) once the switchboard is closed or closed the queue the call
+ *   waited in, 500 for its configuration;
+ * - a 429 (the switchboard's own no-room error, or the upstream's) carries `retry-after` and
+ *   `retry-after-ms` from the error's own figure of when room is expected, at least 1 s and at
+ *   most `maxRetryAfterMs`;
+ * - an upstream's other HTTP errors keep their status and message;
+ * - a timeout is 504, a connection that failed 502, a `TypeError` (params the SDK cannot take)
+ *   400, anything else 500.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   res.json(await sb.chat.completions.create(body));
+ * } catch (error) {
+ *   const { status, message, headers } = httpErrorFor(error);
+ *   res.status(status).set(headers).json({ error: { message } });
+ * }
+ * ```
+ */
+export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): HttpErrorAnswer {
+  const max = Math.max(1_000, options.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS);
+  const answer = (status: number, message: string, fromUpstream = false): HttpErrorAnswer => ({
+    status,
+    message,
+    headers: {},
+    fromUpstream,
+    unexpected: false,
+  });
+  if (error instanceof SwitchboardError) {
+    const a = answer(error.status, error.message);
+    if (a.status === 503) a.headers = retryHeaders(UNAVAILABLE_RETRY_AFTER_MS, max);
+    return a;
+  }
+  if (
+    error instanceof OpenAI.APIConnectionTimeoutError ||
+    error instanceof Anthropic.APIConnectionTimeoutError
+  ) {
+    return answer(504, 'The upstream deployment did not answer in time.');
+  }
+  if (
+    error instanceof OpenAI.APIConnectionError ||
+    error instanceof Anthropic.APIConnectionError ||
+    isDroppedConnection(error)
+  ) {
+    return answer(502, 'The upstream deployment could not be reached.');
+  }
+  if (error instanceof OpenAI.APIError || error instanceof Anthropic.APIError) {
+    const { status, headers } = error as Error & { status?: unknown; headers?: unknown };
+    if (typeof status === 'number') {
+      const a = answer(status, error.message, status !== 429);
+      if (status === 429 || status === 503) {
+        const wait = retryAfterMs(headers, options.now ?? Date.now()) ?? unreadableWait(headers);
+        a.headers = retryHeaders(wait, max);
+      }
+      if (status === 429) {
+        a.message = `Rate limited: retry after ${a.headers['retry-after']} s. ${error.message}`;
+      }
+      return a;
+    }
+  }
+  if (error instanceof TypeError) return answer(400, error.message);
+  return {
+    ...answer(500, 'The gateway failed to handle the request.'),
+    unexpected: true,
+  };
+}
+
+/** No readable wait: an infinite one (`Infinity`) is the cap, none at all a second. */
+function unreadableWait(headers: unknown): number {
+  const get = (headers as { get?: (name: string) => string | null } | undefined)?.get;
+  if (typeof get !== 'function') return UNAVAILABLE_RETRY_AFTER_MS;
+  const raw = ['retry-after-ms', 'retry-after'].map((name) => get.call(headers, name));
+  return raw.some((v) => v !== null && Number(v) === Infinity)
+    ? Infinity
+    : UNAVAILABLE_RETRY_AFTER_MS;
+}
+
+/**
+ * `retry-after` (whole seconds, rounded up, at least 1) and `retry-after-ms` (whole ms) for a wait
+ * of `ms`, capped at `max`; a wait that is not a finite number counts as the cap.
+ *
+ * @example
+ * ```ts
+ * retryHeaders(1e300, 60_000); // { 'retry-after': '60', 'retry-after-ms': '60000' }
+ * ```
+ */
+export function retryHeaders(ms: number, max: number = MAX_RETRY_AFTER_MS): Record<string, string> {
+  const wait = Number.isFinite(ms) ? Math.min(max, Math.max(1, Math.ceil(ms))) : max;
+  return {
+    'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
+    'retry-after-ms': String(wait),
+  };
+}

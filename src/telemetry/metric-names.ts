@@ -1,0 +1,60 @@
+/**
+ * The instrumentation scope of every span and metric the switchboard makes: its own instruments
+ * (`switchboard.*`) and the OpenTelemetry GenAI client histograms (`gen_ai.client.*`).
+ *
+ * @example
+ * ```ts
+ * resourceMetrics.scopeMetrics.find((s) => s.scope.name === METER_NAME);
+ * ```
+ */
+export const METER_NAME = 'nestjs-switchboard';
+
+/**
+ * The switchboard's own instruments, by their OpenTelemetry names. A Prometheus exporter writes
+ * the dots as underscores and adds `_total` to counters: `switchboard.requests` is scraped as
+ * `switchboard_requests_total`. Every counter and gauge is exported from start-up, at 0 for
+ * each label set known then, so that a panel shows 0 rather than "no data" until something
+ * happens.
+ *
+ * @example
+ * ```ts
+ * meter.createCounter(SWITCHBOARD_METRICS.REQUESTS);
+ * ```
+ */
+export const SWITCHBOARD_METRICS = {
+  /** Counter {model, deployment, [fallback]}: attempts sent to a deployment (failovers count). */
+  REQUESTS: 'switchboard.requests',
+  /** Counter {model, deployment, reason}: attempts that failed, by the failure's reason. */
+  FAILURES: 'switchboard.failures',
+  /** Counter {model, deployment, reason}: further attempts after a failure on that deployment. */
+  RETRIES: 'switchboard.retries',
+  /** Counter {model, deployment, priority}: attempts sent below the model's most preferred tier. */
+  SPILLOVERS: 'switchboard.spillovers',
+  /** Counter {model, fallback, deployment}: attempts a fallback model took for `model`. */
+  FALLBACKS: 'switchboard.fallbacks',
+  /**
+   * Counter {model, deployment}: answers an Azure OpenAI provisioned deployment passed on to its
+   * standard deployment (spillover), as its `x-ms-spillover-from-<deployment>` header says.
+   */
+  SPILLED_ANSWERS: 'switchboard.spilled_answers',
+  /**
+   * Counter {model, reason}: calls that failed for their callers, after failover: `no_room` (a
+   * 429 the switchboard answered itself, nothing sent), `rate_limit` (the upstream's 429),
+   * `other`.
+   */
+  CALL_FAILURES: 'switchboard.call_failures',
+  /** Gauge {model}: deployments that would take a call for the model now. */
+  HEALTHY_DEPLOYMENTS: 'switchboard.healthy_deployments',
+  /** Gauge {model, deployment}: utilization, max of each limit's share, 1 while cooling. */
+  UTILIZATION: 'switchboard.utilization',
+  /** Gauge {model, deployment, limit}: the limit in force per minute (0: unlimited or not learned yet). */
+  QUOTA_LIMIT: 'switchboard.quota.limit',
+  /** Gauge {model, deployment, limit}: what is left of the limit as the upstream counts it. */
+  QUOTA_REMAINING: 'switchboard.quota.remaining',
+  /** Gauge {model, deployment, limit}: what the upstream's last rate-limit headers said was left. */
+  UPSTREAM_REMAINING: 'switchboard.upstream.remaining',
+  /** Gauge {model}: calls waiting for room (with `queue`; 0 without). */
+  QUEUE_LENGTH: 'switchboard.queue.length',
+  /** Gauge {model}: seconds the longest-waiting call has waited. */
+  QUEUE_OLDEST_WAIT: 'switchboard.queue.oldest_wait_seconds',
+} as const;

@@ -1,0 +1,145 @@
+/**
+ * The gateway's guard, part by part: keys (constant-time match, never shown), the key a request
+ * carries, loopback names, and per-key limits on an injected clock.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { GatewayKeys, presentedKey } from '../../sample/guard/gateway-keys';
+import { keyLimitsFromEnv } from '../../sample/guard/guard.module';
+import { isLoopbackHost } from '../../sample/guard/host-check';
+import { KeyLimits } from '../../sample/guard/key-limits';
+
+describe('GatewayKeys', () => {
+  it('matches each key to its index, and nothing else', () => {
+    const keys = GatewayKeys.fromEnv({ GATEWAY_API_KEYS: ' k1 , k2,,k1' });
+    expect(keys.size).toBe(2);
+    expect(keys.match('k1')).toBe(0);
+    expect(keys.match('k2')).toBe(1);
+    for (const wrong of ['', 'k', 'k12', 'K1', ' k1']) expect(keys.match(wrong)).toBeUndefined();
+  });
+
+  it('reads a key file (blank lines and comments skipped) beside the list', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchboard-keys-'));
+    try {
+      const file = join(dir, 'keys');
+      writeFileSync(file, '# team A\nfile-key-1\n\n  file-key-2  \n');
+      const keys = GatewayKeys.fromEnv({ GATEWAY_API_KEYS: 'k1', GATEWAY_API_KEYS_FILE: file });
+      expect(keys.size).toBe(3);
+      expect(keys.match('file-key-2')).toBe(2);
+      expect(keys.match('# team A')).toBeUndefined();
+      expect(() => GatewayKeys.fromEnv({ GATEWAY_API_KEYS_FILE: join(dir, 'missing') })).toThrow(
+        /GATEWAY_API_KEYS_FILE could not be read: ENOENT/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('never shows a key: inspect and JSON give the count only', () => {
+    const keys = new GatewayKeys(['super-secret-key']);
+    expect(inspect(keys)).toBe('GatewayKeys { 1 keys }');
+    expect(JSON.stringify(keys)).toBe('{"keys":1}');
+    expect(inspect(keys, { showHidden: true, depth: 5 })).not.toContain('super-secret-key');
+  });
+
+  it('no keys: size 0', () => {
+    expect(GatewayKeys.fromEnv({}).size).toBe(0);
+  });
+});
+
+describe('presentedKey', () => {
+  it('takes Authorization: Bearer first, then x-api-key', () => {
+    expect(presentedKey({ authorization: 'Bearer k1' })).toBe('k1');
+    expect(presentedKey({ authorization: 'bearer   k1 ' })).toBe('k1');
+    expect(presentedKey({ 'x-api-key': 'k2' })).toBe('k2');
+    expect(presentedKey({ authorization: 'Bearer k1', 'x-api-key': 'k2' })).toBe('k1');
+    expect(presentedKey({ authorization: 'Basic abc', 'x-api-key': 'k2' })).toBe('k2');
+    expect(presentedKey({ authorization: 'Basic abc' })).toBeUndefined();
+    expect(presentedKey({})).toBeUndefined();
+  });
+});
+
+describe('isLoopbackHost', () => {
+  it.each([
+    'localhost',
+    'localhost:3000',
+    'LOCALHOST.',
+    'app.localhost:8080',
+    '127.0.0.1',
+    '127.0.0.1:3000',
+    '127.1.2.3',
+    '[::1]',
+    '[::1]:3000',
+    '::1',
+  ])('%s is loopback', (host) => expect(isLoopbackHost(host)).toBe(true));
+
+  it.each([
+    'rebind.attacker.example',
+    'rebind.attacker.example:3000',
+    'localhost.attacker.example',
+    '127.0.0.1.attacker.example',
+    '0.0.0.0',
+    '::',
+    '',
+    '10.0.0.1',
+    '[fe80::1]:3000',
+    '128.0.0.1',
+  ])('%s is not', (host) => expect(isLoopbackHost(host)).toBe(false));
+});
+
+describe('KeyLimits', () => {
+  it('allows rpm requests in any minute, and says when the oldest leaves it', () => {
+    let now = 1_000_000;
+    const limits = new KeyLimits({ rpm: 3, now: () => now });
+    for (let i = 0; i < 3; i++) {
+      expect(limits.admit(0).ok).toBe(true);
+      now += 10_000;
+    }
+    // 30 s after the first: it leaves the minute in 30 s.
+    const refused = limits.admit(0);
+    expect(refused).toMatchObject({ ok: false, retryAfterMs: 30_000 });
+    expect(limits.admit(1).ok).toBe(true);
+    now += 30_000;
+    expect(limits.admit(0).ok).toBe(true);
+    expect(limits.admit(0)).toMatchObject({ ok: false, retryAfterMs: 10_000 });
+  });
+
+  it('allows maxInFlight calls at once per key; a release frees one, only once', () => {
+    const limits = new KeyLimits({ maxInFlight: 2 });
+    const a = limits.admit(0);
+    const b = limits.admit(0);
+    expect(a.ok && b.ok).toBe(true);
+    expect(limits.admit(0)).toMatchObject({ ok: false, retryAfterMs: 1_000 });
+    expect(limits.admit(1).ok).toBe(true);
+    if (a.ok) {
+      a.release();
+      a.release();
+    }
+    expect(limits.flying(0)).toBe(1);
+    expect(limits.admit(0).ok).toBe(true);
+    expect(limits.admit(0).ok).toBe(false);
+  });
+
+  it('a refused call does not count toward the minute', () => {
+    let now = 0;
+    const limits = new KeyLimits({ rpm: 2, maxInFlight: 1, now: () => now });
+    const first = limits.admit(0);
+    expect(limits.admit(0).ok).toBe(false);
+    if (first.ok) first.release();
+    now += 1;
+    expect(limits.admit(0).ok).toBe(true);
+  });
+
+  it('reads its limits from the environment and refuses what is not a positive integer', () => {
+    expect(keyLimitsFromEnv({}).enabled).toBe(false);
+    expect(keyLimitsFromEnv({ GATEWAY_KEY_RPM: '60' }).enabled).toBe(true);
+    expect(() => keyLimitsFromEnv({ GATEWAY_KEY_RPM: '1e300' })).toThrow(
+      /GATEWAY_KEY_RPM must be a positive integer/,
+    );
+    expect(() => keyLimitsFromEnv({ GATEWAY_KEY_MAX_IN_FLIGHT: '0' })).toThrow(
+      /GATEWAY_KEY_MAX_IN_FLIGHT must be a positive integer/,
+    );
+  });
+});
