@@ -28,11 +28,6 @@ export interface ModelHealth {
   /** Deployments in a cooldown (after a 429, a fault, or by hand), with the ms left. */
   cooling?: Record<string, number>;
   /**
-   * Why deployments in {@link cooling} are avoided, where the mark-down said: `unauthorized (401)`,
-   * `not deployed`, `quota exhausted until <ISO time>`, ...
-   */
-  reasons?: Record<string, string>;
-  /**
    * Deployments at their quota: used up by the quota view, or cooling after a 429. Room comes back
    * by itself, so they do not make the model `down`.
    */
@@ -79,6 +74,12 @@ export interface SwitchboardHealthDetails extends Record<string, unknown> {
   state: StateStoreHealth;
   /** Set when `down`: which models have every deployment out for a fault. */
   message?: string;
+  /**
+   * Why deployments are avoided now, per model and deployment, where the mark-down said:
+   * `unauthorized (401)`, `not deployed`, `quota exhausted until <ISO time>`, `rate_limit`, ...
+   * Absent when no cooling deployment has a reason.
+   */
+  reasons?: Record<string, Record<string, string>>;
 }
 
 /**
@@ -157,6 +158,7 @@ export class SwitchboardHealthIndicator {
     const registry = this.switchboard.registry;
     const names = options.models ?? [...registry.pools.keys()];
     const models: Record<string, ModelHealth> = {};
+    const reasons: Record<string, Record<string, string>> = {};
     const down: string[] = [];
     for (const model of names) {
       const pool = registry.pools.get(model) ?? [];
@@ -171,7 +173,7 @@ export class SwitchboardHealthIndicator {
         if (state.isCooling()) {
           (health.cooling ??= {})[deployment.name] = Math.ceil(state.cooldownRemaining);
           const why = state.downReason;
-          if (why !== undefined) (health.reasons ??= {})[deployment.name] = why;
+          if (why !== undefined) (reasons[model] ??= {})[deployment.name] = why;
         }
         // `quota`: full by the quota view, or cooling after a 429; `down`: any other mark-down.
         if (state.blockedBy(SMALLEST_CALL) !== 'down') {
@@ -207,15 +209,13 @@ export class SwitchboardHealthIndicator {
       }
     }
     const details: SwitchboardHealthDetails = { models, state: this.stateHealth() };
+    if (Object.keys(reasons).length > 0) details.reasons = reasons;
     const check = this.healthIndicatorService.check(key);
     if (down.length === 0) return check.up(details);
     details.message = down
-      .map((m) => {
-        if (!registry.pools.has(m)) return `${m} is not configured`;
-        const reasons = Object.entries(models[m]?.reasons ?? {});
-        const why = reasons.map(([d, r]) => `${d}: ${r}`).join(', ');
-        return `no healthy deployment for ${m}${why ? ` (${why})` : ''}`;
-      })
+      .map((m) =>
+        registry.pools.has(m) ? `no healthy deployment for ${m}` : `${m} is not configured`,
+      )
       .join('; ');
     return check.down(details);
   }

@@ -35,6 +35,8 @@ export const SWITCHBOARD_METRICS = {
   /**
    * Counter {model, deployment}: answers an Azure OpenAI provisioned deployment passed on to its
    * standard deployment (spillover), as its `x-ms-spillover-from-<deployment>` header says.
+   * Exported from the first spilled answer: which deployments are provisioned ones with
+   * spillover is not in the configuration.
    */
   SPILLED_ANSWERS: 'switchboard.spilled_answers',
   /**

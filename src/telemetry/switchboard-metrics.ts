@@ -191,7 +191,6 @@ export class SwitchboardMetrics {
       }
     }
     for (const spill of this.lowerTiers.values()) this.spillovers.add(0, spill);
-    for (const state of this.spillHeaders.keys()) this.spilledAnswers.add(0, state.attributes);
     for (const model of registry.pools.keys()) {
       for (const reason of ['no_room', 'rate_limit', 'other'] satisfies CallFailureReason[]) {
         this.callFailures.add(0, { model, reason });
