@@ -9,7 +9,6 @@
 import OpenAI from 'openai';
 import { createSwitchboard, type Switchboard } from '../src';
 import type { Admission, TokenUsage } from '../src/quota/admission';
-import type { HeaderAnchor } from '../src/quota/header-anchor';
 import { isNoRoom } from '../src/quota/no-room';
 import type { ModelState } from '../src/registry/model-state';
 import { promptSizes } from './strategies';
@@ -87,9 +86,9 @@ function today(sb: Switchboard): void {
  * upstream 429 (seen as a `rate_limit` cooldown) with the view at the send before it and the
  * upstream's own count from the 429's headers.
  */
-/** The calls a model state has in flight (the anchoring keeps them; read for the trace only). */
+/** The calls a model state has in flight (read for the trace only). */
 function inFlight(state: ModelState): Readonly<{ tokens: number; requests: number }> {
-  return (state.quota as unknown as { anchoring: HeaderAnchor }).anchoring.inFlight;
+  return state.quota.inFlight;
 }
 
 function traceRejections(sb: Switchboard, limit: number): { print(): void } {

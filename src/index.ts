@@ -27,8 +27,8 @@ export type { LimitName } from './quota/quota-limit';
 export { UsageWindow } from './quota/usage-window';
 export { QuotaLedger } from './quota/quota-ledger';
 export type { QuotaLedgerOptions, SharedUsage } from './quota/quota-ledger';
-export { HeaderAnchor } from './quota/header-anchor';
-export type { AnchorTarget, LimitListener } from './quota/header-anchor';
+export type { LimitListener, SharedReading } from './quota/reading';
+export type { LimitCounter } from './quota/counter';
 export type { UsageWindowKind, UsageBucket } from './quota/usage-window';
 export { CapacityQueue } from './quota/capacity-queue';
 export { isNoRoom } from './quota/no-room';
@@ -68,6 +68,15 @@ export type { FailureReason, Verdict } from './failover/classify';
 export { DEFAULT_ATTEMPTS } from './failover/failover';
 export { memoryState } from './state/state-store';
 export type { StateStore, StateStoreHealth, StateContext } from './state/state-store';
+export { peerFold } from './state/peer-report';
+export type {
+  PeerReport,
+  PeerModelReport,
+  PeerUsage,
+  PeerReading,
+  PeerFoldOptions,
+  PeerFoldTarget,
+} from './state/peer-report';
 export { redisState } from './state/redis-state';
 export type { RedisStateOptions, RedisClientLike } from './state/redis-state';
 export {

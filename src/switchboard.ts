@@ -16,9 +16,11 @@ import { ModelState } from './registry/model-state';
 import { Selector } from './selection/selector';
 import { SessionAffinity, sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
+import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
 import { clip } from './errors/clip';
 import { SwitchboardError } from './switchboard.error';
+import { DEFAULT_MAX_COOLDOWN } from './registry/cooldown';
 import { GenAiTelemetry } from './telemetry/gen-ai-telemetry';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 import type { SessionParams } from './types';
@@ -95,6 +97,8 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;
+  /** The longest cooldown (ms), also of one taken from a shared store. */
+  private readonly maxCooldown: number;
   private resetTimer: NodeJS.Timeout | undefined;
   private started = false;
   private closed = false;
@@ -111,6 +115,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       maxSessions: options.maxSessions,
       clock: options.clock,
       logger: this.logger,
+      maxCooldown: options.maxCooldown,
     });
     this.state = options.state ?? memoryState();
     this.policy = failoverPolicy(options.failover);
@@ -122,6 +127,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;
+    this.maxCooldown = options.maxCooldown ?? DEFAULT_MAX_COOLDOWN;
     this.fallbacks = resolveFallbacks(options.fallbacks);
     this.defaultReservation = options.defaultReservation ?? 0;
     this.queue = options.queue
@@ -246,6 +252,9 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       logger: this.logger,
       ratelimitWindow: this.window,
       clock: this.clock,
+      maxCooldown: this.maxCooldown,
+      // What the other instances reported comes back as data; only this fold changes the models.
+      onReport: peerFold(this.registry, { maxCooldown: this.maxCooldown }),
     });
     return this;
   }

@@ -36,6 +36,11 @@ export interface SwitchboardOptions {
   /** ms over which usage counts against `tpm` and `rpm` (Azure's quota minute); default 60 000; 0 never forgets usage. */
   ratelimitWindow?: number;
   /**
+   * The longest cooldown (ms), whatever its source: an upstream's `retry-after`, a model's
+   * `cooldown`, `markDown(ms)` by hand, a cooldown another replica shared. Default 86 400 000.
+   */
+  maxCooldown?: number;
+  /**
    * How usage leaves the window. `'sliding'` (default): usage older than `ratelimitWindow` is
    * forgotten bit by bit (500 ms buckets), and requests of the last sixth of the window also count
    * against `rpm / 6`, as Azure enforces RPM per 10 s. `'fixed'`: all usage is reset every

@@ -131,6 +131,7 @@ export const switchboardOptionsSchema = z.strictObject({
     })
     .optional(),
   ratelimitWindow: millis('a non-negative number of milliseconds (0 disables resets)').optional(),
+  maxCooldown: millis('a non-negative number of milliseconds (the longest cooldown)').optional(),
   usageWindow: z.enum(['sliding', 'fixed'], { error: `must be 'sliding' or 'fixed'` }).optional(),
   queue: z
     .strictObject(

@@ -77,3 +77,27 @@ export function admissionOf(
 ): Admission {
   return { input: inputEstimate, output: outputCap(body) ?? defaultReservation };
 }
+
+/**
+ * What an answer's usage changes in the charge of an admitted call, as the upstream reconciles
+ * (see {@link ChargePolicy}): input and output tokens to add (negative: to give back).
+ *
+ * @example
+ * ```ts
+ * reconcile('reserve', { input: 100, output: 500 }, { input: 120, output: 40 }); // { input: 20, output: 0 }
+ * ```
+ */
+export function reconcile(
+  policy: ChargePolicy,
+  admission: Admission,
+  usage: TokenUsage,
+): { input: number; output: number } {
+  const input = usage.input - admission.input;
+  if (policy === 'reserve') {
+    // The output cap stays charged for the minute; only output beyond what was reserved counts.
+    const output =
+      admission.output > 0 ? Math.max(0, usage.output - admission.output) : usage.output;
+    return { input, output };
+  }
+  return { input: input + (usage.cacheWrite ?? 0), output: usage.output - admission.output };
+}

@@ -1,7 +1,24 @@
-/** One limit as an upstream's headers report it; absent fields were not sent. */
+/**
+ * When the upstream's current window ends, by its `x-ratelimit-reset-*` header: in `ms` from when
+ * the header was written, to the header's precision `grain` (ms): `15` says 15 000 to the second,
+ * `1.25` 1 250 to 10 ms, `12ms` 12 to the ms.
+ *
+ * @example
+ * ```ts
+ * const reset: ReportedReset = { ms: 15_000, grain: 1_000 };
+ * ```
+ */
+export interface ReportedReset {
+  ms: number;
+  grain: number;
+}
+
+/** One limit as an upstream's headers report it; absent fields were not sent (or not asked for). */
 export interface ReportedLimit {
   limit?: number;
   remaining?: number;
+  /** Only Azure OpenAI's tokens and requests have one, and only when asked for. */
+  reset?: ReportedReset;
 }
 
 /**
@@ -36,10 +53,11 @@ function num(raw: string | null): number | undefined {
 export type RateLimitFamily = 'openai' | 'anthropic';
 
 /**
- * Reads the rate-limit headers of an answer, or returns `undefined` when it has none. Each
- * lookup in a fetch `Headers` costs about a µs, so the family is read alone when known: an
- * answer without them then costs one or two lookups, one with them two (`withLimits: false`
- * skips the `*-limit` headers when the limits are already known).
+ * Reads the rate-limit headers of an answer, or returns `undefined` when it has none: a pure
+ * parser, no state. Each lookup in a fetch `Headers` costs about a µs, so the family is read
+ * alone when known: an answer without them then costs one or two lookups, one with them two
+ * (`withLimits: false` skips the `*-limit` headers when the limits are already known), and the
+ * `x-ratelimit-reset-*` headers are read only with `withResets`.
  *
  * @example
  * ```ts
@@ -51,15 +69,20 @@ export function readRateLimits(
   headers: HeaderSource,
   withLimits = true,
   family?: RateLimitFamily,
+  withResets = false,
 ): RateLimitReading | undefined {
   if (family !== 'anthropic') {
-    const reading = readOpenAI(headers, withLimits);
+    const reading = readOpenAI(headers, withLimits, withResets);
     if (reading !== undefined || family === 'openai') return reading;
   }
   return readAnthropic(headers, withLimits);
 }
 
-function readOpenAI(headers: HeaderSource, withLimits: boolean): RateLimitReading | undefined {
+function readOpenAI(
+  headers: HeaderSource,
+  withLimits: boolean,
+  withResets: boolean,
+): RateLimitReading | undefined {
   const tokensLeft = headers.get('x-ratelimit-remaining-tokens');
   const requestsLeft = headers.get('x-ratelimit-remaining-requests');
   if (tokensLeft === null && requestsLeft === null) return undefined;
@@ -68,6 +91,10 @@ function readOpenAI(headers: HeaderSource, withLimits: boolean): RateLimitReadin
     requestsLeft,
     withLimits ? headers.get('x-ratelimit-limit-requests') : null,
   );
+  if (withResets) {
+    if (tokens !== undefined) tokens.reset = readResetBound(headers, 'tokens');
+    if (requests !== undefined) requests.reset = readResetBound(headers, 'requests');
+  }
   return { tokens, requests };
 }
 
@@ -109,17 +136,42 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
  * ```
  */
 export function readReset(headers: HeaderSource, what: 'tokens' | 'requests'): number | undefined {
+  return readResetBound(headers, what)?.ms;
+}
+
+/**
+ * {@link readReset} with the header's precision: `grain` is the unit of its last digit, in ms.
+ *
+ * @example
+ * ```ts
+ * readResetBound(new Headers({ 'x-ratelimit-reset-tokens': '2' }), 'tokens'); // { ms: 2000, grain: 1000 }
+ * ```
+ */
+export function readResetBound(
+  headers: HeaderSource,
+  what: 'tokens' | 'requests',
+): ReportedReset | undefined {
   const raw = headers.get(
     what === 'tokens' ? 'x-ratelimit-reset-tokens' : 'x-ratelimit-reset-requests',
   );
-  if (raw === null || raw === '') return undefined;
+  return raw === null || raw === '' ? undefined : parseReset(raw);
+}
+
+function parseReset(raw: string): ReportedReset | undefined {
   const n = Number(raw);
-  if (Number.isFinite(n)) return n >= 0 ? n * 1000 : undefined;
+  if (Number.isFinite(n)) {
+    if (n < 0) return undefined;
+    const dot = raw.indexOf('.');
+    const decimals = dot < 0 ? 0 : raw.length - dot - 1;
+    return { ms: n * 1000, grain: decimals >= 3 ? 1 : 1000 / 10 ** decimals };
+  }
   let ms = 0;
   let matched = 0;
+  let grain = 1000;
   for (const m of raw.matchAll(DURATION)) {
     ms += Number(m[1]) * UNIT_MS[m[2]!]!;
     matched += m[0].length;
+    grain = m[2] === 'ms' || m[1]!.includes('.') ? 1 : UNIT_MS[m[2]!]!;
   }
-  return matched === raw.length && Number.isFinite(ms) ? ms : undefined;
+  return matched === raw.length && Number.isFinite(ms) ? { ms, grain } : undefined;
 }

@@ -1,6 +1,9 @@
 /** How a {@link UsageWindow} forgets usage. */
 export type UsageWindowKind = 'sliding' | 'fixed';
 
+/** One column of a {@link UsageWindow}: its tokens or its requests. */
+export type UsageColumn = 'tokens' | 'requests';
+
 /** One bucket of a sliding window: usage charged in `[start, start + bucketMs)`. */
 export interface UsageBucket {
   /** Epoch ms, a multiple of the window's `bucketMs`. */
@@ -39,6 +42,9 @@ export class UsageWindow {
   /** Ring index of the bucket being filled, and its number since the epoch (start / bucketMs). */
   private head = 0;
   private headIndex = 0;
+  /** Epoch ms span of the head bucket: a reading inside it needs no sliding (no division). */
+  private headStart = 0;
+  private headEnd = 0;
   /** Requests in the newest `shortBuckets` buckets (the last sixth of the window plus the head). */
   private shortRequests = 0;
   private shortBuckets = 0;
@@ -81,7 +87,7 @@ export class UsageWindow {
     this.bucketTokens[0] = this.total;
     this.bucketRequests[0] = this.count;
     this.head = 0;
-    this.headIndex = Math.floor(this.clock() / this.bucketLength);
+    this.setHead(Math.floor(this.clock() / this.bucketLength));
     this.shortBuckets = buckets / 6 + 1;
     this.shortRequests = this.count;
   }
@@ -131,6 +137,31 @@ export class UsageWindow {
     if (this.bucketLength === 0) return 0;
     this.slide(now);
     return this.shortRequests;
+  }
+
+  /** One column at `now` ({@link tokensAt} or {@link requestsAt}). */
+  countAt(column: UsageColumn, now: number): number {
+    if (this.bucketLength !== 0) this.slide(now);
+    return column === 'tokens' ? this.total : this.count;
+  }
+
+  /** One column of {@link usageBefore}, without building an object. */
+  countBefore(column: UsageColumn, t: number, now: number): number {
+    if (this.bucketLength === 0) return column === 'tokens' ? this.total : this.count;
+    this.slide(now);
+    const b = column === 'tokens' ? this.bucketTokens! : this.bucketRequests!;
+    const n = b.length;
+    // The bucket k places behind the head is number headIndex - k: count those below t's.
+    const older = this.headIndex - Math.floor(t / this.bucketLength);
+    let sum = 0;
+    for (let k = Math.max(0, older + 1); k < n; k++) sum += b[(this.head - k + n) % n]!;
+    return sum;
+  }
+
+  /** Forget the oldest `amount` of one column ({@link trimOldest} for one of them). */
+  trimColumn(column: UsageColumn, amount: number, now: number): void {
+    if (column === 'tokens') this.trimOldest(amount, 0, now);
+    else this.trimOldest(0, amount, now);
   }
 
   /** Forget everything. */
@@ -194,21 +225,11 @@ export class UsageWindow {
    * ```
    */
   usageBefore(t: number, now?: number): { tokens: number; requests: number } {
-    if (this.bucketLength === 0) return { tokens: this.total, requests: this.count };
-    this.slide(now ?? this.clock());
-    const bt = this.bucketTokens!;
-    const br = this.bucketRequests!;
-    const n = bt.length;
-    // The bucket k places behind the head is number headIndex - k: count those below t's.
-    const older = this.headIndex - Math.floor(t / this.bucketLength);
-    let tokens = 0;
-    let requests = 0;
-    for (let k = Math.max(0, older + 1); k < n; k++) {
-      const i = (this.head - k + n) % n;
-      tokens += bt[i]!;
-      requests += br[i]!;
-    }
-    return { tokens, requests };
+    const at = now ?? this.clock();
+    return {
+      tokens: this.countBefore('tokens', t, at),
+      requests: this.countBefore('requests', t, at),
+    };
   }
 
   /**
@@ -276,13 +297,21 @@ export class UsageWindow {
     return Math.max(0, (this.headIndex + n) * this.bucketLength - now);
   }
 
+  private setHead(index: number): void {
+    this.headIndex = index;
+    this.headStart = index * this.bucketLength;
+    this.headEnd = this.headStart + this.bucketLength;
+  }
+
   /** Forget the buckets that left the window by `now`. */
   private slide(now: number): void {
+    // Most readings fall in the head bucket: nothing to do, and no division to find out.
+    if (now < this.headEnd && now >= this.headStart) return;
     const index = Math.floor(now / this.bucketLength);
     const steps = index - this.headIndex;
     if (steps <= 0) {
       // The clock went back: the current bucket goes on where the clock now is.
-      if (steps < 0) this.headIndex = index;
+      if (steps < 0) this.setHead(index);
       return;
     }
     const tokens = this.bucketTokens!;
@@ -310,7 +339,7 @@ export class UsageWindow {
       if (this.count < 1e-9) this.count = 0;
       if (this.shortRequests < 1e-9) this.shortRequests = 0;
     }
-    this.headIndex = index;
+    this.setHead(index);
   }
 
   /** Takes `amount` off the oldest buckets first; returns the new total. */

@@ -44,6 +44,8 @@ export interface RegistryContext {
   maxSessions?: number;
   clock?: () => number;
   logger?: SwitchboardLogger;
+  /** The longest cooldown of any model (ms). */
+  maxCooldown?: number;
 }
 
 /** How often, at most, the best-effort warning is logged for one model. */
@@ -99,6 +101,7 @@ export class DeploymentRegistry {
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
           charge: PROVIDERS[config.provider].charge,
           headers: config.provider,
+          maxCooldown: context.maxCooldown,
         });
         state.listener = onEvent;
         models.set(m.name, state);

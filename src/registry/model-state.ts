@@ -1,12 +1,14 @@
 import type { ModelConfig } from '../types';
 import type { Admission, ChargePolicy, TokenUsage } from '../quota/admission';
-import type { ReportedRemaining, SharedReading } from '../quota/header-anchor';
 import { QuotaLedger, type QuotaLedgerOptions, type SharedUsage } from '../quota/quota-ledger';
 import type { LimitName, QuotaLimit } from '../quota/quota-limit';
 import type { HeaderSource } from '../quota/rate-limit-headers';
+import type { ReportedRemaining, SharedReading } from '../quota/reading';
 import type { UsageWindow } from '../quota/usage-window';
+import { ConsecutiveBreaker } from './consecutive-breaker';
+import { Cooldown, DEFAULT_MAX_COOLDOWN } from './cooldown';
 
-export type { ReportedRemaining } from '../quota/header-anchor';
+export type { ReportedRemaining } from '../quota/reading';
 export type { SharedUsage } from '../quota/quota-ledger';
 
 /** Default cooldown (ms) after a 429 or a dropped connection. */
@@ -19,18 +21,23 @@ export type ModelEvent =
   | { type: 'spend'; tokens: number; requests: number }
   | { type: 'limit'; limit: LimitName; value: number; was: number; configured: boolean };
 
-/** Options of a {@link ModelState} beyond its configuration: how its upstream charges and reports. */
-export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'>;
+/**
+ * Options of a {@link ModelState} beyond its configuration: how its upstream charges and
+ * reports, and the cap of every cooldown (`maxCooldown`, ms, default one day).
+ */
+export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'> & {
+  maxCooldown?: number;
+};
 
 /**
- * Usage, quota and cooldown of one model on one deployment.
+ * One model on one deployment: its identity, its cooldown, a breaker that counts consecutive
+ * failures, and its quota accounting ({@link quota}, a {@link QuotaLedger}: usage, limits, the
+ * anchoring on the upstream's rate-limit headers).
  *
  * `util` is the true utilization: `max(tpmUsage / tpm, rpmUsage / rpm)` (and the input and output
  * shares where `itpm` / `otpm` apply), or 1 while cooling. A model is healthy while its utilization
  * is below 1; it has room for a call ({@link hasRoom}) while the call's admission charge fits every
- * limit and it is not cooling. The quota accounting (usage windows, limits, the anchoring on the
- * upstream's rate-limit headers) is its {@link QuotaLedger}, {@link quota}; the state adds its
- * identity, the cooldowns, the count of consecutive failures and the events its registry hears.
+ * limit and it is not cooling.
  *
  * @example
  * ```ts
@@ -43,7 +50,7 @@ export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'>;
  */
 export class ModelState {
   readonly name: string;
-  /** Default cooldown in ms. */
+  /** Default cooldown in ms (every cooldown is capped by `maxCooldown`). */
   readonly cooldown: number;
   /** Routing tier: 0 is the most preferred; the next tier only takes what this one cannot. */
   readonly priority: number;
@@ -57,15 +64,11 @@ export class ModelState {
   readonly attributes: Readonly<{ model: string; deployment: string }>;
   /** The quota accounting: usage, limits, anchoring on the upstream's headers. */
   readonly quota: QuotaLedger;
-
-  private until = 0;
-  /** The current cooldown was set by hand ({@link markDown} without a reason). */
-  private manual = false;
-  /** The current cooldown follows a 429: the upstream has no room, rather than being down. */
-  private quotaCooldown = false;
+  /** Consecutive upstream failures; open at 3. */
+  readonly breaker = new ConsecutiveBreaker(3);
+  private readonly cooling: Cooldown;
   /** Why the current cooldown was set (`markDown`'s reason). */
   private why: string | undefined = undefined;
-  private failures = 0;
   /** @internal Set by the registry. */
   listener: ((state: ModelState, event: ModelEvent) => void) | undefined;
 
@@ -82,12 +85,21 @@ export class ModelState {
     this.weight = config.weight ?? 1;
     this.deployment = deployment;
     this.attributes = Object.freeze({ model: config.name, deployment });
+    this.cooling = new Cooldown(options.maxCooldown ?? DEFAULT_MAX_COOLDOWN);
     this.quota = new QuotaLedger(config, clock, {
-      ...options,
+      charge: options.charge,
+      headers: options.headers,
       onLimit: (limit, value, was, configured) =>
         this.listener?.(this, { type: 'limit', limit, value, was, configured }),
     });
   }
+
+  /** The longest cooldown (ms), whatever its source. */
+  get maxCooldown(): number {
+    return this.cooling.max;
+  }
+
+  // Thin views of the ledger, kept for the callers that read them here.
 
   /** The limits in force, configured or learned. */
   get limits(): Readonly<Record<LimitName, QuotaLimit>> {
@@ -147,7 +159,8 @@ export class ModelState {
   /** This instance's own usage, without the shared view. */
   get localUsage(): Readonly<{ tokens: number; requests: number }> {
     const now = this.clock();
-    return { tokens: this.window.tokensAt(now), requests: this.window.requestsAt(now) };
+    const usage = this.quota.usage;
+    return { tokens: usage.tokensAt(now), requests: usage.requestsAt(now) };
   }
 
   /** Input and output tokens charged in the current window (tracked for every model). */
@@ -159,12 +172,12 @@ export class ModelState {
 
   /** Usage per limit as the upstream is believed to count it now; see {@link QuotaLedger.anchoredUsage}. */
   anchoredUsage(): Record<LimitName, number> {
-    return this.quota.anchoredUsage(this.clock());
+    return this.quota.anchoredUsage();
   }
 
   /** Each limit's share now, whose largest is {@link util} (when not cooling); see {@link QuotaLedger.shares}. */
   shares(): Record<LimitName, number> {
-    return this.quota.shares(this.clock());
+    return this.quota.shares();
   }
 
   /** The upstream's last reported remaining per limit (only limits its headers reported). */
@@ -172,22 +185,50 @@ export class ModelState {
     return this.quota.upstreamRemaining;
   }
 
+  /** @internal Count usage over a sliding window of `windowMs` (`0`: a fixed one); see {@link QuotaLedger.slide}. */
+  slideUsage(windowMs: number, buckets = 120): void {
+    this.quota.slide(windowMs, buckets);
+  }
+
+  /** Forget usage counted in the current window. */
+  resetUsage(): void {
+    this.quota.reset();
+  }
+
+  /** True when the quota view alone (cooldowns aside) has no room for this admission charge. */
+  quotaFull(admission: Admission): boolean {
+    return !this.quota.hasRoom(admission);
+  }
+
+  /** The first limit a call with this admission charge can never fit; see {@link QuotaLedger.exceeds}. */
+  exceeds(admission: Admission): { limit: LimitName; value: number; charge: number } | undefined {
+    return this.quota.exceeds(admission);
+  }
+
+  /** @internal Anchor on an answer's rate-limit headers; see {@link QuotaLedger.observe}. */
+  observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
+    this.quota.observe(headers, own, sentAt);
+  }
+
+  /** @internal The last answer to this instance's calls, for other instances to anchor on. */
+  lastReading(): SharedReading | undefined {
+    return this.quota.lastReading();
+  }
+
+  /** @internal Anchor on another instance's answer (usage only, never a limit); see {@link QuotaLedger.replay}. */
+  replay(reading: SharedReading): boolean {
+    return this.quota.replay(reading);
+  }
+
+  // Questions that weigh the cooldown with the quota, on one reading of the clock.
+
   /**
    * `max(tpmUsage / tpm, rpmUsage / rpm, ...)` over the anchored view, 1 while cooling; unlimited
    * quotas count as 0.
    */
   get util(): number {
     const now = this.clock();
-    if (this.until !== 0 && this.coolingAt(now)) return 1;
-    return this.quota.util(now);
-  }
-
-  /**
-   * @internal Count usage over a sliding window of `windowMs` (`0`: a fixed one that
-   * {@link resetUsage} clears); see {@link QuotaLedger.slide}. Usage counted so far stays.
-   */
-  slideUsage(windowMs: number, buckets = 120): void {
-    this.quota.slide(windowMs, buckets);
+    return this.cooling.at(now) ? 1 : this.quota.util(now);
   }
 
   /** True while utilization is below 1 and the model is not cooling. */
@@ -206,17 +247,7 @@ export class ModelState {
    */
   hasRoom(admission: Admission): boolean {
     const now = this.clock();
-    if (this.until !== 0 && this.coolingAt(now)) return false;
-    return this.quota.hasRoom(admission, now);
-  }
-
-  /**
-   * True when the quota view alone (cooldowns aside) has no room for a call with this admission
-   * charge. Asked when a call got a 429, after its headers (if any) were read: a 429 the view
-   * explains need not cool the model (see the attempt's failure handling).
-   */
-  quotaFull(admission: Admission): boolean {
-    return !this.quota.hasRoom(admission);
+    return !this.cooling.at(now) && this.quota.hasRoom(admission, now);
   }
 
   /**
@@ -227,82 +258,8 @@ export class ModelState {
     const now = this.clock();
     const wait = this.quota.roomAt(admission, now);
     if (wait === Infinity) return Infinity;
-    const cooling = this.until !== 0 && this.coolingAt(now) ? this.until - now : 0;
-    return Math.max(cooling, wait);
-  }
-
-  /** The first limit a call with this admission charge can never fit; see {@link QuotaLedger.exceeds}. */
-  exceeds(admission: Admission): { limit: LimitName; value: number; charge: number } | undefined {
-    return this.quota.exceeds(admission);
-  }
-
-  /**
-   * @internal Charge a call's admission (one request, its input and reserved output) before it
-   * is sent, so concurrent calls see it. Returns when (epoch ms), for {@link observe}.
-   */
-  admit(admission: Admission): number {
-    const at = this.quota.admit(admission);
-    this.spent(admission.input + admission.output, 1);
-    return at;
-  }
-
-  /**
-   * @internal Reconcile an admitted call with what its answer says it used (`undefined`: the
-   * answer did not say); see {@link QuotaLedger.settle}. Once per admission.
-   */
-  settle(admission: Admission, usage: TokenUsage | undefined): void {
-    this.spent(this.quota.settle(admission, usage), 0);
-  }
-
-  /** @internal An admitted call failed before the upstream produced anything: its tokens go back. */
-  release(admission: Admission): void {
-    this.spent(this.quota.release(admission), 0);
-  }
-
-  /** Tell the registry what a call charged, unless nothing. */
-  private spent(tokens: number, requests: number): void {
-    if (this.listener !== undefined && (tokens !== 0 || requests !== 0)) {
-      this.listener(this, { type: 'spend', tokens, requests });
-    }
-  }
-
-  /**
-   * @internal Anchor on an answer's rate-limit headers (`x-ratelimit-*`, `anthropic-ratelimit-*`):
-   * learn the limits, correct the local view; see {@link QuotaLedger.observe}.
-   */
-  observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
-    this.quota.observe(headers, own, sentAt);
-  }
-
-  /** @internal The last answer to this instance's calls, for other instances to anchor on. */
-  lastReading(): SharedReading | undefined {
-    return this.quota.lastReading();
-  }
-
-  /**
-   * @internal Anchor on another instance's answer from this deployment (a shared state store
-   * brings it); see {@link QuotaLedger.replay}.
-   */
-  replay(reading: SharedReading): boolean {
-    return this.quota.replay(reading);
-  }
-
-  /** True while a mark-down lasts. */
-  isCooling(): boolean {
-    return this.until !== 0 && this.coolingAt(this.clock());
-  }
-
-  /** Whether a mark-down lasts at `now`; forgets one that has ended. */
-  private coolingAt(now: number): boolean {
-    if (now < this.until) return true;
-    this.until = 0;
-    this.manual = false;
-    return false;
-  }
-
-  /** True while a cooldown set by hand ({@link markDown} without a reason) lasts. */
-  isMarkedDown(): boolean {
-    return this.manual && this.isCooling();
+    const cooling = this.cooling.remaining(now);
+    return cooling > wait ? cooling : wait;
   }
 
   /**
@@ -312,34 +269,77 @@ export class ModelState {
    */
   blockedBy(admission: Admission): 'room' | 'quota' | 'down' {
     const now = this.clock();
-    if (this.until !== 0 && this.coolingAt(now)) return this.quotaCooldown ? 'quota' : 'down';
+    if (this.cooling.at(now)) return this.cooling.kind === 'quota' ? 'quota' : 'down';
     return this.quota.hasRoom(admission, now) ? 'room' : 'quota';
+  }
+
+  /** @internal Charge a call's admission before it is sent. Returns when (epoch ms), for {@link observe}. */
+  admit(admission: Admission): number {
+    const at = this.quota.admit(admission);
+    this.spent(admission.input + admission.output, 1);
+    return at;
+  }
+
+  /** @internal Reconcile an admitted call with what its answer says it used; see {@link QuotaLedger.settle}. */
+  settle(admission: Admission, usage: TokenUsage | undefined): void {
+    this.spent(this.quota.settle(admission, usage), 0);
+  }
+
+  /** @internal An admitted call failed before the upstream produced anything: its tokens go back. */
+  release(admission: Admission): void {
+    this.spent(this.quota.release(admission), 0);
+  }
+
+  /**
+   * @internal Charge (or, with negative tokens, refund) usage. Counters never go below 0: a refund
+   * that arrives after a window reset must not eat into the new window.
+   */
+  spend(tokens: number, requests = 0): void {
+    this.quota.usage.add(tokens, requests);
+    this.listener?.(this, { type: 'spend', tokens, requests });
+  }
+
+  /** Tell the registry what a call charged, unless nothing. */
+  private spent(tokens: number, requests: number): void {
+    if (this.listener !== undefined && (tokens !== 0 || requests !== 0)) {
+      this.listener(this, { type: 'spend', tokens, requests });
+    }
+  }
+
+  // The cooldown.
+
+  /** True while a mark-down lasts. */
+  isCooling(): boolean {
+    return this.cooling.at(this.clock());
+  }
+
+  /** True while a cooldown set by hand ({@link markDown} without a reason) lasts. */
+  isMarkedDown(): boolean {
+    return this.cooling.at(this.clock()) && this.cooling.kind === 'manual';
   }
 
   /** ms left of the current cooldown (0 when not cooling). */
   get cooldownRemaining(): number {
-    const now = this.clock();
-    return this.until !== 0 && this.coolingAt(now) ? this.until - now : 0;
+    return this.cooling.remaining(this.clock());
   }
 
   /** Epoch ms at which the cooldown ends, 0 when not cooling. */
   get cooldownUntil(): number {
-    return this.isCooling() ? this.until : 0;
+    return this.cooling.until(this.clock());
   }
 
   /**
-   * Avoid this model for `ms` (default: its configured cooldown). A longer running cooldown is
-   * kept. Without a `reason` it counts as marked down by hand: when every deployment of a model
-   * is, calls still go out on a best-effort basis.
+   * Avoid this model for `ms` (default: its configured cooldown), at most `maxCooldown`. A longer
+   * running cooldown is kept. Without a `reason` it counts as marked down by hand: when every
+   * deployment of a model is, calls still go out on a best-effort basis.
    */
   markDown(ms: number = this.cooldown, reason?: string): void {
-    const until = this.clock() + Math.max(0, ms);
-    if (until <= this.until) return;
-    this.until = until;
-    this.manual = reason === undefined;
-    this.why = reason;
     // The failure classification's reasons for a 429: room comes back by itself.
-    this.quotaCooldown = reason === 'rate_limit' || reason?.startsWith('quota exhausted') === true;
+    const quota = reason === 'rate_limit' || reason?.startsWith('quota exhausted') === true;
+    const kind = reason === undefined ? 'manual' : quota ? 'quota' : 'fault';
+    const until = this.cooling.extend(this.clock(), ms, kind);
+    if (until === 0) return;
+    this.why = reason;
     this.listener?.(this, { type: 'down', until, reason });
   }
 
@@ -354,45 +354,29 @@ export class ModelState {
 
   /** End a cooldown now. */
   markUp(): void {
-    const was = this.until;
-    this.until = 0;
+    this.breaker.success();
     this.why = undefined;
-    this.manual = false;
-    this.failures = 0;
-    if (was !== 0) this.listener?.(this, { type: 'up' });
-  }
-
-  /** Forget usage counted in the current window. */
-  resetUsage(): void {
-    this.quota.reset();
+    if (this.cooling.clear()) this.listener?.(this, { type: 'up' });
   }
 
   /**
-   * @internal Charge (or, with negative tokens, refund) usage. Counters never go below 0: a refund
-   * that arrives after a window reset must not eat into the new window.
+   * @internal Restore a cooldown that another instance published (no event is raised), at most
+   * `maxCooldown` from now: a shared 429 keeps the others off, and room comes back by itself.
    */
-  spend(tokens: number, requests = 0): void {
-    this.quota.usage.add(tokens, requests);
-    if (this.listener) this.listener(this, { type: 'spend', tokens, requests });
-  }
-
-  /** @internal Restore a cooldown that another instance published (no event is raised). */
   applyCooldown(until: number): void {
-    this.until = until > this.clock() ? until : 0;
     this.why = undefined;
-    // Cooldowns are shared so that a 429 seen by one instance keeps the others off.
-    this.manual = false;
-    this.quotaCooldown = true;
+    this.cooling.restore(until, this.clock(), 'quota');
   }
 
-  /** @internal Count a consecutive upstream failure; returns the count so far. */
+  /** @internal Count a consecutive upstream failure; returns the count so far (the breaker opens at 3). */
   recordFailure(): number {
-    return ++this.failures;
+    this.breaker.failure();
+    return this.breaker.failures;
   }
 
   /** @internal A success ends a run of failures. */
   recordSuccess(): void {
-    if (this.failures !== 0) this.failures = 0;
+    this.breaker.success();
   }
 
   toJSON(): Record<string, unknown> {

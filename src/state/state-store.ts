@@ -1,5 +1,6 @@
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { SwitchboardLogger } from '../types';
+import { emptyPeerReport, type PeerReport } from './peer-report';
 
 /**
  * How a state store is doing, for health checks.
@@ -21,7 +22,12 @@ export interface StateStoreHealth {
  *
  * @example
  * ```ts
- * store.attach(registry, { logger: new Logger('Switchboard'), ratelimitWindow: 60_000, clock: Date.now });
+ * store.attach(registry, {
+ *   logger: new Logger('Switchboard'),
+ *   ratelimitWindow: 60_000,
+ *   clock: Date.now,
+ *   onReport: peerFold(registry),
+ * });
  * ```
  */
 export interface StateContext {
@@ -30,6 +36,13 @@ export interface StateContext {
   ratelimitWindow: number;
   /** The switchboard's clock (epoch ms). */
   clock: () => number;
+  /** The longest cooldown (ms) a store publishes or reads; default one day. */
+  maxCooldown?: number;
+  /**
+   * Told what each sync the store runs by itself brought back (see {@link StateStore.sync});
+   * the switchboard folds it into its models (`peerFold`).
+   */
+  onReport?: (report: PeerReport) => void;
 }
 
 /**
@@ -49,6 +62,15 @@ export interface StateStore {
    * a store serves one switchboard.
    */
   attach(registry: DeploymentRegistry, context: StateContext): void;
+  /**
+   * One round trip: publish this instance's usage, cooldowns and sessions, and return what the
+   * other instances reported (their usage per model, their newest rate-limit readings, the
+   * cooldowns in force), checked at the store's boundary. It writes into no model: the caller
+   * decides what to do with it (`peerFold`). A store that shares state runs it on its own
+   * schedule too and hands each report to {@link StateContext.onReport}; when the store cannot
+   * be reached, the report says nothing (`usage` and `cooldowns` false).
+   */
+  sync?(): Promise<PeerReport>;
   /**
    * True when the store resets usage itself; the switchboard then neither slides its window nor
    * runs a reset timer. The built-in stores leave usage to the switchboard (`redisState` shares a
@@ -83,6 +105,7 @@ export interface StateStore {
 export function memoryState(): StateStore {
   return {
     attach: () => undefined,
+    sync: () => Promise.resolve(emptyPeerReport(Date.now())),
     health: () => ({ status: 'up', store: 'memory' }),
     close: () => Promise.resolve(),
   };

@@ -335,6 +335,32 @@ describe('TypeScript blocks of README.md and docs/*.md', () => {
     }
   });
 
+  it('the official clients, with a gateway key, run', async () => {
+    process.env.GATEWAY_API_KEYS = 'key-a';
+    process.env.GATEWAY_KEY = 'key-a';
+    try {
+      const gateway = await createGateway({
+        port: 0,
+        host: '127.0.0.1',
+        simulation: { latencyFactor: 0, chunkDelay: 0 },
+        logger: false,
+      });
+      try {
+        const printed = await capture(() =>
+          run(find('process.env.GATEWAY_KEY'), {
+            "'https://llm-gateway.internal.example'": JSON.stringify(gateway.url),
+          }),
+        );
+        expect(printed).toMatch(/gpt-4o-mini.*claude-sonnet-5 end_turn\n$/);
+      } finally {
+        await gateway.close();
+      }
+    } finally {
+      delete process.env.GATEWAY_API_KEYS;
+      delete process.env.GATEWAY_KEY;
+    }
+  });
+
   it('are each run by one of the tests above', () => {
     const run = [
       "name: 'foundry1'",
@@ -344,6 +370,7 @@ describe('TypeScript blocks of README.md and docs/*.md', () => {
       'redisState({',
       "from 'nestjs-switchboard/testing'",
       'new Anthropic({ baseURL: gateway',
+      'process.env.GATEWAY_KEY',
     ].map(find);
     expect(blocks.filter((b) => !run.includes(b)).map((b) => `${b.file}:${b.line}`)).toEqual([]);
   });

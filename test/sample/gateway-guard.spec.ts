@@ -268,7 +268,10 @@ describe('on loopback without keys', () => {
   });
   afterAll(() => gateway?.close());
   afterEach(() => {
+    // The upstreams start afresh, and so does the switchboard's view of them: a test's calls must
+    // not leave the next one at a quota the upstreams no longer count.
     gateway.app.get(Simulation).upstream.reset();
+    sb.resetUsage();
     for (const d of sb.deployments.values()) for (const m of d.models.values()) m.markUp();
   });
 

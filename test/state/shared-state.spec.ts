@@ -1,11 +1,7 @@
 import type Redis from 'ioredis';
 import OpenAI from 'openai';
-import {
-  parseSyncReply,
-  sumOthers,
-  SYNC_SCRIPT,
-  syncCommand,
-} from '../../src/state/redis/redis-protocol';
+import { sumOthers } from '../../src/state/redis/redis-protocol';
+import { parseSyncReply, SYNC_SCRIPT, syncCommand } from '../../src/state/redis/sync-script';
 import type { SimulatedDeploymentOptions } from '../../src/testing';
 import { RedisServer } from '../support/redis-server';
 import { ask, GPT } from '../support/upstream';

@@ -1,4 +1,4 @@
-import type { SharedReading } from '../../src/quota/header-anchor';
+import type { SharedReading } from '../../src/quota/reading';
 import { ModelState } from '../../src/registry/model-state';
 import { readReset } from '../../src/quota/rate-limit-headers';
 import { UsageWindow } from '../../src/quota/usage-window';

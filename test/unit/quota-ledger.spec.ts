@@ -1,4 +1,3 @@
-import { HeaderAnchor } from '../../src/quota/header-anchor';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { QuotaLimit } from '../../src/quota/quota-limit';
 import { UsageWindow } from '../../src/quota/usage-window';
@@ -185,35 +184,41 @@ describe('QuotaLedger shares', () => {
   });
 });
 
-describe('HeaderAnchor', () => {
+describe('the tokens counter anchoring on a header', () => {
   it('leaves the calls still in flight out of the comparison, and records what was left', () => {
     const clock = new FakeClock();
-    const ledger = new QuotaLedger({ tpm: 10_000 }, clock.now);
-    const anchor = new HeaderAnchor(clock.now, 'openai');
+    const ledger = new QuotaLedger({ tpm: 10_000 }, clock.now, { headers: 'openai' });
+    const tokens = ledger.tokens;
     const first = { input: 1_000, output: 0 };
     const later = { input: 2_000, output: 0 };
+    const reading = (own: typeof first | undefined) => ({
+      now: clock.ms,
+      sentAt: clock.ms,
+      own,
+      peer: undefined,
+      paceOk: true,
+    });
     ledger.usage.add(3_000, 2);
-    anchor.admitted(first, clock.ms);
-    anchor.admitted(later, clock.ms);
+    tokens.admitted(first);
+    tokens.admitted(later);
     // Written for `first`: the upstream counts 1000 more than our 1000 sent before `later`.
-    anchor.observe(headers({ 'x-ratelimit-remaining-tokens': 8_000 }), first, ledger);
+    tokens.anchor({ remaining: 8_000 }, reading(first));
     expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBeCloseTo(1_000);
-    expect(anchor.upstreamRemaining.tpm).toEqual({ remaining: 8_000, at: clock.ms });
-    anchor.answered(first);
-    anchor.answered(later);
-    anchor.answered(later); // once too often: nothing goes below zero
-    anchor.observe(headers({ 'x-ratelimit-remaining-tokens': 7_000 }), undefined, ledger);
+    expect(ledger.upstreamRemaining.tpm).toEqual({ remaining: 8_000, at: clock.ms });
+    tokens.answered(first);
+    tokens.answered(later);
+    tokens.answered(later); // once too often: nothing goes below zero
+    tokens.anchor({ remaining: 7_000 }, reading(undefined));
     expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBeCloseTo(0);
   });
 
   it('corrects no limit it does not know (an unlimited one stays unlimited)', () => {
     const clock = new FakeClock();
     const ledger = new QuotaLedger({}, clock.now);
-    const anchor = new HeaderAnchor(clock.now);
-    anchor.observe(headers({ 'x-ratelimit-remaining-tokens': 10 }), undefined, ledger);
+    ledger.observe(headers({ 'x-ratelimit-remaining-tokens': 10 }));
     expect(ledger.limits.tpm.value).toBe(0);
     expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBe(0);
-    expect(anchor.upstreamRemaining).toEqual({});
+    expect(ledger.upstreamRemaining).toEqual({});
     expect(ledger.limits.tpm).toBeInstanceOf(QuotaLimit);
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { describeIssues } from '../../config/validate-options';
 import { SwitchboardError } from '../../switchboard.error';
@@ -19,7 +20,14 @@ export interface RedisStateOptions {
    * store does not close it. Prefer `url`, which sets the short timeouts the store relies on.
    */
   client?: RedisClientLike;
-  /** Prefix of every key. Default `'switchboard:'`. */
+  /**
+   * Prefix of every key. Instances share usage, cooldowns and sessions exactly when they use the
+   * same Redis and prefix. Default: `'switchboard:<hash>:'`, where the hash is taken over the
+   * switchboard's deployments (names, endpoints and model names, sorted), so that replicas of
+   * one application share and two applications with other deployments never do by accident. Set
+   * it when replicas must share across configurations (a rolling update that adds a deployment),
+   * or for Redis Cluster (with a `{hash-tag}`).
+   */
   prefix?: string;
   /** ms between two syncs of usage and cooldowns. Default 1000. */
   syncInterval?: number;
@@ -45,8 +53,8 @@ export interface RedisStateOptions {
  * o.syncInterval; // 1000
  * ```
  */
-export type ResolvedRedisOptions = Required<Omit<RedisStateOptions, 'url' | 'client'>> &
-  Pick<RedisStateOptions, 'url' | 'client'>;
+export type ResolvedRedisOptions = Required<Omit<RedisStateOptions, 'url' | 'client' | 'prefix'>> &
+  Pick<RedisStateOptions, 'url' | 'client' | 'prefix'>;
 
 const ms = (fallback: number) =>
   z
@@ -76,7 +84,7 @@ const schema = z
     prefix: z
       .string({ error: "must be a non-empty string, e.g. 'myapp:'" })
       .min(1, { error: "must be a non-empty string, e.g. 'myapp:'" })
-      .default('switchboard:'),
+      .optional(),
     syncInterval: ms(1000),
     sessionTtl: ms(3_600_000),
     responseTtl: ms(86_400_000),
@@ -109,4 +117,62 @@ export function resolveRedisOptions(options: RedisStateOptions): ResolvedRedisOp
   throw new SwitchboardError(`Invalid redisState() options: ${problems.join('; ')}`, {
     code: 'config',
   });
+}
+
+/**
+ * The default key prefix of a switchboard's deployments: `'switchboard:'` and a hash of their
+ * names, endpoints and model names, in sorted order (configuration order does not matter).
+ *
+ * @example
+ * ```ts
+ * defaultPrefix([{ name: 'east', endpoint: 'https://east.openai.azure.com/openai/v1/', models: ['gpt-4o'] }]);
+ * // 'switchboard:3f1c2a9b7d4e:'
+ * ```
+ */
+export function defaultPrefix(
+  deployments: Iterable<{ name: string; endpoint: string; models: Iterable<string> }>,
+): string {
+  const lines = [...deployments]
+    .map((d) => JSON.stringify([d.name, d.endpoint, [...d.models].sort()]))
+    .sort();
+  const digest = createHash('sha256').update(lines.join('\n')).digest('hex').slice(0, 12);
+  return `switchboard:${digest}:`;
+}
+
+/**
+ * `url` with its credentials replaced by `***`, for logs and `inspect`.
+ *
+ * @example
+ * ```ts
+ * redactUrl('redis://:hunter2@redis:6379/0'); // 'redis://***@redis:6379/0'
+ * ```
+ */
+export function redactUrl(url: string): string {
+  return url.replace(/^(rediss?:\/\/)[^@/]*@/, '$1***@');
+}
+
+/**
+ * A function that takes the password of `url` (as written and decoded) out of any
+ * text, for log lines and health details that quote what a library said.
+ *
+ * @example
+ * ```ts
+ * const scrub = secretScrubber('redis://:hunter2@redis:6379');
+ * scrub('WRONGPASS hunter2'); // 'WRONGPASS ***'
+ * ```
+ */
+export function secretScrubber(url: string | undefined): (text: string) => string {
+  const userinfo = url === undefined ? undefined : /^rediss?:\/\/([^@/]*)@/.exec(url)?.[1];
+  if (userinfo === undefined || userinfo === '') return (text) => text;
+  const colon = userinfo.indexOf(':');
+  const password = colon === -1 ? userinfo : userinfo.slice(colon + 1);
+  if (password === '') return (text) => text;
+  const secrets = new Set<string>([password]);
+  try {
+    secrets.add(decodeURIComponent(password));
+  } catch {
+    // Not URI-encoded: the raw form is covered.
+  }
+  const ordered = [...secrets].sort((a, b) => b.length - a.length);
+  return (text) => ordered.reduce((t, secret) => t.split(secret).join('***'), text);
 }

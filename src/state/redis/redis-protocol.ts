@@ -1,81 +1,5 @@
-import type { SharedReading } from '../../quota/header-anchor';
+import type { SharedReading } from '../../quota/reading';
 import type { RateLimitReading, ReportedLimit } from '../../quota/rate-limit-headers';
-
-/**
- * The one script a sync runs: publish cooldown changes, write this instance's usage and read the
- * others', refresh sessions, write the stored responses not written yet, read the cooldowns in
- * force. One round trip, atomic.
- *
- * KEYS: [cooldowns hash, usage hash, ...session keys, ...response keys]
- * ARGV: [instance id, now ms, nOps, session ttl ms, usage ttl ms, stale before (epoch ms),
- *        own usage ('' = do not write), response ttl ms, nSessions,
- *        ...ops (field, until; until 0 = mark-up), ...session values, ...response values]
- * Returns [[usage of every other instance], [field, until, ...] cooling now].
- *
- * The usage hash holds one field per instance: the instance's own usage per epoch-aligned bucket
- * (see {@link encodeUsage}), written whole each time, never incremented. A retried or replayed
- * write cannot double count, a refund cannot take anything below zero, and a write older than the
- * one in place is dropped. Readers sum the buckets in their own sliding window, so an instance that
- * stops writing ages out by itself; its field is deleted once it is older than `stale before`.
- *
- * @internal
- */
-export const SYNC_SCRIPT = `
-local id = ARGV[1]
-local now = tonumber(ARGV[2])
-local nOps = tonumber(ARGV[3])
-local ttl = ARGV[4]
-local usageTtl = ARGV[5]
-local staleBefore = tonumber(ARGV[6])
-local own = ARGV[7]
-local responseTtl = ARGV[8]
-local nSessions = tonumber(ARGV[9])
-local a = 10
-local cd = KEYS[1]
-local uk = KEYS[2]
-for i = 1, nOps do
-  local field, untilMs = ARGV[a], tonumber(ARGV[a + 1])
-  if untilMs == 0 then
-    redis.call('HDEL', cd, field)
-  elseif untilMs > now and untilMs > tonumber(redis.call('HGET', cd, field) or '0') then
-    redis.call('HSET', cd, field, ARGV[a + 1])
-  end
-  a = a + 2
-end
-if own ~= '' then
-  local prev = redis.call('HGET', uk, id)
-  if not prev or tonumber(string.match(own, '^%d+')) >= tonumber(string.match(prev, '^%d+') or '0') then
-    redis.call('HSET', uk, id, own)
-  end
-  redis.call('PEXPIRE', uk, usageTtl)
-end
-local others = {}
-local all = redis.call('HGETALL', uk)
-for j = 1, #all, 2 do
-  if all[j] ~= id then
-    if (tonumber(string.match(all[j + 1], '^%d+') or '0')) < staleBefore then
-      redis.call('HDEL', uk, all[j])
-    else
-      others[#others + 1] = all[j + 1]
-    end
-  end
-end
-for k = 3, #KEYS do
-  redis.call('SET', KEYS[k], ARGV[a], 'PX', k - 2 <= nSessions and ttl or responseTtl)
-  a = a + 1
-end
-local cooling = {}
-all = redis.call('HGETALL', cd)
-for j = 1, #all, 2 do
-  if tonumber(all[j + 1]) <= now then
-    redis.call('HDEL', cd, all[j])
-  else
-    cooling[#cooling + 1] = all[j]
-    cooling[#cooling + 1] = all[j + 1]
-  end
-end
-return { others, cooling }
-`;
 
 /**
  * One instance's usage as published: for each model (by field), its buckets as flat triples
@@ -100,6 +24,8 @@ export interface PublishedUsage {
 
 /** The limits of a reading, in the order {@link encodeReading} writes them. */
 const READ_LIMITS = ['tokens', 'requests', 'input', 'output'] as const;
+/** How many numbers {@link encodeReading} writes. */
+export const READING_LENGTH = 5 + 2 * READ_LIMITS.length;
 
 /**
  * A {@link SharedReading} as a flat array: `[sentAt, at, tokens charged, tokensEnd, requestsEnd,
@@ -131,7 +57,7 @@ export function encodeReading(r: SharedReading): number[] {
  * ```
  */
 export function decodeReading(flat: unknown): SharedReading | undefined {
-  if (!Array.isArray(flat) || flat.length !== 5 + 2 * READ_LIMITS.length) return undefined;
+  if (!Array.isArray(flat) || flat.length !== READING_LENGTH) return undefined;
   if (!flat.every((n) => typeof n === 'number' && Number.isFinite(n))) return undefined;
   const v = flat as number[];
   const reading: RateLimitReading = {};
@@ -324,101 +250,4 @@ function mergeSpans(spans: number[]): number[] {
     } else out.push(spans[i]!, spans[i + 1]!, spans[i + 2]!, spans[i + 3]!);
   }
   return out;
-}
-
-/**
- * What one sync sends: cooldown changes (`until` 0 = mark-up), this instance's usage (omitted
- * for a sync that only publishes cooldowns), session assignments to refresh, stored responses'
- * deployments to write.
- *
- * @example
- * ```ts
- * const request: SyncRequest = { id: 'a1b2', now: Date.now(), usageTtl: 120_000, staleBefore: Date.now() - 120_000,
- *   cooldowns: new Map([['east:gpt-4o', Date.now() + 10_000]]), sessions: [], sessionTtl: 3_600_000 };
- * ```
- */
-export interface SyncRequest {
-  id: string;
-  now: number;
-  cooldowns: ReadonlyMap<string, number>;
-  usage?: PublishedUsage;
-  /** ms the usage hash lives after the last write. */
-  usageTtl: number;
-  /** Others' usage written before this (epoch ms) is deleted. */
-  staleBefore: number;
-  sessions: ReadonlyArray<{ key: string; deployment: string }>;
-  sessionTtl: number;
-  /** Stored responses whose deployment is to be written (those an immediate write missed). */
-  responses?: ReadonlyArray<{ key: string; deployment: string }>;
-  /** ms a response key lives after it is written; required with `responses`. */
-  responseTtl?: number;
-}
-
-/**
- * What a sync answers: every other instance's published usage, and the cooldowns in force.
- *
- * @example
- * ```ts
- * const reply: SyncReply = { others: [], cooling: [['east:gpt-4o', 1_700_000_010_000]] };
- * ```
- */
-export interface SyncReply {
-  others: PublishedUsage[];
-  cooling: Array<[field: string, until: number]>;
-}
-
-/**
- * The keys and arguments of {@link SYNC_SCRIPT} for one sync.
- *
- * @example
- * ```ts
- * const { keys, args } = syncCommand('switchboard:', request);
- * await client.eval(SYNC_SCRIPT, keys.length, ...keys, ...args);
- * ```
- */
-export function syncCommand(
-  prefix: string,
-  r: SyncRequest,
-): { keys: string[]; args: (string | number)[] } {
-  const keys: string[] = [`${prefix}cooldowns`, `${prefix}usage`];
-  const args: (string | number)[] = [
-    r.id,
-    r.now,
-    r.cooldowns.size,
-    r.sessionTtl,
-    Math.max(1, Math.ceil(r.usageTtl)),
-    r.staleBefore,
-    r.usage === undefined ? '' : encodeUsage(r.usage),
-    Math.max(1, Math.ceil(r.responseTtl ?? 1)),
-    r.sessions.length,
-  ];
-  for (const [field, until] of r.cooldowns) args.push(field, until);
-  for (const s of [...r.sessions, ...(r.responses ?? [])]) {
-    keys.push(s.key);
-    args.push(s.deployment);
-  }
-  return { keys, args };
-}
-
-/**
- * Reads {@link SYNC_SCRIPT}'s answer.
- *
- * @example
- * ```ts
- * parseSyncReply([['5 {"b":1000,"m":{}}'], ['east:gpt-4o', '1700000010000']]);
- * // { others: [{ at: 5, bucketMs: 1000, models: {} }], cooling: [['east:gpt-4o', 1700000010000]] }
- * ```
- */
-export function parseSyncReply(reply: unknown): SyncReply {
-  const [usage, cooling] = reply as [unknown[], unknown[]];
-  const others: PublishedUsage[] = [];
-  for (const value of usage) {
-    const decoded = decodeUsage(String(value));
-    if (decoded !== undefined) others.push(decoded);
-  }
-  const out: SyncReply['cooling'] = [];
-  for (let j = 0; j + 1 < cooling.length; j += 2) {
-    out.push([String(cooling[j]), Number(cooling[j + 1])]);
-  }
-  return { others, cooling: out };
 }

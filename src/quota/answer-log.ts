@@ -1,0 +1,110 @@
+import type { Admission } from './admission';
+import type { Anchoring } from './counter';
+import {
+  readRateLimits,
+  type HeaderSource,
+  type RateLimitFamily,
+  type RateLimitReading,
+} from './rate-limit-headers';
+import type { SharedReading } from './reading';
+
+/** The last reading of an answer to this instance's own calls. */
+export interface OwnReading {
+  sentAt: number;
+  at: number;
+  tokens: number;
+  reading: RateLimitReading;
+}
+
+/** How often (answers) the `*-limit` headers are read again once every limit is known. */
+const LIMIT_RECHECK = 64;
+
+/**
+ * What a ledger remembers of the answers it anchored on, apart from its counters: how often to
+ * read the limit headers, the newest send time anchored on (an older reading says nothing new),
+ * the call whose own answer was anchored on (its refund would count it out twice), the last own
+ * reading (for other instances) and when a call without an output cap last went out. It turns
+ * each answer into the {@link Anchoring} its counters take.
+ *
+ * @example
+ * ```ts
+ * const reading = log.read(response.headers);
+ * if (reading) for (const c of counters) c.anchor(reading, log.ownAnswer(reading, call, sentAt, now, 60_000));
+ * ```
+ */
+export class AnswerLog {
+  /** Answers until the `*-limit` headers are read again. */
+  private limitCheck = 0;
+  /** The call whose answer's headers were anchored on last, until it is answered. */
+  private anchoredOwn: Admission | undefined;
+  /** The latest send time of a call whose answer was anchored on (ours or another's). */
+  private anchoredSentAt = 0;
+  private own: OwnReading | undefined;
+  /**
+   * When a call without an output cap was last admitted: the upstream reserves output for it
+   * that we do not charge, so a difference in its count says nothing of others' pace for a while.
+   */
+  private uncappedAt = -Infinity;
+
+  constructor(private readonly family: RateLimitFamily | undefined) {}
+
+  /** The last reading of an answer to this instance's own calls. */
+  get last(): OwnReading | undefined {
+    return this.own;
+  }
+
+  /** A call was admitted at `now`. */
+  admitted(admission: Admission, now: number): void {
+    if (admission.output === 0) this.uncappedAt = now;
+  }
+
+  /** A call was answered (or failed): true when its own answer's headers were anchored on. */
+  answered(admission: Admission): boolean {
+    const anchored = this.anchoredOwn === admission;
+    if (anchored) this.anchoredOwn = undefined;
+    return anchored;
+  }
+
+  /** Parse an answer's rate-limit headers, its `*-limit` ones once in a while. */
+  read(headers: HeaderSource): RateLimitReading | undefined {
+    const withLimits = this.limitCheck <= 0;
+    const reading = readRateLimits(headers, withLimits, this.family);
+    if (reading === undefined) return undefined;
+    if (withLimits) this.limitCheck = LIMIT_RECHECK;
+    else this.limitCheck--;
+    return reading;
+  }
+
+  /** Our own answer to `own` (sent at `sentAt`), read at `now`: what its counters take. */
+  ownAnswer(
+    reading: RateLimitReading,
+    own: Admission | undefined,
+    sentAt: number | undefined,
+    now: number,
+    span: number,
+  ): Anchoring {
+    if (own !== undefined) this.anchoredOwn = own;
+    // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
+    const sent = sentAt !== undefined && sentAt <= now ? sentAt : now;
+    const tokens = own !== undefined ? own.input + own.output : 0;
+    this.own = { sentAt: sent, at: now, tokens, reading };
+    if (sent > this.anchoredSentAt) this.anchoredSentAt = sent;
+    return { now, sentAt: sent, own, peer: undefined, paceOk: now - this.uncappedAt > span };
+  }
+
+  /** True when a call sent at `sentAt` is newer than every one whose answer was anchored on. */
+  isNewer(sentAt: number): boolean {
+    return sentAt > this.anchoredSentAt;
+  }
+
+  /**
+   * Another instance's answer, at `now`: what the counters take, or `undefined` when it is not
+   * newer than every answer anchored on, or sent ahead of our clock (the other machine's runs
+   * ahead: it waits until ours gets there).
+   */
+  peerAnswer(reading: SharedReading, now: number): Anchoring | undefined {
+    if (!this.isNewer(reading.sentAt) || reading.sentAt > now) return undefined;
+    this.anchoredSentAt = reading.sentAt;
+    return { now, sentAt: reading.sentAt, own: undefined, peer: reading, paceOk: false };
+  }
+}

@@ -1,0 +1,127 @@
+import type { Admission } from './admission';
+import type { SharedUsage } from './peer-usage';
+import type { LimitName, QuotaLimit } from './quota-limit';
+import type { HeaderSource, ReportedLimit } from './rate-limit-headers';
+import type { ReportedRemaining, SharedReading } from './reading';
+import type { UsageColumn, UsageWindow } from './usage-window';
+
+/**
+ * What the counters of one ledger share, written by the ledger only: the window length and the
+ * peers' usage the shared state store last brought.
+ */
+export interface CounterScope {
+  /** Length (ms) of the window usage is counted over (the span corrections fade over). */
+  span: number;
+  /** Usage other instances reported; `undefined` without a shared state store. */
+  peers: SharedUsage | undefined;
+  /** The upstream's last reported remaining, per limit, for operators. */
+  readonly reported: Partial<Record<LimitName, ReportedRemaining>>;
+  /** Told when a limit is learned from this instance's own answers, or corrected by them. */
+  learned(limit: QuotaLimit, value: number): void;
+}
+
+/** One answer's reading, as each counter takes its part of it. */
+export interface Anchoring {
+  now: number;
+  /** When the answered call was sent (the upstream's count is of that moment). */
+  sentAt: number;
+  /** Our own call this answer is for, while it is in flight (its answer says it was counted). */
+  own: Admission | undefined;
+  /** Another instance's reading (a shared state store brought it); `undefined` for our own. */
+  peer: SharedReading | undefined;
+  /** Whether a difference the upstream counts may be read as others' pace. */
+  paceOk: boolean;
+  /** Our own answer's headers, where its reset headers may be read (Azure OpenAI's). */
+  headers?: HeaderSource;
+}
+
+/**
+ * One limit of a model on a deployment, as one counter: its usage, the correction the upstream's
+ * headers call for, and the answers to the ledger's questions for that limit alone. The ledger
+ * loops over its counters: room = every counter fits, util = the largest share, roomAt = the
+ * longest wait.
+ *
+ * @example
+ * ```ts
+ * const fits = counters.every((c) => c.fits(admission, now));
+ * ```
+ */
+export interface LimitCounter {
+  /** Whether `admission` fits at `now` by the anchored view (true when unlimited). */
+  fits(admission: Admission, now: number): boolean;
+  /** usage / limit at `now` by the anchored view, with what others are expected to add; 0 when unlimited. */
+  share(now: number): number;
+  /** ms until `admission` fits as usage slides out and corrections end (0 when unlimited). */
+  wait(admission: Admission, now: number): number;
+  /** A call was sent: in flight until {@link answered}. */
+  admitted(admission: Admission): void;
+  /** An admitted call was answered (or failed). */
+  answered(admission: Admission): void;
+  /** Forget what an upstream window that ended by `now` counted. */
+  catchUp(now: number): void;
+  /** Forget usage and corrections. */
+  reset(): void;
+}
+
+/**
+ * ms until `window`'s column plus `limit`'s correction is at most `target`: the sooner of usage
+ * sliding out and the correction fading. `end` (epoch ms, 0 = none) is when the upstream's window
+ * is known to end: it then forgets all it counted, except the calls in flight (`pending`).
+ *
+ * @example
+ * ```ts
+ * const ms = waitFor(usage, 'tokens', tpm, tpm.value - 1_456, now, 60_000);
+ * ```
+ */
+export function waitFor(
+  window: UsageWindow,
+  column: UsageColumn,
+  limit: QuotaLimit,
+  target: number,
+  now: number,
+  span: number,
+  end = 0,
+  pending = 0,
+): number {
+  const c = limit.correction(now, span);
+  const slideTarget = target - Math.max(0, c);
+  let bySliding =
+    column === 'tokens'
+      ? window.timeUntil(slideTarget, Infinity, Infinity, now)
+      : window.timeUntil(Infinity, slideTarget, Infinity, now);
+  if (end > now && pending <= target && end - now < bySliding) bySliding = end - now;
+  // A correction held until the window ends does not fade.
+  if (c <= 0 || limit.holds) return bySliding;
+  // The correction fades linearly to 0: c(t) = c * (1 - dt / rest).
+  const need = target - window.countAt(column, now);
+  if (need < 0) return bySliding;
+  const byFading = need >= c ? 0 : limit.fadeLeft(now, span) * (1 - need / c);
+  return Math.min(bySliding, byFading);
+}
+
+/**
+ * Note the upstream's reported remaining for operators (the newest answer wins), and learn the
+ * limit it reports from our own answers only: a peer's reading never sets a limit.
+ *
+ * @example
+ * ```ts
+ * if (!takeReported(limit, reported, context, scope)) return; // nothing to anchor on
+ * ```
+ */
+export function takeReported(
+  limit: QuotaLimit,
+  reported: ReportedLimit,
+  context: Anchoring,
+  scope: CounterScope,
+): reported is ReportedLimit & { remaining: number } {
+  if (reported.limit !== undefined && context.peer === undefined) {
+    scope.learned(limit, reported.limit);
+  }
+  if (reported.remaining === undefined || limit.value === 0) return false;
+  const at = context.peer?.at ?? context.now;
+  const last = scope.reported[limit.name];
+  if (last === undefined || last.at <= at) {
+    scope.reported[limit.name] = { remaining: reported.remaining, at };
+  }
+  return true;
+}

@@ -1,0 +1,107 @@
+import type { Admission } from './admission';
+import {
+  takeReported,
+  waitFor,
+  type Anchoring,
+  type CounterScope,
+  type LimitCounter,
+} from './counter';
+import type { QuotaLimit } from './quota-limit';
+import type { ReportedLimit } from './rate-limit-headers';
+import type { UsageWindow } from './usage-window';
+
+/**
+ * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own usage window,
+ * and a correction from the upstream's `anthropic-ratelimit-{input,output}-tokens-remaining` that
+ * fades over the window (the upstream's buckets refill continuously: no window end to wait for).
+ *
+ * @example
+ * ```ts
+ * const input = new IoCounter(new QuotaLimit('itpm', 30_000), new UsageWindow(clock), 'input', scope);
+ * input.fits({ input: 1_200, output: 256 }, now);
+ * ```
+ */
+export class IoCounter implements LimitCounter {
+  /** Input (or output) tokens of calls sent and not yet answered. */
+  private inFlight = 0;
+
+  constructor(
+    readonly limit: QuotaLimit,
+    /** This instance's input (or output) tokens. */
+    readonly usage: UsageWindow,
+    private readonly side: 'input' | 'output',
+    private readonly scope: CounterScope,
+  ) {}
+
+  /** Tokens counted at `now` by the anchored view, never below 0. */
+  used(now: number): number {
+    return Math.max(0, this.usage.tokensAt(now) + this.limit.correction(now, this.scope.span));
+  }
+
+  fits(admission: Admission, now: number): boolean {
+    const value = this.limit.value;
+    if (value <= 0) return true;
+    const used = this.usage.tokensAt(now) + this.limit.correction(now, this.scope.span);
+    return used + admission[this.side] <= value;
+  }
+
+  share(now: number): number {
+    const value = this.limit.value;
+    if (value <= 0) return 0;
+    const used = this.used(now);
+    return used > 0 ? used / value : 0;
+  }
+
+  wait(admission: Admission, now: number): number {
+    const value = this.limit.value;
+    if (value <= 0) return 0;
+    const target = value - admission[this.side];
+    return waitFor(this.usage, 'tokens', this.limit, target, now, this.scope.span);
+  }
+
+  /** The first limit `admission` can never fit, with its charge. */
+  exceeds(admission: Admission): number | undefined {
+    const charge = admission[this.side];
+    return this.limit.value > 0 && charge > this.limit.value ? charge : undefined;
+  }
+
+  admitted(admission: Admission): void {
+    this.inFlight += admission[this.side];
+  }
+
+  answered(admission: Admission): void {
+    this.inFlight = Math.max(0, this.inFlight - admission[this.side]);
+  }
+
+  catchUp(): void {
+    // The upstream's buckets refill continuously: no window ends.
+  }
+
+  /**
+   * Correct by the upstream's count: where we count more, the excess leaves our window, oldest
+   * first (a correction fading at another pace than our usage slides out would soon count too
+   * little); where it counts more (someone else's usage), a correction holds the difference.
+   */
+  anchor(reported: ReportedLimit, context: Anchoring): void {
+    if (!takeReported(this.limit, reported, context, this.scope)) return;
+    const { now, peer } = context;
+    // Another instance's reading is of the moment its call was sent: ours is what we sent before.
+    const local = peer
+      ? this.usage.countBefore('tokens', context.sentAt, now)
+      : this.usage.tokensAt(now);
+    const own = context.own === undefined ? 0 : context.own[this.side];
+    const inFlight = peer ? 0 : Math.max(0, this.inFlight - own);
+    const delta = this.limit.value - reported.remaining - (local - inFlight);
+    if (delta < 0 && this.usage.bucketMs !== 0) {
+      this.usage.trimOldest(-delta, 0, now);
+      this.limit.anchor(0, now);
+      return;
+    }
+    this.limit.anchor(delta, now);
+  }
+
+  reset(): void {
+    this.usage.reset();
+    this.limit.clear();
+  }
+}

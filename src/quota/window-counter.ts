@@ -1,0 +1,264 @@
+import type { Admission } from './admission';
+import {
+  takeReported,
+  waitFor,
+  type Anchoring,
+  type CounterScope,
+  type LimitCounter,
+} from './counter';
+import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
+import type { QuotaLimit } from './quota-limit';
+import { readResetBound, type ReportedLimit } from './rate-limit-headers';
+import type { UsageColumn, UsageWindow } from './usage-window';
+import { WindowEnd } from './window-end';
+
+/**
+ * Tokens or requests per minute (`tpm` / `rpm`): this instance's usage (one column of the usage
+ * window it shares with its sibling, as stores share both per bucket), the peers' usage for the
+ * limit, the correction from the upstream's `x-ratelimit-remaining-*` header, and Azure's fixed
+ * window: when it ends ({@link WindowEnd}, from the reset headers) the upstream forgets all it
+ * counted, and so does this counter, except what may have reached the next window.
+ *
+ * @example
+ * ```ts
+ * const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage, 'tokens', scope);
+ * tokens.fits({ input: 1_200, output: 256 }, now);
+ * ```
+ */
+export class WindowCounter implements LimitCounter {
+  /** When the upstream's current window ends. */
+  readonly end = new WindowEnd();
+  /** Tokens (or requests) of calls sent and not yet answered. */
+  inFlight = 0;
+  /**
+   * Send time before which the upstream's window that last ended forgot everything: the peers'
+   * usage sent before it no longer counts, nor does a peer's reading of a call sent before it.
+   */
+  rolledAt = 0;
+  /** Send time of the call whose answer was last anchored on (the upstream's count then held all sent before). */
+  private anchoredAt = 0;
+  /** Our count the last answer was compared against. */
+  private local = 0;
+  private readonly peerSum: PeerSum;
+  private readonly spanColumn: SpanColumn;
+
+  constructor(
+    readonly limit: QuotaLimit,
+    /** This instance's tokens and requests. */
+    readonly usage: UsageWindow,
+    readonly column: UsageColumn,
+    private readonly scope: CounterScope,
+  ) {
+    this.spanColumn = column === 'tokens' ? 2 : 3;
+    this.peerSum = new PeerSum(this.spanColumn);
+  }
+
+  /** What one call charges this limit. */
+  charge(admission: Admission): number {
+    return this.column === 'tokens' ? admission.input + admission.output : 1;
+  }
+
+  /** The charge of `admission` when it is above the limit itself (it can never fit). */
+  exceeds(admission: Admission): number | undefined {
+    const charge = this.charge(admission);
+    return this.limit.value > 0 && charge > this.limit.value ? charge : undefined;
+  }
+
+  /** This instance's usage plus the peers' totals at `now` (for operators). */
+  total(now: number): number {
+    const own = this.usage.countAt(this.column, now);
+    const peers = this.scope.peers;
+    if (peers === undefined) return own;
+    return own + (this.column === 'tokens' ? peers.tokens : peers.requests);
+  }
+
+  /** Usage the correction adds to: ours, plus the peers' the upstream's count does not hold yet. */
+  counted(now: number): number {
+    const own = this.usage.countAt(this.column, now);
+    return this.scope.peers === undefined ? own : own + this.peersCounted();
+  }
+
+  /** Usage at `now` by the anchored view, never below 0. */
+  used(now: number): number {
+    return Math.max(0, this.counted(now) + this.limit.correction(now, this.scope.span));
+  }
+
+  fits(admission: Admission, now: number): boolean {
+    const value = this.limit.value;
+    if (value <= 0) return true;
+    const used = this.counted(now) + this.limit.correction(now, this.scope.span);
+    return used + this.charge(admission) <= value;
+  }
+
+  share(now: number): number {
+    const value = this.limit.value;
+    if (value <= 0) return 0;
+    // Routing leaves others the room their pace will take before the window ends.
+    const used = this.used(now) + this.limit.expected(now, this.scope.span);
+    return used > 0 ? used / value : 0;
+  }
+
+  wait(admission: Admission, now: number): number {
+    const value = this.limit.value;
+    if (value <= 0) return 0;
+    const peers = this.scope.peers === undefined ? 0 : this.peersCounted();
+    const target = value - this.charge(admission) - peers;
+    const { usage, column, limit, scope, end } = this;
+    return waitFor(usage, column, limit, target, now, scope.span, end.act, this.inFlight);
+  }
+
+  admitted(admission: Admission): void {
+    this.inFlight += this.charge(admission);
+  }
+
+  answered(admission: Admission): void {
+    this.inFlight = Math.max(0, this.inFlight - this.charge(admission));
+  }
+
+  catchUp(now: number): void {
+    if (this.end.act === 0 || now < this.end.act) return;
+    this.forget(this.end.due(now), now);
+  }
+
+  /**
+   * The upstream's window ended: what was sent before `before` is forgotten, as the upstream
+   * forgets it, calls still in flight excepted (they may land in the next window).
+   */
+  private forget(before: number, now: number): void {
+    this.rolledAt = before;
+    const old = this.usage.countBefore(this.column, before, now) - this.inFlight;
+    if (old > 0) this.usage.trimColumn(this.column, old, now);
+  }
+
+  /**
+   * Correct by the upstream's count when it wrote the answer. Ours is this instance's usage plus
+   * the peers' as far as the upstream's count holds it too, less the calls in flight it may not
+   * have seen. Where we count more, the excess leaves our window, oldest first (the upstream's
+   * window rolled since we charged it); where it counts more (someone else's usage), a correction
+   * holds the difference until the window ends, and others' usage so far is taken as their pace.
+   * Another instance's reading is of the moment its call was sent: ours is then what we sent
+   * before it, and nothing of ours was in flight.
+   */
+  anchor(reported: ReportedLimit, context: Anchoring): void {
+    if (!takeReported(this.limit, reported, context, this.scope)) return;
+    const { now, peer } = context;
+    const remaining = reported.remaining;
+    const sliding = this.usage.bucketMs !== 0;
+    let delta = this.delta(remaining, context);
+    // The end is read while it can still narrow, and again when others' usage shows (to tell
+    // their pace): each header lookup costs about a µs. An answer of a later window rolls first.
+    if (
+      sliding &&
+      (delta > 0 || this.end.wants(now)) &&
+      this.takeEnd(remaining, reported, context)
+    ) {
+      delta = this.delta(remaining, context);
+    }
+    if (delta < 0 && sliding) {
+      // Only this instance's share of the excess is its own to forget.
+      const local = this.local;
+      const mine = peer
+        ? this.usage.countBefore(this.column, context.sentAt, now)
+        : this.usage.countAt(this.column, now);
+      const excess = local > 0 ? (-delta * mine) / local : 0;
+      this.usage.trimColumn(this.column, excess, now);
+      this.limit.anchor(0, now);
+      return;
+    }
+    let until = 0;
+    let pace = 0;
+    if (delta > 0 && sliding && this.end.known) {
+      until = this.end.act;
+      // With a shared view, the others that matter are in it: a difference is its lag.
+      if (this.scope.peers === undefined && context.paceOk) {
+        // Others' pace so far, read over at least a quarter of the window.
+        const span = this.scope.span;
+        const elapsed = Math.max(span / 4, span - (until - now));
+        pace = Math.min(this.limit.value, (delta * span) / elapsed) / span;
+      }
+    }
+    this.limit.anchor(delta, now, until, pace);
+  }
+
+  /**
+   * The upstream's count when it wrote the answer, less ours of the same calls (kept in
+   * {@link local}): calls in flight other than the answered one may not be in its count.
+   */
+  private delta(remaining: number, context: Anchoring): number {
+    const local = (this.local = this.anchorCount(context));
+    const own = context.own === undefined ? 0 : this.charge(context.own);
+    const inFlight = context.peer ? 0 : Math.max(0, this.inFlight - own);
+    return this.limit.value - remaining - (local - inFlight);
+  }
+
+  /**
+   * Take what a reading says of when the upstream's window ends: our own answer's reset header
+   * (bounded by its precision), or the end another instance knew. An answer of a later window
+   * ends the held one now, when the upstream's count shows it (it holds less than what we sent
+   * before that end: clocks apart can make a reading look later than it is). Returns true when
+   * it forgot what the held window counted.
+   */
+  private takeEnd(remaining: number, reported: ReportedLimit, context: Anchoring): boolean {
+    const { now, sentAt, peer } = context;
+    let low: number;
+    let high: number;
+    let act: number;
+    if (peer !== undefined) {
+      const until = this.column === 'tokens' ? peer.tokensEnd : peer.requestsEnd;
+      if (!(until > now)) return false;
+      // The call was on its way for `at - sentAt`: the upstream's end, on our clock, as sent.
+      low = high = until - (peer.at - peer.sentAt);
+      act = until;
+    } else {
+      const headers = context.headers;
+      const reset = reported.reset ?? (headers && readResetBound(headers, this.column));
+      if (reset === undefined || !(reset.ms > 0)) return false;
+      // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
+      high = sentAt + reset.ms;
+      low = reset.grain > 1 ? high - reset.grain : high;
+      act = now + reset.ms;
+    }
+    // A later window ends at least a window after this one: a quarter of it tells jitter apart.
+    const ended = this.end.take(low, high, act, now, this.scope.span / 4);
+    if (ended === 0) return false;
+    // Calls in flight may not be in its count; the answered one is.
+    const own = context.own === undefined ? 0 : this.charge(context.own);
+    const before = this.usage.countBefore(this.column, ended, now) - (this.inFlight - own);
+    if (this.limit.value - remaining >= before) return false;
+    this.forget(ended, now);
+    return true;
+  }
+
+  /**
+   * The count an answer to a call sent at `sentAt` is compared against. When the peers' usage
+   * says when it was sent, only theirs sent after that call counts from now on, and the count is
+   * this instance's alone (for another instance's answer: ours sent before it, and the part of
+   * that instance's call the peers' usage counts as sent after it); else ours plus the peers'.
+   */
+  private anchorCount(context: Anchoring): number {
+    const { now, sentAt, peer } = context;
+    const peers = this.scope.peers;
+    const timed = peers?.sent !== undefined;
+    if (timed) this.anchoredAt = sentAt;
+    if (peer !== undefined) {
+      const before = this.usage.countBefore(this.column, sentAt, now);
+      const amount = this.column === 'tokens' ? peer.tokens : 1;
+      return before + sentAfter(peers!.sent!.spans, sentAt, amount, this.spanColumn);
+    }
+    return timed ? this.usage.countAt(this.column, now) : this.counted(now);
+  }
+
+  /** The peers' usage the upstream is believed to count on top of ours. */
+  peersCounted(): number {
+    const peers = this.scope.peers!;
+    if (peers.sent === undefined) return this.column === 'tokens' ? peers.tokens : peers.requests;
+    const from = this.anchoredAt > this.rolledAt ? this.anchoredAt : this.rolledAt;
+    return this.peerSum.since(peers.sent.spans, from);
+  }
+
+  reset(): void {
+    this.limit.clear();
+    this.end.clear();
+    this.rolledAt = this.anchoredAt = 0;
+  }
+}

@@ -1,0 +1,79 @@
+import type { ModelState } from '../../registry/model-state';
+import type { PeerModelBounds } from './peer-checks';
+import { encodeReading, publishBuckets, type PublishedUsage } from './redis-protocol';
+
+/**
+ * One model as a Redis store shares it.
+ *
+ * @example
+ * ```ts
+ * const entry: Entry = { state, field: 'east:gpt-4o', bounds: { deployment: 'east', model: 'gpt-4o', tokens: 0, requests: 0, input: 0, output: 0 } };
+ * ```
+ */
+export interface Entry {
+  state: ModelState;
+  /** `<deployment>:<model>`, URI-encoded: the cooldowns hash's field and the usage's key. */
+  field: string;
+  /** The bounds of what the others may report for it. */
+  bounds: PeerModelBounds;
+}
+
+/** Most buckets per window in which usage is published: a view at most 1/60 of it too old. */
+const BUCKETS_PER_WINDOW = 60;
+
+/** How many of a window's buckets go into one published bucket. */
+function mergeFactor(bucketMs: number, windowMs: number): number {
+  return Math.max(1, Math.ceil(Math.round(windowMs / bucketMs) / BUCKETS_PER_WINDOW));
+}
+
+/**
+ * This instance's own usage per bucket, as published: the models' own windows, whose buckets
+ * are epoch-aligned, merged into at most {@link BUCKETS_PER_WINDOW} per window to keep each
+ * sync small. A fixed window is one bucket that never ages (its owner resets it). Reads the
+ * models, changes none.
+ *
+ * @example
+ * ```ts
+ * const usage = ownUsage(entries, Date.now()); // { at, bucketMs: 1000, models: { 'east:gpt-4o': [...] }, readings: {} }
+ * ```
+ */
+export function ownUsage(entries: readonly Entry[], now: number): PublishedUsage {
+  const models: Record<string, number[]> = {};
+  const readings: Record<string, number[]> = {};
+  let bucketMs = 0;
+  for (const e of entries) {
+    const window = e.state.window;
+    const merge = window.bucketMs > 0 ? mergeFactor(window.bucketMs, window.windowMs) : 1;
+    if (window.bucketMs > 0) bucketMs = window.bucketMs * merge;
+    const flat = publishBuckets(window.ownBuckets(), window.bucketMs, merge);
+    if (flat.length > 0) models[e.field] = flat;
+    // The last answer's reading, while the window it speaks of may still be running.
+    const reading = window.bucketMs > 0 ? e.state.lastReading() : undefined;
+    if (reading !== undefined && reading.sentAt > now - window.windowMs) {
+      readings[e.field] = encodeReading(reading);
+    }
+  }
+  return { at: now, bucketMs, models, readings };
+}
+
+/**
+ * Each entry's bounds brought up to the limits its model knows now (configured, or learned from
+ * its own answers' headers; never from a peer), in `byField`.
+ *
+ * @example
+ * ```ts
+ * const models = knownLimits(entries, byField); // byField.get('east:gpt-4o')!.tokens === 100_000
+ * ```
+ */
+export function knownLimits(
+  entries: readonly Entry[],
+  byField: Map<string, PeerModelBounds>,
+): Map<string, PeerModelBounds> {
+  for (const { state, bounds } of entries) {
+    bounds.tokens = state.tpm || state.itpm + state.otpm;
+    bounds.requests = state.rpm;
+    bounds.input = state.itpm;
+    bounds.output = state.otpm;
+  }
+  return byField;
+}

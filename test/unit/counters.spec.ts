@@ -1,0 +1,255 @@
+import { BurstCounter } from '../../src/quota/burst-counter';
+import type { Anchoring, CounterScope } from '../../src/quota/counter';
+import { IoCounter } from '../../src/quota/io-counter';
+import { QuotaLedger } from '../../src/quota/quota-ledger';
+import { QuotaLimit, type LimitName } from '../../src/quota/quota-limit';
+import { readRateLimits, readResetBound } from '../../src/quota/rate-limit-headers';
+import type { SharedReading } from '../../src/quota/reading';
+import { UsageWindow } from '../../src/quota/usage-window';
+import { WindowCounter } from '../../src/quota/window-counter';
+import { WindowEnd } from '../../src/quota/window-end';
+import { FakeClock } from '../support/random';
+
+const T0 = 1_700_000_040_000;
+const call = (input: number, output = 0) => ({ input, output });
+
+/** A scope as a ledger keeps it, with the limits it was told were learned. */
+function scope(span = 60_000): CounterScope & { learnedLimits: string[] } {
+  const learnedLimits: string[] = [];
+  return {
+    span,
+    peers: undefined,
+    reported: {},
+    learnedLimits,
+    learned(limit, value) {
+      if (limit.learn(value) !== undefined) learnedLimits.push(`${limit.name} ${value}`);
+    },
+  };
+}
+
+function sliding(clock: FakeClock, span = 60_000): UsageWindow {
+  const w = new UsageWindow(clock.now);
+  w.configure('sliding', span);
+  return w;
+}
+
+const ours = (now: number, own?: { input: number; output: number }, sentAt = now): Anchoring => ({
+  now,
+  sentAt,
+  own,
+  peer: undefined,
+  paceOk: true,
+});
+
+describe('WindowCounter (tokens, requests)', () => {
+  it('anchors on the upstream count: holds what others used until the window ends', () => {
+    const clock = new FakeClock(T0);
+    const usage = sliding(clock);
+    const s = scope();
+    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage, 'tokens', s);
+    usage.add(1_000, 1, clock.ms);
+    tokens.admitted(call(1_000));
+    tokens.anchor(
+      { remaining: 7_000, reset: { ms: 30_000, grain: 1_000 } },
+      ours(clock.ms, call(1_000)),
+    );
+    tokens.answered(call(1_000));
+    expect(tokens.used(clock.ms)).toBeCloseTo(3_000);
+    expect(tokens.fits(call(7_000), clock.ms)).toBe(true);
+    expect(tokens.fits(call(7_001), clock.ms)).toBe(false);
+    expect(tokens.wait(call(7_001), clock.ms)).toBe(30_000);
+    expect(s.reported.tpm).toEqual({ remaining: 7_000, at: T0 });
+    clock.advance(30_000);
+    tokens.catchUp(clock.ms);
+    // The upstream's window ended: its count and ours of it are gone; the others' pace goes on.
+    expect(tokens.counted(clock.ms)).toBe(0);
+    expect(tokens.used(clock.ms)).toBe(0);
+    expect(tokens.share(clock.ms)).toBeGreaterThan(0);
+  });
+
+  it('rolls with coarse resets on the tightest end, keeping what was sent into the next window', () => {
+    const clock = new FakeClock(T0);
+    const usage = sliding(clock, 3_000);
+    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage, 'tokens', scope(3_000));
+    const send = (n: number) => {
+      usage.add(n, 1, clock.ms);
+      tokens.admitted(call(n));
+      return clock.ms;
+    };
+    const answer = (n: number, sentAt: number, used: number, resetS: number) => {
+      tokens.anchor(
+        { remaining: 10_000 - used, reset: { ms: resetS * 1000, grain: 1000 } },
+        ours(clock.ms, call(n), sentAt),
+      );
+      tokens.answered(call(n));
+    };
+    // The upstream's window truly ends at T0 + 2 400. "3" at T0: the end is (T0 + 2 000, T0 + 3 000].
+    answer(100, send(100), 100, 3);
+    expect([tokens.end.low, tokens.end.high]).toEqual([T0 + 2_000, T0 + 3_000]);
+    clock.ms = T0 + 1_500; // 0.9 s left, "1": (T0 + 1 500, T0 + 2 500]: the tightest bound wins
+    answer(100, send(100), 200, 1);
+    expect([tokens.end.low, tokens.end.high]).toEqual([T0 + 2_000, T0 + 2_500]);
+    clock.ms = T0 + 2_450; // sent into the next window, answered 20 ms later
+    const next = send(300);
+    clock.ms = T0 + 2_470;
+    answer(300, next, 300, 3);
+    // Its "3" is of a later window: the held one ended, what was sent before its end is forgotten.
+    expect(tokens.counted(clock.ms)).toBe(300);
+    expect(tokens.rolledAt).toBe(T0 + 2_500);
+    // Before, the end held was T0 + 3 000 after the first answer: the call sent at T0 + 2 450
+    // would have been forgotten at T0 + 3 000 with the rest, and the next window overfilled.
+  });
+
+  it('never forgets a call in flight when the window ends', () => {
+    const clock = new FakeClock(T0);
+    const usage = sliding(clock);
+    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage, 'tokens', scope());
+    usage.add(4_000, 1, clock.ms);
+    tokens.admitted(call(4_000));
+    tokens.anchor({ remaining: 6_000, reset: { ms: 1_000, grain: 1_000 } }, ours(clock.ms));
+    clock.advance(1_000);
+    tokens.catchUp(clock.ms);
+    expect(tokens.counted(clock.ms)).toBe(4_000);
+  });
+
+  it("counts the peers' usage the upstream does not hold yet, by when it was sent", () => {
+    const clock = new FakeClock(T0);
+    const usage = sliding(clock);
+    const s = scope();
+    const requests = new WindowCounter(new QuotaLimit('rpm', 100), usage, 'requests', s);
+    s.peers = {
+      tokens: 0,
+      requests: 5,
+      sent: { spans: [T0 - 2_000, T0 - 1_000, 0, 3, T0, T0 + 1_000, 0, 2] },
+    };
+    // Until an answer is anchored on, all the peers' requests count.
+    expect(requests.counted(clock.ms)).toBe(5);
+    usage.add(0, 1, clock.ms);
+    requests.anchor({ remaining: 95 }, ours(clock.ms + 500, undefined, T0 + 500));
+    // The answer to a call sent at T0 + 500 holds what was sent before: half of the last span is after.
+    expect(requests.peersCounted()).toBeCloseTo(1);
+    expect(requests.total(clock.ms)).toBe(6);
+  });
+
+  it("takes a peer's reading for usage only: it never sets or lowers a limit", () => {
+    const clock = new FakeClock(T0);
+    const limits: string[] = [];
+    const ledger = new QuotaLedger({ tpm: 100_000 }, clock.now, {
+      headers: 'openai',
+      onLimit: (limit, value) => limits.push(`${limit} ${value}`),
+    });
+    ledger.slide(60_000);
+    ledger.shared = { tokens: 0, requests: 0, sent: { spans: [] } };
+    const forged: SharedReading = {
+      sentAt: T0 - 100,
+      at: T0 - 50,
+      tokens: 0,
+      tokensEnd: 0,
+      requestsEnd: 0,
+      reading: {
+        tokens: { limit: 1, remaining: 0 },
+        requests: { limit: 1, remaining: 0 },
+      },
+    };
+    expect(ledger.replay(forged)).toBe(true);
+    expect(ledger.limits.tpm.value).toBe(100_000);
+    expect(ledger.limits.rpm.value).toBe(0);
+    expect(limits).toEqual([]);
+    // Our own answer's limit headers do teach it.
+    clock.advance(1_000);
+    ledger.observe(
+      new Headers({ 'x-ratelimit-limit-tokens': '80000', 'x-ratelimit-remaining-tokens': '80000' }),
+    );
+    expect(ledger.limits.tpm.value).toBe(80_000);
+    expect(limits).toEqual(['tpm 80000']);
+  });
+});
+
+describe('WindowEnd', () => {
+  it('keeps the tightest coarse bound, takes the latest fine one, and tells a later window', () => {
+    const end = new WindowEnd();
+    expect(end.wants(T0)).toBe(true);
+    expect(end.take(T0 + 2_000, T0 + 3_000, T0 + 3_020, T0, 750)).toBe(0);
+    expect(end.wants(T0)).toBe(false); // nothing new at the same instant
+    expect(end.wants(T0 + 1)).toBe(true);
+    expect(end.take(T0 + 1_600, T0 + 2_600, T0 + 2_620, T0 + 1, 750)).toBe(0);
+    expect([end.low, end.high, end.act]).toEqual([T0 + 2_000, T0 + 2_600, T0 + 2_620]);
+    expect(end.due(T0 + 2_619)).toBe(0);
+    // A later window's bounds, more than the margin past: the held end is the one that ended.
+    expect(end.take(T0 + 4_500, T0 + 5_500, T0 + 5_520, T0 + 2_500, 750)).toBe(T0 + 2_600);
+    expect(end.due(T0 + 5_520)).toBe(T0 + 5_500);
+    expect(end.known).toBe(false);
+    // Fine bounds are not read again for their own sake; the latest of them holds.
+    end.take(T0 + 999, T0 + 1_000, T0 + 1_010, T0, 750);
+    expect(end.wants(T0 + 5)).toBe(false);
+    end.take(T0 + 949, T0 + 950, T0 + 980, T0 + 5, 750);
+    expect([end.high, end.act]).toEqual([T0 + 950, T0 + 980]);
+  });
+});
+
+describe('BurstCounter (Azure requests per 10 s)', () => {
+  it('counts the newest sixth against rpm / 6 and anchors on a header of that window', () => {
+    const clock = new FakeClock(T0);
+    const usage = sliding(clock);
+    const s = scope();
+    const rpm = new QuotaLimit('rpm', 60);
+    const burst = new BurstCounter(rpm, usage, s);
+    expect(burst.limit).toBe(10);
+    expect(burst.active).toBe(true);
+    for (let i = 0; i < 9; i++) usage.add(0, 1, clock.ms);
+    expect(burst.fits(call(1), clock.ms)).toBe(true);
+    usage.add(0, 1, clock.ms);
+    expect(burst.fits(call(1), clock.ms)).toBe(false);
+    expect(burst.share(clock.ms)).toBe(1);
+    expect(burst.wait(call(1), clock.ms)).toBeGreaterThan(9_000);
+    expect(burst.claims({ limit: 10, remaining: 3 })).toBe(true);
+    expect(burst.claims({ limit: 60, remaining: 3 })).toBe(false);
+    // The upstream counts 2 more in its 10 s window than our 10 (someone else's).
+    burst.anchor({ limit: 10, remaining: 0 }, ours(clock.ms));
+    clock.advance(10_500);
+    expect(burst.used(clock.ms)).toBe(0);
+    expect(new BurstCounter(new QuotaLimit('rpm', 0), usage, s).active).toBe(false);
+  });
+});
+
+describe('IoCounter (input, output tokens)', () => {
+  it('trims its own excess oldest first and holds a fading correction for others', () => {
+    const clock = new FakeClock(T0);
+    const usage = sliding(clock);
+    const s = scope();
+    const input = new IoCounter(new QuotaLimit('itpm', 5_000), usage, 'input', s);
+    usage.add(2_000, 0, clock.ms);
+    input.anchor({ remaining: 4_000 }, ours(clock.ms));
+    expect(input.used(clock.ms)).toBe(1_000);
+    input.anchor({ remaining: 2_500 }, ours(clock.ms));
+    expect(input.used(clock.ms)).toBeCloseTo(2_500);
+    expect(input.fits(call(2_500), clock.ms)).toBe(true);
+    expect(input.fits(call(2_501), clock.ms)).toBe(false);
+    clock.advance(30_000);
+    expect(input.used(clock.ms)).toBeCloseTo(1_000 + 1_500 / 2);
+    expect(input.exceeds(call(5_001))).toBe(5_001);
+    expect((s.reported as Record<LimitName, unknown>).itpm).toEqual({ remaining: 2_500, at: T0 });
+  });
+});
+
+describe('the rate-limit header parser', () => {
+  it('returns the resets with their precision when asked', () => {
+    const h = new Headers({
+      'x-ratelimit-remaining-tokens': '900',
+      'x-ratelimit-reset-tokens': '2',
+      'x-ratelimit-remaining-requests': '9',
+      'x-ratelimit-reset-requests': '1.25',
+    });
+    expect(readRateLimits(h, false, 'openai', true)).toEqual({
+      tokens: { limit: undefined, remaining: 900, reset: { ms: 2_000, grain: 1_000 } },
+      requests: { limit: undefined, remaining: 9, reset: { ms: 1_250, grain: 10 } },
+    });
+    expect(readRateLimits(h, false, 'openai')?.tokens?.reset).toBeUndefined();
+    const bound = (v: string) =>
+      readResetBound(new Headers({ 'x-ratelimit-reset-tokens': v }), 'tokens');
+    expect(bound('0.412')).toEqual({ ms: 412, grain: 1 });
+    expect(bound('6m0s')).toEqual({ ms: 360_000, grain: 1_000 });
+    expect(bound('12ms')).toEqual({ ms: 12, grain: 1 });
+    expect(bound('x')).toBeUndefined();
+  });
+});
