@@ -69,6 +69,7 @@ export { TwoRandomChoices } from './selection/two-random-choices';
 export type { TwoRandomChoicesOptions } from './selection/two-random-choices';
 export { SessionAffinity } from './selection/session-affinity';
 export { classify, retryAfterMs } from './failover/classify';
+export { TokenProviderError } from './failover/token-provider.error';
 export type { FailureReason, Verdict } from './failover/classify';
 export { DEFAULT_ATTEMPTS } from './failover/failover';
 export { memoryState } from './state/state-store';

@@ -11,11 +11,20 @@ import type { LoggerService } from '@nestjs/common';
  * @example
  * ```ts
  * const model: ModelConfig = { name: 'gpt-4o-mini', tpm: 30_000, rpm: 300 };
+ * const named: ModelConfig = { name: 'gpt-4o', deployment: 'gpt4o-east', tpm: 450_000 };
  * ```
  */
 export interface ModelConfig {
-  /** Model (or Azure deployment) name that callers pass as `model`. */
+  /**
+   * The model's name as callers pass it (`model`): stats, metrics, health, sessions, fallbacks
+   * and errors all use it.
+   */
   name: string;
+  /**
+   * The upstream's name for it, sent as `model` on the wire: the Azure OpenAI or Foundry
+   * deployment name, which teams choose per resource (`gpt4o-east`). Default: `name`.
+   */
+  deployment?: string;
   /** Tokens per minute this deployment allows for the model; 0 or absent = unlimited. */
   tpm?: number;
   /** Requests per minute this deployment allows for the model; 0 or absent = unlimited. */
@@ -157,9 +166,16 @@ export interface QueueOptions {
 export type SwitchboardLogger = Pick<LoggerService, 'log' | 'warn' | 'error'> &
   Partial<Pick<LoggerService, 'debug' | 'verbose'>>;
 
-/** Why an attempt failed, as failure metrics and logs name it. */
+/**
+ * Why an attempt failed, as failure metrics and logs name it. `unauthorized` (401, 403, a token
+ * provider that failed), `not_deployed` (Azure's 404 `DeploymentNotFound`) and `quota_exhausted`
+ * (a 429 whose `retry-after` is hours: a daily or tier quota) are faults of one deployment.
+ */
 export type FailureReason =
   | 'rate_limit'
+  | 'quota_exhausted'
+  | 'unauthorized'
+  | 'not_deployed'
   | 'connection'
   | 'timeout'
   | 'aborted'

@@ -32,6 +32,8 @@ export interface ModelStatus {
   cooling: boolean;
   /** ms left of the cooldown, 0 when not cooling. */
   cooldownRemaining: number;
+  /** Why it is cooling (`unauthorized (401)`, `not deployed`, `quota exhausted until …`), if known. */
+  downReason?: string;
   tpm: Quota;
   rpm: Quota;
   /** Claude on Foundry: input and output tokens per minute, when limited apart. */
@@ -130,6 +132,7 @@ export class StatusService {
           healthy: m.isHealthy(),
           cooling: m.isCooling(),
           cooldownRemaining: Math.ceil(m.cooldownRemaining),
+          ...(m.downReason !== undefined ? { downReason: m.downReason } : {}),
           tpm: quota('tpm', m.tpmUsage),
           rpm: quota('rpm', m.rpmUsage),
           ...(m.itpm > 0 ? { itpm: quota('itpm', io.input) } : {}),

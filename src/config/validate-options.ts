@@ -43,8 +43,16 @@ const weight = z
   .number({ error: 'must be a positive number (default 1)' })
   .positive({ error: 'must be a positive number (default 1)' });
 
+// The upstream's own name: model ids on api.openai.com hold ':' and '.', so only blanks are refused.
+const wireNameMessage =
+  "must be a non-empty string without surrounding spaces: the upstream's name for the model (the Azure deployment name)";
+const wireName = z
+  .string({ error: wireNameMessage })
+  .regex(/^\S(?:.*\S)?$/, { error: wireNameMessage });
+
 const model = z.strictObject({
   name,
+  deployment: wireName.optional(),
   tpm: quota.optional(),
   rpm: quota.optional(),
   itpm: quota.optional(),
@@ -259,8 +267,27 @@ export function validateOptions(options: unknown): SwitchboardOptions {
 }
 
 /**
- * Rules that span several deployments (unique names, one provider per model, fallbacks that
- * exist, fit the API and make no cycle), each at its field path. Run it on options that passed
+ * Where a deployment's requests go, written one way for every spelling of it: a trailing slash or
+ * an upper-case host does not make another upstream.
+ */
+function endpointOf(d: SwitchboardOptions['deployments'][number]): string {
+  const raw =
+    d.baseURL ??
+    (d.provider === 'openai'
+      ? 'https://api.openai.com/v1'
+      : `https://${d.resource ?? ''}.services.ai.azure.com/anthropic`);
+  try {
+    const url = new URL(raw);
+    return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return raw.replace(/\/+$/, '');
+  }
+}
+
+/**
+ * Rules that span several deployments (unique names, one provider per model, one name per
+ * upstream deployment, fallbacks that exist, fit the API and make no cycle), each at its field
+ * path. Run it on options that passed
  * {@link switchboardOptionsSchema}.
  *
  * @example
@@ -273,7 +300,10 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const seen = new Map<string, number>();
   const providerOf = new Map<string, { provider: string; index: number }>();
+  // One upstream deployment (provider, endpoint, wire name) -> the model entry that claims it.
+  const upstream = new Map<string, { name: string; at: PropertyKey[] }>();
   options.deployments.forEach((d, i) => {
+    const endpoint = endpointOf(d);
     const first = seen.get(d.name);
     if (first !== undefined) {
       problems.push({
@@ -290,6 +320,17 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
         });
       }
       names.add(m.name);
+      const wire = m.deployment ?? m.name;
+      const key = `${d.provider} ${endpoint} ${wire}`;
+      const claimed = upstream.get(key);
+      if (claimed !== undefined && claimed.name !== m.name) {
+        problems.push({
+          path: ['deployments', i, 'models', j, m.deployment === undefined ? 'name' : 'deployment'],
+          message: `'${m.name}' and ${formatPath(claimed.at)} ('${claimed.name}') both name the upstream deployment '${wire}' on ${endpoint}: each name would count that deployment's quota alone, so together they would send it more than it allows. Serve it under one name (fallbacks can send a second name's calls there), or point this entry at another deployment`,
+        });
+      } else if (claimed === undefined) {
+        upstream.set(key, { name: m.name, at: ['deployments', i, 'models', j] });
+      }
       const other = providerOf.get(m.name);
       if (other && other.provider !== d.provider) {
         problems.push({

@@ -1,6 +1,7 @@
 import type { ProviderErrors } from '../registry/deployment';
 import { SwitchboardError } from '../switchboard.error';
 import type { FailureReason } from '../types';
+import { TokenProviderError } from './token-provider.error';
 
 export type { FailureReason } from '../types';
 
@@ -13,7 +14,32 @@ export interface Verdict {
   markDown?: number | 'default';
   /** Counts toward the consecutive-failure limit (5xx, malformed answers). */
   countsAsFailure: boolean;
+  /**
+   * What health, `stats()` and the status page say while the mark-down lasts, when the reason
+   * alone would not: `unauthorized (401)`, `not deployed`, `quota exhausted until <ISO time>`.
+   */
+  why?: string;
 }
+
+/**
+ * A 429 whose `retry-after` is longer than this is a daily or tier quota that ran out, not the
+ * per-minute one: Azure's per-minute windows (tokens per 60 s, requests per 10 s) never ask for
+ * more than a minute, while an exhausted daily quota asks for hours. Five minutes keeps a wide
+ * margin on both sides.
+ */
+export const QUOTA_EXHAUSTED_AFTER_MS = 5 * 60_000;
+
+/** Codes of a 404 that says the upstream has no deployment (model) of that name. */
+const NOT_DEPLOYED_CODES = new Set(['DeploymentNotFound', 'model_not_found']);
+
+/** A fault of the deployment itself, the same for every call: avoid it, and fail over. */
+const deploymentFault = (reason: FailureReason, why: string): Verdict => ({
+  reason,
+  retry: true,
+  markDown: 'default',
+  countsAsFailure: false,
+  why,
+});
 
 const NO_RETRY = (reason: FailureReason): Verdict => ({
   reason,
@@ -68,9 +94,37 @@ export function isMalformedResponse(error: unknown): boolean {
 }
 
 /**
+ * A failure of the deployment's token provider ({@link TokenProviderError}), as the SDK reports
+ * it: its own error with ours as the `cause`.
+ */
+export function isTokenFailure(error: unknown): boolean {
+  let e: unknown = error;
+  for (let depth = 0; typeof e === 'object' && e !== null && depth < 3; depth++) {
+    if (e instanceof TokenProviderError) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** The `code` of an error body: `error.code` (OpenAI's shape, Azure's on both routes). */
+function errorCode(error: unknown): unknown {
+  const { code, error: body } = error as { code?: unknown; error?: unknown };
+  if (typeof code === 'string') return code;
+  if (typeof body !== 'object' || body === null) return undefined;
+  const inner = (body as { code?: unknown; error?: unknown }).code;
+  if (typeof inner === 'string') return inner;
+  const nested = (body as { error?: unknown }).error;
+  return typeof nested === 'object' && nested !== null
+    ? (nested as { code?: unknown }).code
+    : undefined;
+}
+
+/**
  * Decides, from an error of either SDK, whether to retry and whether to mark the model down,
  * following the design's table. `APIConnectionTimeoutError` extends `APIConnectionError`, so it is
- * tested first.
+ * tested first. Faults of one deployment (401, 403, Azure's 404 `DeploymentNotFound`, a token
+ * provider that failed, a 429 for hours) mark the model down there and fail over; a 400 stays
+ * the caller's.
  */
 export function classify(
   error: unknown,
@@ -79,6 +133,11 @@ export function classify(
 ): Verdict {
   if (error instanceof SwitchboardError) return NO_RETRY('switchboard');
   if (error instanceof errors.APIUserAbortError) return NO_RETRY('aborted');
+  // Before the connection checks: a credential that could not reach its identity endpoint
+  // carries a socket error as its cause.
+  if (isTokenFailure(error)) {
+    return deploymentFault('unauthorized', 'unauthorized (the token provider failed)');
+  }
   if (error instanceof errors.APIConnectionTimeoutError) {
     return { reason: 'timeout', retry: true, countsAsFailure: false };
   }
@@ -88,10 +147,20 @@ export function classify(
   if (error instanceof errors.APIError) {
     const { status, headers } = error as Error & { status?: number; headers?: unknown };
     if (status === 429) {
+      const wait = retryAfterMs(headers, now);
+      if (wait !== undefined && wait > QUOTA_EXHAUSTED_AFTER_MS) {
+        return {
+          reason: 'quota_exhausted',
+          retry: true,
+          markDown: wait,
+          countsAsFailure: false,
+          why: `quota exhausted until ${new Date(now + wait).toISOString()}`,
+        };
+      }
       return {
         reason: 'rate_limit',
         retry: true,
-        markDown: retryAfterMs(headers, now) ?? 'default',
+        markDown: wait ?? 'default',
         countsAsFailure: false,
       };
     }
@@ -100,6 +169,12 @@ export function classify(
       const reason =
         status === undefined && isMalformedResponse(error) ? 'malformed_response' : 'server_error';
       return { reason, retry: true, countsAsFailure: true };
+    }
+    if (status === 401 || status === 403) {
+      return deploymentFault('unauthorized', `unauthorized (${status})`);
+    }
+    if (status === 404 && NOT_DEPLOYED_CODES.has(errorCode(error) as string)) {
+      return deploymentFault('not_deployed', 'not deployed');
     }
     if (status === 408 || status === 409) {
       return { reason: 'client_error', retry: true, countsAsFailure: false };

@@ -74,6 +74,12 @@ export interface SwitchboardHealthDetails extends Record<string, unknown> {
   state: StateStoreHealth;
   /** Set when `down`: which models have every deployment out for a fault. */
   message?: string;
+  /**
+   * Why deployments are avoided now, per model and deployment, where the mark-down said:
+   * `unauthorized (401)`, `not deployed`, `quota exhausted until <ISO time>`, `rate_limit`, ...
+   * Absent when no cooling deployment has a reason.
+   */
+  reasons?: Record<string, Record<string, string>>;
 }
 
 /**
@@ -152,6 +158,7 @@ export class SwitchboardHealthIndicator {
     const registry = this.switchboard.registry;
     const names = options.models ?? [...registry.pools.keys()];
     const models: Record<string, ModelHealth> = {};
+    const reasons: Record<string, Record<string, string>> = {};
     const down: string[] = [];
     for (const model of names) {
       const pool = registry.pools.get(model) ?? [];
@@ -165,6 +172,8 @@ export class SwitchboardHealthIndicator {
         }
         if (state.isCooling()) {
           (health.cooling ??= {})[deployment.name] = Math.ceil(state.cooldownRemaining);
+          const why = state.downReason;
+          if (why !== undefined) (reasons[model] ??= {})[deployment.name] = why;
         }
         // `quota`: full by the quota view, or cooling after a 429; `down`: any other mark-down.
         if (state.blockedBy(SMALLEST_CALL) !== 'down') {
@@ -200,6 +209,7 @@ export class SwitchboardHealthIndicator {
       }
     }
     const details: SwitchboardHealthDetails = { models, state: this.stateHealth() };
+    if (Object.keys(reasons).length > 0) details.reasons = reasons;
     const check = this.healthIndicatorService.check(key);
     if (down.length === 0) return check.up(details);
     details.message = down

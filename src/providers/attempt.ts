@@ -283,7 +283,8 @@ class Attempt implements DeadlineEntry {
       if (state.recordFailure() >= 3) state.markDown(undefined, `3 consecutive failures`);
     }
     if (verdict.markDown !== undefined && !explainedByQuota(verdict, state, request)) {
-      state.markDown(verdict.markDown === 'default' ? undefined : verdict.markDown, verdict.reason);
+      const ms = verdict.markDown === 'default' ? undefined : verdict.markDown;
+      state.markDown(ms, verdict.why ?? verdict.reason);
     }
     this.hooks.failed(state, verdict.reason);
     this.trace?.failed(translated, verdict.reason);

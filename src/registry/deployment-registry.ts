@@ -27,6 +27,11 @@ export interface ModelStats {
   learned?: LimitName[];
   /** What the upstream's last rate-limit headers said was left, per limit. */
   upstreamRemaining?: Partial<Record<LimitName, number>>;
+  /**
+   * Why the model is avoided on this deployment now: `unauthorized (401)`, `not deployed`,
+   * `quota exhausted until <ISO time>`, `rate_limit`, ...
+   */
+  cooling?: string;
 }
 
 /** Listens to mark-downs and mark-ups of every model. */
@@ -196,6 +201,8 @@ export class DeploymentRegistry implements PickTable {
         if (reported.length > 0) {
           entry.upstreamRemaining = Object.fromEntries(reported.map(([k, v]) => [k, v.remaining]));
         }
+        const why = s.downReason;
+        if (why !== undefined) entry.cooling = why;
         models[model] = entry;
       }
       out[name] = models;

@@ -56,6 +56,8 @@ export class ModelState {
   readonly priority: number;
   /** Share of traffic within the tier (default 1). */
   readonly weight: number;
+  /** The upstream's name for the model, sent as `model` (its `deployment`, else its name). */
+  readonly upstreamName: string;
   /** Name of the deployment this state belongs to. */
   readonly deployment: string;
   /** `{ model, deployment }`, built once for metric attributes. */
@@ -65,6 +67,8 @@ export class ModelState {
   /** Consecutive upstream failures; open at 3. */
   readonly breaker = new ConsecutiveBreaker(3);
   private readonly cooling: Cooldown;
+  /** Why the current cooldown was set (`markDown`'s reason). */
+  private why: string | undefined = undefined;
   /** @internal Set by the registry. */
   listener: ((state: ModelState, event: ModelEvent) => void) | undefined;
 
@@ -75,6 +79,7 @@ export class ModelState {
     options: ModelStateOptions = {},
   ) {
     this.name = config.name;
+    this.upstreamName = config.deployment ?? config.name;
     this.cooldown = config.cooldown ?? DEFAULT_COOLDOWN;
     this.priority = config.priority ?? 0;
     this.weight = config.weight ?? 1;
@@ -329,15 +334,28 @@ export class ModelState {
    * deployment of a model is, calls still go out on a best-effort basis.
    */
   markDown(ms: number = this.cooldown, reason?: string): void {
-    // The failure classification's reason for a 429.
-    const kind = reason === undefined ? 'manual' : reason === 'rate_limit' ? 'quota' : 'fault';
+    // The failure classification's reasons for a 429: room comes back by itself.
+    const quota = reason === 'rate_limit' || reason?.startsWith('quota exhausted') === true;
+    const kind = reason === undefined ? 'manual' : quota ? 'quota' : 'fault';
     const until = this.cooling.extend(this.clock(), ms, kind);
-    if (until !== 0) this.listener?.(this, { type: 'down', until, reason });
+    if (until === 0) return;
+    this.why = reason;
+    this.listener?.(this, { type: 'down', until, reason });
+  }
+
+  /**
+   * Why the model is avoided now, as its mark-down said: `unauthorized (401)`, `not deployed`,
+   * `quota exhausted until <ISO time>`, `rate_limit`, `connection`, ...; undefined while it is not
+   * cooling, or when it was marked down by hand or by another instance.
+   */
+  get downReason(): string | undefined {
+    return this.isCooling() ? this.why : undefined;
   }
 
   /** End a cooldown now. */
   markUp(): void {
     this.breaker.success();
+    this.why = undefined;
     if (this.cooling.clear()) this.listener?.(this, { type: 'up' });
   }
 
@@ -346,6 +364,7 @@ export class ModelState {
    * `maxCooldown` from now: a shared 429 keeps the others off, and room comes back by itself.
    */
   applyCooldown(until: number): void {
+    this.why = undefined;
     this.cooling.restore(until, this.clock(), 'quota');
   }
 

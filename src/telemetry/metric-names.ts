@@ -33,6 +33,13 @@ export const SWITCHBOARD_METRICS = {
   /** Counter {model, fallback, deployment}: attempts a fallback model took for `model`. */
   FALLBACKS: 'switchboard.fallbacks',
   /**
+   * Counter {model, deployment}: answers an Azure OpenAI provisioned deployment passed on to its
+   * standard deployment (spillover), as its `x-ms-spillover-from-<deployment>` header says.
+   * Exported from the first spilled answer: which deployments are provisioned ones with
+   * spillover is not in the configuration.
+   */
+  SPILLED_ANSWERS: 'switchboard.spilled_answers',
+  /**
    * Counter {model, reason}: calls that failed for their callers, after failover: `no_room` (a
    * 429 the switchboard answered itself, nothing sent), `rate_limit` (the upstream's 429),
    * `other`.

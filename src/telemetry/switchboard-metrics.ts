@@ -12,6 +12,9 @@ export { METER_NAME, SWITCHBOARD_METRICS } from './metric-names';
 /** Every reason a failed attempt is counted under; each starts at 0. */
 const REASONS: readonly FailureReason[] = [
   'rate_limit',
+  'quota_exhausted',
+  'unauthorized',
+  'not_deployed',
   'connection',
   'timeout',
   'aborted',
@@ -61,6 +64,9 @@ export class SwitchboardMetrics {
   private readonly spillovers: Counter;
   private readonly fallbacks: Counter;
   private readonly callFailures: Counter;
+  private readonly spilledAnswers: Counter;
+  /** Azure OpenAI states with the header a spilled answer of theirs carries. */
+  private readonly spillHeaders = new Map<ModelState, string>();
   /** States below their model's most preferred tier, with the attributes of their spillovers. */
   private readonly lowerTiers = new Map<ModelState, Readonly<Record<string, string | number>>>();
   private readonly gauges: SwitchboardGauges;
@@ -94,6 +100,18 @@ export class SwitchboardMetrics {
       description:
         'Calls that failed for their callers after failover: no_room (429 held back, nothing sent), rate_limit (429 from the upstream), other',
     });
+    this.spilledAnswers = meter.createCounter(M.SPILLED_ANSWERS, {
+      description:
+        'Answers an Azure OpenAI provisioned deployment passed on to its standard deployment (spillover)',
+    });
+    for (const d of registry.deployments.values()) {
+      if (d.provider !== 'openai') continue;
+      for (const state of d.models.values()) {
+        // A name no header can carry (`ft:gpt-4o:...` on api.openai.com) cannot spill over.
+        if (!/^[\w.~!#$%&'*+^`|-]+$/.test(state.upstreamName)) continue;
+        this.spillHeaders.set(state, `x-ms-spillover-from-${state.upstreamName.toLowerCase()}`);
+      }
+    }
     for (const [model, tiers] of registry.tiers) {
       for (const tier of tiers.slice(1)) {
         for (const d of tier) {
@@ -126,6 +144,15 @@ export class SwitchboardMetrics {
       const spill = this.lowerTiers.get(state);
       if (spill !== undefined) this.spillovers.add(1, spill);
     }
+  }
+
+  /**
+   * An answer came from `state`'s deployment: count it if Azure's spillover passed it on. One
+   * header lookup: the header names the deployment the request was sent to.
+   */
+  answered(state: ModelState, headers: Headers): void {
+    const header = this.spillHeaders.get(state);
+    if (header !== undefined && headers.has(header)) this.spilledAnswers.add(1, state.attributes);
   }
 
   failure(state: ModelState, reason: FailureReason): void {

@@ -164,6 +164,8 @@ export class Exchange {
       type?: string;
       code?: string | null;
       param?: string | null;
+      /** Azure's own error code (`DeploymentNotFound`): `error.code` on both routes. */
+      azureCode?: string;
     } = {},
   ): void {
     const requestId = this.res.getHeader('request-id');
@@ -171,6 +173,9 @@ export class Exchange {
       this.provider === 'anthropic'
         ? anthropicErrorBody(status, message, typeof requestId === 'string' ? requestId : undefined)
         : openaiErrorBody(status, message, options);
+    if (options.azureCode !== undefined) {
+      (body.error as Record<string, unknown>).code = options.azureCode;
+    }
     this.sendJson(status, body, options.headers);
   }
 

@@ -8,7 +8,7 @@
  * {@link SimulatedDeployment.fail}.
  *
  * - `status`: an error answer in the provider's shape with `status`, optional `retry-after`
- *   (seconds) / `retry-after-ms` headers and `message`.
+ *   (seconds) / `retry-after-ms` headers, `message` and `code`.
  * - `reset`: the TCP connection is reset before any answer.
  * - `hang`: no answer at all, until the client gives up or the upstream closes.
  * - `drop-mid-stream`: streamed requests get `afterEvents` SSE events (default 2, always fewer
@@ -21,11 +21,20 @@
  * ```ts
  * deployment.fail({ kind: 'status', status: 429, retryAfter: 1, retryAfterMs: 250 });
  * deployment.fail({ kind: 'reset' }, 3);
+ * deployment.fail({ kind: 'status', status: 404, code: 'DeploymentNotFound' });
  * deployment.fail({ kind: 'drop-mid-stream', afterEvents: 4 });
  * ```
  */
 export type SimulatedFault =
-  | { kind: 'status'; status: number; retryAfter?: number; retryAfterMs?: number; message?: string }
+  | {
+      kind: 'status';
+      status: number;
+      retryAfter?: number;
+      retryAfterMs?: number;
+      message?: string;
+      /** The error body's `error.code` (both routes), such as Azure's `'DeploymentNotFound'`. */
+      code?: string;
+    }
   | { kind: 'reset' }
   | { kind: 'hang' }
   | { kind: 'drop-mid-stream'; afterEvents?: number }

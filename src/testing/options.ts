@@ -47,6 +47,11 @@ export const simulatedDeploymentSchema = z.strictObject({
       error: 'must be a list of model ids',
     })
     .optional(),
+  deploymentNames: z
+    .array(z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }), {
+      error: 'must be a list of deployment names',
+    })
+    .optional(),
 });
 
 /** The zod schema of {@link SimulatedUpstreamOptions}. */

@@ -73,6 +73,12 @@ export interface SimulatedDeploymentOptions {
   chargeMaxTokens?: boolean;
   /** Model ids `GET models` lists (default `gpt-4o`, `gpt-4o-mini`, `text-embedding-3-small`). */
   models?: string[];
+  /**
+   * The names this deployment answers to as a request's `model`, as an Azure resource knows its
+   * deployments (`['gpt4o-east']`): a request naming another gets Azure's 404
+   * `DeploymentNotFound`. Default: every name is answered.
+   */
+  deploymentNames?: string[];
 }
 
 /**
@@ -342,6 +348,13 @@ export class SimulatedDeployment {
   readonly timeScale: number;
   /** Model ids `GET models` lists. */
   models: string[];
+  /** The `model` names it answers to (undefined: every name). Mutable. */
+  deploymentNames: string[] | undefined;
+  /**
+   * Azure routes: every answer says it was passed on by spillover, as Azure's provisioned
+   * deployments do (`x-ms-spillover-from-<model>: true`). Default false. Mutable.
+   */
+  spillover = false;
   /** Counters, updated in place (see {@link SimulatedDeploymentStats}). */
   readonly stats: SimulatedDeploymentStats = emptyStats();
   /** The last 1000 API requests, oldest first. */
@@ -372,6 +385,7 @@ export class SimulatedDeployment {
     this.chargeMaxTokens = options.chargeMaxTokens ?? false;
     this.timeScale = timeScale;
     this.models = [...(options.models ?? DEFAULT_MODELS)];
+    this.deploymentNames = options.deploymentNames && [...options.deploymentNames];
     internals.set(this, {
       clock,
       faults: [],

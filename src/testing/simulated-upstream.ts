@@ -488,6 +488,12 @@ export class SimulatedUpstream {
       res.setHeader(name, value);
     }
 
+    if (deployment.spillover && exchange.provider === 'openai' && isRecord(body)) {
+      const model = body['model'];
+      if (typeof model === 'string' && /^[\w.~-]+$/.test(model)) {
+        res.setHeader(`x-ms-spillover-from-${model.toLowerCase()}`, 'true');
+      }
+    }
     if (fault) return this.playFault(exchange, deployment, fault, route, body, sequence, created);
     if (raw.tooLarge) {
       return exchange.sendError(413, `Request body larger than ${MAX_BODY_BYTES} bytes`);
@@ -508,6 +514,17 @@ export class SimulatedUpstream {
           : 'We could not parse the JSON body of your request. (HINT: This likely means you ' +
               "aren't using your HTTP library correctly.)",
       );
+    }
+    const named = deployment.deploymentNames;
+    if (named !== undefined && (isQuotaRoute(route) || route.kind === 'count_tokens')) {
+      const model = isRecord(body) && typeof body['model'] === 'string' ? body['model'] : '';
+      if (!named.includes(model)) {
+        return exchange.sendError(
+          404,
+          `The API deployment '${model}' does not exist on '${deployment.name}' (its deployments: ${named.join(', ')}).`,
+          { azureCode: 'DeploymentNotFound' },
+        );
+      }
     }
     if (!isQuotaRoute(route)) return this.answerPlain(exchange, deployment, route, body, created);
 
@@ -637,7 +654,7 @@ export class SimulatedUpstream {
         return exchange.sendError(
           fault.status,
           fault.message ?? `Simulated ${fault.status} from deployment '${deployment.name}'`,
-          { headers },
+          { headers, azureCode: fault.code },
         );
       }
       case 'reset':

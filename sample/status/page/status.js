@@ -200,11 +200,17 @@
     }
   }
 
+  const DEPLOYMENT_FAULT = /^(unauthorized|not deployed|quota exhausted)/;
+
   function stateOf(m) {
     if (m.cooling) {
+      const left = `${Math.max(1, Math.ceil(m.cooldownRemaining / 1000))} s`;
       return {
         kind: 'cooling',
-        text: `cooling ${Math.max(1, Math.ceil(m.cooldownRemaining / 1000))} s`,
+        // A fault of the deployment (unauthorized, not deployed, quota exhausted) says which.
+        text: DEPLOYMENT_FAULT.test(m.downReason ?? '')
+          ? `${m.downReason}, retried in ${left}`
+          : `cooling ${left}`,
       };
     }
     if (!m.healthy) return { kind: 'saturated', text: 'quota used up' };

@@ -7,6 +7,8 @@ import { Deployment, type ProviderErrors } from '../../registry/deployment';
 import type { ModelState } from '../../registry/model-state';
 import type { AnthropicConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
+import { clientKey } from '../token-provider';
+import { toWire, wireNames, type WireOptions } from '../wire-model';
 
 const ERRORS: ProviderErrors = {
   APIError: Anthropic.APIError,
@@ -35,20 +37,46 @@ export class AnthropicDeployment extends Deployment {
 
   constructor(config: AnthropicConfig, models: ReadonlyMap<string, ModelState>) {
     super(config.name, models, config.timeout ?? 30_000);
-    const key = config.apiKey;
-    this.client = new AnthropicFoundry({
+    const key = clientKey(config.apiKey, config.name);
+    const options: FoundryOptions = {
       ...(config.baseURL
         ? { baseURL: config.baseURL, resource: null }
         : { resource: config.resource }),
       ...(typeof key === 'function' ? { azureADTokenProvider: key } : { apiKey: key }),
       maxRetries: 0,
       timeout: this.timeout,
-    });
+    };
+    const names = wireNames(config.models);
+    this.client = names
+      ? new NamedDeploymentsFoundry({ ...options, wireNames: names })
+      : new AnthropicFoundry(options);
   }
 
   /** @internal */
   makeStream(iterator: () => AsyncIterator<unknown>, controller: AbortController): unknown {
     return new Stream(iterator, controller, this.client);
+  }
+}
+
+type FoundryOptions = NonNullable<ConstructorParameters<typeof AnthropicFoundry>[0]>;
+
+/**
+ * The Foundry client of a deployment whose models have upstream names of their own: each
+ * request's `model` is put in the upstream's name as the request is prepared ({@link toWire}).
+ * The names travel in the client options, so `withOptions()` copies keep them.
+ */
+class NamedDeploymentsFoundry extends AnthropicFoundry {
+  private readonly wireNames: ReadonlyMap<string, string>;
+
+  constructor(options: FoundryOptions & { wireNames: ReadonlyMap<string, string> }) {
+    super(options);
+    this.wireNames = options.wireNames;
+  }
+
+  // The SDK's own options type is not exported (an internal module): its `body` is all we touch.
+  protected override prepareOptions(options: WireOptions): Promise<void> {
+    toWire(options, this.wireNames);
+    return super.prepareOptions(options as never);
   }
 }
 

@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import OpenAI, { type ClientOptions } from 'openai';
 import { APIPromise } from 'openai/core/api-promise';
 import { callPromises } from '../call-promise';
 import { Stream } from 'openai/streaming';
@@ -6,6 +6,8 @@ import { Deployment, type ProviderErrors } from '../../registry/deployment';
 import type { ModelState } from '../../registry/model-state';
 import type { OpenAIConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
+import { clientKey } from '../token-provider';
+import { toWire, wireNames, type WireOptions } from '../wire-model';
 
 const ERRORS: ProviderErrors = {
   APIError: OpenAI.APIError,
@@ -33,17 +35,41 @@ export class OpenAIDeployment extends Deployment {
 
   constructor(config: OpenAIConfig, models: ReadonlyMap<string, ModelState>) {
     super(config.name, models, config.timeout ?? 30_000);
-    this.client = new OpenAI({
+    const options: ClientOptions = {
       baseURL: config.baseURL,
-      apiKey: config.apiKey,
+      apiKey: clientKey(config.apiKey, config.name),
       maxRetries: 0,
       timeout: this.timeout,
-    });
+    };
+    const names = wireNames(config.models);
+    this.client = names
+      ? new NamedDeploymentsOpenAI({ ...options, wireNames: names })
+      : new OpenAI(options);
   }
 
   /** @internal */
   makeStream(iterator: () => AsyncIterator<unknown>, controller: AbortController): unknown {
     return new Stream(iterator, controller, this.client);
+  }
+}
+
+/**
+ * The `openai` client of a deployment whose models have upstream names of their own: each
+ * request's `model` is put in the upstream's name as the request is prepared ({@link toWire}).
+ * The names travel in the client options, so `withOptions()` copies keep them.
+ */
+class NamedDeploymentsOpenAI extends OpenAI {
+  private readonly wireNames: ReadonlyMap<string, string>;
+
+  constructor(options: ClientOptions & { wireNames: ReadonlyMap<string, string> }) {
+    super(options);
+    this.wireNames = options.wireNames;
+  }
+
+  // The SDK's own options type is not exported (an internal module): its `body` is all we touch.
+  protected override prepareOptions(options: WireOptions): Promise<void> {
+    toWire(options, this.wireNames);
+    return super.prepareOptions(options as never);
   }
 }
 

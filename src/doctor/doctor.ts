@@ -1,0 +1,159 @@
+import { performance } from 'node:perf_hooks';
+import type { SwitchboardOptions } from '../config/switchboard-options';
+import { readRateLimits, type RateLimitReading } from '../quota/rate-limit-headers';
+import type { Deployment } from '../registry/deployment';
+import { createSwitchboard, type Switchboard } from '../switchboard';
+import type { DeploymentConfig, ModelConfig, SwitchboardLogger } from '../types';
+import type { DoctorCheck, DoctorLimits, DoctorRow } from './doctor-row';
+import { inPlainWords } from './plain-words';
+
+export type { DoctorCheck, DoctorLimits, DoctorRow } from './doctor-row';
+
+/**
+ * How {@link checkDeployments} sends its requests.
+ *
+ * @example
+ * ```ts
+ * const options: DoctorOptions = { timeout: 10_000 };
+ * ```
+ */
+export interface DoctorOptions {
+  /** ms each request may take; default the deployment's own `timeout`, at most 10 000. */
+  timeout?: number;
+}
+
+const SILENT: SwitchboardLogger = { log: () => {}, warn: () => {}, error: () => {} };
+
+const DEFAULT_TIMEOUT = 10_000;
+
+/** Names that call for an embeddings request rather than a chat completion. */
+const EMBEDDING = /embed/i;
+
+/**
+ * Sends every model of every deployment the smallest real request it serves (a chat completion
+ * or a Claude message of one output token, embeddings of one word), through a switchboard of
+ * that one model: the same SDK clients, wire names, error classification and rate-limit header
+ * parsing as every call. One request at a time, in configuration order, so that each latency is
+ * that request's own.
+ *
+ * @example
+ * ```ts
+ * const checks = await checkDeployments(loadSwitchboardConfigFile('switchboard.yaml'));
+ * const failed = checks.filter((c) => !c.row.ok);
+ * ```
+ */
+export async function checkDeployments(
+  options: SwitchboardOptions,
+  doctor: DoctorOptions = {},
+): Promise<DoctorCheck[]> {
+  const checks: DoctorCheck[] = [];
+  for (const d of options.deployments) {
+    for (const m of d.models) checks.push(await checkOne(d, m, doctor));
+  }
+  return checks;
+}
+
+async function checkOne(
+  config: DeploymentConfig,
+  model: ModelConfig,
+  doctor: DoctorOptions,
+): Promise<DoctorCheck> {
+  const upstreamName = model.deployment ?? model.name;
+  const configured = limitsOf(model);
+  const row: DoctorRow = { deployment: config.name, model: model.name, ok: false };
+  const check: DoctorCheck = { row, upstreamName, configured };
+  let sb: Switchboard;
+  try {
+    sb = createSwitchboard({
+      deployments: [{ ...config, models: [model] } as DeploymentConfig],
+      failover: { attempts: 1 },
+      logger: SILENT,
+    });
+  } catch (error) {
+    row.error = error instanceof Error ? error.message : String(error);
+    return check;
+  }
+  const deployment = sb.deployments.get(config.name)!;
+  // A check waits less than a call would: one token answers in a second or two.
+  const timeout = doctor.timeout ?? Math.min(deployment.timeout, DEFAULT_TIMEOUT);
+  const started = performance.now();
+  try {
+    const { response } = await send(sb, config, model, timeout);
+    row.ok = true;
+    row.status = response.status;
+    row.latencyMs = Math.round(performance.now() - started);
+    setLimits(row, response.headers, config);
+  } catch (error) {
+    row.latencyMs = Math.round(performance.now() - started);
+    const status = (error as { status?: unknown }).status;
+    if (typeof status === 'number') row.status = status;
+    const headers = (error as { headers?: unknown }).headers;
+    if (typeof (headers as Headers | undefined)?.get === 'function') {
+      setLimits(row, headers as Headers, config);
+    }
+    row.error = inPlainWords(error, (deployment as Deployment).errors, upstreamName, timeout);
+  } finally {
+    await sb.close();
+  }
+  return check;
+}
+
+/** The request itself, by what the model serves. */
+async function send(
+  sb: Switchboard,
+  config: DeploymentConfig,
+  model: ModelConfig,
+  timeout: number,
+): Promise<{ response: Response }> {
+  const options = { timeout };
+  const messages = [{ role: 'user' as const, content: 'ping' }];
+  if (config.provider === 'anthropic') {
+    return sb.messages
+      .create({ model: model.name, max_tokens: 1, messages }, options)
+      .withResponse();
+  }
+  if (EMBEDDING.test(model.name) || EMBEDDING.test(model.deployment ?? '')) {
+    return sb.embeddings.create({ model: model.name, input: 'ping' }, options).withResponse();
+  }
+  try {
+    return await sb.chat.completions
+      .create({ model: model.name, max_tokens: 1, messages }, options)
+      .withResponse();
+  } catch (error) {
+    // Reasoning models refuse `max_tokens` and take `max_completion_tokens` instead.
+    const { status, param, message } = error as {
+      status?: unknown;
+      param?: unknown;
+      message?: unknown;
+    };
+    const refusesMaxTokens =
+      status === 400 &&
+      (param === 'max_tokens' ||
+        (typeof message === 'string' && message.includes('max_completion_tokens')));
+    if (!refusesMaxTokens) throw error;
+    return sb.chat.completions
+      .create({ model: model.name, max_completion_tokens: 1, messages }, options)
+      .withResponse();
+  }
+}
+
+function limitsOf(model: ModelConfig): DoctorLimits {
+  const out: DoctorLimits = {};
+  for (const name of ['tpm', 'rpm', 'itpm', 'otpm'] as const) {
+    const value = model[name];
+    if (value !== undefined && value > 0) out[name] = value;
+  }
+  return out;
+}
+
+/** The limits the answer's rate-limit headers report, read as the switchboard reads them. */
+function setLimits(row: DoctorRow, headers: Headers, config: DeploymentConfig): void {
+  const reading: RateLimitReading | undefined = readRateLimits(headers, true, config.provider);
+  if (reading === undefined) return;
+  const limits: DoctorLimits = {};
+  if (reading.tokens?.limit !== undefined) limits.tpm = reading.tokens.limit;
+  if (reading.requests?.limit !== undefined) limits.rpm = reading.requests.limit;
+  if (reading.input?.limit !== undefined) limits.itpm = reading.input.limit;
+  if (reading.output?.limit !== undefined) limits.otpm = reading.output.limit;
+  if (Object.keys(limits).length > 0) row.limits = limits;
+}

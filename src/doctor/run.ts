@@ -1,0 +1,100 @@
+/*
+ * The `doctor` command line: arguments in, text out, an exit status back. The executable is
+ * ./cli.ts.
+ */
+import { loadSwitchboardConfigFile } from '../config/load-config-file';
+import { checkDeployments } from './doctor';
+import type { DoctorRow } from './doctor-row';
+import { formatTable } from './table';
+
+const USAGE = `Usage: nestjs-switchboard doctor <config.yaml|config.json> [--json] [--timeout <ms>]
+
+Sends every model of every deployment in the file the smallest real request (one output token,
+or embeddings of one word) and prints what each answered, its latency and the limits the
+upstream reports beside the configured ones. \${VAR} in the file is read from the environment.
+
+  --json          print the rows as JSON: [{ deployment, model, ok, status?, error?, latencyMs?, limits? }]
+  --timeout <ms>  how long each request may take (default: the deployment's timeout, at most 10000)
+
+Exit status: 0 when every row answered, 1 when any failed, 2 on a usage or configuration error.`;
+
+/** Where the command writes; process.stdout / stderr by default. */
+export interface DoctorOutput {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const STDIO: DoctorOutput = {
+  out: (text) => void process.stdout.write(`${text}\n`),
+  err: (text) => void process.stderr.write(`${text}\n`),
+};
+
+/**
+ * Runs the command line `args` (without `node` and the script) and resolves its exit status.
+ *
+ * @example
+ * ```ts
+ * const status = await runDoctorCli(['doctor', 'switchboard.yaml', '--json']);
+ * ```
+ */
+export async function runDoctorCli(
+  args: readonly string[],
+  output: DoctorOutput = STDIO,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<number> {
+  const rest = [...args];
+  if (rest[0] === 'doctor') rest.shift();
+  let json = false;
+  let timeout: number | undefined;
+  const files: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === '--json') json = true;
+    else if (arg === '--help' || arg === '-h') {
+      output.out(USAGE);
+      return 0;
+    } else if (arg === '--timeout') {
+      timeout = Number(rest[++i]);
+      if (!Number.isInteger(timeout) || timeout <= 0) {
+        output.err(`--timeout must be a positive number of milliseconds\n\n${USAGE}`);
+        return 2;
+      }
+    } else if (arg.startsWith('-')) {
+      output.err(`unknown option ${arg}\n\n${USAGE}`);
+      return 2;
+    } else files.push(arg);
+  }
+  if (files.length !== 1) {
+    output.err(USAGE);
+    return 2;
+  }
+  let options;
+  try {
+    options = loadSwitchboardConfigFile(files[0]!, env);
+  } catch (error) {
+    output.err(error instanceof Error ? error.message : String(error));
+    return 2;
+  }
+  const checks = await checkDeployments(options, { timeout });
+  output.out(
+    json
+      ? JSON.stringify(
+          checks.map((c) => inOrder(c.row)),
+          null,
+          2,
+        )
+      : formatTable(checks),
+  );
+  return checks.every((c) => c.row.ok) ? 0 : 1;
+}
+
+/** A row with its keys in the documented order (absent ones left out). */
+function inOrder(row: DoctorRow): DoctorRow {
+  const { deployment, model, ok, status, error, latencyMs, limits } = row;
+  const out: DoctorRow = { deployment, model, ok };
+  if (status !== undefined) out.status = status;
+  if (error !== undefined) out.error = error;
+  if (latencyMs !== undefined) out.latencyMs = latencyMs;
+  if (limits !== undefined) out.limits = limits;
+  return out;
+}
