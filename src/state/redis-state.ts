@@ -25,12 +25,7 @@ import {
 } from './redis/redis-options';
 import { knownLimits, ownUsage, type Entry } from './redis/own-usage';
 import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
-import {
-  DEFAULT_SKEW,
-  readSyncReply,
-  SYNC_SCRIPT,
-  syncCommand,
-} from './redis/sync-script';
+import { DEFAULT_SKEW, readSyncReply, SYNC_SCRIPT, syncCommand } from './redis/sync-script';
 import type { StateContext, StateStore, StateStoreHealth } from './state-store';
 
 export type { RedisClientLike } from './redis/redis-connection';

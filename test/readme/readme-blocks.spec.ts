@@ -13,6 +13,7 @@ import type { DynamicModule } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import * as ts from 'typescript';
 import request from 'supertest';
+import { createSwitchboard, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 import { createGateway } from '../../sample/main';
 
@@ -214,7 +215,7 @@ describe('TypeScript blocks of README.md and docs/*.md', () => {
     process.env.FOUNDRY_URL = upstream.deployment('foundry1').anthropicBaseURL;
     process.env.AZURE_OPENAI_API_KEY = 'azure-key';
     process.env.FOUNDRY_API_KEY = 'foundry-key';
-    const printed = await capture(() => run(find("name: 'foundry1'")));
+    const printed = await capture(() => run(find('baseURL: process.env.WEST_URL')));
     expect(printed).toContain('Hello!');
     expect(printed).toContain('Hello, Claude!');
     expect(printed).toContain("'gpt-4o-mini'");
@@ -361,9 +362,70 @@ describe('TypeScript blocks of README.md and docs/*.md', () => {
     }
   });
 
+  describe('sb.fetch with the client libraries', () => {
+    const deployments = () => [
+      {
+        provider: 'openai' as const,
+        name: 'east',
+        baseURL: upstream.deployment('east').openaiBaseURL,
+        apiKey: 'azure-key',
+        models: [{ name: 'gpt-4o-mini', tpm: 30_000, rpm: 300 }],
+      },
+    ];
+
+    it('the README block (the AI SDK) runs', async () => {
+      const sb = createSwitchboard({ deployments: deployments() });
+      (globalThis as { readmeSwitchboard?: Switchboard }).readmeSwitchboard = sb;
+      try {
+        const printed = await capture(() =>
+          run(find('generateText({ model: openai.chat'), {
+            'declare const sb: Switchboard;':
+              'const sb = (globalThis as unknown as { readmeSwitchboard: Switchboard }).readmeSwitchboard;',
+          }),
+        );
+        expect(printed).toContain('Hello!');
+        expect(sb.stats().east!['gpt-4o-mini']!.rpm).toMatch(/^1\//);
+      } finally {
+        delete (globalThis as { readmeSwitchboard?: Switchboard }).readmeSwitchboard;
+        await sb.close();
+      }
+    });
+
+    it('the AI SDK block of docs/client-libraries.md runs', async () => {
+      process.env.EAST_URL = upstream.deployment('east').openaiBaseURL;
+      process.env.FOUNDRY_URL = upstream.deployment('foundry1').anthropicBaseURL;
+      process.env.AZURE_OPENAI_API_KEY = 'azure-key';
+      process.env.FOUNDRY_API_KEY = 'foundry-key';
+      const printed = await capture(() => run(find('createAnthropic({ apiKey')));
+      expect(printed).toContain('Hello!');
+      expect(printed).toContain('Hello, Claude!');
+      expect(printed).toMatch(/outputTokens/);
+    });
+
+    it('the LangChain block of docs/client-libraries.md runs', async () => {
+      const { SummaryService } = (await run(find('class SummaryService'))) as {
+        SummaryService: new (sb: Switchboard) => {
+          summarize(text: string): Promise<string>;
+          stream(text: string): AsyncGenerator<string>;
+        };
+      };
+      const sb = createSwitchboard({ deployments: deployments() });
+      try {
+        const service = new SummaryService(sb);
+        expect(await service.summarize('the switchboard')).toContain('the switchboard');
+        let streamed = '';
+        for await (const part of service.stream('streamed through sb.fetch')) streamed += part;
+        expect(streamed).toContain('streamed through sb.fetch');
+        expect(sb.stats().east!['gpt-4o-mini']!.rpm).toMatch(/^2\//);
+      } finally {
+        await sb.close();
+      }
+    });
+  });
+
   it('are each run by one of the tests above', () => {
     const run = [
-      "name: 'foundry1'",
+      'baseURL: process.env.WEST_URL',
       'class ChatService',
       'class HealthController',
       'PrometheusExporter',
@@ -371,6 +433,9 @@ describe('TypeScript blocks of README.md and docs/*.md', () => {
       "from 'nestjs-switchboard/testing'",
       'new Anthropic({ baseURL: gateway',
       'process.env.GATEWAY_KEY',
+      'generateText({ model: openai.chat',
+      'createAnthropic({ apiKey',
+      'class SummaryService',
     ].map(find);
     expect(blocks.filter((b) => !run.includes(b)).map((b) => `${b.file}:${b.line}`)).toEqual([]);
   });
