@@ -1,7 +1,8 @@
 import type { ModelState } from '../registry/model-state';
+import type { SharedReading } from '../quota/reading';
 
-/** Another instance's rate-limit reading of one model, as {@link ModelState.replay} takes it. */
-export type PeerReading = Parameters<ModelState['replay']>[0];
+/** Another instance's rate-limit reading of one model (its limits already dropped). */
+export type PeerReading = SharedReading;
 
 /**
  * The other instances' usage of one model over the sliding window that ends now.
