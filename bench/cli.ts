@@ -369,7 +369,10 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     if (!given.has('--duration')) args.duration = 1;
     if (!given.has('--loads')) args.loads = [0.95];
     if (!given.has('--gateway-seconds')) args.gatewaySeconds = 1;
-    if (!given.has('--gateway-rounds')) args.gatewayRounds = 2;
+    if (!given.has('--gateway-rounds')) args.gatewayRounds = 1;
+    // One steady row goes through every path of the quota section; the others differ in sizes.
+    if (!given.has('--quota-tpm')) args.quotaTpm = [10_000];
+    if (!given.has('--quota-max-tokens')) args.quotaMaxTokens = [256];
     if (!given.has('--strategies')) args.strategies = ['2rc', '2rc-fixed', 'random', 'custom'];
   }
   return args;
