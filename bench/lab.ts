@@ -252,7 +252,7 @@ function shareState(
       const models: Record<string, number[]> = {};
       let bucketMs = 0;
       for (const d of sb.deployments.values()) {
-        const w = d.models.get(MODEL)!.window;
+        const w = d.models.get(MODEL)!.quota.usage;
         bucketMs = w.bucketMs * 2;
         models[d.name] = publishBuckets(w.ownBuckets(), w.bucketMs, 2);
       }
@@ -264,7 +264,8 @@ function shareState(
       );
       for (const d of sb.deployments.values()) {
         const state = d.models.get(MODEL)!;
-        if (what !== 'cooldowns') state.shared = sums.get(d.name) ?? { tokens: 0, requests: 0 };
+        if (what !== 'cooldowns')
+          state.quota.shared = sums.get(d.name) ?? { tokens: 0, requests: 0 };
         const until = pending[k]!.get(d.name);
         if (what !== 'usage' && until !== undefined && until > state.cooldownUntil)
           state.applyCooldown(until);

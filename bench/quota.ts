@@ -10,6 +10,8 @@ import OpenAI from 'openai';
 import { createSwitchboard, type Switchboard } from '../src';
 import type { Admission, TokenUsage } from '../src/quota/admission';
 import { isNoRoom } from '../src/quota/no-room';
+import type { QuotaLedger } from '../src/quota/quota-ledger';
+import type { HeaderSource } from '../src/quota/rate-limit-headers';
 import type { ModelState } from '../src/registry/model-state';
 import { promptSizes } from './strategies';
 import { openaiDeployments, startUpstreams, type Upstreams } from './upstreams';
@@ -72,10 +74,11 @@ function today(sb: Switchboard): void {
         if (u !== undefined) state.spend(u.input + u.output - a.input);
       };
       state.release = (a: Admission) => state.spend(-a.input);
-      state.observe = () => undefined;
+      const quota = state.quota as QuotaLedger & Record<string, unknown>;
+      quota.observe = () => undefined;
       state.hasRoom = () => state.isHealthy();
-      // Every 429 cools the model: no view explains one.
-      state.quotaFull = () => false;
+      // Every 429 cools the model: no view explains one (nothing else asks the quota alone here).
+      quota.hasRoom = () => true;
       state.blockedBy = () => (state.isHealthy() ? 'room' : 'down');
     }
   }
@@ -99,27 +102,28 @@ function traceRejections(sb: Switchboard, limit: number): { print(): void } {
     for (const s of d.models.values()) {
       const state = s as ModelState & Record<string, unknown>;
       const admit = state.admit.bind(state);
-      const observe = state.observe.bind(state);
+      const quota = state.quota as QuotaLedger & Record<string, unknown>;
+      const observe = quota.observe.bind(quota);
       const sends = new WeakMap<Admission, string>();
       let lastHeader = 0;
       state.admit = (a: Admission) => {
-        const view = state.anchoredUsage();
+        const view = quota.anchoredUsage();
         const p = inFlight(state);
         sends.set(
           a,
           `sent ${a.input}+${a.output} at ${fixed((performance.now() - t0) / MINUTE, 3)} min onto ` +
             `anchored ${Math.round(view.tpm)} tok / ${fixed(view.rpm, 1)} req ` +
-            `(local ${Math.round(state.localUsage.tokens)} tok, recent ${state.window.recentRequests} req, ` +
+            `(local ${Math.round(quota.localUsage().tokens)} tok, recent ${quota.usage.recentRequests} req, ` +
             `in flight ${p.requests} / ${p.tokens} tok, header ` +
             `${fixed((performance.now() - lastHeader) / MINUTE, 3)} min old, queue ${sb.queue?.length(MODEL) ?? 0})`,
         );
         return admit(a);
       };
       const history: string[] = [];
-      state.observe = (headers, own, sentAt) => {
+      quota.observe = (headers: HeaderSource, own?: Admission, sentAt?: number) => {
         const h = headers as Headers;
         lastHeader = performance.now();
-        const before = state.localUsage.tokens;
+        const before = quota.localUsage().tokens;
         const pending = inFlight(state).tokens;
         const tokens = h.get('x-ratelimit-remaining-tokens');
         const requests = h.get('x-ratelimit-remaining-requests');
@@ -135,8 +139,8 @@ function traceRejections(sb: Switchboard, limit: number): { print(): void } {
         }
         observe(headers, own, sentAt);
         history.push(
-          `${fixed((performance.now() - t0) / MINUTE, 3)}: upstream ${state.tpm - Number(h.get('x-ratelimit-remaining-tokens'))} ` +
-            `(reset ${h.get('x-ratelimit-reset-tokens')}), ours ${Math.round(before)} → ${Math.round(state.localUsage.tokens)}, ` +
+          `${fixed((performance.now() - t0) / MINUTE, 3)}: upstream ${quota.limits.tpm.value - Number(h.get('x-ratelimit-remaining-tokens'))} ` +
+            `(reset ${h.get('x-ratelimit-reset-tokens')}), ours ${Math.round(before)} → ${Math.round(quota.localUsage().tokens)}, ` +
             `pending ${pending}${retry !== null ? ' (429)' : ''}`,
         );
         if (history.length > 8) history.shift();

@@ -210,7 +210,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       } else {
         // A sliding window needs no timer: each model forgets old usage as it is read.
         for (const d of this.registry.deployments.values()) {
-          for (const m of d.models.values()) m.slideUsage(this.window);
+          for (const m of d.models.values()) m.quota.slide(this.window);
         }
       }
     }

@@ -111,16 +111,16 @@ export class StatusService {
       provider: d.provider,
       sessions: pinned.get(d.name) ?? 0,
       models: [...d.models.values()].map((m) => {
-        const anchored = m.anchoredUsage();
-        const shares = m.shares();
+        const anchored = m.quota.anchoredUsage();
+        const shares = m.quota.shares();
         const recent = m.quota.recent();
-        const io = m.ioUsage;
+        const io = m.quota.ioUsage();
         const quota = (limit: LimitName, ours: number): Quota => ({
           used: Math.round(anchored[limit]),
-          limit: m.limits[limit].value,
+          limit: m.quota.limits[limit].value,
           ours: Math.round(ours),
-          upstreamRemaining: m.upstreamRemaining[limit]?.remaining,
-          learned: m.limits[limit].learned,
+          upstreamRemaining: m.quota.upstreamRemaining[limit]?.remaining,
+          learned: m.quota.limits[limit].learned,
           share: round(shares[limit]),
           ...(limit === 'rpm' && recent !== undefined
             ? { recent: { used: Math.round(Math.max(0, recent.used)), limit: recent.limit } }
@@ -135,8 +135,8 @@ export class StatusService {
           ...(m.downReason !== undefined ? { downReason: m.downReason } : {}),
           tpm: quota('tpm', m.tpmUsage),
           rpm: quota('rpm', m.rpmUsage),
-          ...(m.itpm > 0 ? { itpm: quota('itpm', io.input) } : {}),
-          ...(m.otpm > 0 ? { otpm: quota('otpm', io.output) } : {}),
+          ...(m.quota.limits.itpm.value > 0 ? { itpm: quota('itpm', io.input) } : {}),
+          ...(m.quota.limits.otpm.value > 0 ? { otpm: quota('otpm', io.output) } : {}),
           requests: this.traffic.requests(d.name, m.name),
           priority: m.priority,
           weight: m.weight,

@@ -302,5 +302,7 @@ class Attempt implements DeadlineEntry {
  * cools the model for its `retry-after`.
  */
 function explainedByQuota(verdict: Verdict, state: ModelState, request: PreparedRequest): boolean {
-  return verdict.reason === 'rate_limit' && request.metered && state.quotaFull(request.admission);
+  return (
+    verdict.reason === 'rate_limit' && request.metered && !state.quota.hasRoom(request.admission)
+  );
 }

@@ -155,6 +155,16 @@ export class QuotaLedger {
     return this.requests.total(now);
   }
 
+  /** This instance's own tokens and requests at `now`, without the shared view. */
+  localUsage(now = this.clock()): { tokens: number; requests: number } {
+    return { tokens: this.usage.tokensAt(now), requests: this.usage.requestsAt(now) };
+  }
+
+  /** Input and output tokens charged in the window at `now` (tracked for every model). */
+  ioUsage(now = this.clock()): { input: number; output: number } {
+    return { input: this.inputUsage.tokensAt(now), output: this.outputUsage.tokensAt(now) };
+  }
+
   /** The upstream's last reported remaining per limit (only limits its headers reported). */
   get upstreamRemaining(): Readonly<Partial<Record<LimitName, ReportedRemaining>>> {
     return this.scope.reported;
@@ -380,6 +390,15 @@ export class QuotaLedger {
     if (context === undefined) return false;
     this.apply(reading.reading, context);
     return true;
+  }
+
+  /**
+   * Charge (or, with negative tokens, refund) tokens and requests outside a call's admission.
+   * Usage never goes below 0: a refund that arrives after a window reset must not eat into the
+   * new window.
+   */
+  spend(tokens: number, requests = 0): void {
+    this.usage.add(tokens, requests);
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */

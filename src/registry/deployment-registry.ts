@@ -185,19 +185,20 @@ export class DeploymentRegistry implements PickTable {
     for (const [name, d] of this.deployments) {
       const models: Record<string, ModelStats> = {};
       for (const [model, s] of d.models) {
+        const { tpm, rpm, itpm, otpm } = s.quota.limits;
         const entry: ModelStats = {
           util: Math.round(s.util * 1000) / 1000,
-          tpm: `${Math.round(s.tpmUsage)}/${s.tpm}`,
-          rpm: `${Math.round(s.rpmUsage)}/${s.rpm}`,
+          tpm: `${Math.round(s.tpmUsage)}/${tpm.value}`,
+          rpm: `${Math.round(s.rpmUsage)}/${rpm.value}`,
         };
-        const io = s.itpm > 0 || s.otpm > 0 ? s.ioUsage : undefined;
-        if (io && s.itpm > 0) entry.itpm = `${Math.round(io.input)}/${s.itpm}`;
-        if (io && s.otpm > 0) entry.otpm = `${Math.round(io.output)}/${s.otpm}`;
-        const learned = Object.values(s.limits)
+        const io = itpm.value > 0 || otpm.value > 0 ? s.quota.ioUsage() : undefined;
+        if (io && itpm.value > 0) entry.itpm = `${Math.round(io.input)}/${itpm.value}`;
+        if (io && otpm.value > 0) entry.otpm = `${Math.round(io.output)}/${otpm.value}`;
+        const learned = Object.values(s.quota.limits)
           .filter((l) => l.learned)
           .map((l) => l.name);
         if (learned.length > 0) entry.learned = learned;
-        const reported = Object.entries(s.upstreamRemaining);
+        const reported = Object.entries(s.quota.upstreamRemaining);
         if (reported.length > 0) {
           entry.upstreamRemaining = Object.fromEntries(reported.map(([k, v]) => [k, v.remaining]));
         }

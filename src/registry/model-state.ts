@@ -1,10 +1,7 @@
 import type { ModelConfig } from '../types';
-import type { Admission, ChargePolicy, TokenUsage } from '../quota/admission';
-import { QuotaLedger, type QuotaLedgerOptions, type SharedUsage } from '../quota/quota-ledger';
-import type { LimitName, QuotaLimit } from '../quota/quota-limit';
-import type { HeaderSource } from '../quota/rate-limit-headers';
-import type { ReportedRemaining, SharedReading } from '../quota/reading';
-import type { UsageWindow } from '../quota/usage-window';
+import type { Admission, TokenUsage } from '../quota/admission';
+import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
+import type { LimitName } from '../quota/quota-limit';
 import { ConsecutiveBreaker } from './consecutive-breaker';
 import { Cooldown, DEFAULT_MAX_COOLDOWN } from './cooldown';
 
@@ -99,53 +96,6 @@ export class ModelState {
     return this.cooling.max;
   }
 
-  // Thin views of the ledger, kept for the callers that read them here.
-
-  /** The limits in force, configured or learned. */
-  get limits(): Readonly<Record<LimitName, QuotaLimit>> {
-    return this.quota.limits;
-  }
-
-  /** How the upstream reconciles its admission charge. */
-  get charge(): ChargePolicy {
-    return this.quota.charge;
-  }
-
-  /** @internal Usage seen by other instances since the last sync; written by a shared state store. */
-  get shared(): SharedUsage | undefined {
-    return this.quota.shared;
-  }
-
-  /** @internal */
-  set shared(usage: SharedUsage | undefined) {
-    this.quota.shared = usage;
-  }
-
-  /** Tokens per minute allowed (configured or learned); 0 = unlimited. */
-  get tpm(): number {
-    return this.quota.limits.tpm.value;
-  }
-
-  /** Requests per minute allowed (configured or learned); 0 = unlimited. */
-  get rpm(): number {
-    return this.quota.limits.rpm.value;
-  }
-
-  /** Input tokens per minute allowed (Claude on Foundry); 0 = not limited apart. */
-  get itpm(): number {
-    return this.quota.limits.itpm.value;
-  }
-
-  /** Output tokens per minute allowed (Claude on Foundry); 0 = not limited apart. */
-  get otpm(): number {
-    return this.quota.limits.otpm.value;
-  }
-
-  /** This instance's own usage window (without the shared view), for stores that share usage. */
-  get window(): UsageWindow {
-    return this.quota.usage;
-  }
-
   /** Tokens charged in the current window (this instance's, plus the shared view's). */
   get tpmUsage(): number {
     return this.quota.tokensAt(this.clock());
@@ -156,68 +106,9 @@ export class ModelState {
     return this.quota.requestsAt(this.clock());
   }
 
-  /** This instance's own usage, without the shared view. */
-  get localUsage(): Readonly<{ tokens: number; requests: number }> {
-    const now = this.clock();
-    const usage = this.quota.usage;
-    return { tokens: usage.tokensAt(now), requests: usage.requestsAt(now) };
-  }
-
-  /** Input and output tokens charged in the current window (tracked for every model). */
-  get ioUsage(): Readonly<{ input: number; output: number }> {
-    const now = this.clock();
-    const { inputUsage, outputUsage } = this.quota;
-    return { input: inputUsage.tokensAt(now), output: outputUsage.tokensAt(now) };
-  }
-
-  /** Usage per limit as the upstream is believed to count it now; see {@link QuotaLedger.anchoredUsage}. */
-  anchoredUsage(): Record<LimitName, number> {
-    return this.quota.anchoredUsage();
-  }
-
-  /** Each limit's share now, whose largest is {@link util} (when not cooling); see {@link QuotaLedger.shares}. */
-  shares(): Record<LimitName, number> {
-    return this.quota.shares();
-  }
-
-  /** The upstream's last reported remaining per limit (only limits its headers reported). */
-  get upstreamRemaining(): Readonly<Partial<Record<LimitName, ReportedRemaining>>> {
-    return this.quota.upstreamRemaining;
-  }
-
-  /** @internal Count usage over a sliding window of `windowMs` (`0`: a fixed one); see {@link QuotaLedger.slide}. */
-  slideUsage(windowMs: number, buckets = 120): void {
-    this.quota.slide(windowMs, buckets);
-  }
-
   /** Forget usage counted in the current window. */
   resetUsage(): void {
     this.quota.reset();
-  }
-
-  /** True when the quota view alone (cooldowns aside) has no room for this admission charge. */
-  quotaFull(admission: Admission): boolean {
-    return !this.quota.hasRoom(admission);
-  }
-
-  /** The first limit a call with this admission charge can never fit; see {@link QuotaLedger.exceeds}. */
-  exceeds(admission: Admission): { limit: LimitName; value: number; charge: number } | undefined {
-    return this.quota.exceeds(admission);
-  }
-
-  /** @internal Anchor on an answer's rate-limit headers; see {@link QuotaLedger.observe}. */
-  observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
-    this.quota.observe(headers, own, sentAt);
-  }
-
-  /** @internal The last answer to this instance's calls, for other instances to anchor on. */
-  lastReading(): SharedReading | undefined {
-    return this.quota.lastReading();
-  }
-
-  /** @internal Anchor on another instance's answer (usage only, never a limit); see {@link QuotaLedger.replay}. */
-  replay(reading: SharedReading): boolean {
-    return this.quota.replay(reading);
   }
 
   // Questions that weigh the cooldown with the quota, on one reading of the clock.
@@ -295,7 +186,7 @@ export class ModelState {
    * that arrives after a window reset must not eat into the new window.
    */
   spend(tokens: number, requests = 0): void {
-    this.quota.usage.add(tokens, requests);
+    this.quota.spend(tokens, requests);
     this.listener?.(this, { type: 'spend', tokens, requests });
   }
 
@@ -382,8 +273,8 @@ export class ModelState {
   toJSON(): Record<string, unknown> {
     return {
       name: this.name,
-      tpm: this.tpm,
-      rpm: this.rpm,
+      tpm: this.quota.limits.tpm.value,
+      rpm: this.quota.limits.rpm.value,
       tpmUsage: this.tpmUsage,
       rpmUsage: this.rpmUsage,
       util: this.util,

@@ -115,7 +115,7 @@ function noRoom(
   for (const m of fallbacks === undefined ? [model] : [model, ...fallbacks]) {
     for (const d of registry.poolFor(m)) {
       const state = d.models.get(m)!;
-      const over = state.exceeds(admission);
+      const over = state.quota.exceeds(admission);
       if (over !== undefined) {
         if (largest === undefined || over.value > largest.value) largest = over;
         continue;

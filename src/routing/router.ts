@@ -115,13 +115,13 @@ export class Router implements DispatchShared {
       deadlines: new Deadlines(),
       observed: queue
         ? (model, headers, admission, sentAt) => {
-            model.observe(headers, admission, sentAt);
+            model.quota.observe(headers, admission, sentAt);
             metrics.answered(model, headers);
             // An answer may show room (the upstream counts less than we did).
             if (queue.length(model.name) > 0) queue.kick(model.name);
           }
         : (model, headers, admission, sentAt) => {
-            model.observe(headers, admission, sentAt);
+            model.quota.observe(headers, admission, sentAt);
             metrics.answered(model, headers);
           },
     };

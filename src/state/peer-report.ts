@@ -136,7 +136,7 @@ export function peerFold(
         const peer = peers?.get(name);
         if (report.usage) {
           share(state, peer?.usage);
-          if (peer?.reading !== undefined) state.replay(peer.reading);
+          if (peer?.reading !== undefined) state.quota.replay(peer.reading);
         }
         if (report.cooldowns) cooldown(state, peer?.cooldownUntil, report.at);
       }
@@ -149,11 +149,11 @@ export function peerFold(
  * leaves out what the upstream's own count already holds, or has forgotten.
  */
 function share(state: ModelState, usage: PeerUsage | undefined): void {
-  const shared = (state.shared ??= { tokens: 0, requests: 0, recentRequests: 0 });
+  const shared = (state.quota.shared ??= { tokens: 0, requests: 0, recentRequests: 0 });
   shared.tokens = usage?.tokens ?? 0;
   shared.requests = usage?.requests ?? 0;
   shared.recentRequests = usage?.recentRequests ?? 0;
   // A fixed window has no send times that matter: its owner resets it.
-  if (state.window.bucketMs > 0) shared.sent = { spans: usage?.spans ?? [] };
+  if (state.quota.usage.bucketMs > 0) shared.sent = { spans: usage?.spans ?? [] };
   else delete shared.sent;
 }

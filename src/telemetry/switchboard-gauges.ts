@@ -56,7 +56,7 @@ export class SwitchboardGauges {
       (result) => {
         for (const state of states()) {
           for (const limit of [...ALWAYS, ...APART]) {
-            const value = state.limits[limit].value;
+            const value = state.quota.limits[limit].value;
             if (value > 0 || ALWAYS.includes(limit)) {
               result.observe(value, { ...state.attributes, limit });
             }
@@ -71,9 +71,9 @@ export class SwitchboardGauges {
       }),
       (result) => {
         for (const state of states()) {
-          const used = state.anchoredUsage();
+          const used = state.quota.anchoredUsage();
           for (const limit of [...ALWAYS, ...APART]) {
-            const value = state.limits[limit].value;
+            const value = state.quota.limits[limit].value;
             if (value > 0) {
               result.observe(Math.max(0, value - used[limit]), { ...state.attributes, limit });
             }
@@ -87,7 +87,7 @@ export class SwitchboardGauges {
       }),
       (result) => {
         for (const state of states()) {
-          for (const [limit, reading] of Object.entries(state.upstreamRemaining)) {
+          for (const [limit, reading] of Object.entries(state.quota.upstreamRemaining)) {
             if (reading !== undefined) {
               result.observe(reading.remaining, { ...state.attributes, limit });
             }

@@ -147,8 +147,8 @@ describe('SwitchboardHealthIndicator over HTTP (Terminus)', () => {
   it('stays 200 while every deployment of a model is at its quota, and says when room is expected', async () => {
     const east = model('d0', GPT);
     const west = model('d1', GPT);
-    east.spend(0, east.rpm);
-    west.spend(west.tpm, 0);
+    east.spend(0, east.quota.limits.rpm.value);
+    west.spend(west.quota.limits.tpm.value, 0);
     const res = await request(app.getHttpServer()).get('/health').expect(200);
     expect(res.body.info.switchboard.models[GPT]).toEqual({
       healthy: 0,
@@ -192,7 +192,7 @@ describe('SwitchboardHealthIndicator over HTTP (Terminus)', () => {
   it('stays 200 when one deployment is out for a fault and the other is at quota', async () => {
     model('d0', GPT).markDown(60_000, 'server_error');
     const west = model('d1', GPT);
-    west.spend(west.tpm, 0);
+    west.spend(west.quota.limits.tpm.value, 0);
     const res = await request(app.getHttpServer()).get('/health').expect(200);
     expect(res.body.info.switchboard.models[GPT]).toMatchObject({
       healthy: 0,

@@ -77,7 +77,7 @@ describe("anchoring on Azure's fixed windows, over the real SDK", () => {
     oai1.models.get(GPT)!.markDown(1);
     await s.sb.chat.completions.create(ask('x', { max_tokens: 99 }));
     s.clock.advance(1);
-    expect(oai0.anchoredUsage().tpm).toBeCloseTo(3_100, -1);
+    expect(oai0.quota.anchoredUsage().tpm).toBeCloseTo(3_100, -1);
     // Routing reckons that the other application goes on at its pace (12 000 a minute, more than
     // the window has left): oai0 looks full, while admission still finds room there.
     expect(oai0.util).toBeGreaterThan(0.99);

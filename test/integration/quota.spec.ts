@@ -135,8 +135,8 @@ describe('anchoring over the real SDKs', () => {
     const s = stateOf(r, 'oai0');
     expect(s.tpmUsage).toBeLessThan(100);
     // ~5000 tokens of the other application's, seen through x-ratelimit-remaining-tokens.
-    expect(s.anchoredUsage().tpm).toBeGreaterThan(4_500);
-    expect(s.upstreamRemaining.tpm?.remaining).toBeLessThan(5_500);
+    expect(s.quota.anchoredUsage().tpm).toBeGreaterThan(4_500);
+    expect(s.quota.upstreamRemaining.tpm?.remaining).toBeLessThan(5_500);
     expect(s.hasRoom({ input: 100, output: 5_000 })).toBe(false);
   });
 });
@@ -182,7 +182,7 @@ describe('a 429 its own headers explain', () => {
       r.sb.chat.completions.create(ask('x', { max_tokens: 2000 })),
     ).rejects.toBeInstanceOf(OpenAI.RateLimitError);
     const s = stateOf(r, 'oai0');
-    const [first, refused, ...more] = [...s.window.ownBuckets()];
+    const [first, refused, ...more] = [...s.quota.usage.ownBuckets()];
     expect(more).toEqual([]);
     // The first call's charge stays where it was charged, 5 s earlier ...
     expect(first!.tokens).toBeGreaterThan(100);
@@ -192,7 +192,7 @@ describe('a 429 its own headers explain', () => {
     expect(refused!.tokens).toBe(0);
     expect(refused!.requests).toBe(1);
     // The other application's usage is in the view, as the 429's headers reported it.
-    expect(s.anchoredUsage().tpm).toBeGreaterThan(9_000);
+    expect(s.quota.anchoredUsage().tpm).toBeGreaterThan(9_000);
   });
 
   it('still cools the model for a 429 the view cannot explain', async () => {

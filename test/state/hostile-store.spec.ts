@@ -117,13 +117,13 @@ describe('a second writer on the same prefix', () => {
   it('leaves the victim its limits, the honest usage and a capped cooldown; all is well one window after it stops', async () => {
     const { k, time, step, now, honest, victim } = await pair();
     // Two random choices spread the calls: make them until oai0 has had a few.
-    for (let i = 0; i < 50 && model(honest, 'oai0').localUsage.requests < 3; i++) {
+    for (let i = 0; i < 50 && model(honest, 'oai0').quota.localUsage().requests < 3; i++) {
       await honest.chat.completions.create(ask(`hello ${i}`, { max_tokens: 50 }));
     }
     await step(0);
     await step(1);
-    const honestTokens = model(honest, 'oai0').localUsage.tokens;
-    const honestRequests = model(honest, 'oai0').localUsage.requests;
+    const honestTokens = model(honest, 'oai0').quota.localUsage().tokens;
+    const honestRequests = model(honest, 'oai0').quota.localUsage().requests;
     expect(honestRequests).toBe(3);
     expect(model(victim, 'oai0').tpmUsage).toBe(honestTokens);
     expect(model(victim, 'oai0').rpmUsage).toBe(honestRequests);
@@ -189,8 +189,11 @@ describe('a second writer on the same prefix', () => {
     await step(1);
     const v0 = model(victim, 'oai0');
     // Its configured limits, whatever the readings said.
-    expect([v0.tpm, v0.rpm]).toEqual([QUOTA.tpm, QUOTA.rpm]);
-    expect([model(victim, 'oai1').tpm, model(victim, 'oai1').rpm]).toEqual([QUOTA.tpm, QUOTA.rpm]);
+    expect([v0.quota.limits.tpm.value, v0.quota.limits.rpm.value]).toEqual([QUOTA.tpm, QUOTA.rpm]);
+    expect([
+      model(victim, 'oai1').quota.limits.tpm.value,
+      model(victim, 'oai1').quota.limits.rpm.value,
+    ]).toEqual([QUOTA.tpm, QUOTA.rpm]);
     // The honest usage, plus the counts of 1 that look like any other replica's.
     expect(v0.tpmUsage).toBe(honestTokens + ones);
     expect(v0.rpmUsage).toBe(honestRequests + ones);
@@ -230,7 +233,7 @@ describe('a second writer on the same prefix', () => {
     await step(1);
     for (const d of ['oai0', 'oai1']) {
       const m = model(victim, d);
-      expect([m.tpm, m.rpm]).toEqual([QUOTA.tpm, QUOTA.rpm]);
+      expect([m.quota.limits.tpm.value, m.quota.limits.rpm.value]).toEqual([QUOTA.tpm, QUOTA.rpm]);
       expect([m.tpmUsage, m.rpmUsage, m.util]).toEqual([0, 0, 0]);
       expect(m.isCooling()).toBe(false);
       expect(m.hasRoom({ input: 50_000, output: 40_000 })).toBe(true);
@@ -267,9 +270,12 @@ describe('a second writer on the same prefix', () => {
     await step(0);
     await step(1);
     const tokens =
-      model(honest, 'oai0').localUsage.tokens + model(honest, 'oai1').localUsage.tokens;
+      model(honest, 'oai0').quota.localUsage().tokens +
+      model(honest, 'oai1').quota.localUsage().tokens;
     expect(model(victim, 'oai0').tpmUsage + model(victim, 'oai1').tpmUsage).toBe(
-      tokens + model(victim, 'oai0').localUsage.tokens + model(victim, 'oai1').localUsage.tokens,
+      tokens +
+        model(victim, 'oai0').quota.localUsage().tokens +
+        model(victim, 'oai1').quota.localUsage().tokens,
     );
     // Unknown while the key cannot be read: a cooldown taken from it is not lifted blindly.
     expect(model(victim, 'oai1').isCooling()).toBe(true);

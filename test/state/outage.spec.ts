@@ -25,7 +25,7 @@ const degraded = (k: Cluster) => k.instances.every((sb) => sb.state.health().sta
 /** Instance `i` reports the usage every instance has of every deployment. */
 function sees(k: Cluster, i: number): boolean {
   return NAMES.every((d) => {
-    const total = k.instances.reduce((s, _, j) => s + k.model(j, d).localUsage.requests, 0);
+    const total = k.instances.reduce((s, _, j) => s + k.model(j, d).quota.localUsage().requests, 0);
     return k.model(i, d).rpmUsage === total;
   });
 }
@@ -66,7 +66,7 @@ describe('Redis outage', () => {
     expect(report.status).toBe('up');
     expect(report.state).toMatchObject({ status: 'degraded', store: 'redis' });
     // Each instance now counts its own calls only.
-    const own = NAMES.reduce((s, d) => s + k.model(0, d).localUsage.requests, 0);
+    const own = NAMES.reduce((s, d) => s + k.model(0, d).quota.localUsage().requests, 0);
     expect(own).toBe(25);
 
     await server.restart();

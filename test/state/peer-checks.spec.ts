@@ -272,12 +272,12 @@ describe('peerFold', () => {
 
   it('sets the shared usage and clears it when the peers report none', () => {
     const { state, fold, report } = rig();
-    state.slideUsage(60_000);
+    state.quota.slide(60_000);
     const usage = { tokens: 300, requests: 2, recentRequests: 2, spans: [T0 - 1000, T0, 300, 2] };
     fold(report(undefined, new Map([['east', new Map([['gpt-4o', { usage }]])]])));
     expect([state.tpmUsage, state.rpmUsage]).toEqual([300, 2]);
     fold(report(undefined, new Map()));
     expect([state.tpmUsage, state.rpmUsage]).toEqual([0, 0]);
-    expect([state.tpm, state.rpm]).toEqual([10_000, 100]);
+    expect([state.quota.limits.tpm.value, state.quota.limits.rpm.value]).toEqual([10_000, 100]);
   });
 });

@@ -33,8 +33,8 @@ function converged(k: Cluster): boolean {
     let tokens = 0;
     let requests = 0;
     k.instances.forEach((_, i) => {
-      tokens += k.model(i, d).localUsage.tokens;
-      requests += k.model(i, d).localUsage.requests;
+      tokens += k.model(i, d).quota.localUsage().tokens;
+      requests += k.model(i, d).quota.localUsage().requests;
     });
     return k.instances.every(
       (_, i) => k.model(i, d).tpmUsage === tokens && k.model(i, d).rpmUsage === requests,
@@ -170,11 +170,11 @@ describe('usage', () => {
     await call(1, 'a short one');
     const b = k.model(1, 'oai0');
     // b's answer counted a's call: b's view is the upstream's before it hears of a.
-    expect(Math.abs(b.anchoredUsage().tpm - upstream())).toBeLessThan(100);
+    expect(Math.abs(b.quota.anchoredUsage().tpm - upstream())).toBeLessThan(100);
     await k.instances[0]!.close(); // publishes a's usage
     await k.instances[1]!.close(); // reads it
-    expect(b.tpmUsage).toBeGreaterThan(b.localUsage.tokens + 900);
-    expect(Math.abs(b.anchoredUsage().tpm - upstream())).toBeLessThan(100);
+    expect(b.tpmUsage).toBeGreaterThan(b.quota.localUsage().tokens + 900);
+    expect(Math.abs(b.quota.anchoredUsage().tpm - upstream())).toBeLessThan(100);
   });
 
   it("anchors on another instance's answer: a replica that never sent there sees an unseen application", async () => {
@@ -191,13 +191,13 @@ describe('usage', () => {
     await k.instances[0]!.chat.completions.create(ask('x', { max_tokens: 10 }));
     const b = k.model(1, 'oai0');
     // b has sent nothing there: it knows nothing of the other application.
-    expect(b.anchoredUsage().tpm).toBe(0);
+    expect(b.quota.anchoredUsage().tpm).toBe(0);
     expect(b.hasRoom({ input: 100, output: 6_000 })).toBe(true);
     await k.instances[0]!.close(); // publishes a's usage and its answer's reading
     await k.instances[1]!.close(); // reads them
     expect(upstream()).toBeGreaterThan(4_500);
-    expect(Math.abs(b.anchoredUsage().tpm - upstream())).toBeLessThan(100);
-    expect(b.upstreamRemaining.tpm?.remaining).toBe(10_000 - upstream());
+    expect(Math.abs(b.quota.anchoredUsage().tpm - upstream())).toBeLessThan(100);
+    expect(b.quota.upstreamRemaining.tpm?.remaining).toBe(10_000 - upstream());
     expect(b.hasRoom({ input: 100, output: 6_000 })).toBe(false);
   });
 

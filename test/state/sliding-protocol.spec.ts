@@ -153,11 +153,11 @@ describe("the others' recent requests", () => {
   it('weigh against rpm / 6 as the own ones do', () => {
     let now = T0;
     const state = new ModelState({ name: 'm', tpm: 100_000, rpm: 60 }, 'east', () => now);
-    state.slideUsage(MINUTE);
+    state.quota.slide(MINUTE);
     state.spend(10, 1);
-    state.shared = { tokens: 0, requests: 9, recentRequests: 8 };
+    state.quota.shared = { tokens: 0, requests: 9, recentRequests: 8 };
     expect(state.util).toBeCloseTo(0.9); // 1 + 8 of 10 per 10 s; the minute holds 10 of 60
-    state.shared.recentRequests = 9;
+    state.quota.shared.recentRequests = 9;
     expect(state.isHealthy()).toBe(false);
     now += 15_000; // the own request left the newest sixth; the others' count is the store's
     expect(state.util).toBeCloseTo(0.9);

@@ -9,7 +9,7 @@ const azure = (h: Record<string, number | string>) =>
 
 const state = (clock: FakeClock, limits: { tpm?: number; rpm?: number } = { tpm: 10_000 }) => {
   const s = new ModelState({ name: 'm', ...limits }, 'east', clock.now, { headers: 'openai' });
-  s.slideUsage(60_000);
+  s.quota.slide(60_000);
   return s;
 };
 
@@ -73,13 +73,13 @@ describe('anchoring on a fixed upstream window', () => {
     const b = { input: 2000, output: 0 };
     s.admit(b);
     // The upstream's minute rolled since `old`: it counts `b` only.
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 8000 }), b);
+    s.quota.observe(azure({ 'x-ratelimit-remaining-tokens': 8000 }), b);
     s.settle(b, { input: 2000, output: 0 });
-    expect(s.anchoredUsage().tpm).toBeCloseTo(2000);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(2000);
     // `old` slides out of our window at 60 s; a fading correction would have kept taking 6000
     // off until 90 s and hidden `b` from the count.
     clock.advance(31_000);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(2000);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(2000);
     expect(s.hasRoom({ input: 8000, output: 0 })).toBe(true);
     expect(s.hasRoom({ input: 8001, output: 0 })).toBe(false);
   });
@@ -89,7 +89,10 @@ describe('anchoring on a fixed upstream window', () => {
     const s = state(clock);
     const a = { input: 5000, output: 1000 };
     s.admit(a);
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 4000, 'x-ratelimit-reset-tokens': '20' }), a);
+    s.quota.observe(
+      azure({ 'x-ratelimit-remaining-tokens': 4000, 'x-ratelimit-reset-tokens': '20' }),
+      a,
+    );
     s.settle(a, { input: 5000, output: 30 });
     const big = { input: 4001, output: 0 };
     expect(s.hasRoom(big)).toBe(false);
@@ -98,7 +101,7 @@ describe('anchoring on a fixed upstream window', () => {
     clock.advance(19_999);
     expect(s.hasRoom(big)).toBe(false);
     clock.advance(1);
-    expect(s.anchoredUsage().tpm).toBe(0);
+    expect(s.quota.anchoredUsage().tpm).toBe(0);
     expect(s.hasRoom({ input: 10_000, output: 0 })).toBe(true);
   });
 
@@ -108,7 +111,7 @@ describe('anchoring on a fixed upstream window', () => {
     const a = { input: 6000, output: 0 };
     const sentAt = s.admit(a);
     clock.advance(5_000); // a long answer: the header was written 5 s ago, when `a` arrived
-    s.observe(
+    s.quota.observe(
       azure({ 'x-ratelimit-remaining-tokens': 4000, 'x-ratelimit-reset-tokens': '10' }),
       a,
       sentAt,
@@ -121,9 +124,9 @@ describe('anchoring on a fixed upstream window', () => {
     s.admit(late); // sent after the end: it counts in the next window
     s.settle(late, { input: 1000, output: 0 });
     clock.advance(2_999);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(7000);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(7000);
     clock.advance(1);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(1000);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(1000);
   });
 
   it('keeps calls sent after the window ended, and the ones still in flight', () => {
@@ -131,7 +134,10 @@ describe('anchoring on a fixed upstream window', () => {
     const s = state(clock);
     const a = { input: 6000, output: 0 };
     s.admit(a);
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 4000, 'x-ratelimit-reset-tokens': '1' }), a);
+    s.quota.observe(
+      azure({ 'x-ratelimit-remaining-tokens': 4000, 'x-ratelimit-reset-tokens': '1' }),
+      a,
+    );
     s.settle(a, { input: 6000, output: 0 });
     const flying = { input: 1000, output: 0 };
     s.admit(flying); // sent before the end, answered after it: it may land in the next window
@@ -139,7 +145,7 @@ describe('anchoring on a fixed upstream window', () => {
     const next = { input: 500, output: 0 };
     expect(s.hasRoom(next)).toBe(true); // routing looks before it sends
     s.admit(next);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(1500);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(1500);
   });
 
   it("counts another application's usage until the window ends, and routes as if its pace went on", () => {
@@ -149,28 +155,31 @@ describe('anchoring on a fixed upstream window', () => {
     s.admit(a);
     // 3000 counted 30 s into the window: ours 1000 and 2000 of someone else's, who will use about
     // as much again before it ends.
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 7000, 'x-ratelimit-reset-tokens': '30' }), a);
+    s.quota.observe(
+      azure({ 'x-ratelimit-remaining-tokens': 7000, 'x-ratelimit-reset-tokens': '30' }),
+      a,
+    );
     s.settle(a, { input: 900, output: 30 });
     // Admission goes by the count now; utilization, which routing compares, leaves them room.
-    expect(s.anchoredUsage().tpm).toBeCloseTo(3000);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(3000);
     expect(s.hasRoom({ input: 7000, output: 0 })).toBe(true);
     expect(s.hasRoom({ input: 7001, output: 0 })).toBe(false);
     expect(s.util).toBeCloseTo(0.5);
     clock.advance(29_999);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(3000);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(3000);
     expect(s.util).toBeCloseTo(0.3);
     clock.advance(1);
     // The window ended: all of it is forgotten, and others go on at their pace in the next one
     // (4000 a window), until a header says otherwise.
-    expect(s.anchoredUsage().tpm).toBe(0);
+    expect(s.quota.anchoredUsage().tpm).toBe(0);
     expect(s.util).toBeCloseTo(0.4);
     clock.advance(15_000);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(1000);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(1000);
     expect(s.hasRoom({ input: 9000, output: 0 })).toBe(true);
     expect(s.hasRoom({ input: 9001, output: 0 })).toBe(false);
     expect(s.util).toBeCloseTo(0.4);
     clock.advance(45_000);
-    expect(s.anchoredUsage().tpm).toBe(0);
+    expect(s.quota.anchoredUsage().tpm).toBe(0);
     expect(s.util).toBe(0);
   });
 
@@ -180,8 +189,11 @@ describe('anchoring on a fixed upstream window', () => {
     const a = { input: 50, output: 50 };
     s.admit(a);
     // 1 s into the window, 500 of someone else's: not 30 000 a minute, at most four times it.
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 9400, 'x-ratelimit-reset-tokens': '59' }), a);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(600);
+    s.quota.observe(
+      azure({ 'x-ratelimit-remaining-tokens': 9400, 'x-ratelimit-reset-tokens': '59' }),
+      a,
+    );
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(600);
     expect(s.util).toBeCloseTo((600 + (2000 * 59) / 60) / 10_000);
   });
 
@@ -190,8 +202,11 @@ describe('anchoring on a fixed upstream window', () => {
     const s = state(clock);
     const a = { input: 1000, output: 0 }; // no max_tokens: the upstream reserves what it likes
     s.admit(a);
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 7000, 'x-ratelimit-reset-tokens': '30' }), a);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(3000);
+    s.quota.observe(
+      azure({ 'x-ratelimit-remaining-tokens': 7000, 'x-ratelimit-reset-tokens': '30' }),
+      a,
+    );
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(3000);
     expect(s.util).toBeCloseTo(0.3);
   });
 
@@ -214,18 +229,18 @@ describe('anchoring on a fixed upstream window', () => {
     const resets = () => lookups.filter((n) => n === 'x-ratelimit-reset-tokens').length;
     const a = { input: 1000, output: 0 };
     s.admit(a);
-    s.observe(counting(9000), a);
+    s.quota.observe(counting(9000), a);
     s.settle(a, { input: 1000, output: 0 });
     expect(resets()).toBe(1);
     const b = { input: 1000, output: 0 };
     s.admit(b);
-    s.observe(counting(8000), b);
+    s.quota.observe(counting(8000), b);
     s.settle(b, { input: 1000, output: 0 });
     expect(resets()).toBe(1);
     clock.advance(30_000); // the window ended: the next one's end is read again
     const c = { input: 1000, output: 0 };
     s.admit(c);
-    s.observe(counting(9000), c);
+    s.quota.observe(counting(9000), c);
     expect(resets()).toBe(2);
   });
 
@@ -238,9 +253,12 @@ describe('anchoring on a fixed upstream window', () => {
     const refused = { input: 1000, output: 500 };
     s.admit(refused);
     // The upstream counts 9500 (someone else's 500 too) and refused this call.
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 500, 'retry-after-ms': 3000 }), refused);
+    s.quota.observe(
+      azure({ 'x-ratelimit-remaining-tokens': 500, 'retry-after-ms': 3000 }),
+      refused,
+    );
     s.release(refused);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(9500);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(9500);
   });
 
   it('trims only its own share when other replicas share the count', () => {
@@ -249,13 +267,13 @@ describe('anchoring on a fixed upstream window', () => {
     const a = { input: 4000, output: 0 };
     s.admit(a);
     s.settle(a, { input: 4000, output: 0 });
-    s.shared = { tokens: 4000, requests: 0 };
+    s.quota.shared = { tokens: 4000, requests: 0 };
     const b = { input: 1000, output: 0 };
     s.admit(b);
     // The upstream counts 5000 of our 9000 together: 4000 too many, 5/9 of them ours.
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 5000 }), b);
-    expect(s.localUsage.tokens).toBeCloseTo(5000 - (4000 * 5) / 9);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(9000 - (4000 * 5) / 9);
+    s.quota.observe(azure({ 'x-ratelimit-remaining-tokens': 5000 }), b);
+    expect(s.quota.localUsage().tokens).toBeCloseTo(5000 - (4000 * 5) / 9);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(9000 - (4000 * 5) / 9);
   });
 });
 
@@ -277,11 +295,11 @@ describe("the others' usage by when it was sent (a shared state store)", () => {
   const anchored = (upstream: number) => {
     const clock = new FakeClock(T0);
     const s = state(clock);
-    s.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3]);
+    s.quota.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3]);
     const call = { input: 1_000, output: 0 };
     const sentAt = s.admit(call);
     clock.advance(100);
-    s.observe(
+    s.quota.observe(
       azure({ 'x-ratelimit-remaining-tokens': 10_000 - upstream, 'x-ratelimit-reset-tokens': 30 }),
       call,
       sentAt,
@@ -293,19 +311,19 @@ describe("the others' usage by when it was sent (a shared state store)", () => {
   it('counts once what an answer already counted and a later sync reports', () => {
     // The upstream counts the others' 3 000, our 1 000 and 500 of theirs not reported yet.
     const { clock, s } = anchored(4_500);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(4_500);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(4_500);
     // The next sync reports those 500, sent before the answer was written: already counted.
-    s.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3], [T0 - 1_000, T0, 500, 1]);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(4_500);
+    s.quota.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3], [T0 - 1_000, T0, 500, 1]);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(4_500);
     // What they sent after it comes on top, whole, or in proportion for the span it falls in.
     clock.advance(2_000);
-    s.shared = others(
+    s.quota.shared = others(
       [T0 - 2_000, T0 - 1_000, 3_000, 3],
       [T0 - 1_000, T0, 500, 1],
       [T0, T0 + 1_000, 400, 1],
       [T0 + 1_000, T0 + 2_000, 700, 1],
     );
-    expect(s.anchoredUsage().tpm).toBeCloseTo(4_500 + 400 + 700);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(4_500 + 400 + 700);
     // The totals stay what the store reported, for operators.
     expect(s.tpmUsage).toBe(1_000 + 4_600);
   });
@@ -319,9 +337,9 @@ describe("the others' usage by when it was sent (a shared state store)", () => {
     ];
     // The window ends 30 s after the answer was written; theirs after it is all that counts.
     clock.ms = T0 + 31_000;
-    s.shared = others(...past, [T0 + 30_500, T0 + 31_000, 200, 1]);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(200);
-    expect(s.localUsage.tokens).toBe(0); // ours was sent before the end too
+    s.quota.shared = others(...past, [T0 + 30_500, T0 + 31_000, 200, 1]);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(200);
+    expect(s.quota.localUsage().tokens).toBe(0); // ours was sent before the end too
     // Still within the sliding minute, yet gone upstream: a call of 9 000 fits.
     expect(s.hasRoom({ input: 9_000, output: 0 })).toBe(true);
     expect(s.tpmUsage).toBe(4_400);
@@ -330,20 +348,20 @@ describe("the others' usage by when it was sent (a shared state store)", () => {
   it('leaves the count alone when the store does not say when usage was sent', () => {
     const clock = new FakeClock(T0);
     const s = state(clock);
-    s.shared = { tokens: 3_000, requests: 3 };
+    s.quota.shared = { tokens: 3_000, requests: 3 };
     const call = { input: 1_000, output: 0 };
     const sentAt = s.admit(call);
     clock.advance(100);
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 5_500 }), call, sentAt);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(4_500);
-    s.shared = { tokens: 3_500, requests: 4 };
-    expect(s.anchoredUsage().tpm).toBeCloseTo(5_000); // no send times: the 500 count again
+    s.quota.observe(azure({ 'x-ratelimit-remaining-tokens': 5_500 }), call, sentAt);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(4_500);
+    s.quota.shared = { tokens: 3_500, requests: 4 };
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(5_000); // no send times: the 500 count again
   });
 
   it("weighs the others' requests of the newest sixth by when they were sent, between syncs too", () => {
     const clock = new FakeClock(T0);
     const s = state(clock, { tpm: 100_000, rpm: 60 }); // rpm / 6 = 10 per 10 s
-    s.shared = { ...others([T0 - 5_000, T0 - 4_000, 900, 9]), recentRequests: 9 };
+    s.quota.shared = { ...others([T0 - 5_000, T0 - 4_000, 900, 9]), recentRequests: 9 };
     const call = { input: 10, output: 0 };
     expect(s.hasRoom(call)).toBe(true);
     s.admit(call);
@@ -385,34 +403,34 @@ describe("another instance's answer (a shared state store)", () => {
     s.admit(call);
     s.settle(call, { input: 1_000, output: 0 });
     clock.ms = T0 + 500;
-    s.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3]);
+    s.quota.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3]);
     return { clock, s };
   };
 
   it('takes the upstream count it reported, and adds what was sent after that call', () => {
     const { clock, s } = replica();
-    expect(s.anchoredUsage().tpm).toBe(4_000); // ours and the others', nobody else seen
+    expect(s.quota.anchoredUsage().tpm).toBe(4_000); // ours and the others', nobody else seen
     // Their call of 400 at T0 comes with its answer: the upstream counted 6 000 then, 1 600 of it
     // an application nobody shares with.
-    s.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3], [T0, T0 + 1_000, 400, 1]);
-    expect(s.replay(theirs(T0, 6_000, T0 + 30_000, 400))).toBe(true);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(6_000); // their call once, not once more
-    expect(s.upstreamRemaining.tpm).toEqual({ remaining: 4_000, at: T0 + 100 });
+    s.quota.shared = others([T0 - 2_000, T0 - 1_000, 3_000, 3], [T0, T0 + 1_000, 400, 1]);
+    expect(s.quota.replay(theirs(T0, 6_000, T0 + 30_000, 400))).toBe(true);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(6_000); // their call once, not once more
+    expect(s.quota.upstreamRemaining.tpm).toEqual({ remaining: 4_000, at: T0 + 100 });
     // Sent after it, by the others and by us: on top.
     clock.ms = T0 + 1_500;
-    s.shared = others(
+    s.quota.shared = others(
       [T0 - 2_000, T0 - 1_000, 3_000, 3],
       [T0, T0 + 1_000, 400, 1],
       [T0 + 1_000, T0 + 2_000, 300, 1],
     );
     const call = { input: 200, output: 0 };
     s.admit(call);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(6_000 + 300 + 200);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(6_000 + 300 + 200);
     // The unseen application's usage stays until the upstream's window ends, as it said.
     clock.ms = T0 + 29_000;
-    expect(s.anchoredUsage().tpm).toBeCloseTo(6_500);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(6_500);
     clock.ms = T0 + 30_100;
-    expect(s.anchoredUsage().tpm).toBeLessThan(500);
+    expect(s.quota.anchoredUsage().tpm).toBeLessThan(500);
   });
 
   it('counts no more than the upstream did: a view that said full shows room again', () => {
@@ -420,13 +438,13 @@ describe("another instance's answer (a shared state store)", () => {
     const big = { input: 6_500, output: 0 };
     expect(s.hasRoom(big)).toBe(false); // 4 000 + 6 500 by the shared view
     // The upstream counted 3 000 at T0 (some of what the view holds was refused, or rolled out).
-    expect(s.replay(theirs(T0, 3_000))).toBe(true);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(3_000);
+    expect(s.quota.replay(theirs(T0, 3_000))).toBe(true);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(3_000);
     expect(s.hasRoom(big)).toBe(true);
     // Less than we sent before it ourselves: the excess is ours to forget, oldest first.
-    expect(s.replay(theirs(T0 + 200, 600))).toBe(true);
-    expect(s.localUsage.tokens).toBe(600);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(600);
+    expect(s.quota.replay(theirs(T0 + 200, 600))).toBe(true);
+    expect(s.quota.localUsage().tokens).toBe(600);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(600);
   });
 
   it('leaves alone a reading older than the last answer anchored on, or of a window that ended', () => {
@@ -434,14 +452,14 @@ describe("another instance's answer (a shared state store)", () => {
     const call = { input: 100, output: 0 };
     const sentAt = s.admit(call);
     clock.advance(100);
-    s.observe(azure({ 'x-ratelimit-remaining-tokens': 4_900 }), call, sentAt); // 5 100 counted
-    expect(s.anchoredUsage().tpm).toBeCloseTo(5_100);
-    expect(s.replay(theirs(sentAt - 200, 9_000))).toBe(false);
-    expect(s.replay(theirs(clock.now() + 300, 9_000))).toBe(false); // sent "later" than our now
-    expect(s.replay(theirs(sentAt + 50, 9_000, sentAt + 80))).toBe(false); // its window is over
-    expect(s.anchoredUsage().tpm).toBeCloseTo(5_100);
+    s.quota.observe(azure({ 'x-ratelimit-remaining-tokens': 4_900 }), call, sentAt); // 5 100 counted
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(5_100);
+    expect(s.quota.replay(theirs(sentAt - 200, 9_000))).toBe(false);
+    expect(s.quota.replay(theirs(clock.now() + 300, 9_000))).toBe(false); // sent "later" than our now
+    expect(s.quota.replay(theirs(sentAt + 50, 9_000, sentAt + 80))).toBe(false); // its window is over
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(5_100);
     // Without send times of the others' usage, a reading cannot be set against the shared view.
-    s.shared = { tokens: 3_000, requests: 3 };
-    expect(s.replay(theirs(sentAt + 50, 9_000))).toBe(false);
+    s.quota.shared = { tokens: 3_000, requests: 3 };
+    expect(s.quota.replay(theirs(sentAt + 50, 9_000))).toBe(false);
   });
 });

@@ -38,10 +38,10 @@ function busyState(clock: CountingClock): ModelState {
     clock.read,
     { charge: 'actual' },
   );
-  s.slideUsage(60_000);
-  s.shared = { tokens: 200, requests: 2, recentRequests: 1 };
+  s.quota.slide(60_000);
+  s.quota.shared = { tokens: 200, requests: 2, recentRequests: 1 };
   s.admit(call);
-  s.observe(foundry, call);
+  s.quota.observe(foundry, call);
   s.settle(call, { input: 280, output: 90 });
   clock.advance(1_000);
   return s;

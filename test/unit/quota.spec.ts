@@ -20,7 +20,7 @@ describe('admission charge', () => {
   it('keeps the Azure reservation for the minute and corrects only the prompt estimate', () => {
     const clock = new FakeClock();
     const s = new ModelState({ name: 'm', tpm: 10_000 }, 'east', clock.now, { charge: 'reserve' });
-    s.slideUsage(60_000);
+    s.quota.slide(60_000);
     const a = { input: 100, output: 256 };
     s.admit(a);
     expect(s.tpmUsage).toBe(356);
@@ -38,14 +38,14 @@ describe('admission charge', () => {
     const s = new ModelState({ name: 'c', itpm: 1000, otpm: 500 }, 'f', clock.now, {
       charge: 'actual',
     });
-    s.slideUsage(60_000);
+    s.quota.slide(60_000);
     const a = { input: 100, output: 400 };
     s.admit(a);
-    expect(s.ioUsage).toEqual({ input: 100, output: 400 });
+    expect(s.quota.ioUsage()).toEqual({ input: 100, output: 400 });
     expect(s.hasRoom({ input: 10, output: 101 })).toBe(false); // otpm: 400 + 101 > 500
     expect(s.hasRoom({ input: 10, output: 100 })).toBe(true);
     s.settle(a, { input: 90, output: 50, cacheWrite: 200, cacheRead: 5000 });
-    expect(s.ioUsage).toEqual({ input: 290, output: 50 });
+    expect(s.quota.ioUsage()).toEqual({ input: 290, output: 50 });
     expect(s.tpmUsage).toBe(340);
   });
 
@@ -62,7 +62,7 @@ describe('admission charge', () => {
 describe('room', () => {
   const make = (clock: FakeClock, config = { tpm: 10_000, rpm: 600 }) => {
     const s = new ModelState({ name: 'm', ...config }, 'east', clock.now);
-    s.slideUsage(60_000);
+    s.quota.slide(60_000);
     return s;
   };
 
@@ -93,13 +93,13 @@ describe('room', () => {
 
   it('tells a call that can never fit from one that must wait', () => {
     const s = make(new FakeClock());
-    expect(s.exceeds({ input: 9000, output: 1024 })).toEqual({
+    expect(s.quota.exceeds({ input: 9000, output: 1024 })).toEqual({
       limit: 'tpm',
       value: 10_000,
       charge: 10_024,
     });
     expect(s.roomAt({ input: 9000, output: 1024 })).toBe(Infinity);
-    expect(s.exceeds({ input: 9000, output: 1000 })).toBeUndefined();
+    expect(s.quota.exceeds({ input: 9000, output: 1000 })).toBeUndefined();
   });
 
   it('has no room while cooling; a 429 cooldown is quota, a hand mark-down is down', () => {
@@ -171,60 +171,60 @@ describe('anchoring on the upstream headers', () => {
   it("takes another application's usage from the header, and lets it fade with the window", () => {
     const clock = new FakeClock();
     const s = new ModelState({ name: 'm', tpm: 10_000 }, 'east', clock.now);
-    s.slideUsage(60_000);
+    s.quota.slide(60_000);
     const a = { input: 500, output: 500 };
     s.admit(a);
     // The upstream counts 6000 used: ours (1000) and 5000 of someone else's.
-    s.observe(azureHeaders({ 'x-ratelimit-remaining-tokens': 4000 }), a);
+    s.quota.observe(azureHeaders({ 'x-ratelimit-remaining-tokens': 4000 }), a);
     s.settle(a, { input: 500, output: 200 });
-    expect(s.anchoredUsage().tpm).toBeCloseTo(6000);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(6000);
     expect(s.util).toBeCloseTo(0.6);
     expect(s.hasRoom({ input: 3000, output: 1000 })).toBe(true);
     expect(s.hasRoom({ input: 3000, output: 1001 })).toBe(false);
     clock.advance(30_000);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(3500); // half of the 5000 faded out
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(3500); // half of the 5000 faded out
     clock.advance(31_000);
-    expect(s.anchoredUsage().tpm).toBe(0);
+    expect(s.quota.anchoredUsage().tpm).toBe(0);
   });
 
   it('leaves calls in flight out: the header was written before they were admitted', () => {
     const clock = new FakeClock();
     const s = new ModelState({ name: 'm', tpm: 10_000 }, 'east', clock.now);
-    s.slideUsage(60_000);
+    s.quota.slide(60_000);
     const first = { input: 1000, output: 0 };
     const later = { input: 2000, output: 0 };
     s.admit(first);
     s.admit(later); // sent after `first`, not yet in the upstream's count
-    s.observe(azureHeaders({ 'x-ratelimit-remaining-tokens': 9000 }), first);
+    s.quota.observe(azureHeaders({ 'x-ratelimit-remaining-tokens': 9000 }), first);
     // The upstream agrees with us: no correction.
-    expect(s.anchoredUsage().tpm).toBeCloseTo(3000);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(3000);
   });
 
   it('lowers our count when the upstream counts less (its fixed minute ended)', () => {
     const clock = new FakeClock();
     const s = new ModelState({ name: 'm', tpm: 10_000 }, 'east', clock.now);
-    s.slideUsage(60_000);
+    s.quota.slide(60_000);
     const a = { input: 8000, output: 0 };
     s.admit(a);
     s.settle(a, { input: 8000, output: 0 });
     const b = { input: 1000, output: 0 };
     s.admit(b);
-    s.observe(azureHeaders({ 'x-ratelimit-remaining-tokens': 9000 }), b);
-    expect(s.anchoredUsage().tpm).toBeCloseTo(1000);
+    s.quota.observe(azureHeaders({ 'x-ratelimit-remaining-tokens': 9000 }), b);
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(1000);
     expect(s.hasRoom({ input: 8000, output: 0 })).toBe(true);
   });
 
   it('anchors the requests of the 10-s window when the header speaks of rpm / 6', () => {
     const clock = new FakeClock();
     const s = new ModelState({ name: 'm', rpm: 60 }, 'east', clock.now);
-    s.slideUsage(60_000);
+    s.quota.slide(60_000);
     const a = { input: 1, output: 0 };
     s.admit(a);
-    s.observe(
+    s.quota.observe(
       azureHeaders({ 'x-ratelimit-limit-requests': 10, 'x-ratelimit-remaining-requests': 2 }),
       a,
     );
-    expect(s.rpm).toBe(60); // a 10-s limit is not a per-minute one
+    expect(s.quota.limits.rpm.value).toBe(60); // a 10-s limit is not a per-minute one
     expect(s.util).toBeCloseTo(0.8);
     expect(s.hasRoom(a)).toBe(true);
     s.admit(a);
@@ -243,11 +243,11 @@ describe('anchoring on the upstream headers', () => {
       'x-ratelimit-limit-requests': 100,
       'x-ratelimit-remaining-requests': 100,
     });
-    s.observe(h);
-    s.observe(h);
-    expect(s.tpm).toBe(10_000);
-    expect(s.limits.tpm.learned).toBe(true);
-    expect(s.rpm).toBe(100);
+    s.quota.observe(h);
+    s.quota.observe(h);
+    expect(s.quota.limits.tpm.value).toBe(10_000);
+    expect(s.quota.limits.tpm.learned).toBe(true);
+    expect(s.quota.limits.rpm.value).toBe(100);
     expect(events.filter((e) => e.type === 'limit')).toEqual([
       { type: 'limit', limit: 'tpm', value: 10_000, was: 20_000, configured: true },
       { type: 'limit', limit: 'rpm', value: 100, was: 0, configured: false },
@@ -256,7 +256,7 @@ describe('anchoring on the upstream headers', () => {
 
   it('learns the three Foundry limits from anthropic-ratelimit-* headers', () => {
     const s = new ModelState({ name: 'c' }, 'f', new FakeClock().now, { charge: 'actual' });
-    s.observe(
+    s.quota.observe(
       azureHeaders({
         'anthropic-ratelimit-requests-limit': 50,
         'anthropic-ratelimit-requests-remaining': 50,
@@ -266,8 +266,13 @@ describe('anchoring on the upstream headers', () => {
         'anthropic-ratelimit-output-tokens-remaining': 8000,
       }),
     );
-    expect([s.rpm, s.itpm, s.otpm, s.tpm]).toEqual([50, 30_000, 8000, 0]);
-    expect(s.exceeds({ input: 100, output: 9000 })).toEqual({
+    expect([
+      s.quota.limits.rpm.value,
+      s.quota.limits.itpm.value,
+      s.quota.limits.otpm.value,
+      s.quota.limits.tpm.value,
+    ]).toEqual([50, 30_000, 8000, 0]);
+    expect(s.quota.exceeds({ input: 100, output: 9000 })).toEqual({
       limit: 'otpm',
       value: 8000,
       charge: 9000,

@@ -4,7 +4,7 @@ import { FakeClock } from '../support/random';
 describe('ModelState sliding window', () => {
   const make = (clock: FakeClock, tpm = 1000, rpm = 60) => {
     const s = new ModelState({ name: 'gpt-4o-mini', tpm, rpm }, 'east', clock.now);
-    s.slideUsage(60_000, 60);
+    s.quota.slide(60_000, 60);
     return s;
   };
 

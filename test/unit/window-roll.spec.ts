@@ -60,7 +60,7 @@ function burst(offset: number): Outcome {
   const upstream = new DeploymentQuota(() => settings, TIME_SCALE, 10_000);
   const demand = { requests: 1, tokens: CALL, inputTokens: CALL, outputTokens: 0 };
   const state = new ModelState({ name: 'm', tpm: TPM }, 'z', clock.now, { headers: 'openai' });
-  state.slideUsage(MINUTE);
+  state.quota.slide(MINUTE);
   const call = { input: CALL, output: 0 };
   const flights: Flight[] = [];
   const waiting: number[] = [];
@@ -90,7 +90,7 @@ function burst(offset: number): Outcome {
         continue;
       }
       flights.splice(i, 1);
-      state.observe(f.headers!, call, f.sentAt);
+      state.quota.observe(f.headers!, call, f.sentAt);
       if (f.ok) state.settle(call, { input: CALL, output: 0 });
       else {
         outcome.rejected++;

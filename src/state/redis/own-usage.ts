@@ -42,13 +42,13 @@ export function ownUsage(entries: readonly Entry[], now: number): PublishedUsage
   const readings: Record<string, number[]> = {};
   let bucketMs = 0;
   for (const e of entries) {
-    const window = e.state.window;
+    const window = e.state.quota.usage;
     const merge = window.bucketMs > 0 ? mergeFactor(window.bucketMs, window.windowMs) : 1;
     if (window.bucketMs > 0) bucketMs = window.bucketMs * merge;
     const flat = publishBuckets(window.ownBuckets(), window.bucketMs, merge);
     if (flat.length > 0) models[e.field] = flat;
     // The last answer's reading, while the window it speaks of may still be running.
-    const reading = window.bucketMs > 0 ? e.state.lastReading() : undefined;
+    const reading = window.bucketMs > 0 ? e.state.quota.lastReading() : undefined;
     if (reading !== undefined && reading.sentAt > now - window.windowMs) {
       readings[e.field] = encodeReading(reading);
     }
@@ -70,10 +70,11 @@ export function knownLimits(
   byField: Map<string, PeerModelBounds>,
 ): Map<string, PeerModelBounds> {
   for (const { state, bounds } of entries) {
-    bounds.tokens = state.tpm || state.itpm + state.otpm;
-    bounds.requests = state.rpm;
-    bounds.input = state.itpm;
-    bounds.output = state.otpm;
+    const { tpm, rpm, itpm, otpm } = state.quota.limits;
+    bounds.tokens = tpm.value || itpm.value + otpm.value;
+    bounds.requests = rpm.value;
+    bounds.input = itpm.value;
+    bounds.output = otpm.value;
   }
   return byField;
 }
