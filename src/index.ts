@@ -30,7 +30,7 @@ export type { QuotaLedgerOptions, SharedUsage } from './quota/quota-ledger';
 export type { LimitListener, SharedReading } from './quota/reading';
 export type { LimitCounter } from './quota/counter';
 export type { UsageWindowKind, UsageBucket } from './quota/usage-window';
-export { CapacityQueue } from './quota/capacity-queue';
+export { CapacityQueue } from './scheduling/capacity-queue';
 export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
 export type { SwitchboardFetch } from './relay/relay';

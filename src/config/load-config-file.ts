@@ -63,6 +63,8 @@ const NUMERIC_KEYS = new Set([
   'maxSessions',
   'maxWait',
   'maxQueued',
+  'batchMaxWait',
+  'batchHeadroom',
   'defaultReservation',
   'priority',
   'weight',

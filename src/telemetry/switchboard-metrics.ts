@@ -1,6 +1,6 @@
 import { metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
 import type { FailureReason } from '../failover/classify';
-import type { CapacityQueue } from '../quota/capacity-queue';
+import type { CapacityQueue } from '../scheduling/capacity-queue';
 import { isNoRoom } from '../quota/no-room';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
