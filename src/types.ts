@@ -164,11 +164,12 @@ export interface QueueOptions {
   batchMaxWait?: number;
   /**
    * Share (0 to < 1) of each limit that batch calls leave free while interactive traffic is
-   * present (an interactive call waits, or one was sent in the last few seconds: a twelfth of
-   * `ratelimitWindow`, at most 5 s). Without interactive traffic batch calls take every limit
-   * whole. Default 0.15.
+   * present (an interactive call waits, or one was sent within `headroomHold`). Without
+   * interactive traffic batch calls take every limit whole. Default 0.15.
    */
   batchHeadroom?: number;
+  /** ms after the last interactive call was sent during which batch calls keep the headroom free. Default 5 000. */
+  headroomHold?: number;
 }
 
 /** Where log lines go; Nest's `Logger` fits. */

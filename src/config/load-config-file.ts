@@ -65,6 +65,7 @@ const NUMERIC_KEYS = new Set([
   'maxQueued',
   'batchMaxWait',
   'batchHeadroom',
+  'headroomHold',
   'defaultReservation',
   'priority',
   'weight',

@@ -4,7 +4,7 @@ import type { ApiAdapter, ApiOperation, Surface } from '../providers/adapter';
 import type { AttemptHooks, PreparedRequest } from '../providers/attempt-types';
 import { PROVIDERS } from '../providers/index';
 import { CapacityQueue } from '../scheduling/capacity-queue';
-import { interactiveGrace, LaneActivity } from '../scheduling/lanes';
+import { LaneActivity } from '../scheduling/lanes';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { ModelState } from '../registry/model-state';
@@ -96,7 +96,7 @@ export class Router implements DispatchShared {
     this.queue = queue;
     this.lanes = new LaneActivity({
       headroom: options.queue?.batchHeadroom,
-      grace: interactiveGrace(options.ratelimitWindow ?? 60_000),
+      grace: options.queue?.headroomHold,
       clock: this.clock,
       waiting: queue === undefined ? undefined : (model) => queue.length(model, 'interactive'),
     });

@@ -21,12 +21,11 @@ export interface CallTags {
 export const DEFAULT_BATCH_HEADROOM = 0.15;
 
 /**
- * How long (ms) interactive traffic counts as present after an interactive call was sent, by
- * default: a twelfth of the rate-limit window (5 s of a 60-s minute), at most 5 s.
+ * How long (ms) interactive traffic counts as present after the last interactive call was sent,
+ * by default: long enough to span the pauses of a person at a chat, short enough that a batch
+ * job gets the whole capacity soon after they leave.
  */
-export function interactiveGrace(ratelimitWindow: number): number {
-  return ratelimitWindow > 0 ? Math.min(5_000, Math.ceil(ratelimitWindow / 12)) : 5_000;
-}
+export const DEFAULT_HEADROOM_HOLD = 5_000;
 
 /**
  * Per model, when interactive traffic was last seen: an interactive call sent, or waiting. While
@@ -49,13 +48,13 @@ export class LaneActivity {
 
   constructor(o: {
     headroom?: number;
-    grace: number;
+    grace?: number;
     clock?: () => number;
     /** Interactive calls waiting for `model` (the queue's count). */
     waiting?: (model: string) => number;
   }) {
     this.headroom = o.headroom ?? DEFAULT_BATCH_HEADROOM;
-    this.grace = o.grace;
+    this.grace = o.grace ?? DEFAULT_HEADROOM_HOLD;
     this.clock = o.clock ?? Date.now;
     this.waiting = o.waiting ?? (() => 0);
   }
