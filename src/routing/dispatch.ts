@@ -237,6 +237,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
     const { shared, request, model } = this;
     const { deployment } = to;
     try {
+      if (this.last === undefined) shared.metrics.lanes?.admitted(model, this.tags);
       this.last = to;
       if (this.tags.lane === 'interactive') shared.lanes.sent(model);
       if (this.sessionId !== undefined) {
@@ -270,6 +271,13 @@ export class Dispatch implements AttemptOutcome, CallGate {
     }
   }
 
+  /** A batch call held to the headroom that a deployment of its model has room for without it. */
+  private heldForHeadroom(): boolean {
+    if (this.admission?.reserve === undefined) return false;
+    const whole = this.request.admission;
+    return this.pool.some((d) => hasRoom(d.models.get(this.model)!, whole));
+  }
+
   /**
    * No deployment has room for the call: a place in the queue (when configured and not full),
    * woken when room is expected or freed, or else the SDK's `RateLimitError` at once, with
@@ -279,11 +287,19 @@ export class Dispatch implements AttemptOutcome, CallGate {
     const { queue, lanes } = this.shared;
     const { model, errors, tags } = this;
     const admission = this.request.admission;
-    const batch = tags.lane === 'batch';
+    const metrics = this.shared.metrics.lanes;
+    let held = false;
+    const holds = () => {
+      // Counted once per call, the first time the headroom alone keeps it back.
+      if (held || !this.heldForHeadroom()) return;
+      held = true;
+      metrics?.heldBack(model, tags);
+    };
     // A batch call held to the headroom is tried again when interactive traffic ends, at latest.
     const route = (): Route | NoRoom => {
       const r = this.route();
-      if (!batch || !('waitMs' in r) || this.admission?.reserve === undefined) return r;
+      if (!('waitMs' in r) || this.admission?.reserve === undefined) return r;
+      holds();
       const quiet = lanes.presentFor(model);
       return quiet > 0 && quiet < r.waitMs ? { waitMs: quiet } : r;
     };
@@ -292,6 +308,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
       return 'waitMs' in r ? r.waitMs : 0;
     };
     try {
+      if (routed !== QUEUED && this.admission?.reserve !== undefined) holds();
       if (
         queue === undefined ||
         !queue.canJoin(model, tags.lane) ||
@@ -300,6 +317,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
         const wait = routed === QUEUED ? expected() : routed.waitMs;
         return Promise.reject(noRoomError(errors.RateLimitError, model, admission, wait));
       }
+      metrics?.queued(model, tags);
       return queue.wait(
         model,
         () => {
@@ -310,6 +328,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
           signal: this.options?.signal,
           tags,
           cost: admission.input + admission.output,
+          onAdmit: metrics && ((ms) => metrics.waited(model, tags, ms)),
           onAbort: () => new errors.APIUserAbortError(),
           onTimeout: (waited) =>
             noRoomError(errors.RateLimitError, model, admission, expected(), waited),
