@@ -94,11 +94,18 @@ describe('the gateway: lanes and tenants', () => {
       ]),
     );
     expect(queued.batch).toEqual(new Map([['key-2', 1]]));
-    // No key appears where tenants are shown.
+    // The status page shows the queue by lane and tenant, and no key.
     const page = await fetch(`${gateway.url}/switchboard`, {
-      headers: { authorization: `Bearer ${KEYS[0]}` },
+      headers: { authorization: `Bearer ${KEYS[0]}`, accept: 'application/json' },
     });
     const text = await page.text();
+    expect(JSON.parse(text)).toMatchObject({
+      queue: [
+        { model: GPT, lane: 'interactive', tenant: 'key-1', waiting: 1 },
+        { model: GPT, lane: 'interactive', tenant: 'acme', waiting: 1 },
+        { model: GPT, lane: 'batch', tenant: 'key-2', waiting: 1 },
+      ],
+    });
     for (const key of KEYS) expect(text).not.toContain(key);
 
     const unknown = await post(KEYS[0]!, { 'x-switchboard-lane': 'urgent' });
