@@ -31,6 +31,8 @@ export type { LimitListener, SharedReading } from './quota/reading';
 export type { LimitCounter } from './quota/counter';
 export type { UsageWindowKind, UsageBucket } from './quota/usage-window';
 export { CapacityQueue } from './scheduling/capacity-queue';
+export type { CapacityQueueOptions, RouteAttempt, WaitOptions } from './scheduling/capacity-queue';
+export type { CallTags, Lane } from './scheduling/lanes';
 export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
 export type { SwitchboardFetch } from './relay/relay';
