@@ -96,7 +96,7 @@ export class Router implements DispatchShared {
     this.queue = queue;
     this.lanes = new LaneActivity({
       headroom: options.queue?.batchHeadroom,
-      grace: options.queue?.headroomHold,
+      hold: options.queue?.headroomHold,
       clock: this.clock,
       waiting: queue === undefined ? undefined : (model) => queue.length(model, 'interactive'),
     });

@@ -29,13 +29,13 @@ export const DEFAULT_HEADROOM_HOLD = 5_000;
 
 /**
  * Per model, when interactive traffic was last seen: an interactive call sent, or waiting. While
- * it is present (an interactive call waits, or one was sent within `grace` ms), batch calls are
+ * it is present (an interactive call waits, or one was sent within `hold` ms), batch calls are
  * admitted only within `1 - headroom` of each limit; otherwise they take the whole capacity.
  * One entry per model that ever took an interactive call: bounded by the configuration.
  *
  * @example
  * ```ts
- * const lanes = new LaneActivity({ headroom: 0.15, grace: 5_000 });
+ * const lanes = new LaneActivity({ headroom: 0.15, hold: 5_000 });
  * lanes.sent('gpt-4o');
  * lanes.admissionFor('gpt-4o', 'batch', { input: 900, output: 256 }); // { ..., reserve: 0.15 }
  * ```
@@ -43,18 +43,18 @@ export const DEFAULT_HEADROOM_HOLD = 5_000;
 export class LaneActivity {
   private readonly lastSent = new Map<string, number>();
   readonly headroom: number;
-  readonly grace: number;
+  readonly hold: number;
   private readonly clock: () => number;
 
   constructor(o: {
     headroom?: number;
-    grace?: number;
+    hold?: number;
     clock?: () => number;
     /** Interactive calls waiting for `model` (the queue's count). */
     waiting?: (model: string) => number;
   }) {
     this.headroom = o.headroom ?? DEFAULT_BATCH_HEADROOM;
-    this.grace = o.grace ?? DEFAULT_HEADROOM_HOLD;
+    this.hold = o.hold ?? DEFAULT_HEADROOM_HOLD;
     this.clock = o.clock ?? Date.now;
     this.waiting = o.waiting ?? (() => 0);
   }
@@ -68,10 +68,10 @@ export class LaneActivity {
 
   /** ms for which interactive traffic for `model` is still present; 0 when it is not. */
   presentFor(model: string): number {
-    if (this.waiting(model) > 0) return this.grace;
+    if (this.waiting(model) > 0) return Math.max(1, this.hold);
     const last = this.lastSent.get(model);
     if (last === undefined) return 0;
-    const left = last + this.grace - this.clock();
+    const left = last + this.hold - this.clock();
     return left > 0 ? left : 0;
   }
 

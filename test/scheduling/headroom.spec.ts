@@ -49,7 +49,7 @@ describe('interactive traffic present', () => {
     let waiting = 0;
     const lanes = new LaneActivity({
       headroom: 0.2,
-      grace: 5_000,
+      hold: 5_000,
       clock: clock.now,
       waiting: () => waiting,
     });
