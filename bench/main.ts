@@ -11,6 +11,7 @@ import { clientOnly, compare, fixture, originalReport } from './overhead';
 import { perSurface } from './surfaces';
 import { selectionScaling } from './selection';
 import { quota, type Accounting } from './quota';
+import { scheduling } from './scheduling';
 import { soak } from './soak';
 import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
 import { tiers } from './tiers';
@@ -113,6 +114,15 @@ async function main(): Promise<void> {
       warmup: args.smoke ? 100 : 1000,
       fastify: !args.smoke,
     });
+  }
+  if (want('scheduling')) {
+    console.log('\n== 8. Scheduling: lanes and tenants ==\n');
+    if (args.smoke) {
+      // Its rows last several quota minutes by nature: more than the smoke run can spend.
+      console.log('(skipped in a smoke run: npm run bench -- --only scheduling)');
+    } else {
+      figures.scheduling = await scheduling({ rounds: 2, seed: args.seed, inproc: args.inproc });
+    }
   }
   if (args.soak !== undefined || args.smoke) {
     if (args.soak === undefined) console.log('\n== Soak (smoke: a few seconds) ==\n');

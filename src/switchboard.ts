@@ -4,7 +4,7 @@ import { validateOptions } from './config/validate-options';
 import type { ApiAdapter, SurfacesOf } from './providers/adapter';
 import { BUILTIN_ADAPTERS } from './providers/index';
 import type { Deployment } from './registry/deployment';
-import type { CapacityQueue } from './quota/capacity-queue';
+import type { CapacityQueue } from './scheduling/capacity-queue';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { Router, type FailedCalls } from './routing/router';
 import { Selector } from './selection/selector';

@@ -158,8 +158,18 @@ export interface FailoverOptions {
 export interface QueueOptions {
   /** Longest wait in ms; past it the call fails with the SDK's `RateLimitError`. */
   maxWait: number;
-  /** Most calls waiting per model; one more fails at once. Default 1000. */
+  /** Most calls waiting per model and lane; one more fails at once. Default 1000. */
   maxQueued?: number;
+  /** Longest wait in ms of a `lane: 'batch'` call. Default `maxWait`. */
+  batchMaxWait?: number;
+  /**
+   * Share (0 to < 1) of each limit that batch calls leave free while interactive traffic is
+   * present (an interactive call waits, or one was sent within `headroomHold`). Without
+   * interactive traffic batch calls take every limit whole. Default 0.15.
+   */
+  batchHeadroom?: number;
+  /** ms after the last interactive call was sent during which batch calls keep the headroom free. Default 5 000. */
+  headroomHold?: number;
 }
 
 /** Where log lines go; Nest's `Logger` fits. */
@@ -199,6 +209,13 @@ export type Provider = 'openai' | 'anthropic';
 export interface SessionParams {
   /** Calls with the same session id stay on one deployment while it is healthy (prompt caches). */
   session_id?: string;
+  /**
+   * `'interactive'` (default): someone waits for the answer. `'batch'`: a job that can wait; it
+   * is served after interactive calls and leaves them headroom (`queue.batchHeadroom`).
+   */
+  lane?: 'interactive' | 'batch';
+  /** Whose call it is: calls waiting for room are served fairly across tenants. */
+  tenant?: string;
   /** `false`: this call goes to the model it names or fails, whatever `options.fallbacks` says. */
   fallbacks?: boolean;
 }

@@ -12,6 +12,22 @@ export const MAX_MARK_DOWN_MS = 86_400_000;
 /** What anyone may fetch without a key: the liveness probe and the status page's own files. */
 const OPEN = new Set(['/', '/status.css', '/status.js', '/health']);
 
+/** The header that names a call's tenant (the relay reads it). */
+const TENANT_HEADER = 'x-switchboard-tenant';
+
+/**
+ * The tenant of the calls made with the key at `index` of the gateway's list: its place, never
+ * the key, so that it may appear in metrics and on the status page.
+ *
+ * @example
+ * ```ts
+ * keyTenant(0); // 'key-0'
+ * ```
+ */
+export function keyTenant(index: number): string {
+  return `key-${index}`;
+}
+
 const MARK_DOWN = /^\/switchboard\/deployments\/[^/]+\/mark-down$/;
 
 interface GatewayRequest {
@@ -30,6 +46,8 @@ interface GatewayRequest {
  *   name is refused with 403: a page on another site that rebinds its DNS name to 127.0.0.1
  *   reaches the port, but not with our name in `Host`;
  * - per key, optional requests per minute and calls in flight on `/v1`: 429 with `retry-after`;
+ * - each key is a tenant of the switchboard's queue (`key-<n>`, the key's place in the list,
+ *   never the key), unless the request names one in `x-switchboard-tenant`;
  * - the mark-down endpoint wants a JSON body (a foreign page cannot send one without a CORS
  *   preflight, which the gateway does not answer) and an `ms` of at most a day.
  *
@@ -51,7 +69,11 @@ export class GatewayGuard implements CanActivate {
       this.checkHost(req);
     } else if (!OPEN.has(path)) {
       const key = this.authenticate(req);
-      if (path.startsWith('/v1/')) this.admit(key, http.getResponse<unknown>());
+      if (path.startsWith('/v1/')) {
+        this.admit(key, http.getResponse<unknown>());
+        const named = req.headers[TENANT_HEADER];
+        if (typeof named !== 'string' || named === '') req.headers[TENANT_HEADER] = keyTenant(key);
+      }
     }
     if (req.method === 'POST' && MARK_DOWN.test(path)) checkMarkDown(req);
     return true;

@@ -77,6 +77,18 @@ export interface ModelSummary {
   failed: { rateLimited: number; other: number };
 }
 
+/** Calls waiting for room for one model, lane and tenant (with `queue`). */
+export interface QueueLine {
+  model: string;
+  lane: 'interactive' | 'batch';
+  /** The tenant's id (a hash for long ids), `(none)` for calls naming none, `(others)` past the first 20. */
+  tenant: string;
+  waiting: number;
+}
+
+/** Tenants listed apart per model and lane; the rest are summed as `(others)`. */
+const TENANT_ROWS = 20;
+
 /** What `GET /switchboard` answers. */
 export interface SwitchboardStatus {
   /** The gateway routes to its built-in simulated deployments. */
@@ -89,6 +101,8 @@ export interface SwitchboardStatus {
   requests: { total: number; perSecond: number; windowSeconds: number };
   /** `sb.stats()` as the library reports it. */
   stats: Record<string, Record<string, ModelStats>>;
+  /** The queue per model, lane (interactive first) and tenant (most waiting first). */
+  queue: QueueLine[];
 }
 
 /** Builds the `/switchboard` snapshot from the switchboard's live state. */
@@ -191,7 +205,26 @@ export class StatusService {
         windowSeconds: RATE_WINDOW_SECONDS,
       },
       stats: this.sb.stats(),
+      queue: this.queueLines(),
     };
+  }
+
+  private queueLines(): QueueLine[] {
+    const queue = this.sb.queue;
+    if (queue === undefined) return [];
+    const lines: QueueLine[] = [];
+    for (const model of queue.models()) {
+      const waiting = queue.waiting(model);
+      for (const lane of ['interactive', 'batch'] as const) {
+        const tenants = [...(waiting[lane] ?? [])].sort((a, b) => b[1] - a[1]);
+        for (const [tenant, n] of tenants.slice(0, TENANT_ROWS)) {
+          lines.push({ model, lane, tenant: tenant === '' ? '(none)' : tenant, waiting: n });
+        }
+        const rest = tenants.slice(TENANT_ROWS).reduce((sum, [, n]) => sum + n, 0);
+        if (rest > 0) lines.push({ model, lane, tenant: '(others)', waiting: rest });
+      }
+    }
+    return lines;
   }
 }
 

@@ -50,7 +50,9 @@ export interface SwitchboardOptions {
   /**
    * When no deployment has room for a call by the upstream's own count: absent (default), fail at
    * once with the SDK's `RateLimitError` (status 429, `retry-after` = when room is expected); with
-   * `{ maxWait, maxQueued }`, wait in line (first come, first served) for up to `maxWait` ms.
+   * `{ maxWait, maxQueued }`, wait in line for up to `maxWait` ms: interactive calls before batch
+   * calls (`batchMaxWait`, `batchHeadroom`), tenants in turn within a lane, each tenant's calls in
+   * order (see {@link QueueOptions}).
    */
   queue?: QueueOptions;
   /**

@@ -142,8 +142,22 @@ export const switchboardOptionsSchema = z.strictObject({
           .int({ error: 'must be a positive integer (calls waiting at most)' })
           .positive({ error: 'must be a positive integer (calls waiting at most)' })
           .optional(),
+        batchMaxWait: millis(
+          'a non-negative number of milliseconds a batch call waits for room',
+        ).optional(),
+        batchHeadroom: z
+          .number({ error: 'must be a share of each limit from 0 to below 1, such as 0.15' })
+          .min(0, { error: 'must be a share of each limit from 0 to below 1, such as 0.15' })
+          .lt(1, { error: 'must be a share of each limit from 0 to below 1, such as 0.15' })
+          .optional(),
+        headroomHold: millis(
+          'a non-negative number of milliseconds after an interactive call that batch calls keep the headroom free',
+        ).optional(),
       },
-      { error: 'must be an object such as { maxWait: 5000, maxQueued: 1000 }' },
+      {
+        error:
+          'must be an object such as { maxWait: 5000, maxQueued: 1000, batchMaxWait: 60000, batchHeadroom: 0.15, headroomHold: 5000 }',
+      },
     )
     .optional(),
   defaultReservation: z

@@ -13,6 +13,25 @@
 export interface Admission {
   input: number;
   output: number;
+  /**
+   * Share (0..1) of each limit the call must leave free: a batch call's headroom for interactive
+   * traffic. Absent: the call may take the whole limit.
+   */
+  reserve?: number;
+}
+
+/**
+ * The part of a limit of `value` that a call with this admission charge may fill: all of it, or
+ * what its `reserve` leaves.
+ *
+ * @example
+ * ```ts
+ * usable(1_000, { input: 10, output: 0, reserve: 0.15 }); // 850
+ * ```
+ */
+export function usable(value: number, admission: Admission): number {
+  const reserve = admission.reserve;
+  return reserve === undefined || reserve <= 0 ? value : value * (1 - reserve);
 }
 
 /**

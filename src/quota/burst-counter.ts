@@ -1,4 +1,4 @@
-import type { Admission } from './admission';
+import { usable, type Admission } from './admission';
 import type { Anchoring, CounterScope, LimitCounter } from './counter';
 import { recentRequests } from './peer-usage';
 import { QuotaLimit } from './quota-limit';
@@ -51,19 +51,19 @@ export class BurstCounter implements LimitCounter {
     );
   }
 
-  fits(_admission: Admission, now: number): boolean {
-    return !this.active || this.used(now) + 1 <= this.limit;
+  fits(admission: Admission, now: number): boolean {
+    return !this.active || this.used(now) + 1 <= usable(this.limit, admission);
   }
 
   share(now: number): number {
     return this.active ? this.used(now) / this.limit : 0;
   }
 
-  wait(_admission: Admission, now: number): number {
+  wait(admission: Admission, now: number): number {
     if (!this.active) return 0;
     const sixth = this.scope.span / 6;
     const c = Math.max(0, this.correction.correction(now, sixth));
-    const target = this.limit - 1 - c - this.peersRecent(now);
+    const target = usable(this.limit, admission) - 1 - c - this.peersRecent(now);
     const w = this.usage.timeUntil(Infinity, Infinity, target, now);
     // A correction of the newest sixth fades out within a sixth of the window.
     return Math.min(w, c > 0 ? sixth : w);

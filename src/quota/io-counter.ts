@@ -1,4 +1,4 @@
-import type { Admission } from './admission';
+import { usable, type Admission } from './admission';
 import {
   takeReported,
   waitFor,
@@ -42,7 +42,7 @@ export class IoCounter implements LimitCounter {
     const value = this.limit.value;
     if (value <= 0) return true;
     const used = this.usage.tokensAt(now) + this.limit.correction(now, this.scope.span);
-    return used + admission[this.side] <= value;
+    return used + admission[this.side] <= usable(value, admission);
   }
 
   share(now: number): number {
@@ -55,7 +55,7 @@ export class IoCounter implements LimitCounter {
   wait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;
-    const target = value - admission[this.side];
+    const target = usable(value, admission) - admission[this.side];
     return waitFor(this.usage, 'tokens', this.limit, target, now, this.scope.span);
   }
 

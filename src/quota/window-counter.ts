@@ -1,4 +1,4 @@
-import type { Admission } from './admission';
+import { usable, type Admission } from './admission';
 import {
   takeReported,
   waitFor,
@@ -87,7 +87,7 @@ export class WindowCounter implements LimitCounter {
     const value = this.limit.value;
     if (value <= 0) return true;
     const used = this.counted(now) + this.limit.correction(now, this.scope.span);
-    return used + this.charge(admission) <= value;
+    return used + this.charge(admission) <= usable(value, admission);
   }
 
   share(now: number): number {
@@ -102,7 +102,7 @@ export class WindowCounter implements LimitCounter {
     const value = this.limit.value;
     if (value <= 0) return 0;
     const peers = this.scope.peers === undefined ? 0 : this.peersCounted();
-    const target = value - this.charge(admission) - peers;
+    const target = usable(value, admission) - this.charge(admission) - peers;
     const { usage, column, limit, scope, end } = this;
     return waitFor(usage, column, limit, target, now, scope.span, end.act, this.inFlight);
   }

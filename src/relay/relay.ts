@@ -61,10 +61,11 @@ const encoder = new TextEncoder();
 /**
  * Builds a switchboard's `fetch`: the path names the API (`…/chat/completions`,
  * `…/responses[/:id]`, `…/embeddings`, `…/messages[/count_tokens]`, `…/models[/:id]`), the host
- * and the client's key are ignored, `x-session-id` is the call's `session_id`; the answer is the
+ * and the client's key are ignored, `x-session-id` is the call's `session_id`,
+ * `x-switchboard-lane` its `lane` and `x-switchboard-tenant` its `tenant` (none of them sent
+ * upstream, nor any other header of the client's but `anthropic-beta`); the answer is the
  * upstream's own status, headers and body (SSE passed on event by event), or an error in the
- * API's own shape. `x-switchboard-lane` and `x-switchboard-tenant` are taken and never sent
- * upstream, nor is any other header of the client's but `anthropic-beta`.
+ * API's own shape.
  *
  * @example
  * ```ts
@@ -114,9 +115,14 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     if (invalid) return problem(api.provider, invalid);
 
     // A body carrying the switchboard's own fields goes upstream re-serialized, without them.
-    const own = 'session_id' in params || 'fallbacks' in params;
+    const own =
+      'session_id' in params || 'fallbacks' in params || 'lane' in params || 'tenant' in params;
     const sessionId = headerOf(parts.headers, 'x-session-id');
     if (sessionId !== undefined && sessionId !== '') params.session_id = sessionId;
+    const lane = headerOf(parts.headers, 'x-switchboard-lane');
+    if (lane !== undefined && lane !== '') params.lane = lane;
+    const tenant = headerOf(parts.headers, 'x-switchboard-tenant');
+    if (tenant !== undefined && tenant !== '') params.tenant = tenant;
     const relayBody: RelayBody = {
       raw: own ? undefined : body!.raw,
       parsed: params,

@@ -1,9 +1,10 @@
+import type { CallTags } from '../scheduling/lanes';
 import { sessionKey } from '../selection/session-affinity';
 import type { SessionParams } from '../types';
 
 /**
  * The params of a call as its caller passed them, read once at the door: the SDK's own body, and
- * the switchboard's fields taken out of it (`session_id`, `fallbacks`). The params object is
+ * the switchboard's fields taken out of it (`session_id`, `fallbacks`, `lane`, `tenant`). The params object is
  * copied only when it carries such a field.
  *
  * @example
@@ -16,10 +17,21 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
   if (params === null || typeof params !== 'object') {
     throw new TypeError(`${surface}.${op}() expects a params object as its first argument`);
   }
-  if (!('session_id' in params) && !('fallbacks' in params)) {
+  if (
+    !('session_id' in params) &&
+    !('fallbacks' in params) &&
+    !('lane' in params) &&
+    !('tenant' in params)
+  ) {
     return params as Record<string, unknown>;
   }
-  const { session_id: sessionId, fallbacks, ...body } = params as Record<string, unknown>;
+  const {
+    session_id: sessionId,
+    fallbacks,
+    lane,
+    tenant,
+    ...body
+  } = params as Record<string, unknown>;
   if (sessionId !== undefined && typeof sessionId !== 'string') {
     throw new TypeError(`session_id must be a string, got ${typeof sessionId}`);
   }
@@ -28,7 +40,28 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
       `fallbacks must be false (no fallback model for this call) or true, got ${typeof fallbacks}`,
     );
   }
+  if (lane !== undefined && lane !== 'interactive' && lane !== 'batch') {
+    throw new TypeError(
+      `lane must be 'interactive' or 'batch', got ${typeof lane === 'string' ? `'${lane.slice(0, 40)}'` : typeof lane}`,
+    );
+  }
+  if (tenant !== undefined && typeof tenant !== 'string') {
+    throw new TypeError(`tenant must be a string, got ${typeof tenant}`);
+  }
   return body;
+}
+
+const INTERACTIVE: CallTags = Object.freeze({ lane: 'interactive', tenant: '' });
+const BATCH: CallTags = Object.freeze({ lane: 'batch', tenant: '' });
+
+/**
+ * The call's lane and tenant (checked by {@link callBody}); a long tenant id is kept as its
+ * hash, as session ids are.
+ */
+export function tagsOf(params: object): CallTags {
+  const { lane, tenant } = params as SessionParams;
+  if (tenant === undefined || tenant === '') return lane === 'batch' ? BATCH : INTERACTIVE;
+  return { lane: lane ?? 'interactive', tenant: sessionKey(tenant) };
 }
 
 /**

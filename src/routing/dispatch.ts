@@ -8,7 +8,8 @@ import {
   type AttemptOutcome,
   type PreparedRequest,
 } from '../providers/attempt';
-import type { CapacityQueue } from '../quota/capacity-queue';
+import type { CapacityQueue } from '../scheduling/capacity-queue';
+import type { CallTags, LaneActivity } from '../scheduling/lanes';
 import { noRoomError } from '../quota/no-room';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
@@ -23,6 +24,7 @@ import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { routeCall, type NoRoom, type Route } from './route-call';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
+const UNTAGGED: CallTags = Object.freeze({ lane: 'interactive', tenant: '' });
 /** Stands for "others are already waiting for room": no routing is tried. */
 const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
 
@@ -40,6 +42,8 @@ export interface DispatchShared {
   readonly logger: SwitchboardLogger;
   /** Calls waiting for room, when the switchboard has a queue. */
   readonly queue: CapacityQueue | undefined;
+  /** When interactive traffic was last seen, and the headroom batch calls leave it. */
+  readonly lanes: LaneActivity;
   readonly policy: FailoverPolicy;
   readonly metrics: SwitchboardMetrics;
   readonly hooks: AttemptHooks;
@@ -84,8 +88,11 @@ export interface Pin {
  */
 export class Dispatch implements AttemptOutcome, CallGate {
   private readonly model: string;
-  /** The call's admission charge; `undefined` for calls that use no quota (room = healthy). */
-  readonly admission: Admission | undefined;
+  /**
+   * The charge the call must find room for; `undefined` for calls that use no quota (room =
+   * healthy). A batch call's carries the headroom it leaves while interactive traffic is present.
+   */
+  admission: Admission | undefined;
   /** The deployments this call already tried (made on its second attempt). */
   exclude: Set<Deployment> | undefined = undefined;
   private last: Route | undefined = undefined;
@@ -103,6 +110,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
     private readonly pool: readonly Deployment[],
     private readonly fallbacks?: readonly string[],
     private readonly pin?: Pin,
+    private readonly tags: CallTags = UNTAGGED,
   ) {
     // A call without a model (a retrieval) is pinned, and its model is never asked for.
     this.model = (pin !== undefined ? pin.model : request.body.model) as string;
@@ -171,11 +179,13 @@ export class Dispatch implements AttemptOutcome, CallGate {
     let routed: Route | NoRoom;
     try {
       const queue = this.shared.queue;
-      // First come, first served: while calls wait for room, a new one waits behind them.
+      // Nobody overtakes a call waiting for room in its own lane, and a batch call none at all;
+      // an interactive call may go past waiting batch calls when there is room for it.
       routed =
         this.pin !== undefined
           ? this.pinned(this.pin)
-          : queue !== undefined && queue.length(this.model) > 0
+          : queue !== undefined &&
+              queue.length(this.model, this.tags.lane === 'batch' ? undefined : 'interactive') > 0
             ? QUEUED
             : this.route();
     } catch (error) {
@@ -196,6 +206,9 @@ export class Dispatch implements AttemptOutcome, CallGate {
     const last = this.last;
     // Most calls take one attempt: the set of tried deployments is made on the second.
     if (last !== undefined) (this.exclude ??= new Set()).add(last.deployment);
+    if (this.tags.lane === 'batch' && this.request.metered) {
+      this.admission = this.shared.lanes.admissionFor(this.model, 'batch', this.request.admission);
+    }
     return routeCall(this.shared.registry, this.model, this.fallbacks, this.sessionId, this);
   }
 
@@ -224,7 +237,9 @@ export class Dispatch implements AttemptOutcome, CallGate {
     const { shared, request, model } = this;
     const { deployment } = to;
     try {
+      if (this.last === undefined) shared.metrics.lanes?.admitted(model, this.tags);
       this.last = to;
+      if (this.tags.lane === 'interactive') shared.lanes.sent(model);
       if (this.sessionId !== undefined) {
         shared.state.rememberSession?.(this.sessionId, deployment.name);
       }
@@ -256,32 +271,64 @@ export class Dispatch implements AttemptOutcome, CallGate {
     }
   }
 
+  /** A batch call held to the headroom that a deployment of its model has room for without it. */
+  private heldForHeadroom(): boolean {
+    if (this.admission?.reserve === undefined) return false;
+    const whole = this.request.admission;
+    return this.pool.some((d) => hasRoom(d.models.get(this.model)!, whole));
+  }
+
   /**
    * No deployment has room for the call: a place in the queue (when configured and not full),
    * woken when room is expected or freed, or else the SDK's `RateLimitError` at once, with
    * `retry-after` set to when room is expected.
    */
   private waitForRoom(routed: NoRoom): Promise<Route> {
-    const { queue } = this.shared;
-    const { model, errors } = this;
-    const admission = this.admission!;
-    const expected = () => {
+    const { queue, lanes } = this.shared;
+    const { model, errors, tags } = this;
+    const admission = this.request.admission;
+    const metrics = this.shared.metrics.lanes;
+    let held = false;
+    const holds = () => {
+      // Counted once per call, the first time the headroom alone keeps it back.
+      if (held || !this.heldForHeadroom()) return;
+      held = true;
+      metrics?.heldBack(model, tags);
+    };
+    // A batch call held to the headroom is tried again when interactive traffic ends, at latest.
+    const route = (): Route | NoRoom => {
       const r = this.route();
+      if (!('waitMs' in r) || this.admission?.reserve === undefined) return r;
+      holds();
+      const quiet = lanes.presentFor(model);
+      return quiet > 0 && quiet < r.waitMs ? { waitMs: quiet } : r;
+    };
+    const expected = () => {
+      const r = route();
       return 'waitMs' in r ? r.waitMs : 0;
     };
     try {
-      if (queue === undefined || !queue.canJoin(model) || queue.maxWait <= 0) {
+      if (routed !== QUEUED && this.admission?.reserve !== undefined) holds();
+      if (
+        queue === undefined ||
+        !queue.canJoin(model, tags.lane) ||
+        queue.maxWaitOf(tags.lane) <= 0
+      ) {
         const wait = routed === QUEUED ? expected() : routed.waitMs;
         return Promise.reject(noRoomError(errors.RateLimitError, model, admission, wait));
       }
+      metrics?.queued(model, tags);
       return queue.wait(
         model,
         () => {
-          const r = this.route();
+          const r = route();
           return 'waitMs' in r ? r : { target: r };
         },
         {
           signal: this.options?.signal,
+          tags,
+          cost: admission.input + admission.output,
+          onAdmit: metrics && ((ms) => metrics.waited(model, tags, ms)),
           onAbort: () => new errors.APIUserAbortError(),
           onTimeout: (waited) =>
             noRoomError(errors.RateLimitError, model, admission, expected(), waited),

@@ -3,7 +3,8 @@ import { failoverPolicy, type FailoverPolicy } from '../failover/failover';
 import type { ApiAdapter, ApiOperation, Surface } from '../providers/adapter';
 import type { AttemptHooks, PreparedRequest } from '../providers/attempt-types';
 import { PROVIDERS } from '../providers/index';
-import { CapacityQueue } from '../quota/capacity-queue';
+import { CapacityQueue } from '../scheduling/capacity-queue';
+import { LaneActivity } from '../scheduling/lanes';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { ModelState } from '../registry/model-state';
@@ -13,7 +14,7 @@ import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
-import { allowsFallbacks, callBody, sessionIdOf } from './call-params';
+import { allowsFallbacks, callBody, sessionIdOf, tagsOf } from './call-params';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
 import { prepareRequest } from './prepare-request';
@@ -51,6 +52,7 @@ export class Router implements DispatchShared {
   readonly hooks: AttemptHooks;
   /** Calls waiting for room, when `options.queue` is set: the one place calls wait. */
   readonly queue: CapacityQueue | undefined;
+  readonly lanes: LaneActivity;
   /**
    * Per model with fallbacks, every model its calls may fall back to, in the order they are tried
    * (`options.fallbacks` with chains followed).
@@ -92,6 +94,12 @@ export class Router implements DispatchShared {
       ? new CapacityQueue({ ...options.queue, clock: this.clock })
       : undefined;
     this.queue = queue;
+    this.lanes = new LaneActivity({
+      headroom: options.queue?.batchHeadroom,
+      hold: options.queue?.headroomHold,
+      clock: this.clock,
+      waiting: queue === undefined ? undefined : (model) => queue.length(model, 'interactive'),
+    });
     const metrics = context.metrics(queue, this.fallbacks);
     this.metrics = metrics;
     if (queue !== undefined) {
@@ -206,13 +214,36 @@ export class Router implements DispatchShared {
         this.fallbacks.size > 0 && allowsFallbacks(params as object)
           ? this.fallbacks.get(model)
           : undefined;
+      const tags = tagsOf(params as object);
       const pending = sessionFromStore(this.registry, this.state, sessionId);
       if (pending !== undefined) {
         return pending.then(() =>
-          new Dispatch(this, adapter, op, request, sdkOptions, sessionId, pool, fallbacks).run(),
+          new Dispatch(
+            this,
+            adapter,
+            op,
+            request,
+            sdkOptions,
+            sessionId,
+            pool,
+            fallbacks,
+            undefined,
+            tags,
+          ).run(),
         );
       }
-      return new Dispatch(this, adapter, op, request, sdkOptions, sessionId, pool, fallbacks).run();
+      return new Dispatch(
+        this,
+        adapter,
+        op,
+        request,
+        sdkOptions,
+        sessionId,
+        pool,
+        fallbacks,
+        undefined,
+        tags,
+      ).run();
     } catch (error) {
       return Promise.reject(error);
     }

@@ -59,4 +59,24 @@ export const SWITCHBOARD_METRICS = {
   QUEUE_LENGTH: 'switchboard.queue.length',
   /** Gauge {model}: seconds the longest-waiting call has waited. */
   QUEUE_OLDEST_WAIT: 'switchboard.queue.oldest_wait_seconds',
+  /**
+   * With `queue`. Counter {model, lane, tenant}: calls let through to a deployment (their first
+   * attempt), at once or after waiting. `tenant` is the call's tenant for the first
+   * {@link MAX_TENANT_LABELS} tenants seen, `other` beyond, `none` for calls that name none.
+   */
+  LANE_ADMITTED: 'switchboard.lane.admitted',
+  /** With `queue`. Counter {model, lane, tenant}: calls that joined the queue to wait for room. */
+  LANE_QUEUED: 'switchboard.lane.queued',
+  /** With `queue`. Counter {model, lane, tenant}: seconds waited in the queue by calls let through. */
+  LANE_WAITED: 'switchboard.lane.waited_seconds',
+  /**
+   * With `queue`. Counter {model, lane, tenant}: batch calls that would have fit but were held
+   * back to leave the headroom for interactive traffic.
+   */
+  LANE_HELD_BACK: 'switchboard.lane.held_back',
+  /** With `queue`. Gauge {model, lane, tenant}: calls waiting for room now. */
+  LANE_WAITING: 'switchboard.lane.waiting',
 } as const;
+
+/** Tenants that get their own `tenant` label; calls of later ones are counted as `other`. */
+export const MAX_TENANT_LABELS = 20;

@@ -1,5 +1,5 @@
 import type { Meter, ObservableCallback, ObservableGauge } from '@opentelemetry/api';
-import type { CapacityQueue } from '../quota/capacity-queue';
+import type { CapacityQueue } from '../scheduling/capacity-queue';
 import type { LimitName } from '../quota/quota-limit';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { SWITCHBOARD_METRICS as M } from './metric-names';

@@ -1,9 +1,10 @@
 import { metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
 import type { FailureReason } from '../failover/classify';
-import type { CapacityQueue } from '../quota/capacity-queue';
+import type { CapacityQueue } from '../scheduling/capacity-queue';
 import { isNoRoom } from '../quota/no-room';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
+import { LaneMetrics } from './lane-metrics';
 import { METER_NAME, SWITCHBOARD_METRICS as M } from './metric-names';
 import { SwitchboardGauges } from './switchboard-gauges';
 
@@ -70,6 +71,8 @@ export class SwitchboardMetrics {
   /** States below their model's most preferred tier, with the attributes of their spillovers. */
   private readonly lowerTiers = new Map<ModelState, Readonly<Record<string, string | number>>>();
   private readonly gauges: SwitchboardGauges;
+  /** Per lane and tenant, with a queue. */
+  readonly lanes: LaneMetrics | undefined;
   /** Models a label may name: a caller's unknown model must not make a new series. */
   private readonly models: ReadonlySet<string>;
 
@@ -123,6 +126,10 @@ export class SwitchboardMetrics {
     this.models = new Set(registry.pools.keys());
     this.zero(registry, options.fallbacks);
     this.gauges = new SwitchboardGauges(meter, registry, options.queue);
+    this.lanes =
+      options.queue === undefined
+        ? undefined
+        : new LaneMetrics(meter, [...registry.pools.keys()], options.queue);
   }
 
   /** An attempt sent to `state`; `fallbackFor` names the requested model a fallback stands in for. */
@@ -173,6 +180,7 @@ export class SwitchboardMetrics {
   /** Detach the gauges from the registry. */
   close(): void {
     this.gauges.close();
+    this.lanes?.close();
   }
 
   /** Start every counter at 0 for each label set known now: panels show 0, not "no data". */

@@ -416,6 +416,17 @@ describe('TypeScript blocks of README.md and docs/*.md', () => {
     });
   });
 
+  it('the chat UI and the nightly batch job run', async () => {
+    process.env.EAST_URL = upstream.deployment('east').openaiBaseURL;
+    process.env.AZURE_OPENAI_API_KEY = 'azure-key';
+    const before = upstream.deployment('east').requests.length;
+    const printed = await capture(() => run(find("lane: 'batch'")));
+    expect(printed).toBe('Hello! 2\n');
+    const sent = upstream.deployment('east').requests.slice(before);
+    expect(sent).toHaveLength(3);
+    for (const r of sent) expect(r.body).not.toHaveProperty('lane');
+  });
+
   it('are each run by one of the tests above', () => {
     const run = [
       'baseURL: process.env.WEST_URL',
@@ -429,6 +440,7 @@ describe('TypeScript blocks of README.md and docs/*.md', () => {
       'generateText({ model: openai.chat',
       'createAnthropic({ apiKey',
       'class SummaryService',
+      "lane: 'batch'",
     ].map(find);
     expect(blocks.filter((b) => !run.includes(b)).map((b) => `${b.file}:${b.line}`)).toEqual([]);
   });

@@ -13,7 +13,7 @@ import {
 } from '../../src';
 import { clip } from '../../src/errors/clip';
 import { httpErrorFor, retryHeaders } from '../../src/errors/http-error';
-import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../../src/quota/capacity-queue';
+import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../../src/scheduling/capacity-queue';
 import { noRoomError } from '../../src/quota/no-room';
 import { plainHttpWarning } from '../../src/registry/plain-http';
 import {

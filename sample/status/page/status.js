@@ -275,9 +275,29 @@
       row.fallbacks.classList.toggle('in-use', !!m.fallbackInUse);
       row.requests.textContent = number.format(m.requests);
     }
+    renderQueue(snapshot.queue ?? []);
     window.statusChart?.push(snapshot);
     refreshes += 1;
     document.body.dataset.refreshes = String(refreshes);
+  }
+
+  /** The queue per model, lane and tenant: rebuilt on each refresh (at most a few dozen rows). */
+  function renderQueue(lines) {
+    const body = $('queue').tBodies[0];
+    body.replaceChildren(
+      ...lines.map((q) => {
+        const tr = document.createElement('tr');
+        tr.append(
+          cell('td', '', q.model),
+          cell('td', '', q.lane),
+          cell('td', '', q.tenant),
+          cell('td', '', number.format(q.waiting)),
+        );
+        return tr;
+      }),
+    );
+    $('queue').hidden = lines.length === 0;
+    $('queue-empty').hidden = lines.length > 0;
   }
 
   function setConnection(text, offline) {

@@ -1,0 +1,121 @@
+/**
+ * The gateway's calls reach the switchboard's queue with their lane and tenant: the headers
+ * `x-switchboard-lane` and `x-switchboard-tenant`, and with GATEWAY_API_KEYS the key (by its place
+ * in the list, never the key itself) when no tenant is named.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Switchboard } from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
+import { createGateway, type Gateway } from '../../sample/main';
+import { eventually } from '../support/eventually';
+
+const GPT = 'gpt-4o-mini';
+const KEYS = ['first-secret-key', 'second-secret-key', 'third-secret-key'];
+const ENV = [
+  'GATEWAY_API_KEYS',
+  'GATEWAY_API_KEYS_FILE',
+  'GATEWAY_KEY_RPM',
+  'GATEWAY_KEY_MAX_IN_FLIGHT',
+  'SWITCHBOARD_CONFIG',
+];
+
+const chat = JSON.stringify({
+  model: GPT,
+  max_tokens: 4,
+  messages: [{ role: 'user', content: 'hi' }],
+});
+
+describe('the gateway: lanes and tenants', () => {
+  let upstream: SimulatedUpstream;
+  let gateway: Gateway;
+  let dir: string;
+
+  beforeAll(async () => {
+    upstream = await SimulatedUpstream.start({ deployments: [{ name: 'solo' }] });
+    dir = mkdtempSync(join(tmpdir(), 'switchboard-tenants-'));
+    const file = join(dir, 'switchboard.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        deployments: [
+          {
+            provider: 'openai',
+            name: 'solo',
+            baseURL: upstream.deployment('solo').openaiBaseURL,
+            apiKey: 'k',
+            models: [{ name: GPT, rpm: 1 }],
+          },
+        ],
+        queue: { maxWait: 600_000 },
+      }),
+    );
+    const saved = Object.fromEntries(ENV.map((name) => [name, process.env[name]]));
+    for (const name of ENV) delete process.env[name];
+    Object.assign(process.env, { GATEWAY_API_KEYS: KEYS.join(','), SWITCHBOARD_CONFIG: file });
+    try {
+      gateway = await createGateway({ port: 0, host: '127.0.0.1', logger: false });
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const post = (key: string, headers: Record<string, string> = {}) =>
+    fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
+      body: chat,
+    });
+
+  it('each key is a tenant unless x-switchboard-tenant names one; x-switchboard-lane picks the lane', async () => {
+    const sb = gateway.app.get(Switchboard);
+    expect((await post(KEYS[0]!)).status).toBe(200);
+    // The one request of the minute is spent: the next calls wait, each under its tenant.
+    const waiting = [
+      post(KEYS[1]!),
+      post(KEYS[0]!, { 'x-switchboard-tenant': 'acme' }),
+      post(KEYS[2]!, { 'x-switchboard-lane': 'batch' }),
+    ];
+    await eventually(() => sb.queue!.length(GPT) === 3, { what: 'the calls to queue' });
+    const queued = sb.queue!.waiting(GPT);
+    expect(queued.interactive).toEqual(
+      new Map([
+        ['key-1', 1],
+        ['acme', 1],
+      ]),
+    );
+    expect(queued.batch).toEqual(new Map([['key-2', 1]]));
+    // The status page shows the queue by lane and tenant, and no key.
+    const page = await fetch(`${gateway.url}/switchboard`, {
+      headers: { authorization: `Bearer ${KEYS[0]}`, accept: 'application/json' },
+    });
+    const text = await page.text();
+    expect(JSON.parse(text)).toMatchObject({
+      queue: [
+        { model: GPT, lane: 'interactive', tenant: 'key-1', waiting: 1 },
+        { model: GPT, lane: 'interactive', tenant: 'acme', waiting: 1 },
+        { model: GPT, lane: 'batch', tenant: 'key-2', waiting: 1 },
+      ],
+    });
+    for (const key of KEYS) expect(text).not.toContain(key);
+
+    const unknown = await post(KEYS[0]!, { 'x-switchboard-lane': 'urgent' });
+    expect(unknown.status).toBe(400);
+    expect(await unknown.text()).toContain("lane must be 'interactive' or 'batch'");
+
+    await sb.close();
+    expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([503, 503, 503]);
+    // The headers went no further than the switchboard.
+    const sentHeaders = upstream.deployment('solo').requests.map((r) => JSON.stringify(r));
+    expect(sentHeaders.join('\n')).not.toContain('x-switchboard');
+  });
+});
