@@ -12,7 +12,7 @@ describe('a reserve in the admission charge', () => {
 
   it('leaves that share of every limit free: tokens, requests and the newest sixth', () => {
     const state = new ModelState({ name: 'm', tpm: 1_000, rpm: 60 }, 'east', clock.now);
-    state.slideUsage(60_000);
+    state.quota.slide(60_000);
     state.admit({ input: 700, output: 0 });
     expect(state.hasRoom({ input: 100, output: 0 })).toBe(true);
     expect(state.hasRoom({ input: 100, output: 0, reserve: 0.15 })).toBe(true);
@@ -20,7 +20,7 @@ describe('a reserve in the admission charge', () => {
     expect(state.hasRoom({ input: 200, output: 0 })).toBe(true);
     // 10 requests may go in the newest sixth (rpm / 6); with a reserve of 0.5, 5.
     const requests = new ModelState({ name: 'm', rpm: 60 }, 'east', clock.now);
-    requests.slideUsage(60_000);
+    requests.quota.slide(60_000);
     for (let i = 0; i < 4; i++) requests.admit({ input: 1, output: 0 });
     expect(requests.hasRoom({ input: 1, output: 0, reserve: 0.5 })).toBe(true);
     requests.admit({ input: 1, output: 0 });
@@ -30,7 +30,7 @@ describe('a reserve in the admission charge', () => {
 
   it('says when room comes back for it, later than without', () => {
     const state = new ModelState({ name: 'm', tpm: 1_000 }, 'east', clock.now);
-    state.slideUsage(60_000);
+    state.quota.slide(60_000);
     state.admit({ input: 900, output: 0 });
     const plain = state.roomAt({ input: 100, output: 0 });
     const held = state.roomAt({ input: 100, output: 0, reserve: 0.15 });
@@ -39,7 +39,7 @@ describe('a reserve in the admission charge', () => {
     // Within the window and one of its 500-ms buckets.
     expect(held).toBeLessThanOrEqual(60_500);
     // It never counts as a call that can never fit.
-    expect(state.exceeds({ input: 900, output: 0, reserve: 0.5 })).toBeUndefined();
+    expect(state.quota.exceeds({ input: 900, output: 0, reserve: 0.5 })).toBeUndefined();
   });
 });
 
