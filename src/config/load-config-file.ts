@@ -66,6 +66,7 @@ const NUMERIC_KEYS = new Set([
   'defaultReservation',
   'priority',
   'weight',
+  'maxInFlight',
   'maxResponses',
 ]);
 

@@ -110,6 +110,8 @@ class Attempt implements DeadlineEntry {
   private resent = false;
   /** When the admission was charged (undefined: unmetered). */
   private sentAt: number | undefined = undefined;
+  /** It holds one of the model's slots in flight until {@link release}. */
+  private holding = false;
 
   constructor(
     readonly deployment: Deployment,
@@ -147,6 +149,8 @@ class Attempt implements DeadlineEntry {
   start(context: AttemptContext): void {
     const { state, request } = this;
     if (request.metered) this.sentAt = state.admit(request.admission);
+    state.inFlight.start();
+    this.holding = true;
     this.hooks.sent(state);
     this.trace = this.hooks.started?.(this.deployment, state, request, context);
     const caller = this.caller;
@@ -168,6 +172,7 @@ class Attempt implements DeadlineEntry {
     if (this.controller) this.controller.abort();
     else if (!this.settled) {
       this.settled = true;
+      this.release();
       // Nothing was produced: the charge goes back, the request stays counted.
       this.outcome.reject(this.fail(undefined, false));
     }
@@ -252,10 +257,17 @@ class Attempt implements DeadlineEntry {
     this.outcome.reject(this.fail(error, false));
   }
 
-  /** The attempt is over (answered, failed, or its stream ended): its timer and listener go. */
+  /**
+   * The attempt is over (answered, failed, or its stream ended): its timer and listener go, and
+   * its slot in flight is freed.
+   */
   release(): void {
     this.hooks.deadlines.remove(this);
     if (this.onCallerAbort) this.caller!.removeEventListener('abort', this.onCallerAbort);
+    if (this.holding) {
+      this.holding = false;
+      this.state.inFlight.end();
+    }
   }
 
   /**

@@ -92,10 +92,11 @@ export class DeploymentRegistry implements PickTable {
     configs.forEach((config, i) => {
       const models = new Map<string, ModelState>();
       for (const m of config.models) {
-        // A model entry's own priority and weight win over its deployment's.
+        // A model entry's own priority, weight and cap win over its deployment's.
         const routing = {
           priority: m.priority ?? config.priority,
           weight: m.weight ?? config.weight,
+          maxInFlight: m.maxInFlight ?? config.maxInFlight,
         };
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
           charge: PROVIDERS[config.provider].charge,

@@ -25,6 +25,7 @@ import { routeCall, type NoRoom, type Route } from './route-call';
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 /** Stands for "others are already waiting for room": no routing is tried. */
 const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
+const NO_CHARGE: Admission = Object.freeze({ input: 0, output: 0 });
 
 /**
  * What the dispatch of every call shares with its switchboard's router; made once.
@@ -264,7 +265,8 @@ export class Dispatch implements AttemptOutcome, CallGate {
   private waitForRoom(routed: NoRoom): Promise<Route> {
     const { queue } = this.shared;
     const { model, errors } = this;
-    const admission = this.admission!;
+    // A call that uses no quota waits only for a slot in flight: it is charged nothing.
+    const admission = this.admission ?? NO_CHARGE;
     const expected = () => {
       const r = this.route();
       return 'waitMs' in r ? r.waitMs : 0;
