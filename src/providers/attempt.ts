@@ -110,6 +110,8 @@ class Attempt implements DeadlineEntry {
   private resent = false;
   /** When the admission was charged (undefined: unmetered). */
   private sentAt: number | undefined = undefined;
+  /** When it was sent (epoch ms), for the model's latency. */
+  startedAt = 0;
   /** It holds one of the model's slots in flight until {@link release}. */
   private holding = false;
 
@@ -149,6 +151,7 @@ class Attempt implements DeadlineEntry {
   start(context: AttemptContext): void {
     const { state, request } = this;
     if (request.metered) this.sentAt = state.admit(request.admission);
+    this.startedAt = this.sentAt ?? state.latency.now();
     state.inFlight.start();
     this.holding = true;
     this.hooks.sent(state);
@@ -236,7 +239,11 @@ class Attempt implements DeadlineEntry {
       return;
     }
     this.release();
-    if (request.metered) state.settle(request.admission, this.adapter.usage(data));
+    if (request.metered) {
+      const usage = this.adapter.usage(data);
+      state.settle(request.admission, usage);
+      state.latency.answered(this.startedAt, usage?.output);
+    }
     state.recordSuccess();
     this.trace?.response(data);
     request.track?.seen(data, request.body, this.deployment, this.adapter);
@@ -290,6 +297,11 @@ class Attempt implements DeadlineEntry {
     }
     const translated = translate(deployment, error, this.caller, this.timedOut);
     const verdict = classify(translated, deployment.errors);
+    // No answer within the deadline: at least that slow.
+    if (verdict.reason === 'timeout') {
+      if (request.stream) state.latency.firstEvent(this.startedAt);
+      else state.latency.answered(this.startedAt, request.admission.output);
+    }
     if (request.metered && produced !== false) state.settle(request.admission, produced);
     if (verdict.countsAsFailure) {
       if (state.recordFailure() >= 3) state.markDown(undefined, `3 consecutive failures`);

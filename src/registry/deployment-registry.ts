@@ -11,6 +11,7 @@ import { plainHttpWarning } from './plain-http';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, Provider } from './deployment';
 import { ModelState, type ModelEvent } from './model-state';
+import type { LatencySnapshot } from './latency';
 
 /**
  * `stats()` entry: utilization rounded to 3 places (by the anchored view), usage as
@@ -32,6 +33,10 @@ export interface ModelStats {
    * `quota exhausted until <ISO time>`, `rate_limit`, ...
    */
   cooling?: string;
+  /** Calls in flight now over the `maxInFlight` cap (`"used/cap"`, 0 = no cap); once either is set. */
+  inFlight?: string;
+  /** Recent latency, once measured: time to first token of streams, per output token otherwise. */
+  latency?: LatencySnapshot;
 }
 
 /** Listens to mark-downs and mark-ups of every model. */
@@ -204,6 +209,12 @@ export class DeploymentRegistry implements PickTable {
         }
         const why = s.downReason;
         if (why !== undefined) entry.cooling = why;
+        const { count, cap } = s.inFlight;
+        if (count > 0 || cap > 0) entry.inFlight = `${count}/${cap}`;
+        const latency = s.latency.snapshot();
+        if (latency.firstTokenMs !== undefined || latency.perTokenMs !== undefined) {
+          entry.latency = latency;
+        }
         models[model] = entry;
       }
       out[name] = models;

@@ -8,6 +8,7 @@ import type { UsageWindow } from '../quota/usage-window';
 import { ConsecutiveBreaker } from './consecutive-breaker';
 import { Cooldown, DEFAULT_MAX_COOLDOWN } from './cooldown';
 import { InFlight } from './in-flight';
+import { LatencyTracker } from './latency';
 
 export type { ReportedRemaining } from '../quota/reading';
 export type { SharedUsage } from '../quota/quota-ledger';
@@ -71,6 +72,8 @@ export class ModelState {
   readonly breaker = new ConsecutiveBreaker(3);
   /** Calls sent and not yet ended, against the `maxInFlight` cap. */
   readonly inFlight: InFlight;
+  /** Recent time to first token and time per output token. */
+  readonly latency: LatencyTracker;
   private readonly cooling: Cooldown;
   /** Why the current cooldown was set (`markDown`'s reason). */
   private why: string | undefined = undefined;
@@ -92,6 +95,7 @@ export class ModelState {
     this.attributes = Object.freeze({ model: config.name, deployment });
     this.cooling = new Cooldown(options.maxCooldown ?? DEFAULT_MAX_COOLDOWN);
     this.inFlight = new InFlight(config.maxInFlight, () => this.listener?.(this, { type: 'free' }));
+    this.latency = new LatencyTracker(clock);
     this.quota = new QuotaLedger(config, clock, {
       charge: options.charge,
       headers: options.headers,
