@@ -18,6 +18,8 @@
 export class InFlight {
   /** Calls in flight now. */
   private n = 0;
+  /** Whether any call was ever sent (metrics report a model from then on). */
+  private used = false;
   /** The cap; `Infinity` when none is configured. */
   private readonly max: number;
 
@@ -39,6 +41,11 @@ export class InFlight {
     return this.max === Infinity ? 0 : this.max;
   }
 
+  /** True once a call was sent, or from the start when a cap is configured. */
+  get reported(): boolean {
+    return this.used || this.max !== Infinity;
+  }
+
   /** True while one more call may be sent. */
   hasRoom(): boolean {
     return this.n < this.max;
@@ -47,6 +54,7 @@ export class InFlight {
   /** A call was sent. */
   start(): void {
     this.n++;
+    this.used = true;
   }
 
   /** A call ended; at the cap, a slot is now free and `onFree` hears it. */

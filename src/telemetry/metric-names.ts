@@ -59,4 +59,18 @@ export const SWITCHBOARD_METRICS = {
   QUEUE_LENGTH: 'switchboard.queue.length',
   /** Gauge {model}: seconds the longest-waiting call has waited. */
   QUEUE_OLDEST_WAIT: 'switchboard.queue.oldest_wait_seconds',
+  /**
+   * Gauge {model, deployment}: calls sent and not yet ended (streams until they end). From
+   * start-up where the model has a `maxInFlight` cap, else from its first call.
+   */
+  IN_FLIGHT: 'switchboard.in_flight',
+  /** Gauge {model, deployment}: the `maxInFlight` cap, where one is configured. */
+  IN_FLIGHT_LIMIT: 'switchboard.in_flight.limit',
+  /**
+   * Gauge {model, deployment}: recent time to the first token of streams, in seconds (the
+   * estimate latency-aware selection weighs), once measured.
+   */
+  LATENCY_FIRST_TOKEN: 'switchboard.latency.first_token',
+  /** Gauge {model, deployment}: recent time per output token of the other answers (s), once measured. */
+  LATENCY_PER_TOKEN: 'switchboard.latency.per_output_token',
 } as const;
