@@ -13,6 +13,7 @@ export const SECTIONS = [
   'tiers',
   'quota',
   'gateway',
+  'latency',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 

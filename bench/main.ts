@@ -15,6 +15,7 @@ import { soak } from './soak';
 import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
 import { tiers } from './tiers';
 import { hasGc } from './util';
+import { latencyBench } from './latency';
 
 async function main(): Promise<void> {
   const args: BenchArgs = parseArgs(process.argv.slice(2));
@@ -112,6 +113,21 @@ async function main(): Promise<void> {
       connections: 50,
       warmup: args.smoke ? 100 : 1000,
       fastify: !args.smoke,
+    });
+  }
+  if (want('latency')) {
+    console.log('\n== 8. Latency-aware two random choices beside utilization alone ==\n');
+    figures.latency = await latencyBench({
+      // Smoke: one short round of 8a goes through the section; 8b is section 4's scenario.
+      seconds: args.smoke ? 0.5 : args.duration,
+      rounds: args.smoke ? 1 : 3,
+      rate: 100,
+      fastMs: 20,
+      slowMs: 400,
+      quotaSeconds: args.smoke ? 0 : args.duration,
+      loads: [0.95, 1.1],
+      seed: args.seed,
+      inproc: args.inproc,
     });
   }
   if (args.soak !== undefined || args.smoke) {
