@@ -70,7 +70,7 @@ export const SWITCHBOARD_METRICS = {
    * Gauge {model, deployment}: recent time to the first token of streams, in seconds (the
    * estimate latency-aware selection weighs), once measured.
    */
-  LATENCY_FIRST_TOKEN: 'switchboard.latency.first_token',
+  LATENCY_FIRST_TOKEN: 'switchboard.latency.first_token_seconds',
   /** Gauge {model, deployment}: recent time per output token of the other answers (s), once measured. */
-  LATENCY_PER_TOKEN: 'switchboard.latency.per_output_token',
+  LATENCY_PER_TOKEN: 'switchboard.latency.per_output_token_seconds',
 } as const;
