@@ -119,7 +119,7 @@ async function main(): Promise<void> {
     console.log('\n== 8. Latency-aware two random choices beside utilization alone ==\n');
     figures.latency = await latencyBench({
       // Smoke: one short round of 8a goes through the section; 8b is section 4's scenario.
-      seconds: args.smoke ? 0.5 : args.duration,
+      seconds: args.smoke ? 0.25 : args.duration,
       rounds: args.smoke ? 1 : 3,
       rate: 100,
       fastMs: 20,
