@@ -8,8 +8,12 @@
  *
  * 8b. All equally fast, under Azure-like quotas (section 4's scenario): the 429s and how evenly
  * the deployments are used must not change when latency is weighed too.
+ *
+ * 8c. The same question on a fake clock, without sockets, so that a busy machine cannot blur it:
+ * six equally fast deployments at 95 % of their RPM, answers taking 20 ms times a log-normal
+ * noise; how far apart their utilizations drift, and how many calls find no room.
  */
-import { createSwitchboard, TwoRandomChoices } from '../src';
+import { createSwitchboard, TwoRandomChoices, type ModelState } from '../src';
 import { SimulatedUpstream } from '../src/testing';
 import {
   DEFAULT_SETUP,
@@ -59,7 +63,8 @@ interface SlowRow {
 export async function latencyBench(o: LatencyBenchOptions): Promise<Record<string, unknown>> {
   const slow = await oneSlow(o);
   const even = o.quotaSeconds > 0 ? await equallyFast(o) : undefined;
-  return { oneSlow: slow, equallyFast: even };
+  const synthetic = o.quotaSeconds > 0 ? onFakeClock() : undefined;
+  return { oneSlow: slow, equallyFast: even, synthetic };
 }
 
 /** 8a: one deployment `slowMs` slower. */
@@ -246,4 +251,101 @@ async function equallyFast(o: LatencyBenchOptions): Promise<EvenRow[]> {
     spread,
     r: { ...r, byDeployment: undefined } as unknown as ScenarioResult,
   }));
+}
+
+interface SyntheticRow {
+  mode: Mode;
+  noise: number;
+  /** Mean over time of the largest minus the smallest utilization. */
+  gap: number;
+  /** Calls no deployment had room for. */
+  noRoom: number;
+}
+
+/** 8c: equal speeds on a fake clock; three seeds per row. */
+function onFakeClock(): SyntheticRow[] {
+  console.log(
+    '\n-- 8c. The same on a fake clock: 6 deployments of rpm 60, calls at 95 % of it for 3 quota ' +
+      'minutes, each answered in 20 ms x e^(noise x N(0,1)); three seeds per row --\n',
+  );
+  const rows: SyntheticRow[] = [];
+  for (const noise of [0, 0.3, 1]) {
+    for (const mode of MODES) {
+      const runs = [1, 2, 3].map((seed) => fakeClockRun(mode, noise, seed));
+      rows.push({
+        mode,
+        noise,
+        gap: mean(runs.map((r) => r.gap)),
+        noRoom: runs.reduce((sum, r) => sum + r.noRoom, 0),
+      });
+    }
+  }
+  console.log(
+    table(
+      ['noise', 'selector', 'utilization gap (max - min), mean', 'calls without room'],
+      rows.map((r) => [
+        fixed(r.noise, 1),
+        r.mode === 'latency' ? 'latency: true' : 'utilization only',
+        fixed(r.gap, 3),
+        String(r.noRoom),
+      ]),
+    ),
+  );
+  return rows;
+}
+
+function fakeClockRun(mode: Mode, noise: number, seed: number): { gap: number; noRoom: number } {
+  let now = 1_700_000_000_000;
+  const sb = createSwitchboard({
+    deployments: Array.from({ length: 6 }, (_, i) => ({
+      provider: 'openai' as const,
+      name: `d${i}`,
+      baseURL: `http://127.0.0.1:9/d${i}/`,
+      apiKey: 'k',
+      models: [{ name: MODEL, rpm: 60, tpm: 100_000 }],
+    })),
+    selector: selectorFor(mode, seed),
+    clock: () => now,
+    logger: quietLogger(),
+  });
+  const rng = seeded(seed + 1000);
+  const gauss = () => Math.sqrt(-2 * Math.log(1 - rng())) * Math.cos(2 * Math.PI * rng());
+  const charge = { input: 100, output: 30 };
+  const pool = sb.registry.poolFor(MODEL);
+  const states = pool.map((d) => d.models.get(MODEL)!);
+  const gate = { admits: (s: ModelState) => s.inFlight.hasRoom() && s.hasRoom(charge) };
+  const pending: Array<{ end: number; state: ModelState; sent: number }> = [];
+  const every = 60_000 / (6 * 60 * 0.95);
+  let next = now;
+  let noRoom = 0;
+  const gaps: number[] = [];
+  for (let t = 0; t < 180_000; t++) {
+    now++;
+    for (let i = pending.length - 1; i >= 0; i--) {
+      const p = pending[i]!;
+      if (p.end > now) continue;
+      p.state.inFlight.end();
+      p.state.latency.answered(p.sent, charge.output);
+      p.state.settle(charge, charge);
+      pending.splice(i, 1);
+    }
+    for (; next <= now; next += every) {
+      const d = sb.selector.pick(MODEL, pool, gate);
+      if (d === undefined) {
+        noRoom++;
+        continue;
+      }
+      const state = d.models.get(MODEL)!;
+      state.admit(charge);
+      state.inFlight.start();
+      pending.push({ end: now + Math.round(20 * Math.exp(noise * gauss())), state, sent: now });
+    }
+    // After the first quota minute, once a second.
+    if (t > 60_000 && t % 1000 === 0) {
+      const u = states.map((s) => s.util);
+      gaps.push(Math.max(...u) - Math.min(...u));
+    }
+  }
+  void sb.close();
+  return { gap: mean(gaps), noRoom };
 }
