@@ -14,6 +14,7 @@ export const SECTIONS = [
   'quota',
   'gateway',
   'scheduling',
+  'latency',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 

@@ -16,6 +16,7 @@ import { soak } from './soak';
 import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
 import { tiers } from './tiers';
 import { hasGc } from './util';
+import { latencyBench } from './latency';
 
 async function main(): Promise<void> {
   const args: BenchArgs = parseArgs(process.argv.slice(2));
@@ -123,6 +124,21 @@ async function main(): Promise<void> {
     } else {
       figures.scheduling = await scheduling({ rounds: 2, seed: args.seed, inproc: args.inproc });
     }
+  }
+  if (want('latency')) {
+    console.log('\n== 9. Latency-aware two random choices beside utilization alone ==\n');
+    figures.latency = await latencyBench({
+      // Smoke: one short round of 9a goes through the section; 9b is section 4's scenario.
+      seconds: args.smoke ? 0.25 : args.duration,
+      rounds: args.smoke ? 1 : 3,
+      rate: 100,
+      fastMs: 20,
+      slowMs: 400,
+      quotaSeconds: args.smoke ? 0 : args.duration,
+      loads: [0.95, 1.1],
+      seed: args.seed,
+      inproc: args.inproc,
+    });
   }
   if (args.soak !== undefined || args.smoke) {
     if (args.soak === undefined) console.log('\n== Soak (smoke: a few seconds) ==\n');

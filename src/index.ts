@@ -63,6 +63,8 @@ export type { Provider, Operation } from './registry/deployment';
 export { DeploymentRegistry } from './registry/deployment-registry';
 export type { ModelStats, ModelListener } from './registry/deployment-registry';
 export { ModelState, DEFAULT_COOLDOWN } from './registry/model-state';
+export { InFlight } from './registry/in-flight';
+export { LatencyTracker, DEFAULT_LATENCY_DECAY, type LatencySnapshot } from './registry/latency';
 export type { ModelEvent, ReportedRemaining } from './registry/model-state';
 export { OpenAIDeployment } from './providers/openai/openai-deployment';
 export { AnthropicDeployment } from './providers/anthropic/anthropic-deployment';

@@ -42,6 +42,12 @@ export interface ModelConfig {
   priority?: number;
   /** Overrides the deployment's `weight` for this model within its tier. */
   weight?: number;
+  /**
+   * The most calls of this model in flight on this deployment at once (streams count until they
+   * end); further calls go to another deployment with room, or wait in `queue`. Overrides the
+   * deployment's `maxInFlight`. Absent: no cap.
+   */
+  maxInFlight?: number;
 }
 
 /**
@@ -87,6 +93,8 @@ export interface OpenAIConfig extends RoutingConfig {
   apiKey?: ApiKey;
   /** Per-request deadline in ms (the SDK's `timeout`). Default 30 000. */
   timeout?: number;
+  /** The cap of calls in flight for each of its models (a model's own `maxInFlight` wins). */
+  maxInFlight?: number;
   models: ModelConfig[];
 }
 
@@ -114,6 +122,8 @@ export interface AnthropicConfig extends RoutingConfig {
   /** A string is sent as `x-api-key`; a function's token is sent as `Authorization: Bearer`. */
   apiKey?: ApiKey;
   timeout?: number;
+  /** The cap of calls in flight for each of its models (a model's own `maxInFlight` wins). */
+  maxInFlight?: number;
   models: ModelConfig[];
 }
 

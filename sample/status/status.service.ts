@@ -1,5 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { Switchboard, type Deployment, type LimitName, type ModelStats } from 'nestjs-switchboard';
+import {
+  Switchboard,
+  type Deployment,
+  type LatencySnapshot,
+  type LimitName,
+  type ModelStats,
+} from 'nestjs-switchboard';
 import { Simulation } from '../simulation/simulation';
 import { RATE_WINDOW_SECONDS, TrafficService } from './traffic.service';
 
@@ -44,6 +50,13 @@ export interface ModelStatus {
   /** Its routing tier for this model (0 = most preferred) and its weight within the tier. */
   priority: number;
   weight: number;
+  /** Calls in flight now, and the `maxInFlight` cap (0 = none). */
+  inFlight: { count: number; cap: number };
+  /**
+   * Recent latency in ms, once measured: time to first token of streams, per output token of
+   * the other answers (what latency-aware selection weighs).
+   */
+  latency: LatencySnapshot;
 }
 
 export interface DeploymentStatus {
@@ -154,6 +167,8 @@ export class StatusService {
           requests: this.traffic.requests(d.name, m.name),
           priority: m.priority,
           weight: m.weight,
+          inFlight: { count: m.inFlight.count, cap: m.inFlight.cap },
+          latency: m.latency.snapshot(),
         };
       }),
     }));

@@ -69,6 +69,7 @@ const NUMERIC_KEYS = new Set([
   'defaultReservation',
   'priority',
   'weight',
+  'maxInFlight',
   'maxResponses',
 ]);
 

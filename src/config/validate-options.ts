@@ -39,6 +39,10 @@ const priority = z
   .number({ error: 'must be a non-negative integer (0 = most preferred)' })
   .int({ error: 'must be a non-negative integer (0 = most preferred)' })
   .nonnegative({ error: 'must be a non-negative integer (0 = most preferred)' });
+const maxInFlight = z
+  .number({ error: 'must be a positive integer (the most calls in flight at once)' })
+  .int({ error: 'must be a positive integer (the most calls in flight at once)' })
+  .positive({ error: 'must be a positive integer (the most calls in flight at once)' });
 const weight = z
   .number({ error: 'must be a positive number (default 1)' })
   .positive({ error: 'must be a positive number (default 1)' });
@@ -60,6 +64,7 @@ const model = z.strictObject({
   cooldown: millis('a non-negative number of milliseconds').optional(),
   priority: priority.optional(),
   weight: weight.optional(),
+  maxInFlight: maxInFlight.optional(),
 });
 const models = z.array(model, { error: 'must be a list of models' }).min(1, {
   error: 'must list at least one model',
@@ -73,6 +78,7 @@ const openai = z.strictObject({
   timeout: positiveMillis.optional(),
   priority: priority.optional(),
   weight: weight.optional(),
+  maxInFlight: maxInFlight.optional(),
   models,
 });
 const anthropic = z
@@ -90,6 +96,7 @@ const anthropic = z
     timeout: positiveMillis.optional(),
     priority: priority.optional(),
     weight: weight.optional(),
+    maxInFlight: maxInFlight.optional(),
     models,
   })
   .refine((d) => d.resource !== undefined || d.baseURL !== undefined, {

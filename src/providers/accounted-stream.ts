@@ -13,9 +13,11 @@ export interface StreamingAttempt {
   readonly request: PreparedRequest;
   readonly caller: AbortSignal | undefined;
   readonly trace: AttemptTrace | undefined;
+  /** When it was sent (epoch ms). */
+  readonly startedAt: number;
   /** Account a failure (what the stream reported so far stands) and turn it into the caller's error. */
   fail(error: unknown, produced: Usage | undefined): Error;
-  /** The attempt is over: its deadline and listener go. */
+  /** The attempt is over: its deadline and listener go, its slot in flight is freed (once). */
   release(): void;
 }
 
@@ -23,7 +25,8 @@ export interface StreamingAttempt {
  * Wraps the SDK's stream in the SDK's own `Stream` class: the admission charge stands until the
  * stream ends and is then settled to the usage its events reported; usage-only events the caller
  * did not ask for are hidden, and a dropped connection marks the model down and reaches the
- * consumer as `APIConnectionError`.
+ * consumer as `APIConnectionError`. The first event gives the model's time to first token; the
+ * call holds its slot in flight until the stream ends, breaks off, or is aborted.
  */
 export function accountedStream(run: StreamingAttempt, source: unknown): unknown {
   const { deployment, state, adapter, request, caller, trace } = run;
@@ -34,9 +37,16 @@ export function accountedStream(run: StreamingAttempt, source: unknown): unknown
   // The usage reported so far (events carry running totals).
   let used: Usage | undefined;
   let settled = !request.metered;
+  let first = true;
+  // A stream aborted before anyone reads it ends here too.
+  stream.controller?.signal.addEventListener('abort', () => run.release(), { once: true });
   async function* iterate(): AsyncGenerator<unknown> {
     try {
       for await (const event of stream) {
+        if (first) {
+          first = false;
+          state.latency.firstEvent(run.startedAt);
+        }
         if (streamUsage) {
           const usage = streamUsage.call(adapter, event, memo);
           if (usage !== undefined) used = { ...usage };

@@ -110,6 +110,10 @@ class Attempt implements DeadlineEntry {
   private resent = false;
   /** When the admission was charged (undefined: unmetered). */
   private sentAt: number | undefined = undefined;
+  /** When it was sent (epoch ms), for the model's latency. */
+  startedAt = 0;
+  /** It holds one of the model's slots in flight until {@link release}. */
+  private holding = false;
 
   constructor(
     readonly deployment: Deployment,
@@ -147,6 +151,9 @@ class Attempt implements DeadlineEntry {
   start(context: AttemptContext): void {
     const { state, request } = this;
     if (request.metered) this.sentAt = state.admit(request.admission);
+    this.startedAt = this.sentAt ?? state.latency.now();
+    state.inFlight.start();
+    this.holding = true;
     this.hooks.sent(state);
     this.trace = this.hooks.started?.(this.deployment, state, request, context);
     const caller = this.caller;
@@ -168,6 +175,7 @@ class Attempt implements DeadlineEntry {
     if (this.controller) this.controller.abort();
     else if (!this.settled) {
       this.settled = true;
+      this.release();
       // Nothing was produced: the charge goes back, the request stays counted.
       this.outcome.reject(this.fail(undefined, false));
     }
@@ -231,7 +239,11 @@ class Attempt implements DeadlineEntry {
       return;
     }
     this.release();
-    if (request.metered) state.settle(request.admission, this.adapter.usage(data));
+    if (request.metered) {
+      const usage = this.adapter.usage(data);
+      state.settle(request.admission, usage);
+      state.latency.answered(this.startedAt, usage?.output);
+    }
     state.recordSuccess();
     this.trace?.response(data);
     request.track?.seen(data, request.body, this.deployment, this.adapter);
@@ -252,10 +264,17 @@ class Attempt implements DeadlineEntry {
     this.outcome.reject(this.fail(error, false));
   }
 
-  /** The attempt is over (answered, failed, or its stream ended): its timer and listener go. */
+  /**
+   * The attempt is over (answered, failed, or its stream ended): its timer and listener go, and
+   * its slot in flight is freed.
+   */
   release(): void {
     this.hooks.deadlines.remove(this);
     if (this.onCallerAbort) this.caller!.removeEventListener('abort', this.onCallerAbort);
+    if (this.holding) {
+      this.holding = false;
+      this.state.inFlight.end();
+    }
   }
 
   /**
@@ -278,6 +297,11 @@ class Attempt implements DeadlineEntry {
     }
     const translated = translate(deployment, error, this.caller, this.timedOut);
     const verdict = classify(translated, deployment.errors);
+    // No answer within the deadline: at least that slow.
+    if (verdict.reason === 'timeout') {
+      if (request.stream) state.latency.firstEvent(this.startedAt);
+      else state.latency.answered(this.startedAt, request.admission.output);
+    }
     if (request.metered && produced !== false) state.settle(request.admission, produced);
     if (verdict.countsAsFailure) {
       if (state.recordFailure() >= 3) state.markDown(undefined, `3 consecutive failures`);

@@ -11,6 +11,7 @@ import { plainHttpWarning } from './plain-http';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, Provider } from './deployment';
 import { ModelState, type ModelEvent } from './model-state';
+import type { LatencySnapshot } from './latency';
 
 /**
  * `stats()` entry: utilization rounded to 3 places (by the anchored view), usage as
@@ -32,6 +33,10 @@ export interface ModelStats {
    * `quota exhausted until <ISO time>`, `rate_limit`, ...
    */
   cooling?: string;
+  /** Calls in flight now over the `maxInFlight` cap (`"used/cap"`, 0 = no cap); once either is set. */
+  inFlight?: string;
+  /** Recent latency, once measured: time to first token of streams, per output token otherwise. */
+  latency?: LatencySnapshot;
 }
 
 /** Listens to mark-downs and mark-ups of every model. */
@@ -92,10 +97,11 @@ export class DeploymentRegistry implements PickTable {
     configs.forEach((config, i) => {
       const models = new Map<string, ModelState>();
       for (const m of config.models) {
-        // A model entry's own priority and weight win over its deployment's.
+        // A model entry's own priority, weight and cap win over its deployment's.
         const routing = {
           priority: m.priority ?? config.priority,
           weight: m.weight ?? config.weight,
+          maxInFlight: m.maxInFlight ?? config.maxInFlight,
         };
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
           charge: PROVIDERS[config.provider].charge,
@@ -204,6 +210,12 @@ export class DeploymentRegistry implements PickTable {
         }
         const why = s.downReason;
         if (why !== undefined) entry.cooling = why;
+        const { count, cap } = s.inFlight;
+        if (count > 0 || cap > 0) entry.inFlight = `${count}/${cap}`;
+        const latency = s.latency.snapshot();
+        if (latency.firstTokenMs !== undefined || latency.perTokenMs !== undefined) {
+          entry.latency = latency;
+        }
         models[model] = entry;
       }
       out[name] = models;

@@ -4,6 +4,8 @@ import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
 import { ConsecutiveBreaker } from './consecutive-breaker';
 import { Cooldown, DEFAULT_MAX_COOLDOWN } from './cooldown';
+import { InFlight } from './in-flight';
+import { LatencyTracker } from './latency';
 
 export type { ReportedRemaining } from '../quota/reading';
 export type { SharedUsage } from '../quota/quota-ledger';
@@ -15,6 +17,8 @@ export const DEFAULT_COOLDOWN = 10_000;
 export type ModelEvent =
   | { type: 'down'; until: number; reason?: string }
   | { type: 'up' }
+  /** A call ended at the `maxInFlight` cap: a slot is free. */
+  | { type: 'free' }
   | { type: 'spend'; tokens: number; requests: number }
   | { type: 'limit'; limit: LimitName; value: number; was: number; configured: boolean };
 
@@ -63,6 +67,10 @@ export class ModelState {
   readonly quota: QuotaLedger;
   /** Consecutive upstream failures; open at 3. */
   readonly breaker = new ConsecutiveBreaker(3);
+  /** Calls sent and not yet ended, against the `maxInFlight` cap. */
+  readonly inFlight: InFlight;
+  /** Recent time to first token and time per output token. */
+  readonly latency: LatencyTracker;
   private readonly cooling: Cooldown;
   /** Why the current cooldown was set (`markDown`'s reason). */
   private why: string | undefined = undefined;
@@ -83,6 +91,8 @@ export class ModelState {
     this.deployment = deployment;
     this.attributes = Object.freeze({ model: config.name, deployment });
     this.cooling = new Cooldown(options.maxCooldown ?? DEFAULT_MAX_COOLDOWN);
+    this.inFlight = new InFlight(config.maxInFlight, () => this.listener?.(this, { type: 'free' }));
+    this.latency = new LatencyTracker(clock);
     this.quota = new QuotaLedger(config, clock, {
       charge: options.charge,
       headers: options.headers,

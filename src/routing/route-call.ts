@@ -29,13 +29,14 @@ export interface NoRoom {
  *    just failed this call;
  * 3. a tried deployment with room (requested model first);
  * 4. when none has room and some deployment is only full (room comes back as usage slides out,
- *    or it is cooling after a 429): {@link NoRoom}, with the soonest expected room; nothing is
- *    sent into a 429;
+ *    it is cooling after a 429, or every slot under its `maxInFlight` cap is taken):
+ *    {@link NoRoom}, with the soonest expected room; nothing is sent into a 429, and no cap is
+ *    exceeded;
  * 5. else best effort, as plain selection has it: every deployment is down.
  *
  * A call whose charge exceeds the limits of every deployment of its model (and fallbacks) can
  * never be admitted: a {@link SwitchboardError} names the sizes. Without `admission`, room means
- * healthy and the call is never held back. A session keeps its deployment while that has room for
+ * healthy and the call is held back only by `maxInFlight` caps. A session keeps its deployment while that has room for
  * the model asked of it; once the requested model has room again, the session comes back to it.
  *
  * @example
@@ -73,14 +74,18 @@ export function routeCall(
       if (d !== undefined) return { deployment: d, model: fallback };
     }
   }
-  if (admission !== undefined) {
-    const wait = noRoom(registry, model, fallbacks, admission);
-    if (wait !== undefined) return wait;
-  }
+  const wait = noRoom(registry, model, fallbacks, admission);
+  if (wait !== undefined) return wait;
   return { deployment: registry.select(model, sessionId, tried), model };
 }
 
 const NOTHING: Admission = Object.freeze({ input: 0, output: 0 });
+
+/**
+ * When a slot under a `maxInFlight` cap is expected (ms), for `retry-after` and the queue's
+ * timer; a call that ends frees one sooner, and wakes the queue at once.
+ */
+export const SLOT_WAIT_MS = 1_000;
 
 function untriedAllDown(
   pool: readonly Deployment[],
@@ -99,14 +104,15 @@ function untriedAllDown(
 
 /**
  * When no deployment of `model` or its fallbacks has room: the soonest expected room among those
- * that are only full, `undefined` when every one is down (best effort), or a
- * {@link SwitchboardError} when the call exceeds every one's limits.
+ * that are only full (by quota, or at their cap of calls in flight), `undefined` when every one
+ * is down (best effort), or a {@link SwitchboardError} when the call exceeds every one's limits.
+ * A call without `admission` (it uses no quota) is only held back by caps in flight.
  */
 function noRoom(
   registry: DeploymentRegistry,
   model: string,
   fallbacks: readonly string[] | undefined,
-  admission: Admission,
+  admission: Admission | undefined,
 ): NoRoom | undefined {
   let wait = Infinity;
   let full = false;
@@ -115,18 +121,30 @@ function noRoom(
   for (const m of fallbacks === undefined ? [model] : [model, ...fallbacks]) {
     for (const d of registry.poolFor(m)) {
       const state = d.models.get(m)!;
+      if (admission === undefined) {
+        if (state.isHealthy() && !state.inFlight.hasRoom()) {
+          full = true;
+          wait = Math.min(wait, SLOT_WAIT_MS);
+        }
+        continue;
+      }
       const over = state.quota.exceeds(admission);
       if (over !== undefined) {
         if (largest === undefined || over.value > largest.value) largest = over;
         continue;
       }
       fits = true;
-      if (state.blockedBy(admission) !== 'quota') continue;
-      full = true;
-      wait = Math.min(wait, state.roomAt(admission));
+      const blocked = state.blockedBy(admission);
+      if (blocked === 'quota') {
+        full = true;
+        wait = Math.min(wait, state.roomAt(admission));
+      } else if (blocked === 'room' && !state.inFlight.hasRoom()) {
+        full = true;
+        wait = Math.min(wait, SLOT_WAIT_MS);
+      }
     }
   }
-  if (!fits && largest !== undefined) {
+  if (!fits && largest !== undefined && admission !== undefined) {
     throw new SwitchboardError(
       `A call to ${model} can never fit: the upstream charges it ${largest.charge} tokens of ` +
         `${largest.limit} at admission (${admission.input} input + ${admission.output} reserved ` +

@@ -103,11 +103,13 @@ export class Router implements DispatchShared {
     const metrics = context.metrics(queue, this.fallbacks);
     this.metrics = metrics;
     if (queue !== undefined) {
-      // Room may have come back: try the model's line now rather than when it was expected.
+      // Room may have come back (a cooldown ended, a limit rose, a call ended at its cap): try the
+      // model's line now rather than when it was expected.
       registry.onModelEvent((model, event) => {
         if (queue.length(model.name) === 0) return;
-        if (event.type === 'up' || event.type === 'limit') queue.kick(model.name);
-        else if (event.type === 'spend' && (event.tokens < 0 || event.requests < 0)) {
+        if (event.type === 'up' || event.type === 'limit' || event.type === 'free') {
+          queue.kick(model.name);
+        } else if (event.type === 'spend' && (event.tokens < 0 || event.requests < 0)) {
           queue.kick(model.name);
         }
       });

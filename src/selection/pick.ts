@@ -27,7 +27,7 @@ export interface PickTable {
  * Whether a model on a deployment can take one more call now: the one test that tiers, sessions,
  * fallbacks and failover share. With the call's admission charge, whether that charge fits the
  * model's limits (and it is not cooling); without (calls that use no quota), whether the model is
- * healthy.
+ * healthy. Either way, a slot under its `maxInFlight` cap must be free.
  *
  * @example
  * ```ts
@@ -35,7 +35,10 @@ export interface PickTable {
  * ```
  */
 export function hasRoom(state: ModelState, admission: Admission | undefined): boolean {
-  return admission === undefined ? state.isHealthy() : state.hasRoom(admission);
+  return (
+    state.inFlight.hasRoom() &&
+    (admission === undefined ? state.isHealthy() : state.hasRoom(admission))
+  );
 }
 
 /**

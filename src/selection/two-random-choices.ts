@@ -12,7 +12,20 @@ export interface TwoRandomChoicesOptions {
    * random without blurring real differences.
    */
   jitter?: number;
+  /**
+   * Weigh each candidate's recent latency and its calls in flight beside utilization, as
+   * Finagle's peak EWMA does: the one with the lower `latency × (inFlight + 1) / (1 - util)`
+   * wins. Latency is normalised for answer length (time to first token of streams, else time per
+   * output token) and fades while a deployment is not called, so a recovered one is tried again.
+   * Room still decides which deployments may take a call. Default false: utilization alone.
+   */
+  latency?: boolean;
 }
+
+/** Below this share of quota left, the cost of a candidate stops growing (1 / 0.01). */
+const MIN_HEADROOM = 0.01;
+/** A latency estimate faded to nothing still lets calls in flight count. */
+const MIN_LATENCY = 0.001;
 
 /** Draws before giving up on sampling and scanning the pool instead. */
 const SAMPLES = 8;
@@ -34,14 +47,20 @@ interface Drawn {
  * samples the pool (a binary search per draw when weights differ) and only scans it when samples
  * keep coming up closed.
  *
+ * With `latency: true` the two draws are compared on recent latency and calls in flight too
+ * (see {@link TwoRandomChoicesOptions.latency}): a slow region gets only what the fast ones
+ * cannot take quickly, and the overflow when they are full.
+ *
  * @example
  * ```ts
  * createSwitchboard({ deployments, selector: new TwoRandomChoices({ random: seeded(42) }) });
+ * createSwitchboard({ deployments, selector: new TwoRandomChoices({ latency: true }) });
  * ```
  */
 export class TwoRandomChoices extends Selector {
   private readonly random: () => number;
   private readonly jitter: number;
+  private readonly latency: boolean;
   /** Pools handed to {@link pick} are the registry's own arrays: what a draw needs is kept. */
   private readonly drawn = new WeakMap<readonly Deployment[], Drawn>();
 
@@ -49,6 +68,7 @@ export class TwoRandomChoices extends Selector {
     super();
     this.random = options.random ?? Math.random;
     this.jitter = options.jitter ?? 0;
+    this.latency = options.latency ?? false;
   }
 
   select(model: string, candidates: readonly Deployment[]): Deployment {
@@ -95,8 +115,7 @@ export class TwoRandomChoices extends Selector {
       tries++;
       const b = sums === undefined ? Math.floor(this.random() * n) : this.drawIndex(sums);
       if (b !== a && gate.admits(states[b]!, pool[b]!)) {
-        const la = this.loadWithJitter(states[a]!);
-        return this.loadWithJitter(states[b]!) < la ? pool[b] : pool[a];
+        return this.secondWins(states[a]!, states[b]!) ? pool[b] : pool[a];
       }
     }
     return super.pick(model, pool, gate);
@@ -113,6 +132,18 @@ export class TwoRandomChoices extends Selector {
   private loadWithJitter(state: ModelState): number {
     const load = this.load(state);
     return this.jitter > 0 ? load + this.random() * this.jitter : load;
+  }
+
+  /** Whether the second drawn is the better; the first wins a tie. */
+  private secondWins(first: ModelState, second: ModelState): boolean {
+    const l1 = this.loadWithJitter(first);
+    const l2 = this.loadWithJitter(second);
+    if (!this.latency) return l2 < l1;
+    // Latencies of one kind (time to first token, else per output token); none yet: equal.
+    const pair = first.latency.against(second.latency);
+    const c1 = cost(pair === undefined ? 1 : pair[0], first.inFlight.count, l1);
+    const c2 = cost(pair === undefined ? 1 : pair[1], second.inFlight.count, l2);
+    return c2 < c1;
   }
 
   private drawnOf(model: string, pool: readonly Deployment[]): Drawn {
@@ -138,10 +169,21 @@ export class TwoRandomChoices extends Selector {
   }
 
   private better(model: string, a: Deployment, b: Deployment): Deployment {
-    const ua = this.loadWithJitter(a.models.get(model)!);
-    const ub = this.loadWithJitter(b.models.get(model)!);
-    return ub < ua ? b : a;
+    return this.secondWins(a.models.get(model)!, b.models.get(model)!) ? b : a;
   }
+}
+
+/**
+ * Peak EWMA's cost, `latency × (inFlight + 1)`, grown as the quota fills (`/ (1 - load)`) so
+ * that utilization still keeps calls away from a deployment near its limits.
+ */
+function cost(latency: number, inFlight: number, load: number): number {
+  const headroom = 1 - load;
+  return (
+    (latency > MIN_LATENCY ? latency : MIN_LATENCY) *
+    (inFlight + 1) *
+    (1 / (headroom > MIN_HEADROOM ? headroom : MIN_HEADROOM))
+  );
 }
 
 /** Running sums of the weights, or `undefined` when they are all equal (a uniform draw). */

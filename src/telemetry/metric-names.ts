@@ -76,6 +76,20 @@ export const SWITCHBOARD_METRICS = {
   LANE_HELD_BACK: 'switchboard.lane.held_back',
   /** With `queue`. Gauge {model, lane, tenant}: calls waiting for room now. */
   LANE_WAITING: 'switchboard.lane.waiting',
+  /**
+   * Gauge {model, deployment}: calls sent and not yet ended (streams until they end). From
+   * start-up where the model has a `maxInFlight` cap, else from its first call.
+   */
+  IN_FLIGHT: 'switchboard.in_flight',
+  /** Gauge {model, deployment}: the `maxInFlight` cap, where one is configured. */
+  IN_FLIGHT_LIMIT: 'switchboard.in_flight.limit',
+  /**
+   * Gauge {model, deployment}: recent time to the first token of streams, in seconds (the
+   * estimate latency-aware selection weighs), once measured.
+   */
+  LATENCY_FIRST_TOKEN: 'switchboard.latency.first_token_seconds',
+  /** Gauge {model, deployment}: recent time per output token of the other answers (s), once measured. */
+  LATENCY_PER_TOKEN: 'switchboard.latency.per_output_token_seconds',
 } as const;
 
 /** Tenants that get their own `tenant` label; calls of later ones are counted as `other`. */

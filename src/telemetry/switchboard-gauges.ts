@@ -2,6 +2,7 @@ import type { Meter, ObservableCallback, ObservableGauge } from '@opentelemetry/
 import type { CapacityQueue } from '../scheduling/capacity-queue';
 import type { LimitName } from '../quota/quota-limit';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
+import type { ModelState } from '../registry/model-state';
 import { SWITCHBOARD_METRICS as M } from './metric-names';
 
 /** Limits reported even when 0 (unlimited, or not learned yet): every model has them. */
@@ -11,7 +12,8 @@ const APART: readonly LimitName[] = ['itpm', 'otpm'];
 
 /**
  * The switchboard's observable gauges, read from the registry (and the queue) at each collection:
- * healthy deployments, utilization, limits, what is left of them, and the queue. See
+ * healthy deployments, utilization, limits, what is left of them, the queue, calls in flight and
+ * latency. See
  * {@link SWITCHBOARD_METRICS} for their names and labels.
  *
  * @example
@@ -116,6 +118,42 @@ export class SwitchboardGauges {
         }
       },
     );
+    this.inFlight(meter, states);
+  }
+
+  /** Calls in flight, their caps, and the latency estimates. */
+  private inFlight(meter: Meter, states: () => ModelState[]): void {
+    this.gauge(
+      meter.createObservableGauge(M.IN_FLIGHT, {
+        description: 'Calls of a model sent to a deployment and not yet ended',
+      }),
+      (result) => {
+        for (const s of states()) {
+          if (s.inFlight.reported) result.observe(s.inFlight.count, s.attributes);
+        }
+      },
+    );
+    this.gauge(
+      meter.createObservableGauge(M.IN_FLIGHT_LIMIT, {
+        description: 'The most calls of a model in flight on a deployment at once (maxInFlight)',
+      }),
+      (result) => {
+        for (const s of states()) {
+          if (s.inFlight.cap > 0) result.observe(s.inFlight.cap, s.attributes);
+        }
+      },
+    );
+    for (const [name, kind, description] of [
+      [M.LATENCY_FIRST_TOKEN, 'firstTokenMs', 'Recent time to the first token of streams'],
+      [M.LATENCY_PER_TOKEN, 'perTokenMs', 'Recent time per output token of answers not streamed'],
+    ] as const) {
+      this.gauge(meter.createObservableGauge(name, { description, unit: 's' }), (result) => {
+        for (const s of states()) {
+          const ms = kind === 'firstTokenMs' ? s.latency.firstTokenMs : s.latency.perTokenMs;
+          if (ms !== undefined) result.observe(ms / 1000, s.attributes);
+        }
+      });
+    }
   }
 
   /** Detach every gauge from the registry. */

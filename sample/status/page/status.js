@@ -138,6 +138,8 @@
         const tpm = quotaCell(`Tokens per minute, ${d.name} ${m.name}`);
         const rpm = quotaCell(`Requests per minute, ${d.name} ${m.name}`);
         const util = cell('td', 'util');
+        const inFlight = cell('td', 'in-flight');
+        const latency = cell('td', 'latency');
         const requests = cell('td', 'requests');
         const sessions = cell('td', 'sessions');
         const action = cell('td', 'simulated-only');
@@ -155,6 +157,8 @@
           tpm.td,
           rpm.td,
           util,
+          inFlight,
+          latency,
           requests,
           sessions,
           action,
@@ -166,6 +170,8 @@
           tpm,
           rpm,
           util,
+          inFlight,
+          latency,
           requests,
           sessions,
           action,
@@ -198,6 +204,18 @@
       models.append(tr);
       modelRows.set(m.name, { healthy, tiers, spilled, fallbacks, requests });
     }
+  }
+
+  /** Recent latency: time to first token (streams) and per output token (other answers). */
+  function latencyText(latency) {
+    const parts = [];
+    if (latency.firstTokenMs !== undefined) {
+      parts.push(`${number.format(Math.round(latency.firstTokenMs))} ms to first token`);
+    }
+    if (latency.perTokenMs !== undefined) {
+      parts.push(`${latency.perTokenMs.toFixed(1)} ms per token`);
+    }
+    return parts.length > 0 ? parts.join(' · ') : '–';
   }
 
   const DEPLOYMENT_FAULT = /^(unauthorized|not deployed|quota exhausted)/;
@@ -251,6 +269,10 @@
         }
         setQuota(row.rpm, m.rpm, 'requests per minute');
         row.util.textContent = `${Math.round(m.util * 100)} %`;
+        row.inFlight.textContent = m.inFlight.cap
+          ? `${number.format(m.inFlight.count)} of ${number.format(m.inFlight.cap)}`
+          : number.format(m.inFlight.count);
+        row.latency.textContent = latencyText(m.latency);
         row.requests.textContent = number.format(m.requests);
         row.sessions.textContent = number.format(d.sessions);
         row.action.hidden = !simulated;
