@@ -11,6 +11,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { FastifyInstance } from 'fastify';
 import { loadSwitchboardConfig, SwitchboardConfigError } from 'nestjs-switchboard';
 import { AppModule } from './app.module';
+import { apiFastPath } from './gateway/api-fast-path';
 import { refuseExposureWithoutKeys } from './guard/exposure';
 import type { GatewayConfig } from './gateway.config';
 import type { SimulationOptions } from './simulation/simulation';
@@ -74,6 +75,8 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
       app = fastify;
     } else {
       const express = await NestFactory.create<NestExpressApplication>(module, nestOptions);
+      // The API routes' requests that the guard lets pass go straight to the relay.
+      express.use(apiFastPath(express, BODY_LIMIT));
       // The API routes get the client's bytes, which go upstream as they came; the rest JSON.
       express.useBodyParser('raw', { limit: BODY_LIMIT, type: isApiRequest });
       express.useBodyParser('json', {
