@@ -19,20 +19,21 @@ const GETS = /^\/v1\/(?:models|models\/[^/]+|responses\/[^/]+)$/;
 const logger = new Logger('Gateway');
 
 /**
- * An express middleware that hands the API controllers' requests straight to the relay, once the
- * gateway's guard has let them pass: the same guard, the same relay and the same answers as the
- * controllers give, without the per-request work of Nest's route (guards, interceptors and pipes
- * looked up and run for every request), which costs a relayed request more CPU than the relay.
- * Whatever it does not take — a refusal, a path in another form, any other route — goes on to
- * Nest's routes, which answer it as before; the guard's refusals leave no trace, so a request
- * it refused is refused there again, in the API's error shape.
+ * A request handler, shaped as express middleware, that hands the API controllers' requests
+ * straight to the relay once the gateway's guard has let them pass: the same guard, relay and
+ * answers as the controllers', without the work express's router, its body parser and Nest's
+ * route (guards, interceptors and pipes looked up and run) do on every request. Whatever it does
+ * not take (a refusal, a path in another form, a body it does not read, any other route) goes on
+ * to express and Nest as it came, and is answered as before: the guard's refusals leave no trace
+ * (no key limit is spent), so a request refused here is refused there again, in the API's shape.
  *
- * Registered before the body parsers: it reads the bodies it takes itself (a declared length
- * within `limit`, not compressed) and leaves every other to them.
+ * It runs before express: it reads the bodies it takes itself (a declared length within `limit`,
+ * not compressed) and leaves every other body to the body parsers.
  *
  * @example
  * ```ts
- * express.use(apiFastPath(express, 20 * 1024 * 1024));
+ * const fast = apiFastPath(app, 20 * 1024 * 1024);
+ * server.on('request', (req, res) => fast(req, res, () => expressApp(req, res)));
  * ```
  */
 export function apiFastPath(
