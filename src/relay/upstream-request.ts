@@ -109,7 +109,8 @@ export async function sendUpstream(
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
     const out = (https ? httpsRequest : httpRequest)({
       protocol: target.protocol,
-      hostname: target.hostname,
+      // An IPv6 literal without its brackets, as Node's resolver takes it.
+      hostname: target.hostname.startsWith('[') ? target.hostname.slice(1, -1) : target.hostname,
       port: target.port,
       path: target.pathname + target.search,
       method: req.method.toUpperCase(),

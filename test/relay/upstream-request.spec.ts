@@ -136,6 +136,27 @@ describe('the relay to openai-client deployments', () => {
     expect(sb.deployments.get('gone')!.models.get(GPT)!.isCooling()).toBe(true);
   });
 
+  it('reaches a deployment at an IPv6 literal', async () => {
+    const v6 = await SimulatedUpstream.start({ host: '::1', deployments: [{ name: 'v6' }] });
+    try {
+      sb = createSwitchboard({
+        deployments: [
+          {
+            provider: 'openai',
+            name: 'v6',
+            baseURL: v6.deployment('v6').openaiBaseURL,
+            apiKey: 'k',
+            models: [{ name: GPT, tpm: 1_000_000, rpm: 1_000 }],
+          },
+        ],
+      });
+      expect(v6.deployment('v6').openaiBaseURL).toContain('[::1]');
+      expect((await post(BODY)).status).toBe(200);
+    } finally {
+      await v6.close();
+    }
+  });
+
   it("stops the upstream's request when the caller aborts", async () => {
     sb = createSwitchboard({
       deployments: [
