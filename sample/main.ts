@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { parseEnv } from 'node:util';
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import { type INestApplication, type LoggerService } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { NestFactory } from '@nestjs/core';
@@ -11,6 +11,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { FastifyInstance } from 'fastify';
 import { loadSwitchboardConfig, SwitchboardConfigError } from 'nestjs-switchboard';
 import { AppModule } from './app.module';
+import { apiFastPath } from './gateway/api-fast-path';
 import { refuseExposureWithoutKeys } from './guard/exposure';
 import type { GatewayConfig } from './gateway.config';
 import type { SimulationOptions } from './simulation/simulation';
@@ -74,6 +75,17 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
       app = fastify;
     } else {
       const express = await NestFactory.create<NestExpressApplication>(module, nestOptions);
+      // The API routes' requests that the guard lets pass go straight to the relay, before
+      // express's router; every other request goes to express as it came.
+      const server = express.getHttpServer() as Server;
+      const handlers = server.listeners('request') as RequestListener[];
+      server.removeAllListeners('request');
+      const fast = apiFastPath(express, BODY_LIMIT);
+      server.on('request', (req: IncomingMessage, res: ServerResponse) =>
+        fast(req, res, () => {
+          for (const handle of handlers) handle.call(server, req, res);
+        }),
+      );
       // The API routes get the client's bytes, which go upstream as they came; the rest JSON.
       express.useBodyParser('raw', { limit: BODY_LIMIT, type: isApiRequest });
       express.useBodyParser('json', {

@@ -30,7 +30,8 @@ export function keyTenant(index: number): string {
 
 const MARK_DOWN = /^\/switchboard\/deployments\/[^/]+\/mark-down$/;
 
-interface GatewayRequest {
+/** A request as the guard reads it: Node's own, or Fastify's (the same fields). */
+export interface GuardedRequest {
   method?: string;
   url?: string;
   originalUrl?: string;
@@ -63,23 +64,31 @@ export class GatewayGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     if (context.getType() !== 'http') return true;
     const http = context.switchToHttp();
-    const req = http.getRequest<GatewayRequest>();
+    this.check(http.getRequest<GuardedRequest>(), http.getResponse<unknown>());
+    return true;
+  }
+
+  /**
+   * The door for one request, as Node's (or Fastify's) request and response: returns when it
+   * may pass, throws the {@link GatewayRefusal} otherwise. A refusal leaves no trace (no key
+   * limit is spent), so a request refused here can be handed to Nest's route to be refused again.
+   */
+  check(req: GuardedRequest, res: unknown): void {
     const path = (req.originalUrl ?? req.url ?? '/').split('?')[0]!;
     if (this.keys.size === 0) {
       this.checkHost(req);
     } else if (!OPEN.has(path)) {
       const key = this.authenticate(req);
       if (path.startsWith('/v1/')) {
-        this.admit(key, http.getResponse<unknown>());
+        this.admit(key, res);
         const named = req.headers[TENANT_HEADER];
         if (typeof named !== 'string' || named === '') req.headers[TENANT_HEADER] = keyTenant(key);
       }
     }
     if (req.method === 'POST' && MARK_DOWN.test(path)) checkMarkDown(req);
-    return true;
   }
 
-  private checkHost(req: GatewayRequest): void {
+  private checkHost(req: GuardedRequest): void {
     const host = req.headers.host;
     if (typeof host === 'string' && !isLoopbackHost(host)) {
       throw new GatewayRefusal(
@@ -91,7 +100,7 @@ export class GatewayGuard implements CanActivate {
     }
   }
 
-  private authenticate(req: GatewayRequest): number {
+  private authenticate(req: GuardedRequest): number {
     const presented = presentedKey(req.headers);
     const key = presented === undefined ? undefined : this.keys.match(presented);
     if (key !== undefined) return key;
@@ -123,7 +132,7 @@ export class GatewayGuard implements CanActivate {
   }
 }
 
-function checkMarkDown(req: GatewayRequest): void {
+function checkMarkDown(req: GuardedRequest): void {
   const type = req.headers['content-type'];
   if (typeof type !== 'string' || !/^application\/json\s*(;|$)/i.test(type)) {
     throw new GatewayRefusal(415, 'The mark-down endpoint takes a JSON body (application/json).');

@@ -1,6 +1,14 @@
 import type { ApiOperation, ApiPromiseLike } from '../providers/adapter';
 import type { SdkRequestOptions } from '../registry/deployment';
 import { SseEvents } from './sse-events';
+import {
+  readText,
+  sendUpstream,
+  sendsDirectly,
+  webResponse,
+  type UpstreamAnswer,
+  type UpstreamRequest,
+} from './upstream-request';
 
 /**
  * What the relay passes along with a call, in its request options: the client's body as it
@@ -93,10 +101,46 @@ class RelayCall implements ApiPromiseLike<unknown> {
   }
 }
 
+/**
+ * A relayed call sent by {@link sendUpstream}: the same answers as {@link RelayCall}, read from
+ * Node's stream of the upstream's body.
+ */
+class DirectCall implements ApiPromiseLike<unknown> {
+  private readonly answer: Promise<UpstreamAnswer>;
+  private response: Promise<Response> | undefined;
+
+  constructor(
+    client: unknown,
+    request: UpstreamRequest,
+    private readonly stream: boolean,
+  ) {
+    this.answer = sendUpstream(client, request);
+  }
+
+  asResponse(): Promise<Response> {
+    return (this.response ??= this.answer.then((answer) => webResponse(answer, this.stream)));
+  }
+
+  then<A = unknown, B = never>(
+    onfulfilled?: ((value: unknown) => A | PromiseLike<A>) | null,
+    onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    const data = this.stream
+      ? this.asResponse().then(eventsOf)
+      : Promise.all([this.answer, this.asResponse()]).then(([answer, response]) =>
+          readText(answer.body).then((text) => jsonOfText(text, response)),
+        );
+    return data.then(onfulfilled, onrejected);
+  }
+}
+
 const eventsOf = (response: Response): SseEvents => new SseEvents(response);
 
 async function jsonOf(response: Response): Promise<unknown> {
-  const text = await response.text();
+  return jsonOfText(await response.text(), response);
+}
+
+function jsonOfText(text: string, response: Response): unknown {
   const data: unknown = JSON.parse(text);
   if (typeof data !== 'object' || data === null) {
     throw new SyntaxError(`Expected a JSON object, got ${data === null ? 'null' : typeof data}`);
@@ -138,7 +182,20 @@ export function relayPost(
       const o = options as RelayOptions | undefined;
       const relay = o?.[RELAY_BODY];
       const raw = relay?.raw;
-      const payload = raw !== undefined && unchanged(body, relay!) ? raw : JSON.stringify(body);
+      const same = raw !== undefined && unchanged(body, relay!);
+      if (sendsDirectly(client)) {
+        const request: UpstreamRequest = {
+          method: 'post',
+          path,
+          parsed: body,
+          payload: same ? raw : undefined,
+          headers: relay?.headers ?? JSON_HEADERS,
+          signal: o?.signal,
+          timeout: o?.timeout,
+        };
+        return new DirectCall(client, request, canStream && body.stream === true);
+      }
+      const payload = same ? raw : JSON.stringify(body);
       const sent = (client as RequestClient).post(
         path,
         requestOptions(payload, o, relay?.headers ?? JSON_HEADERS),
@@ -161,6 +218,17 @@ export function relayGet(path: string): ApiOperation {
     metered: false,
     streams: () => false,
     send(client, body, options) {
+      const o = options as RelayOptions | undefined;
+      if (sendsDirectly(client)) {
+        const request: UpstreamRequest = {
+          method: 'get',
+          path: `${path}${encodeURIComponent(String(body.id))}`,
+          headers: JSON_HEADERS,
+          signal: o?.signal,
+          timeout: o?.timeout,
+        };
+        return new DirectCall(client, request, false);
+      }
       const sent = (client as RequestClient).get(
         `${path}${encodeURIComponent(String(body.id))}`,
         requestOptions(undefined, options as RelayOptions | undefined, JSON_HEADERS),
