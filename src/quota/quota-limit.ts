@@ -119,3 +119,22 @@ export class QuotaLimit {
     return was;
   }
 }
+
+/**
+ * The four limits of a model, as configured (an absent one is unlimited until learned).
+ *
+ * @example
+ * ```ts
+ * limitsOf({ tpm: 10_000, rpm: 60 }).tpm.value; // 10000
+ * ```
+ */
+export function limitsOf(
+  config: Partial<Record<LimitName, number>>,
+): Readonly<Record<LimitName, QuotaLimit>> {
+  return Object.freeze({
+    tpm: new QuotaLimit('tpm', config.tpm),
+    rpm: new QuotaLimit('rpm', config.rpm),
+    itpm: new QuotaLimit('itpm', config.itpm),
+    otpm: new QuotaLimit('otpm', config.otpm),
+  });
+}
