@@ -63,6 +63,11 @@ export class BurstCounter implements LimitCounter {
     return this.active ? this.used(now) / this.limit : 0;
   }
 
+  changesAt(now: number): number {
+    if (!this.active) return Infinity;
+    return Math.min(this.correction.changesAt(now), this.window.changesAt(now));
+  }
+
   wait(_admission: Admission, now: number): number {
     if (!this.active) return 0;
     const sixth = this.scope.span / 6;

@@ -140,6 +140,16 @@ export class CountWindow {
     return this.buckets?.length ?? 0;
   }
 
+  /**
+   * The first time after a reading at `now` when the count can change by time alone: `Infinity`
+   * when nothing slides out (the fixed kind, or an empty window), else the head bucket's end.
+   */
+  changesAt(now: number): number {
+    if (this.bucketLength === 0) return Infinity;
+    this.slide(now);
+    return this.lastIndex === -Infinity ? Infinity : this.headEnd;
+  }
+
   /** Slide to `now` (epoch ms): forget the buckets that left the window. */
   catchUp(now: number): void {
     if (this.bucketLength !== 0) this.slide(now);

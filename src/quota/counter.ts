@@ -72,6 +72,12 @@ export interface LimitCounter {
   fits(admission: Admission, now: number): boolean;
   /** usage / limit at `now` by the anchored view, with what others are expected to add; 0 when unlimited. */
   share(now: number): number;
+  /**
+   * The first time from `now` on when {@link share} can change by time alone (usage sliding out, a
+   * correction fading, the upstream's window ending): until then only a charge, an answer or a
+   * peer's usage changes it. `now` when it changes continuously.
+   */
+  changesAt(now: number): number;
   /** ms until `admission` fits as usage slides out and corrections end (0 when unlimited). */
   wait(admission: Admission, now: number): number;
   /** Charge a call sent at `now` to the counter's window; it is in flight until {@link answered}. */

@@ -52,6 +52,11 @@ export class IoCounter implements LimitCounter {
     return used > 0 ? used / value : 0;
   }
 
+  changesAt(now: number): number {
+    if (this.limit.value <= 0) return Infinity;
+    return Math.min(this.limit.changesAt(now), this.window.changesAt(now));
+  }
+
   wait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;

@@ -41,7 +41,8 @@ const DEFAULT_SPAN = 60_000;
  * by part to the counter of each limit ({@link observe}). Cooldowns are its owner's business.
  *
  * Every operation reads the clock at most once and passes it down (a read costs about as much as
- * the arithmetic); the methods that take `now` (epoch ms) share an owner's reading.
+ * the arithmetic); the methods that take `now` (epoch ms) share an owner's reading. An idle
+ * model's {@link util} is kept until a charge, an answer or time can change it.
  *
  * @example
  * ```ts
@@ -71,6 +72,10 @@ export class QuotaLedger {
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
   private readonly answers: AnswerLog;
+  /** {@link util} for clock readings in `[utilFrom, utilUntil)`, which no time alone changes. */
+  private utilValue = 0;
+  private utilFrom = 0;
+  private utilUntil = 0;
 
   constructor(
     limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm'>,
@@ -101,6 +106,7 @@ export class QuotaLedger {
   }
 
   set shared(usage: SharedUsage | undefined) {
+    this.utilUntil = 0;
     this.scope.peers = usage;
   }
 
@@ -116,6 +122,7 @@ export class QuotaLedger {
    */
   slide(windowMs: number, buckets = 120): void {
     const kind = windowMs > 0 ? 'sliding' : 'fixed';
+    this.utilUntil = 0;
     this.tokens.window.configure(kind, windowMs, buckets);
     this.requests.window.configure(kind, windowMs, buckets);
     this.input.window.configure(kind, windowMs, buckets);
@@ -180,12 +187,22 @@ export class QuotaLedger {
 
   /** The largest share of any limit over the anchored view; unlimited counts as 0. */
   util(now = this.clock()): number {
+    if (now < this.utilUntil && now >= this.utilFrom) return this.utilValue;
     this.catchUp(now);
     let util = 0;
+    // Others' usage (a store updates it in place) changes with time: it is not kept.
+    let until = this.scope.peers === undefined ? Infinity : now;
     for (const counter of this.counters) {
       const share = counter.share(now);
       if (share > util) util = share;
+      if (until > now) {
+        const t = counter.changesAt(now);
+        if (t < until) until = t;
+      }
     }
+    this.utilValue = util;
+    this.utilFrom = now;
+    this.utilUntil = until;
     return util;
   }
 
@@ -259,6 +276,7 @@ export class QuotaLedger {
    */
   admit(admission: Admission): number {
     const now = this.clock();
+    this.utilUntil = 0;
     for (const counter of this.counters) counter.admit(admission, now);
     this.answers.admitted(admission, now);
     return now;
@@ -269,6 +287,7 @@ export class QuotaLedger {
    * already agrees with the upstream's about it.
    */
   private answered(admission: Admission): boolean {
+    this.utilUntil = 0;
     for (const counter of this.counters) counter.answered(admission);
     return this.answers.answered(admission);
   }
@@ -318,6 +337,7 @@ export class QuotaLedger {
   observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
     const reading = this.answers.read(headers);
     if (reading === undefined) return;
+    this.utilUntil = 0;
     const now = this.clock();
     this.catchUp(now);
     const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span);
@@ -363,17 +383,20 @@ export class QuotaLedger {
     reading = live;
     const context = this.answers.peerAnswer(reading, now);
     if (context === undefined) return false;
+    this.utilUntil = 0;
     this.apply(reading.reading, context);
     return true;
   }
 
   /** Charge (or refund, negative) outside a call's admission; usage never goes below 0. */
   spend(tokens: number, requests = 0): void {
+    this.utilUntil = 0;
     this.usage.add(tokens, requests);
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */
   reset(): void {
+    this.utilUntil = 0;
     for (const counter of this.counters) counter.reset();
   }
 }

@@ -77,6 +77,18 @@ export class QuotaLimit {
     return 0;
   }
 
+  /**
+   * The first time from `now` on when the correction or what others are expected to add can
+   * change by time alone: `Infinity` without either, `now` while they change continuously (a
+   * fading correction, others' pace), the window's end while a correction holds until it.
+   */
+  changesAt(now: number): number {
+    if (this.delta === 0 && this.pace === 0) return Infinity;
+    if (this.until !== 0 && this.pace === 0 && now >= this.at && now < this.until)
+      return this.until;
+    return now;
+  }
+
   /** ms until the correction is gone, or stops holding (0 when there is none). */
   fadeLeft(now: number, windowMs: number): number {
     if (this.correction(now, windowMs) === 0) return 0;

@@ -99,6 +99,14 @@ export class WindowCounter implements LimitCounter {
     return used > 0 ? used / value : 0;
   }
 
+  changesAt(now: number): number {
+    if (this.limit.value <= 0) return Infinity;
+    const correction = this.limit.changesAt(now);
+    const sliding = this.window.changesAt(now);
+    const end = this.end.act !== 0 ? this.end.act : Infinity;
+    return Math.min(correction, sliding, end);
+  }
+
   wait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;

@@ -287,6 +287,56 @@ describe('QuotaLedger: each counter its own window', () => {
   });
 });
 
+describe('QuotaLedger.util of an idle model', () => {
+  it('asks no counter again until a charge, an answer or time can change a share', () => {
+    const clock = new FakeClock(T0);
+    const ledger = new QuotaLedger({ tpm: 10_000, rpm: 60 }, clock.now);
+    ledger.slide(60_000);
+    const asked = jest.spyOn(ledger.tokens, 'share');
+    ledger.admit(call(2_000));
+    expect(ledger.util()).toBeCloseTo(0.2);
+    expect(asked).toHaveBeenCalledTimes(1);
+    clock.advance(200); // the same bucket: nothing slid out
+    expect(ledger.util()).toBeCloseTo(0.2);
+    expect(asked).toHaveBeenCalledTimes(1);
+    ledger.spend(1_000);
+    expect(ledger.util()).toBeCloseTo(0.3);
+    clock.advance(61_000); // out of the window: empty from now on
+    expect(ledger.util()).toBe(0);
+    const after = asked.mock.calls.length;
+    clock.advance(86_400_000);
+    expect(ledger.util()).toBe(0);
+    expect(asked).toHaveBeenCalledTimes(after);
+  });
+
+  it('is not kept while a correction fades, nor past the end of the upstream window', () => {
+    const clock = new FakeClock(T0);
+    const ledger = new QuotaLedger({ tpm: 10_000 }, clock.now, { headers: 'openai' });
+    ledger.slide(60_000);
+    const own = call(1_000);
+    ledger.admit(own);
+    ledger.observe(
+      new Headers({ 'x-ratelimit-remaining-tokens': '7000', 'x-ratelimit-reset-tokens': '30' }),
+      own,
+      clock.ms,
+    );
+    ledger.settle(own, undefined);
+    expect(ledger.util()).toBeCloseTo(0.3); // others' 2 000 held until the window ends
+    clock.advance(29_000);
+    expect(ledger.util()).toBeCloseTo(0.3); // held, not fading, until the end
+    clock.advance(1_600);
+    expect(ledger.util()).toBe(0); // the window ended: ours and theirs went with it
+
+    const fixed = new QuotaLedger({ tpm: 10_000 }, clock.now, { headers: 'openai' });
+    fixed.admit(own);
+    fixed.observe(new Headers({ 'x-ratelimit-remaining-tokens': '6000' }), own, clock.ms);
+    fixed.settle(own, undefined);
+    expect(fixed.util()).toBeCloseTo(0.4);
+    clock.advance(30_000);
+    expect(fixed.util()).toBeCloseTo(0.25); // the 3 000 of others fade over the minute
+  });
+});
+
 describe('WindowEnd', () => {
   it('keeps the tightest coarse bound, takes the latest fine one, and tells a later window', () => {
     const end = new WindowEnd();
