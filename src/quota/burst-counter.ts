@@ -3,7 +3,7 @@ import type { Anchoring, CounterScope, LimitCounter } from './counter';
 import { recentRequests } from './peer-usage';
 import { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
-import type { UsageWindow } from './usage-window';
+import type { CountWindow } from './count-window';
 
 /**
  * The requests of Azure's short window: it enforces RPM as `rpm / 6` per 10 s, so a burst fills
@@ -13,7 +13,7 @@ import type { UsageWindow } from './usage-window';
  *
  * @example
  * ```ts
- * const burst = new BurstCounter(rpm, usage, scope);
+ * const burst = new BurstCounter(rpm, requests.window, scope);
  * burst.limit; // rpm / 6, at least 1
  * ```
  */
@@ -26,8 +26,12 @@ export class BurstCounter implements LimitCounter {
   constructor(
     /** The per-minute limit this window is a sixth of. */
     private readonly rpm: QuotaLimit,
-    /** This instance's requests (its newest sixth). */
-    private readonly usage: UsageWindow,
+    /**
+     * This instance's requests: the requests counter's window, whose newest sixth this counts.
+     * Azure's 10 s windows nest in its minute, so what the minute forgets when it rolls, they
+     * forget too; and a call is charged once, not once per window.
+     */
+    private readonly window: CountWindow,
     private readonly scope: CounterScope,
   ) {}
 
@@ -39,13 +43,13 @@ export class BurstCounter implements LimitCounter {
 
   /** True with a sliding window and an `rpm`: only then is the newest sixth counted apart. */
   get active(): boolean {
-    return this.usage.bucketMs !== 0 && this.rpm.value > 0;
+    return this.window.bucketMs !== 0 && this.rpm.value > 0;
   }
 
   /** Requests of the newest sixth at `now` by the anchored view (ours and the peers'). */
   used(now: number): number {
     return (
-      this.usage.recentRequestsAt(now) +
+      this.window.recentAt(now) +
       this.peersRecent(now) +
       this.correction.correction(now, this.scope.span / 6)
     );
@@ -59,14 +63,24 @@ export class BurstCounter implements LimitCounter {
     return this.active ? this.used(now) / this.limit : 0;
   }
 
+  changesAt(now: number): number {
+    if (!this.active) return Infinity;
+    return Math.min(this.correction.changesAt(now), this.window.changesAt(now));
+  }
+
   wait(admission: Admission, now: number): number {
     if (!this.active) return 0;
     const sixth = this.scope.span / 6;
     const c = Math.max(0, this.correction.correction(now, sixth));
     const target = usable(this.limit, admission) - 1 - c - this.peersRecent(now);
-    const w = this.usage.timeUntil(Infinity, Infinity, target, now);
+    const w = this.window.timeUntil(Infinity, target, now);
     // A correction of the newest sixth fades out within a sixth of the window.
     return Math.min(w, c > 0 ? sixth : w);
+  }
+
+  admit(): void {
+    // Charged to the requests counter's window, which it reads.
+    this.inFlight += 1;
   }
 
   admitted(): void {
@@ -102,7 +116,7 @@ export class BurstCounter implements LimitCounter {
     const { now } = context;
     this.scope.reported.rpm = { remaining: reported.remaining, at: now };
     const inFlight = Math.max(0, this.inFlight - (context.own === undefined ? 0 : 1));
-    const recent = this.usage.recentRequestsAt(now);
+    const recent = this.window.recentAt(now);
     this.correction.anchor(this.limit - reported.remaining - (recent - inFlight), now);
   }
 

@@ -2,8 +2,8 @@ import type { Admission } from './admission';
 import type { SharedUsage } from './peer-usage';
 import type { LimitName, QuotaLimit } from './quota-limit';
 import type { HeaderSource, ReportedLimit } from './rate-limit-headers';
-import type { ReportedRemaining, SharedReading } from './reading';
-import type { UsageColumn, UsageWindow } from './usage-window';
+import type { LimitListener, ReportedRemaining, SharedReading } from './reading';
+import type { CountWindow } from './count-window';
 
 /**
  * What the counters of one ledger share, written by the ledger only: the window length and the
@@ -18,6 +18,27 @@ export interface CounterScope {
   readonly reported: Partial<Record<LimitName, ReportedRemaining>>;
   /** Told when a limit is learned from this instance's own answers, or corrected by them. */
   learned(limit: QuotaLimit, value: number): void;
+}
+
+/**
+ * A fresh scope of `span` ms, whose `learned` learns the limit and tells `onLimit` of a change.
+ *
+ * @example
+ * ```ts
+ * const scope = counterScope(60_000, (limit, value) => console.log(`${limit} is ${value}`));
+ * ```
+ */
+export function counterScope(span: number, onLimit?: LimitListener): CounterScope {
+  return {
+    span,
+    peers: undefined,
+    reported: {},
+    learned(limit, value) {
+      const configured = limit.configured !== undefined && limit.configured > 0;
+      const was = limit.learn(value);
+      if (was !== undefined) onLimit?.(limit.name, value, was, configured);
+    },
+  };
 }
 
 /** One answer's reading, as each counter takes its part of it. */
@@ -51,9 +72,17 @@ export interface LimitCounter {
   fits(admission: Admission, now: number): boolean;
   /** usage / limit at `now` by the anchored view, with what others are expected to add; 0 when unlimited. */
   share(now: number): number;
+  /**
+   * The first time from `now` on when {@link share} can change by time alone (usage sliding out, a
+   * correction fading, the upstream's window ending): until then only a charge, an answer or a
+   * peer's usage changes it. `now` when it changes continuously.
+   */
+  changesAt(now: number): number;
   /** ms until `admission` fits as usage slides out and corrections end (0 when unlimited). */
   wait(admission: Admission, now: number): number;
-  /** A call was sent: in flight until {@link answered}. */
+  /** Charge a call sent at `now` to the counter's window; it is in flight until {@link answered}. */
+  admit(admission: Admission, now: number): void;
+  /** A call was sent (and charged elsewhere): in flight until {@link answered}. */
   admitted(admission: Admission): void;
   /** An admitted call was answered (or failed). */
   answered(admission: Admission): void;
@@ -64,18 +93,17 @@ export interface LimitCounter {
 }
 
 /**
- * ms until `window`'s column plus `limit`'s correction is at most `target`: the sooner of usage
- * sliding out and the correction fading. `end` (epoch ms, 0 = none) is when the upstream's window
- * is known to end: it then forgets all it counted, except the calls in flight (`pending`).
+ * ms until `window` plus `limit`'s correction is at most `target`: the sooner of usage sliding
+ * out and the correction fading. `end` (epoch ms, 0 = none) is when the upstream's window is known
+ * to end: it then forgets all it counted, except the calls in flight (`pending`).
  *
  * @example
  * ```ts
- * const ms = waitFor(usage, 'tokens', tpm, tpm.value - 1_456, now, 60_000);
+ * const ms = waitFor(tokens.window, tpm, tpm.value - 1_456, now, 60_000);
  * ```
  */
 export function waitFor(
-  window: UsageWindow,
-  column: UsageColumn,
+  window: CountWindow,
   limit: QuotaLimit,
   target: number,
   now: number,
@@ -84,16 +112,12 @@ export function waitFor(
   pending = 0,
 ): number {
   const c = limit.correction(now, span);
-  const slideTarget = target - Math.max(0, c);
-  let bySliding =
-    column === 'tokens'
-      ? window.timeUntil(slideTarget, Infinity, Infinity, now)
-      : window.timeUntil(Infinity, slideTarget, Infinity, now);
+  let bySliding = window.timeUntil(target - Math.max(0, c), Infinity, now);
   if (end > now && pending <= target && end - now < bySliding) bySliding = end - now;
   // A correction held until the window ends does not fade.
   if (c <= 0 || limit.holds) return bySliding;
   // The correction fades linearly to 0: c(t) = c * (1 - dt / rest).
-  const need = target - window.countAt(column, now);
+  const need = target - window.at(now);
   if (need < 0) return bySliding;
   const byFading = need >= c ? 0 : limit.fadeLeft(now, span) * (1 - need / c);
   return Math.min(bySliding, byFading);

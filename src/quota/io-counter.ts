@@ -8,16 +8,16 @@ import {
 } from './counter';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
-import type { UsageWindow } from './usage-window';
+import type { CountWindow } from './count-window';
 
 /**
- * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own usage window,
+ * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own window,
  * and a correction from the upstream's `anthropic-ratelimit-{input,output}-tokens-remaining` that
  * fades over the window (the upstream's buckets refill continuously: no window end to wait for).
  *
  * @example
  * ```ts
- * const input = new IoCounter(new QuotaLimit('itpm', 30_000), new UsageWindow(clock), 'input', scope);
+ * const input = new IoCounter(new QuotaLimit('itpm', 30_000), new CountWindow(clock), 'input', scope);
  * input.fits({ input: 1_200, output: 256 }, now);
  * ```
  */
@@ -27,21 +27,21 @@ export class IoCounter implements LimitCounter {
 
   constructor(
     readonly limit: QuotaLimit,
-    /** This instance's input (or output) tokens. */
-    readonly usage: UsageWindow,
+    /** This instance's input (or output) tokens, its own. */
+    readonly window: CountWindow,
     private readonly side: 'input' | 'output',
     private readonly scope: CounterScope,
   ) {}
 
   /** Tokens counted at `now` by the anchored view, never below 0. */
   used(now: number): number {
-    return Math.max(0, this.usage.tokensAt(now) + this.limit.correction(now, this.scope.span));
+    return Math.max(0, this.window.at(now) + this.limit.correction(now, this.scope.span));
   }
 
   fits(admission: Admission, now: number): boolean {
     const value = this.limit.value;
     if (value <= 0) return true;
-    const used = this.usage.tokensAt(now) + this.limit.correction(now, this.scope.span);
+    const used = this.window.at(now) + this.limit.correction(now, this.scope.span);
     return used + admission[this.side] <= usable(value, admission);
   }
 
@@ -52,17 +52,28 @@ export class IoCounter implements LimitCounter {
     return used > 0 ? used / value : 0;
   }
 
+  changesAt(now: number): number {
+    if (this.limit.value <= 0) return Infinity;
+    return Math.min(this.limit.changesAt(now), this.window.changesAt(now));
+  }
+
   wait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;
     const target = usable(value, admission) - admission[this.side];
-    return waitFor(this.usage, 'tokens', this.limit, target, now, this.scope.span);
+    return waitFor(this.window, this.limit, target, now, this.scope.span);
   }
 
   /** The first limit `admission` can never fit, with its charge. */
   exceeds(admission: Admission): number | undefined {
     const charge = admission[this.side];
     return this.limit.value > 0 && charge > this.limit.value ? charge : undefined;
+  }
+
+  admit(admission: Admission, now: number): void {
+    const charge = admission[this.side];
+    this.window.add(charge, now);
+    this.inFlight += charge;
   }
 
   admitted(admission: Admission): void {
@@ -86,14 +97,12 @@ export class IoCounter implements LimitCounter {
     if (!takeReported(this.limit, reported, context, this.scope)) return;
     const { now, peer } = context;
     // Another instance's reading is of the moment its call was sent: ours is what we sent before.
-    const local = peer
-      ? this.usage.countBefore('tokens', context.sentAt, now)
-      : this.usage.tokensAt(now);
+    const local = peer ? this.window.before(context.sentAt, now) : this.window.at(now);
     const own = context.own === undefined ? 0 : context.own[this.side];
     const inFlight = peer ? 0 : Math.max(0, this.inFlight - own);
     const delta = this.limit.value - reported.remaining - (local - inFlight);
-    if (delta < 0 && this.usage.bucketMs !== 0) {
-      this.usage.trimOldest(-delta, 0, now);
+    if (delta < 0 && this.window.bucketMs !== 0) {
+      this.window.trimOldest(-delta, now);
       this.limit.anchor(0, now);
       return;
     }
@@ -101,7 +110,7 @@ export class IoCounter implements LimitCounter {
   }
 
   reset(): void {
-    this.usage.reset();
+    this.window.reset();
     this.limit.clear();
   }
 }

@@ -1,13 +1,19 @@
 import type { ModelConfig } from '../types';
 import { reconcile, type Admission, type ChargePolicy, type TokenUsage } from './admission';
 import { BurstCounter } from './burst-counter';
-import type { Anchoring, CounterScope, LimitCounter } from './counter';
+import { counterScope, type Anchoring, type CounterScope, type LimitCounter } from './counter';
 import { IoCounter } from './io-counter';
 import type { SharedUsage } from './peer-usage';
-import { QuotaLimit, type LimitName } from './quota-limit';
+import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';
 import { AnswerLog } from './answer-log';
 import type { HeaderSource, RateLimitFamily, RateLimitReading } from './rate-limit-headers';
-import type { LimitListener, ReportedRemaining, SharedReading } from './reading';
+import {
+  liveParts,
+  type LimitListener,
+  type ReportedRemaining,
+  type SharedReading,
+} from './reading';
+import { CountWindow } from './count-window';
 import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
@@ -34,9 +40,9 @@ const DEFAULT_SPAN = 60_000;
  * is the largest share, {@link roomAt} the longest wait, and an answer's reading is handed part
  * by part to the counter of each limit ({@link observe}). Cooldowns are its owner's business.
  *
- * Every operation reads the clock at most once and passes that reading down: a clock read costs
- * about as much as the arithmetic, and routing asks these questions on every call. The methods
- * that take `now` (epoch ms) let an owner that already read the clock share its reading.
+ * Every operation reads the clock at most once and passes it down (a read costs about as much as
+ * the arithmetic); the methods that take `now` (epoch ms) share an owner's reading. An idle
+ * model's {@link util} is kept until a charge, an answer or time can change it.
  *
  * @example
  * ```ts
@@ -52,11 +58,8 @@ export class QuotaLedger {
   readonly limits: Readonly<Record<LimitName, QuotaLimit>>;
   /** How the upstream reconciles its admission charge. */
   readonly charge: ChargePolicy;
-  /** Tokens and requests counted by this instance (what a shared state store publishes). */
+  /** Ours as stores publish it: the windows of {@link tokens} and {@link requests}, zipped. */
   readonly usage: UsageWindow;
-  /** Input and output tokens apart, where `itpm` / `otpm` apply (Claude on Foundry). */
-  readonly inputUsage: UsageWindow;
-  readonly outputUsage: UsageWindow;
   readonly tokens: WindowCounter;
   readonly requests: WindowCounter;
   readonly burst: BurstCounter;
@@ -69,6 +72,10 @@ export class QuotaLedger {
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
   private readonly answers: AnswerLog;
+  /** {@link util} for clock readings in `[utilFrom, utilUntil)`, which no time alone changes. */
+  private utilValue = 0;
+  private utilFrom = 0;
+  private utilUntil = 0;
 
   constructor(
     limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm'>,
@@ -78,32 +85,17 @@ export class QuotaLedger {
     this.charge = options.charge ?? 'reserve';
     this.family = options.headers;
     this.answers = new AnswerLog(options.headers);
-    const onLimit = options.onLimit;
-    this.scope = {
-      span: DEFAULT_SPAN,
-      peers: undefined,
-      reported: {},
-      learned(limit, value) {
-        const configured = limit.configured !== undefined && limit.configured > 0;
-        const was = limit.learn(value);
-        if (was !== undefined) onLimit?.(limit.name, value, was, configured);
-      },
-    };
-    this.limits = Object.freeze({
-      tpm: new QuotaLimit('tpm', limits.tpm),
-      rpm: new QuotaLimit('rpm', limits.rpm),
-      itpm: new QuotaLimit('itpm', limits.itpm),
-      otpm: new QuotaLimit('otpm', limits.otpm),
-    });
-    this.usage = new UsageWindow(clock);
-    this.inputUsage = new UsageWindow(clock);
-    this.outputUsage = new UsageWindow(clock);
-    const scope = this.scope;
-    this.tokens = new WindowCounter(this.limits.tpm, this.usage, 'tokens', scope);
-    this.requests = new WindowCounter(this.limits.rpm, this.usage, 'requests', scope);
-    this.burst = new BurstCounter(this.limits.rpm, this.usage, scope);
-    this.input = new IoCounter(this.limits.itpm, this.inputUsage, 'input', scope);
-    this.output = new IoCounter(this.limits.otpm, this.outputUsage, 'output', scope);
+    const scope = (this.scope = counterScope(DEFAULT_SPAN, options.onLimit));
+    this.limits = limitsOf(limits);
+    // Each counter owns its window; the 10 s one counts the newest sixth of the requests'.
+    const tokens = new CountWindow(clock);
+    const requests = new CountWindow(clock, true);
+    this.tokens = new WindowCounter(this.limits.tpm, tokens, 'tokens', scope);
+    this.requests = new WindowCounter(this.limits.rpm, requests, 'requests', scope);
+    this.burst = new BurstCounter(this.limits.rpm, requests, scope);
+    this.input = new IoCounter(this.limits.itpm, new CountWindow(clock), 'input', scope);
+    this.output = new IoCounter(this.limits.otpm, new CountWindow(clock), 'output', scope);
+    this.usage = new UsageWindow(clock, tokens, requests);
     this.counters = [this.tokens, this.requests, this.burst, this.input, this.output];
     this.capped = [this.tokens, this.input, this.output];
   }
@@ -114,6 +106,7 @@ export class QuotaLedger {
   }
 
   set shared(usage: SharedUsage | undefined) {
+    this.utilUntil = 0;
     this.scope.peers = usage;
   }
 
@@ -129,9 +122,11 @@ export class QuotaLedger {
    */
   slide(windowMs: number, buckets = 120): void {
     const kind = windowMs > 0 ? 'sliding' : 'fixed';
-    this.usage.configure(kind, windowMs, buckets);
-    this.inputUsage.configure(kind, windowMs, buckets);
-    this.outputUsage.configure(kind, windowMs, buckets);
+    this.utilUntil = 0;
+    this.tokens.window.configure(kind, windowMs, buckets);
+    this.requests.window.configure(kind, windowMs, buckets);
+    this.input.window.configure(kind, windowMs, buckets);
+    this.output.window.configure(kind, windowMs, buckets);
     this.scope.span = windowMs > 0 ? windowMs : DEFAULT_SPAN;
   }
 
@@ -157,12 +152,12 @@ export class QuotaLedger {
 
   /** This instance's own tokens and requests at `now`, without the shared view. */
   localUsage(now = this.clock()): { tokens: number; requests: number } {
-    return { tokens: this.usage.tokensAt(now), requests: this.usage.requestsAt(now) };
+    return { tokens: this.tokens.window.at(now), requests: this.requests.window.at(now) };
   }
 
   /** Input and output tokens charged in the window at `now` (tracked for every model). */
   ioUsage(now = this.clock()): { input: number; output: number } {
-    return { input: this.inputUsage.tokensAt(now), output: this.outputUsage.tokensAt(now) };
+    return { input: this.input.window.at(now), output: this.output.window.at(now) };
   }
 
   /** The upstream's last reported remaining per limit (only limits its headers reported). */
@@ -192,12 +187,22 @@ export class QuotaLedger {
 
   /** The largest share of any limit over the anchored view; unlimited counts as 0. */
   util(now = this.clock()): number {
+    if (now < this.utilUntil && now >= this.utilFrom) return this.utilValue;
     this.catchUp(now);
     let util = 0;
+    // Others' usage (a store updates it in place) changes with time: it is not kept.
+    let until = this.scope.peers === undefined ? Infinity : now;
     for (const counter of this.counters) {
       const share = counter.share(now);
       if (share > util) util = share;
+      if (until > now) {
+        const t = counter.changesAt(now);
+        if (t < until) until = t;
+      }
     }
+    this.utilValue = util;
+    this.utilFrom = now;
+    this.utilUntil = until;
     return util;
   }
 
@@ -271,10 +276,8 @@ export class QuotaLedger {
    */
   admit(admission: Admission): number {
     const now = this.clock();
-    this.usage.add(admission.input + admission.output, 1, now);
-    this.inputUsage.add(admission.input, 0, now);
-    this.outputUsage.add(admission.output, 0, now);
-    for (const counter of this.counters) counter.admitted(admission);
+    this.utilUntil = 0;
+    for (const counter of this.counters) counter.admit(admission, now);
     this.answers.admitted(admission, now);
     return now;
   }
@@ -284,6 +287,7 @@ export class QuotaLedger {
    * already agrees with the upstream's about it.
    */
   private answered(admission: Admission): boolean {
+    this.utilUntil = 0;
     for (const counter of this.counters) counter.answered(admission);
     return this.answers.answered(admission);
   }
@@ -300,9 +304,9 @@ export class QuotaLedger {
     const tokens = input + output;
     if (input === 0 && output === 0) return 0;
     const now = this.clock();
-    if (input !== 0) this.inputUsage.add(input, 0, now);
-    if (output !== 0) this.outputUsage.add(output, 0, now);
-    if (tokens !== 0) this.usage.add(tokens, 0, now);
+    if (input !== 0) this.input.window.add(input, now);
+    if (output !== 0) this.output.window.add(output, now);
+    if (tokens !== 0) this.tokens.window.add(tokens, now);
     return tokens;
   }
 
@@ -317,9 +321,9 @@ export class QuotaLedger {
     const tokens = admission.input + admission.output;
     if (tokens === 0) return 0;
     const now = this.clock();
-    this.usage.add(-tokens, 0, now);
-    this.inputUsage.add(-admission.input, 0, now);
-    this.outputUsage.add(-admission.output, 0, now);
+    this.tokens.window.add(-tokens, now);
+    this.input.window.add(-admission.input, now);
+    this.output.window.add(-admission.output, now);
     return -tokens;
   }
 
@@ -333,6 +337,7 @@ export class QuotaLedger {
   observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
     const reading = this.answers.read(headers);
     if (reading === undefined) return;
+    this.utilUntil = 0;
     const now = this.clock();
     this.catchUp(now);
     const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span);
@@ -373,37 +378,25 @@ export class QuotaLedger {
     if (this.scope.peers?.sent === undefined || !this.answers.isNewer(reading.sentAt)) return false;
     const now = this.clock();
     this.catchUp(now);
-    const tokensGone =
-      (reading.tokensEnd !== 0 && reading.tokensEnd <= now) ||
-      reading.sentAt < this.tokens.rolledAt;
-    const requestsGone =
-      (reading.requestsEnd !== 0 && reading.requestsEnd <= now) ||
-      reading.sentAt < this.requests.rolledAt;
-    if (tokensGone || requestsGone) {
-      const rest = { ...reading.reading };
-      if (tokensGone) delete rest.tokens;
-      if (requestsGone) delete rest.requests;
-      if (rest.tokens === undefined && rest.requests === undefined) return false;
-      reading = { ...reading, reading: rest };
-    }
+    const live = liveParts(reading, now, this.tokens.rolledAt, this.requests.rolledAt);
+    if (live === undefined) return false;
+    reading = live;
     const context = this.answers.peerAnswer(reading, now);
     if (context === undefined) return false;
+    this.utilUntil = 0;
     this.apply(reading.reading, context);
     return true;
   }
 
-  /**
-   * Charge (or, with negative tokens, refund) tokens and requests outside a call's admission.
-   * Usage never goes below 0: a refund that arrives after a window reset must not eat into the
-   * new window.
-   */
+  /** Charge (or refund, negative) outside a call's admission; usage never goes below 0. */
   spend(tokens: number, requests = 0): void {
+    this.utilUntil = 0;
     this.usage.add(tokens, requests);
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */
   reset(): void {
-    this.usage.reset();
+    this.utilUntil = 0;
     for (const counter of this.counters) counter.reset();
   }
 }

@@ -77,6 +77,18 @@ export class QuotaLimit {
     return 0;
   }
 
+  /**
+   * The first time from `now` on when the correction or what others are expected to add can
+   * change by time alone: `Infinity` without either, `now` while they change continuously (a
+   * fading correction, others' pace), the window's end while a correction holds until it.
+   */
+  changesAt(now: number): number {
+    if (this.delta === 0 && this.pace === 0) return Infinity;
+    if (this.until !== 0 && this.pace === 0 && now >= this.at && now < this.until)
+      return this.until;
+    return now;
+  }
+
   /** ms until the correction is gone, or stops holding (0 when there is none). */
   fadeLeft(now: number, windowMs: number): number {
     if (this.correction(now, windowMs) === 0) return 0;
@@ -118,4 +130,23 @@ export class QuotaLimit {
     this.value = reported;
     return was;
   }
+}
+
+/**
+ * The four limits of a model, as configured (an absent one is unlimited until learned).
+ *
+ * @example
+ * ```ts
+ * limitsOf({ tpm: 10_000, rpm: 60 }).tpm.value; // 10000
+ * ```
+ */
+export function limitsOf(
+  config: Partial<Record<LimitName, number>>,
+): Readonly<Record<LimitName, QuotaLimit>> {
+  return Object.freeze({
+    tpm: new QuotaLimit('tpm', config.tpm),
+    rpm: new QuotaLimit('rpm', config.rpm),
+    itpm: new QuotaLimit('itpm', config.itpm),
+    otpm: new QuotaLimit('otpm', config.otpm),
+  });
 }

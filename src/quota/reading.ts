@@ -49,3 +49,31 @@ export type LimitListener = (
   was: number,
   configured: boolean,
 ) => void;
+
+/**
+ * `reading` without the parts whose window has ended by `now` (its end passed, or the call was
+ * sent before the window it spoke of rolled at `tokensRolled` / `requestsRolled`): itself when
+ * both parts live, `undefined` when none does.
+ *
+ * @example
+ * ```ts
+ * const live = liveParts(reading, Date.now(), tokens.rolledAt, requests.rolledAt);
+ * ```
+ */
+export function liveParts(
+  reading: SharedReading,
+  now: number,
+  tokensRolled: number,
+  requestsRolled: number,
+): SharedReading | undefined {
+  const tokensGone =
+    (reading.tokensEnd !== 0 && reading.tokensEnd <= now) || reading.sentAt < tokensRolled;
+  const requestsGone =
+    (reading.requestsEnd !== 0 && reading.requestsEnd <= now) || reading.sentAt < requestsRolled;
+  if (!tokensGone && !requestsGone) return reading;
+  const rest = { ...reading.reading };
+  if (tokensGone) delete rest.tokens;
+  if (requestsGone) delete rest.requests;
+  if (rest.tokens === undefined && rest.requests === undefined) return undefined;
+  return { ...reading, reading: rest };
+}

@@ -9,19 +9,20 @@ import {
 import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';
-import type { UsageColumn, UsageWindow } from './usage-window';
+import type { CountWindow } from './count-window';
+import type { UsageColumn } from './usage-window';
 import { WindowEnd } from './window-end';
 
 /**
- * Tokens or requests per minute (`tpm` / `rpm`): this instance's usage (one column of the usage
- * window it shares with its sibling, as stores share both per bucket), the peers' usage for the
- * limit, the correction from the upstream's `x-ratelimit-remaining-*` header, and Azure's fixed
- * window: when it ends ({@link WindowEnd}, from the reset headers) the upstream forgets all it
+ * Tokens or requests per minute (`tpm` / `rpm`): this instance's usage in its own window, the
+ * peers' usage for the limit, the correction from the upstream's `x-ratelimit-remaining-*`
+ * header, and Azure's fixed window: when it ends ({@link WindowEnd}, from the reset headers) the upstream forgets all it
  * counted, and so does this counter, except what may have reached the next window.
  *
  * @example
  * ```ts
- * const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage, 'tokens', scope);
+ * const tpm = new QuotaLimit('tpm', 10_000);
+ * const tokens = new WindowCounter(tpm, new CountWindow(clock), 'tokens', scope);
  * tokens.fits({ input: 1_200, output: 256 }, now);
  * ```
  */
@@ -44,8 +45,8 @@ export class WindowCounter implements LimitCounter {
 
   constructor(
     readonly limit: QuotaLimit,
-    /** This instance's tokens and requests. */
-    readonly usage: UsageWindow,
+    /** This instance's tokens (or requests), its own. */
+    readonly window: CountWindow,
     readonly column: UsageColumn,
     private readonly scope: CounterScope,
   ) {
@@ -66,7 +67,7 @@ export class WindowCounter implements LimitCounter {
 
   /** This instance's usage plus the peers' totals at `now` (for operators). */
   total(now: number): number {
-    const own = this.usage.countAt(this.column, now);
+    const own = this.window.at(now);
     const peers = this.scope.peers;
     if (peers === undefined) return own;
     return own + (this.column === 'tokens' ? peers.tokens : peers.requests);
@@ -74,7 +75,7 @@ export class WindowCounter implements LimitCounter {
 
   /** Usage the correction adds to: ours, plus the peers' the upstream's count does not hold yet. */
   counted(now: number): number {
-    const own = this.usage.countAt(this.column, now);
+    const own = this.window.at(now);
     return this.scope.peers === undefined ? own : own + this.peersCounted();
   }
 
@@ -98,13 +99,27 @@ export class WindowCounter implements LimitCounter {
     return used > 0 ? used / value : 0;
   }
 
+  changesAt(now: number): number {
+    if (this.limit.value <= 0) return Infinity;
+    const correction = this.limit.changesAt(now);
+    const sliding = this.window.changesAt(now);
+    const end = this.end.act !== 0 ? this.end.act : Infinity;
+    return Math.min(correction, sliding, end);
+  }
+
   wait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;
     const peers = this.scope.peers === undefined ? 0 : this.peersCounted();
     const target = usable(value, admission) - this.charge(admission) - peers;
-    const { usage, column, limit, scope, end } = this;
-    return waitFor(usage, column, limit, target, now, scope.span, end.act, this.inFlight);
+    const { window, limit, scope, end } = this;
+    return waitFor(window, limit, target, now, scope.span, end.act, this.inFlight);
+  }
+
+  admit(admission: Admission, now: number): void {
+    const charge = this.column === 'tokens' ? admission.input + admission.output : 1;
+    this.window.add(charge, now);
+    this.inFlight += charge;
   }
 
   admitted(admission: Admission): void {
@@ -126,8 +141,8 @@ export class WindowCounter implements LimitCounter {
    */
   private forget(before: number, now: number): void {
     this.rolledAt = before;
-    const old = this.usage.countBefore(this.column, before, now) - this.inFlight;
-    if (old > 0) this.usage.trimColumn(this.column, old, now);
+    const old = this.window.before(before, now) - this.inFlight;
+    if (old > 0) this.window.trimOldest(old, now);
   }
 
   /**
@@ -143,7 +158,7 @@ export class WindowCounter implements LimitCounter {
     if (!takeReported(this.limit, reported, context, this.scope)) return;
     const { now, peer } = context;
     const remaining = reported.remaining;
-    const sliding = this.usage.bucketMs !== 0;
+    const sliding = this.window.bucketMs !== 0;
     let delta = this.delta(remaining, context);
     // The end is read while it can still narrow, and again when others' usage shows (to tell
     // their pace): each header lookup costs about a µs. An answer of a later window rolls first.
@@ -157,11 +172,9 @@ export class WindowCounter implements LimitCounter {
     if (delta < 0 && sliding) {
       // Only this instance's share of the excess is its own to forget.
       const local = this.local;
-      const mine = peer
-        ? this.usage.countBefore(this.column, context.sentAt, now)
-        : this.usage.countAt(this.column, now);
+      const mine = peer ? this.window.before(context.sentAt, now) : this.window.at(now);
       const excess = local > 0 ? (-delta * mine) / local : 0;
-      this.usage.trimColumn(this.column, excess, now);
+      this.window.trimOldest(excess, now);
       this.limit.anchor(0, now);
       return;
     }
@@ -223,7 +236,7 @@ export class WindowCounter implements LimitCounter {
     if (ended === 0) return false;
     // Calls in flight may not be in its count; the answered one is.
     const own = context.own === undefined ? 0 : this.charge(context.own);
-    const before = this.usage.countBefore(this.column, ended, now) - (this.inFlight - own);
+    const before = this.window.before(ended, now) - (this.inFlight - own);
     if (this.limit.value - remaining >= before) return false;
     this.forget(ended, now);
     return true;
@@ -241,11 +254,11 @@ export class WindowCounter implements LimitCounter {
     const timed = peers?.sent !== undefined;
     if (timed) this.anchoredAt = sentAt;
     if (peer !== undefined) {
-      const before = this.usage.countBefore(this.column, sentAt, now);
+      const before = this.window.before(sentAt, now);
       const amount = this.column === 'tokens' ? peer.tokens : 1;
       return before + sentAfter(peers!.sent!.spans, sentAt, amount, this.spanColumn);
     }
-    return timed ? this.usage.countAt(this.column, now) : this.counted(now);
+    return timed ? this.window.at(now) : this.counted(now);
   }
 
   /** The peers' usage the upstream is believed to count on top of ours. */
@@ -257,6 +270,7 @@ export class WindowCounter implements LimitCounter {
   }
 
   reset(): void {
+    this.window.reset();
     this.limit.clear();
     this.end.clear();
     this.rolledAt = this.anchoredAt = 0;

@@ -72,6 +72,11 @@ export class ModelState {
   /** Recent time to first token and time per output token. */
   readonly latency: LatencyTracker;
   private readonly cooling: Cooldown;
+  /**
+   * The cooldown's end as last set (epoch ms, 0 = none): cooling at `now` iff `now` is before it.
+   * Selection reads it on every draw, without reaching into the cooldown.
+   */
+  private coolingEnd = 0;
   /** Why the current cooldown was set (`markDown`'s reason). */
   private why: string | undefined = undefined;
   /** @internal Set by the registry. */
@@ -129,7 +134,7 @@ export class ModelState {
    */
   get util(): number {
     const now = this.clock();
-    return this.cooling.at(now) ? 1 : this.quota.util(now);
+    return now < this.coolingEnd ? 1 : this.quota.util(now);
   }
 
   /** True while utilization is below 1 and the model is not cooling. */
@@ -148,7 +153,7 @@ export class ModelState {
    */
   hasRoom(admission: Admission): boolean {
     const now = this.clock();
-    return !this.cooling.at(now) && this.quota.hasRoom(admission, now);
+    return now >= this.coolingEnd && this.quota.hasRoom(admission, now);
   }
 
   /**
@@ -240,6 +245,7 @@ export class ModelState {
     const kind = reason === undefined ? 'manual' : quota ? 'quota' : 'fault';
     const until = this.cooling.extend(this.clock(), ms, kind);
     if (until === 0) return;
+    this.coolingEnd = until;
     this.why = reason;
     this.listener?.(this, { type: 'down', until, reason });
   }
@@ -257,6 +263,7 @@ export class ModelState {
   markUp(): void {
     this.breaker.success();
     this.why = undefined;
+    this.coolingEnd = 0;
     if (this.cooling.clear()) this.listener?.(this, { type: 'up' });
   }
 
@@ -266,7 +273,9 @@ export class ModelState {
    */
   applyCooldown(until: number): void {
     this.why = undefined;
-    this.cooling.restore(until, this.clock(), 'quota');
+    const now = this.clock();
+    this.cooling.restore(until, now, 'quota');
+    this.coolingEnd = this.cooling.until(now);
   }
 
   /** @internal Count a consecutive upstream failure; returns the count so far (the breaker opens at 3). */

@@ -1,4 +1,5 @@
 import { BurstCounter } from '../../src/quota/burst-counter';
+import { CountWindow } from '../../src/quota/count-window';
 import type { Anchoring, CounterScope } from '../../src/quota/counter';
 import { IoCounter } from '../../src/quota/io-counter';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
@@ -8,7 +9,7 @@ import type { SharedReading } from '../../src/quota/reading';
 import { UsageWindow } from '../../src/quota/usage-window';
 import { WindowCounter } from '../../src/quota/window-counter';
 import { WindowEnd } from '../../src/quota/window-end';
-import { FakeClock } from '../support/random';
+import { FakeClock, seeded } from '../support/random';
 
 const T0 = 1_700_000_040_000;
 const call = (input: number, output = 0) => ({ input, output });
@@ -46,7 +47,7 @@ describe('WindowCounter (tokens, requests)', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage, 'tokens', s);
+    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage.tokenCount, 'tokens', s);
     usage.add(1_000, 1, clock.ms);
     tokens.admitted(call(1_000));
     tokens.anchor(
@@ -70,7 +71,12 @@ describe('WindowCounter (tokens, requests)', () => {
   it('rolls with coarse resets on the tightest end, keeping what was sent into the next window', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock, 3_000);
-    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage, 'tokens', scope(3_000));
+    const tokens = new WindowCounter(
+      new QuotaLimit('tpm', 10_000),
+      usage.tokenCount,
+      'tokens',
+      scope(3_000),
+    );
     const send = (n: number) => {
       usage.add(n, 1, clock.ms);
       tokens.admitted(call(n));
@@ -103,7 +109,12 @@ describe('WindowCounter (tokens, requests)', () => {
   it('never forgets a call in flight when the window ends', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
-    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage, 'tokens', scope());
+    const tokens = new WindowCounter(
+      new QuotaLimit('tpm', 10_000),
+      usage.tokenCount,
+      'tokens',
+      scope(),
+    );
     usage.add(4_000, 1, clock.ms);
     tokens.admitted(call(4_000));
     tokens.anchor({ remaining: 6_000, reset: { ms: 1_000, grain: 1_000 } }, ours(clock.ms));
@@ -116,7 +127,12 @@ describe('WindowCounter (tokens, requests)', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const requests = new WindowCounter(new QuotaLimit('rpm', 100), usage, 'requests', s);
+    const requests = new WindowCounter(
+      new QuotaLimit('rpm', 100),
+      usage.requestCount,
+      'requests',
+      s,
+    );
     s.peers = {
       tokens: 0,
       requests: 5,
@@ -165,6 +181,162 @@ describe('WindowCounter (tokens, requests)', () => {
   });
 });
 
+describe('CountWindow (the window each counter owns)', () => {
+  it('counts what the last window and its newest sixth hold, as a charge-by-charge tally does', () => {
+    // 60 buckets of 1 s over a minute: the window keeps the head and the 60 before it, the newest
+    // sixth the head and the 10 before it. Gaps from a few ms to several windows.
+    const clock = new FakeClock(T0 + 123);
+    const w = new CountWindow(clock.now, true);
+    w.configure('sliding', 60_000, 60);
+    const charges: { bucket: number; amount: number }[] = [];
+    const random = seeded(7);
+    const gaps = [5, 400, 3_000, 20_000, 59_000, 61_000, 240_000];
+    for (let i = 0; i < 600; i++) {
+      clock.advance(gaps[Math.floor(random() * gaps.length)]!);
+      if (random() < 0.6) {
+        const amount = 1 + Math.floor(random() * 100);
+        w.add(amount, clock.ms);
+        charges.push({ bucket: Math.floor(clock.ms / 1_000), amount });
+      }
+      const head = Math.floor(clock.ms / 1_000);
+      const tally = (from: number) =>
+        charges.filter((c) => c.bucket >= from).reduce((sum, c) => sum + c.amount, 0);
+      expect(w.at(clock.ms)).toBeCloseTo(tally(head - 60), 6);
+      expect(w.recentAt(clock.ms)).toBeCloseTo(tally(head - 10), 6);
+    }
+  });
+
+  it('is empty a window past its last charge, and counts anew from there', () => {
+    const clock = new FakeClock(T0);
+    const w = new CountWindow(clock.now, true);
+    w.configure('sliding', 60_000);
+    w.add(500, clock.ms);
+    clock.advance(30_000);
+    w.add(200, clock.ms);
+    clock.advance(30_000);
+    expect(w.at(clock.ms)).toBe(700); // the first charge's bucket is still in the window
+    clock.advance(30_600);
+    expect(w.at(clock.ms)).toBe(0);
+    expect(w.recentAt(clock.ms)).toBe(0);
+    expect(w.before(clock.ms, clock.ms)).toBe(0);
+    clock.advance(86_400_000); // a day idle
+    expect(w.at(clock.ms)).toBe(0);
+    w.add(40, clock.ms);
+    expect([w.at(clock.ms), w.recentAt(clock.ms), w.timeUntil(0, Infinity, clock.ms)]).toEqual([
+      40, 40, 60_400,
+    ]);
+  });
+
+  it('counts no newest sixth unless asked to, and nothing slides in the fixed kind', () => {
+    const clock = new FakeClock(T0);
+    const plain = new CountWindow(clock.now);
+    plain.configure('sliding', 60_000);
+    plain.add(10, clock.ms);
+    expect(plain.recentAt(clock.ms)).toBe(0);
+    expect(plain.timeUntil(Infinity, 0, clock.ms)).toBe(0);
+    const fixed = new CountWindow(clock.now, true);
+    fixed.add(10, clock.ms);
+    clock.advance(3_600_000);
+    expect([fixed.at(clock.ms), fixed.recentAt(clock.ms)]).toEqual([10, 0]);
+    expect(fixed.timeUntil(5, Infinity, clock.ms)).toBe(Infinity);
+    fixed.add(-50, clock.ms);
+    expect(fixed.at(clock.ms)).toBe(0);
+  });
+});
+
+describe('QuotaLedger: each counter its own window', () => {
+  it('charges a call to every window once, and gives back only the tokens', () => {
+    const clock = new FakeClock(T0);
+    const ledger = new QuotaLedger({ tpm: 10_000, rpm: 60, itpm: 5_000, otpm: 1_000 }, clock.now);
+    ledger.slide(60_000);
+    const a = call(300, 100);
+    ledger.admit(a);
+    const counts = () =>
+      [ledger.tokens, ledger.requests, ledger.input, ledger.output].map((c) =>
+        c.window.at(clock.ms),
+      );
+    expect(counts()).toEqual([400, 1, 300, 100]);
+    expect(ledger.burst.used(clock.ms)).toBe(1); // the newest sixth of the requests' window
+    ledger.release(a);
+    expect(counts()).toEqual([0, 1, 0, 0]);
+    // The stores' view zips the tokens' and the requests' windows bucket by bucket.
+    expect([...ledger.usage.ownBuckets()]).toEqual([
+      { start: Math.floor(T0 / 500) * 500, tokens: 0, requests: 1 },
+    ]);
+    ledger.reset();
+    expect(counts()).toEqual([0, 0, 0, 0]);
+  });
+
+  it('forgets from the newest sixth too what the minute forgets when it rolls', () => {
+    const clock = new FakeClock(T0);
+    const ledger = new QuotaLedger({ rpm: 600 }, clock.now);
+    ledger.slide(60_000);
+    const calls = [1, 2, 3, 4, 5].map(() => call(0));
+    for (const c of calls) ledger.admit(c);
+    // The upstream's minute ends within a second of when they were sent.
+    const headers = { 'x-ratelimit-remaining-requests': '595', 'x-ratelimit-reset-requests': '1' };
+    ledger.observe(new Headers(headers), calls[4], clock.ms);
+    for (const c of calls) ledger.settle(c, undefined);
+    expect(ledger.burst.used(clock.ms)).toBe(5);
+    clock.advance(2_000);
+    ledger.util(clock.ms); // the upstream's window ended: what was sent into it goes
+    expect(ledger.burst.used(clock.ms)).toBe(0);
+    ledger.admit(call(0));
+    expect(ledger.requests.window.at(clock.ms)).toBe(1);
+    expect(ledger.burst.used(clock.ms)).toBe(1);
+  });
+});
+
+describe('QuotaLedger.util of an idle model', () => {
+  it('asks no counter again until a charge, an answer or time can change a share', () => {
+    const clock = new FakeClock(T0);
+    const ledger = new QuotaLedger({ tpm: 10_000, rpm: 60 }, clock.now);
+    ledger.slide(60_000);
+    const asked = jest.spyOn(ledger.tokens, 'share');
+    ledger.admit(call(2_000));
+    expect(ledger.util()).toBeCloseTo(0.2);
+    expect(asked).toHaveBeenCalledTimes(1);
+    clock.advance(200); // the same bucket: nothing slid out
+    expect(ledger.util()).toBeCloseTo(0.2);
+    expect(asked).toHaveBeenCalledTimes(1);
+    ledger.spend(1_000);
+    expect(ledger.util()).toBeCloseTo(0.3);
+    clock.advance(61_000); // out of the window: empty from now on
+    expect(ledger.util()).toBe(0);
+    const after = asked.mock.calls.length;
+    clock.advance(86_400_000);
+    expect(ledger.util()).toBe(0);
+    expect(asked).toHaveBeenCalledTimes(after);
+  });
+
+  it('is not kept while a correction fades, nor past the end of the upstream window', () => {
+    const clock = new FakeClock(T0);
+    const ledger = new QuotaLedger({ tpm: 10_000 }, clock.now, { headers: 'openai' });
+    ledger.slide(60_000);
+    const own = call(1_000);
+    ledger.admit(own);
+    ledger.observe(
+      new Headers({ 'x-ratelimit-remaining-tokens': '7000', 'x-ratelimit-reset-tokens': '30' }),
+      own,
+      clock.ms,
+    );
+    ledger.settle(own, undefined);
+    expect(ledger.util()).toBeCloseTo(0.3); // others' 2 000 held until the window ends
+    clock.advance(29_000);
+    expect(ledger.util()).toBeCloseTo(0.3); // held, not fading, until the end
+    clock.advance(1_600);
+    expect(ledger.util()).toBe(0); // the window ended: ours and theirs went with it
+
+    const fixed = new QuotaLedger({ tpm: 10_000 }, clock.now, { headers: 'openai' });
+    fixed.admit(own);
+    fixed.observe(new Headers({ 'x-ratelimit-remaining-tokens': '6000' }), own, clock.ms);
+    fixed.settle(own, undefined);
+    expect(fixed.util()).toBeCloseTo(0.4);
+    clock.advance(30_000);
+    expect(fixed.util()).toBeCloseTo(0.25); // the 3 000 of others fade over the minute
+  });
+});
+
 describe('WindowEnd', () => {
   it('keeps the tightest coarse bound, takes the latest fine one, and tells a later window', () => {
     const end = new WindowEnd();
@@ -193,7 +365,7 @@ describe('BurstCounter (Azure requests per 10 s)', () => {
     const usage = sliding(clock);
     const s = scope();
     const rpm = new QuotaLimit('rpm', 60);
-    const burst = new BurstCounter(rpm, usage, s);
+    const burst = new BurstCounter(rpm, usage.requestCount, s);
     expect(burst.limit).toBe(10);
     expect(burst.active).toBe(true);
     for (let i = 0; i < 9; i++) usage.add(0, 1, clock.ms);
@@ -208,7 +380,7 @@ describe('BurstCounter (Azure requests per 10 s)', () => {
     burst.anchor({ limit: 10, remaining: 0 }, ours(clock.ms));
     clock.advance(10_500);
     expect(burst.used(clock.ms)).toBe(0);
-    expect(new BurstCounter(new QuotaLimit('rpm', 0), usage, s).active).toBe(false);
+    expect(new BurstCounter(new QuotaLimit('rpm', 0), usage.requestCount, s).active).toBe(false);
   });
 });
 
@@ -217,7 +389,7 @@ describe('IoCounter (input, output tokens)', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const input = new IoCounter(new QuotaLimit('itpm', 5_000), usage, 'input', s);
+    const input = new IoCounter(new QuotaLimit('itpm', 5_000), usage.tokenCount, 'input', s);
     usage.add(2_000, 0, clock.ms);
     input.anchor({ remaining: 4_000 }, ours(clock.ms));
     expect(input.used(clock.ms)).toBe(1_000);
