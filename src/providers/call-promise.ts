@@ -48,7 +48,13 @@ export function callPromises(
       onfulfilled?: ((value: unknown) => A | PromiseLike<A>) | null,
       onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
     ): Promise<A | B> {
-      return this.parse().then(onfulfilled, onrejected);
+      // Straight off the answer: an `await` of the call then makes one promise, not two.
+      return this.responsePromise.then(
+        typeof onfulfilled === 'function'
+          ? (answer) => onfulfilled(answer.data)
+          : (dataOfAnswer as (answer: Answer) => A),
+        onrejected,
+      );
     }
 
     override catch<B = never>(
