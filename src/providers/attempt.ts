@@ -110,6 +110,15 @@ class Attempt implements DeadlineEntry {
   private resent = false;
   /** When the admission was charged (undefined: unmetered). */
   private sentAt: number | undefined = undefined;
+  /** The SDK's promise of the request in flight, and its response once the head came. */
+  private sent: ApiPromiseLike<unknown> | undefined = undefined;
+  private response: Response | undefined = undefined;
+  // The handlers of the request's promises, made once per attempt and shared by its head and its
+  // data (and by a stale socket's second send).
+  private readonly onHead = (props: { response: Response }): void => this.responded(props.response);
+  private readonly onResponse = (response: Response): void => this.responded(response);
+  private readonly onData = (data: unknown): void => this.received(data);
+  private readonly onFailure = (error: unknown): void => this.failedToSend(error);
 
   constructor(
     readonly deployment: Deployment,
@@ -186,19 +195,14 @@ class Attempt implements DeadlineEntry {
             `APIPromise as it is (it has asResponse()), got ${sent === null ? 'null' : typeof sent}`,
         );
       }
+      this.sent = sent;
       // The SDK's APIPromise holds the promise of the response's head (`asResponse()` is a
       // `then` over it): waited on directly, the head costs one promise instead of two.
       const head = (sent as { responsePromise?: unknown }).responsePromise;
       if (head instanceof Promise) {
-        (head as Promise<{ response: Response }>).then(
-          (props) => this.responded(sent, props.response),
-          (error: unknown) => this.failedToSend(error),
-        );
+        (head as Promise<{ response: Response }>).then(this.onHead, this.onFailure);
       } else {
-        sent.asResponse().then(
-          (response) => this.responded(sent, response),
-          (error: unknown) => this.failedToSend(error),
-        );
+        sent.asResponse().then(this.onResponse, this.onFailure);
       }
     } catch (error) {
       this.release();
@@ -208,22 +212,20 @@ class Attempt implements DeadlineEntry {
   }
 
   /** The response's head came: its data (the parsed JSON, or the SDK's stream) follows. */
-  private responded(sent: ApiPromiseLike<unknown>, response: Response): void {
-    sent.then(
-      (data) => {
-        let answer: unknown;
-        try {
-          answer = this.op.data
-            ? this.op.data(data, this.request.body, this.deployment.client)
-            : data;
-        } catch (error) {
-          this.failedToSend(error);
-          return;
-        }
-        this.answered(answer, response);
-      },
-      (error: unknown) => this.failedToSend(error),
-    );
+  private responded(response: Response): void {
+    this.response = response;
+    this.sent!.then(this.onData, this.onFailure);
+  }
+
+  private received(data: unknown): void {
+    let answer: unknown;
+    try {
+      answer = this.op.data ? this.op.data(data, this.request.body, this.deployment.client) : data;
+    } catch (error) {
+      this.failedToSend(error);
+      return;
+    }
+    this.answered(answer, this.response!);
   }
 
   private answered(data: unknown, response: Response): void {
