@@ -15,6 +15,7 @@ import {
   paired,
   pairedNote,
   pairedRows,
+  versusLine,
   PAIRED_HEADER,
   type CreateSwitchboard,
   type PairedFigures,
@@ -356,5 +357,6 @@ export async function clientOnly(args: BenchArgs): Promise<Record<string, unknow
   }
   console.log(`chat.completions.create, ${n} deployments; ${pairedNote(options)}`);
   console.log(table(PAIRED_HEADER, pairedRows('', out)));
+  if (against) console.log(versusLine(out, 'switchboard', 'switchboard --against'));
   return out as unknown as Record<string, unknown>;
 }

@@ -77,6 +77,8 @@ export interface PairedFigures {
   calls: number;
   inflight: number;
   sides: Record<string, SideFigures>;
+  /** CPU µs per call of each recorded round, by side, in cycle order (for other pairings). */
+  rounds: Record<string, number[]>;
 }
 
 type Gc = (options?: { type?: 'minor' | 'major'; execution?: 'sync' | 'async' }) => void;
@@ -134,6 +136,24 @@ export function medianInterval(xs: readonly number[]): [number, number] {
   }
   const lo = Math.max(0, j - 1);
   return [s[lo]!, s[n - 1 - lo]!];
+}
+
+const signed = (x: number, digits: number) => `${x >= 0 ? '+' : ''}${fixed(x, digits)}`;
+
+/** Side `a` against side `b` of the same run, round by round (µs per call). */
+export function pairedDifference(f: PairedFigures, a: string, b: string): PairedDifference {
+  const x = f.rounds[a]!;
+  const y = f.rounds[b]!;
+  return difference(x.map((v, k) => v - y[k]!));
+}
+
+/** One line saying how two sides of a run compare, pair by pair. */
+export function versusLine(f: PairedFigures, a: string, b: string): string {
+  const d = pairedDifference(f, a, b);
+  return (
+    `${a} - ${b}: ${signed(d.median, 2)} µs CPU per call (median of the paired differences; ` +
+    `IQR ${fixed(d.q1, 2)}..${fixed(d.q3, 2)}, 95% CI ${fixed(d.ciLow, 2)}..${fixed(d.ciHigh, 2)})`
+  );
 }
 
 function difference(xs: readonly number[]): PairedDifference {
@@ -221,7 +241,13 @@ export async function paired(
     }
   }
   const ref = sides.length - 1;
-  const out: PairedFigures = { cycles: o.cycles, calls: o.calls, inflight: o.inflight, sides: {} };
+  const out: PairedFigures = {
+    cycles: o.cycles,
+    calls: o.calls,
+    inflight: o.inflight,
+    sides: {},
+    rounds: {},
+  };
   for (let i = 0; i < sides.length; i++) {
     const counts = await asyncResources(sides[i]!, o.inflight);
     const figures: SideFigures = {
@@ -235,11 +261,10 @@ export async function paired(
       figures.syncDiff = difference(sync[i]!.map((v, k) => v - sync[ref]![k]!));
     }
     out.sides[sides[i]!.name] = figures;
+    out.rounds[sides[i]!.name] = cpu[i]!;
   }
   return out;
 }
-
-const signed = (x: number, digits: number) => `${x >= 0 ? '+' : ''}${fixed(x, digits)}`;
 
 /** Table rows of {@link paired}'s figures, one per side, under {@link PAIRED_HEADER}. */
 export function pairedRows(label: string, f: PairedFigures): string[][] {

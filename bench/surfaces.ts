@@ -15,6 +15,7 @@ import {
   paired,
   pairedNote,
   pairedRows,
+  versusLine,
   PAIRED_HEADER,
   type PairedSide,
 } from './paired';
@@ -223,6 +224,7 @@ export async function perSurface(args: BenchArgs): Promise<Record<string, unknow
   };
   const out: Record<string, unknown> = {};
   const rows: string[][] = [];
+  const versus: string[] = [];
   try {
     for (const c of cases) {
       const sides: PairedSide[] = sbs.map(([name, sb]) => ({
@@ -234,11 +236,14 @@ export async function perSurface(args: BenchArgs): Promise<Record<string, unknow
       const figures = await paired(sides, options);
       out[c.name] = figures;
       rows.push(...pairedRows(`${c.name}: `, figures));
+      if (against)
+        versus.push(`${c.name}: ${versusLine(figures, 'switchboard', 'switchboard --against')}`);
     }
   } finally {
     for (const [, sb] of sbs) await sb.close();
   }
   console.log(`${n} deployments per provider; ${pairedNote(options)}`);
   console.log(table(PAIRED_HEADER, rows));
+  for (const line of versus) console.log(line);
   return out;
 }
