@@ -90,9 +90,9 @@ export interface BenchArgs {
    * flight (off by default: it deoptimizes the code of both sides, see `roundStart`).
    */
   forcedGc: boolean;
-  /** `--cpu-cycles`: recorded cycles of the CPU-per-call comparison (sections 2b, 2c). */
+  /** `--cpu-cycles`: recorded cycles of the CPU-per-call comparison (sections 2b, 2c, 2d). */
   cpuCycles: number;
-  /** `--against`: another checkout of the library, run beside this one in sections 2b and 2c. */
+  /** `--against`: another checkout of the library, run beside this one in sections 2b-2d. */
   against: string | undefined;
 }
 
@@ -116,11 +116,11 @@ This benchmark's own:
                         round's objects and the code built on them, so every round restarts
                         from unoptimized code (default: rounds follow each other as a server's
                         traffic does)
-      --cpu-cycles N    recorded cycles of the CPU-per-call comparison of sections 2b and 2c
+      --cpu-cycles N    recorded cycles of the CPU-per-call comparison of sections 2b-2d
                         (default 240; 2c runs half as many per surface)
       --against DIR     another checkout of this library (e.g. main's, exported with
                         git archive, with a link to this checkout's node_modules), run
-                        beside this one in sections 2b and 2c
+                        beside this one in sections 2b-2d
       --only LIST       sections to run: ${SECTIONS.join(',')} (default all)
       --inproc          simulated upstreams in this process (default: a child process, so CPU
                         time per request measures the client side only)
