@@ -116,7 +116,6 @@ class Attempt implements DeadlineEntry {
   // The handlers of the request's promises, made once per attempt and shared by its head and its
   // data (and by a stale socket's second send).
   private readonly onHead = (props: { response: Response }): void => this.responded(props.response);
-  private readonly onResponse = (response: Response): void => this.responded(response);
   private readonly onData = (data: unknown): void => this.received(data);
   private readonly onFailure = (error: unknown): void => this.failedToSend(error);
 
@@ -202,7 +201,7 @@ class Attempt implements DeadlineEntry {
       if (head instanceof Promise) {
         (head as Promise<{ response: Response }>).then(this.onHead, this.onFailure);
       } else {
-        sent.asResponse().then(this.onResponse, this.onFailure);
+        sent.asResponse().then((response) => this.responded(response), this.onFailure);
       }
     } catch (error) {
       this.release();
