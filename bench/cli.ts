@@ -92,6 +92,10 @@ export interface BenchArgs {
    * flight (off by default: it deoptimizes the code of both sides, see `roundStart`).
    */
   forcedGc: boolean;
+  /** `--cpu-cycles`: recorded cycles of the CPU-per-call comparison (sections 2b, 2c, 2d). */
+  cpuCycles: number;
+  /** `--against`: another checkout of the library, run beside this one in sections 2b-2d. */
+  against: string | undefined;
 }
 
 const USAGE = `Usage: npm run bench -- [flags]
@@ -114,6 +118,11 @@ This benchmark's own:
                         round's objects and the code built on them, so every round restarts
                         from unoptimized code (default: rounds follow each other as a server's
                         traffic does)
+      --cpu-cycles N    recorded cycles of the CPU-per-call comparison of sections 2b-2d
+                        (default 240; 2c runs half as many per surface)
+      --against DIR     another checkout of this library (e.g. main's, exported with
+                        git archive, with a link to this checkout's node_modules), run
+                        beside this one in sections 2b-2d
       --only LIST       sections to run: ${SECTIONS.join(',')} (default all)
       --inproc          simulated upstreams in this process (default: a child process, so CPU
                         time per request measures the client side only)
@@ -188,6 +197,8 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     smoke: false,
     seed: 1,
     forcedGc: false,
+    cpuCycles: 240,
+    against: undefined,
     quotaScenarios: undefined,
     quotaScale: 20,
     quotaTpm: undefined,
@@ -265,6 +276,12 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         break;
       case '--forced-gc':
         args.forcedGc = true;
+        break;
+      case '--cpu-cycles':
+        args.cpuCycles = int(2);
+        break;
+      case '--against':
+        args.against = value();
         break;
       case '--duration':
         args.duration = num();
@@ -369,6 +386,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     if (!given.has('-r') && !given.has('--requests')) args.requests = 200;
     if (!given.has('--rounds')) args.rounds = 2;
     if (!given.has('--duration')) args.duration = 1;
+    if (!given.has('--cpu-cycles')) args.cpuCycles = 4;
     if (!given.has('--loads')) args.loads = [0.95];
     if (!given.has('--gateway-seconds')) args.gatewaySeconds = 1;
     if (!given.has('--gateway-rounds')) args.gatewayRounds = 1;

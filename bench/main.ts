@@ -8,6 +8,7 @@ import { redisState } from '../src';
 import { parseArgs, type BenchArgs } from './cli';
 import { gatewayBench } from './gateway';
 import { clientOnly, compare, fixture, originalReport } from './overhead';
+import { ownPath } from './own-path';
 import { perSurface } from './surfaces';
 import { selectionScaling } from './selection';
 import { quota, type Accounting } from './quota';
@@ -52,6 +53,10 @@ async function main(): Promise<void> {
         figures.clientOnly = await clientOnly(args);
         console.log('\n-- 2c. Overhead per API surface (canned answers, no sockets) --\n');
         figures.surfaces = await perSurface(args);
+        console.log(
+          "\n-- 2d. The switchboard's own path (a client that answers at once, no SDK) --\n",
+        );
+        figures.ownPath = await ownPath(args);
       }
     } finally {
       await fx.close();

@@ -10,6 +10,17 @@ import { histogram, utilizations } from './histogram';
 import { originalLines, runRound, type RoundResult } from './rounds';
 import { startUpstreams, type Upstreams } from './upstreams';
 import { CANNED } from './surfaces';
+import {
+  loadAgainst,
+  paired,
+  pairedNote,
+  pairedRows,
+  versusLine,
+  PAIRED_HEADER,
+  type CreateSwitchboard,
+  type PairedFigures,
+  type PairedSide,
+} from './paired';
 import { fixed, median, quantile, quietLogger, gcNote, roundStart, table } from './util';
 
 export const MODEL = process.env.BENCH_MODEL ?? 'gpt-4o-mini';
@@ -70,7 +81,11 @@ export async function fixture(args: BenchArgs): Promise<Fixture> {
 }
 
 /** `usageWindow` is `--window`'s (default sliding, as the library's). */
-function switchboardFor(targets: readonly Target[], usageWindow: BenchArgs['window']): Switchboard {
+function switchboardFor(
+  targets: readonly Target[],
+  usageWindow: BenchArgs['window'],
+  create: CreateSwitchboard = createSwitchboard,
+): Switchboard {
   const deployments: DeploymentConfig[] = targets.map((t) => ({
     provider: 'openai',
     name: t.name,
@@ -80,7 +95,7 @@ function switchboardFor(targets: readonly Target[], usageWindow: BenchArgs['wind
     // with no room would fail with a 429 instead of being sent.
     models: [{ name: MODEL, tpm: 30_000, rpm: 1200 }],
   }));
-  return createSwitchboard({ deployments, usageWindow, logger: quietLogger() });
+  return create({ deployments, usageWindow, logger: quietLogger() });
 }
 
 const params = (i: number) => ({
@@ -277,7 +292,9 @@ const cannedFetch = CANNED.chat!;
 /**
  * Section 2b: CPU per call of the client alone. Both sides' `openai` clients get a `fetch` that
  * answers at once, so no socket, upstream or kernel time blurs the difference: what is left is
- * the SDK's own work (building the request, parsing the answer) and the switchboard's on top.
+ * the SDK's own work (building the request, parsing the answer) and the switchboard's on top,
+ * compared round by round ({@link paired}). With `--against`, another checkout's switchboard runs
+ * beside this one.
  */
 export async function clientOnly(args: BenchArgs): Promise<Record<string, unknown>> {
   const n = args.deployments;
@@ -286,10 +303,14 @@ export async function clientOnly(args: BenchArgs): Promise<Record<string, unknow
     baseURL: 'http://127.0.0.1:9/v1/',
     apiKey: 'bench',
   }));
-  const sb = switchboardFor(targets, args.window);
-  for (const d of sb.deployments.values()) {
-    // The deployment's own client, pointed at the canned answer (bench only).
-    (d as unknown as { client: { fetch: unknown } }).client.fetch = cannedFetch;
+  const against = loadAgainst(args.against);
+  const sbs: Array<[string, Switchboard]> = [['switchboard', switchboardFor(targets, args.window)]];
+  if (against) sbs.push(['switchboard --against', switchboardFor(targets, args.window, against)]);
+  for (const [, sb] of sbs) {
+    for (const d of sb.deployments.values()) {
+      // The deployment's own client, pointed at the canned answer (bench only).
+      (d as unknown as { client: { fetch: unknown } }).client.fetch = cannedFetch;
+    }
   }
   const clients = targets.map(
     (t) =>
@@ -301,82 +322,41 @@ export async function clientOnly(args: BenchArgs): Promise<Record<string, unknow
         fetch: cannedFetch,
       }),
   );
-  const rounds = Math.max(4, args.rounds * 2);
-  const perRound = args.requests;
-  const cpu: Record<'switchboard' | 'direct', number[]> = { switchboard: [], direct: [] };
-  const sync: Record<'switchboard' | 'direct', number[]> = { switchboard: [], direct: [] };
-  const run = async (which: 'switchboard' | 'direct', record: boolean) => {
-    sb.resetUsage();
-    roundStart(args);
-    const c0 = process.cpuUsage();
-    const t0 = performance.now();
-    const all: Array<Promise<unknown>> = new Array(perRound);
-    for (let i = 0; i < perRound; i++) {
-      all[i] =
-        which === 'switchboard'
-          ? sb.chat.completions.create(params(i))
-          : clients[i % n]!.chat.completions.create(params(i));
-    }
-    const t1 = performance.now();
-    await Promise.all(all);
-    const c = process.cpuUsage(c0);
-    if (!record) return;
-    cpu[which].push((c.user + c.system) / perRound);
-    sync[which].push(((t1 - t0) / perRound) * 1000);
+  const sides: PairedSide[] = sbs.map(([name, sb]) => ({
+    name,
+    call: (i) => sb.chat.completions.create(params(i)),
+    reset: () => sb.resetUsage(),
+  }));
+  // The same SDK calls on a second set of clients: what this run measures between equal sides.
+  const again = targets.map(
+    (t) =>
+      new OpenAI({
+        baseURL: t.baseURL,
+        apiKey: t.apiKey,
+        maxRetries: 0,
+        timeout: 30_000,
+        fetch: cannedFetch,
+      }),
+  );
+  sides.push({
+    name: 'direct again (noise floor)',
+    call: (i) => again[i % n]!.chat.completions.create(params(i)),
+  });
+  sides.push({ name: 'direct', call: (i) => clients[i % n]!.chat.completions.create(params(i)) });
+  const options = {
+    cycles: args.cpuCycles,
+    calls: 50,
+    inflight: 50,
+    warmup: args.smoke ? 1 : 5,
   };
+  let out: PairedFigures;
   try {
-    await run('switchboard', false);
-    await run('direct', false);
-    for (let k = 0; k < rounds; k++) {
-      for (const which of k % 2 === 0
-        ? (['switchboard', 'direct'] as const)
-        : (['direct', 'switchboard'] as const)) {
-        await run(which, true);
-      }
-    }
+    out = await paired(sides, options);
   } finally {
-    await sb.close();
+    for (const [, sb] of sbs) await sb.close();
   }
-  const ratios = cpu.switchboard.map((v, k) => v / cpu.direct[k]!);
-  const out = {
-    rounds,
-    requests: perRound,
-    cpuUs: {
-      switchboard: median(cpu.switchboard),
-      direct: median(cpu.direct),
-      ratio: median(ratios),
-      ratioQ1: quantile(ratios, 0.25),
-      ratioQ3: quantile(ratios, 0.75),
-    },
-    syncUs: {
-      switchboard: median(sync.switchboard),
-      direct: median(sync.direct),
-      difference: median(sync.switchboard.map((v, k) => v - sync.direct[k]!)),
-    },
-  };
-  console.log(
-    `${rounds} rounds per side of ${perRound} calls, alternating, ${gcNote(args)}; canned answers, no sockets.`,
-  );
-  console.log(
-    table(
-      ['median per round', 'switchboard', 'direct', 'ratio / diff', 'ratio IQR'],
-      [
-        [
-          'CPU per call (µs)',
-          fixed(out.cpuUs.switchboard, 1),
-          fixed(out.cpuUs.direct, 1),
-          fixed(out.cpuUs.ratio, 3),
-          `${fixed(out.cpuUs.ratioQ1, 3)}-${fixed(out.cpuUs.ratioQ3, 3)}`,
-        ],
-        [
-          'synchronous part of a call (µs)',
-          fixed(out.syncUs.switchboard, 2),
-          fixed(out.syncUs.direct, 2),
-          `+${fixed(out.syncUs.difference, 2)}`,
-          '',
-        ],
-      ],
-    ),
-  );
-  return out;
+  console.log(`chat.completions.create, ${n} deployments; ${pairedNote(options)}`);
+  console.log(table(PAIRED_HEADER, pairedRows('', out)));
+  if (against) console.log(versusLine(out, 'switchboard', 'switchboard --against'));
+  return out as unknown as Record<string, unknown>;
 }

@@ -1,16 +1,25 @@
 /**
  * Section 2c: the switchboard's cost per call on each API surface, against the same call on a
  * plain SDK client. Both sides' clients get a `fetch` that answers at once with a canned body, so
- * what is measured is the SDK's own work and the switchboard's on top: the synchronous part of a
- * call (what the original calls the overhead per request) and CPU per call, in alternating rounds
- * with a forced collection before each.
+ * what is measured is the SDK's own work and the switchboard's on top: CPU per call and its
+ * synchronous part (what the original calls the overhead per request), compared round by round
+ * ({@link paired}), with bytes allocated and promises made per call.
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import { AnthropicFoundry } from '@anthropic-ai/foundry-sdk';
 import OpenAI from 'openai';
 import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../src';
 import type { BenchArgs } from './cli';
-import { fixed, median, quantile, quietLogger, gcNote, roundStart, table } from './util';
+import {
+  loadAgainst,
+  paired,
+  pairedNote,
+  pairedRows,
+  versusLine,
+  PAIRED_HEADER,
+  type PairedSide,
+} from './paired';
+import { quietLogger, table } from './util';
 
 const GPT = 'gpt-4o-mini';
 const EMBED = 'text-embedding-3-small';
@@ -97,7 +106,7 @@ interface SurfaceCase {
   direct: (i: number) => Promise<unknown>;
 }
 
-/** Section 2c, per surface: sync µs and CPU µs per call, switchboard vs direct. */
+/** Section 2c, per surface: CPU per call, switchboard vs direct, compared round by round. */
 export async function perSurface(args: BenchArgs): Promise<Record<string, unknown>> {
   const n = args.deployments;
   const openaiBase = 'http://127.0.0.1:9/v1/';
@@ -122,7 +131,6 @@ export async function perSurface(args: BenchArgs): Promise<Record<string, unknow
       models: [{ name: CLAUDE, tpm: QUOTA.tpm, rpm: QUOTA.rpm }],
     });
   }
-  const sb = createSwitchboard({ deployments, usageWindow: args.window, logger: quietLogger() });
   // Route each client's requests to the canned answer of the surface called (bench only).
   const route = (url: string): (() => Promise<Response>) =>
     url.includes('/chat/completions')
@@ -133,8 +141,23 @@ export async function perSurface(args: BenchArgs): Promise<Record<string, unknow
           ? CANNED.embeddings!
           : CANNED.messages!;
   const fetch = (url: string | URL | Request) => route(String(url))();
-  for (const d of sb.deployments.values()) {
-    (d as unknown as { client: { fetch: unknown } }).client.fetch = fetch;
+  const against = loadAgainst(args.against);
+  const sbs: Array<[string, Switchboard]> = [
+    [
+      'switchboard',
+      createSwitchboard({ deployments, usageWindow: args.window, logger: quietLogger() }),
+    ],
+  ];
+  if (against) {
+    sbs.push([
+      'switchboard --against',
+      against({ deployments, usageWindow: args.window, logger: quietLogger() }),
+    ]);
+  }
+  for (const [, sb] of sbs) {
+    for (const d of sb.deployments.values()) {
+      (d as unknown as { client: { fetch: unknown } }).client.fetch = fetch;
+    }
   }
   const oai = Array.from(
     { length: n },
@@ -193,86 +216,34 @@ export async function perSurface(args: BenchArgs): Promise<Record<string, unknow
         }),
     },
   ];
-  const rounds = Math.max(4, args.rounds * 2);
-  const perRound = args.requests;
-  const out: Record<string, unknown> = { rounds, requests: perRound };
+  const options = {
+    cycles: Math.max(2, Math.round(args.cpuCycles / 2)),
+    calls: 50,
+    inflight: 50,
+    warmup: args.smoke ? 1 : 4,
+  };
+  const out: Record<string, unknown> = {};
   const rows: string[][] = [];
+  const versus: string[] = [];
   try {
     for (const c of cases) {
-      const cpu = { switchboard: [] as number[], direct: [] as number[] };
-      const sync = { switchboard: [] as number[], direct: [] as number[] };
-      const run = async (which: 'switchboard' | 'direct', record: boolean) => {
-        sb.resetUsage();
-        roundStart(args);
-        const c0 = process.cpuUsage();
-        const t0 = performance.now();
-        const all: Array<Promise<unknown>> = new Array(perRound);
-        for (let i = 0; i < perRound; i++)
-          all[i] = which === 'switchboard' ? c.sb(sb, i) : c.direct(i);
-        const t1 = performance.now();
-        await Promise.all(all);
-        const used = process.cpuUsage(c0);
-        if (!record) return;
-        cpu[which].push((used.user + used.system) / perRound);
-        sync[which].push(((t1 - t0) / perRound) * 1000);
-      };
-      await run('switchboard', false);
-      await run('direct', false);
-      for (let k = 0; k < rounds; k++) {
-        for (const which of k % 2 === 0
-          ? (['switchboard', 'direct'] as const)
-          : (['direct', 'switchboard'] as const)) {
-          await run(which, true);
-        }
-      }
-      const ratios = cpu.switchboard.map((v, k) => v / cpu.direct[k]!);
-      const figures = {
-        syncUs: {
-          switchboard: median(sync.switchboard),
-          direct: median(sync.direct),
-          difference: median(sync.switchboard.map((v, k) => v - sync.direct[k]!)),
-        },
-        cpuUs: {
-          switchboard: median(cpu.switchboard),
-          direct: median(cpu.direct),
-          difference: median(cpu.switchboard.map((v, k) => v - cpu.direct[k]!)),
-          ratio: median(ratios),
-          ratioQ1: quantile(ratios, 0.25),
-          ratioQ3: quantile(ratios, 0.75),
-        },
-      };
+      const sides: PairedSide[] = sbs.map(([name, sb]) => ({
+        name,
+        call: (i) => c.sb(sb, i),
+        reset: () => sb.resetUsage(),
+      }));
+      sides.push({ name: 'direct', call: c.direct });
+      const figures = await paired(sides, options);
       out[c.name] = figures;
-      rows.push([
-        c.name,
-        fixed(figures.syncUs.switchboard, 2),
-        fixed(figures.syncUs.direct, 2),
-        `${figures.syncUs.difference >= 0 ? '+' : ''}${fixed(figures.syncUs.difference, 2)}`,
-        fixed(figures.cpuUs.switchboard, 1),
-        fixed(figures.cpuUs.direct, 1),
-        `${figures.cpuUs.difference >= 0 ? '+' : ''}${fixed(figures.cpuUs.difference, 1)}`,
-        `${fixed(figures.cpuUs.ratio, 3)} (${fixed(figures.cpuUs.ratioQ1, 3)}-${fixed(figures.cpuUs.ratioQ3, 3)})`,
-      ]);
+      rows.push(...pairedRows(`${c.name}: `, figures));
+      if (against)
+        versus.push(`${c.name}: ${versusLine(figures, 'switchboard', 'switchboard --against')}`);
     }
   } finally {
-    await sb.close();
+    for (const [, sb] of sbs) await sb.close();
   }
-  console.log(
-    `${rounds} rounds per side and surface of ${perRound} calls, alternating, ${gcNote(args)}; canned answers, no sockets.`,
-  );
-  console.log(
-    table(
-      [
-        'surface (median per round)',
-        'sync µs sb',
-        'sync µs direct',
-        'sync diff',
-        'CPU µs sb',
-        'CPU µs direct',
-        'CPU diff',
-        'CPU ratio (IQR)',
-      ],
-      rows,
-    ),
-  );
+  console.log(`${n} deployments per provider; ${pairedNote(options)}`);
+  console.log(table(PAIRED_HEADER, rows));
+  for (const line of versus) console.log(line);
   return out;
 }

@@ -114,6 +114,14 @@ class Attempt implements DeadlineEntry {
   startedAt = 0;
   /** It holds one of the model's slots in flight until {@link release}. */
   private holding = false;
+  /** The SDK's promise of the request in flight, and its response once the head came. */
+  private sent: ApiPromiseLike<unknown> | undefined = undefined;
+  private response: Response | undefined = undefined;
+  // The handlers of the request's promises, made once per attempt and shared by its head and its
+  // data (and by a stale socket's second send).
+  private readonly onHead = (props: { response: Response }): void => this.responded(props.response);
+  private readonly onData = (data: unknown): void => this.received(data);
+  private readonly onFailure = (error: unknown): void => this.failedToSend(error);
 
   constructor(
     readonly deployment: Deployment,
@@ -194,10 +202,15 @@ class Attempt implements DeadlineEntry {
             `APIPromise as it is (it has asResponse()), got ${sent === null ? 'null' : typeof sent}`,
         );
       }
-      sent.asResponse().then(
-        (response) => this.responded(sent, response),
-        (error: unknown) => this.failedToSend(error),
-      );
+      this.sent = sent;
+      // The SDK's APIPromise holds the promise of the response's head (`asResponse()` is a
+      // `then` over it): waited on directly, the head costs one promise instead of two.
+      const head = (sent as { responsePromise?: unknown }).responsePromise;
+      if (head instanceof Promise) {
+        (head as Promise<{ response: Response }>).then(this.onHead, this.onFailure);
+      } else {
+        sent.asResponse().then((response) => this.responded(response), this.onFailure);
+      }
     } catch (error) {
       this.release();
       this.settled = true;
@@ -206,22 +219,20 @@ class Attempt implements DeadlineEntry {
   }
 
   /** The response's head came: its data (the parsed JSON, or the SDK's stream) follows. */
-  private responded(sent: ApiPromiseLike<unknown>, response: Response): void {
-    sent.then(
-      (data) => {
-        let answer: unknown;
-        try {
-          answer = this.op.data
-            ? this.op.data(data, this.request.body, this.deployment.client)
-            : data;
-        } catch (error) {
-          this.failedToSend(error);
-          return;
-        }
-        this.answered(answer, response);
-      },
-      (error: unknown) => this.failedToSend(error),
-    );
+  private responded(response: Response): void {
+    this.response = response;
+    this.sent!.then(this.onData, this.onFailure);
+  }
+
+  private received(data: unknown): void {
+    let answer: unknown;
+    try {
+      answer = this.op.data ? this.op.data(data, this.request.body, this.deployment.client) : data;
+    } catch (error) {
+      this.failedToSend(error);
+      return;
+    }
+    this.answered(answer, this.response!);
   }
 
   private answered(data: unknown, response: Response): void {
@@ -304,7 +315,10 @@ class Attempt implements DeadlineEntry {
     }
     if (request.metered && produced !== false) state.settle(request.admission, produced);
     if (verdict.countsAsFailure) {
-      if (state.recordFailure() >= 3) state.markDown(undefined, `3 consecutive failures`);
+      // The breaker opens at its threshold of failures in a row: the model cools down.
+      if (state.recordFailure() >= state.breaker.threshold) {
+        state.markDown(undefined, `${state.breaker.threshold} consecutive failures`);
+      }
     }
     if (verdict.markDown !== undefined && !explainedByQuota(verdict, state, request)) {
       const ms = verdict.markDown === 'default' ? undefined : verdict.markDown;

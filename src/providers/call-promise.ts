@@ -30,6 +30,8 @@ export function callPromises(
     readonly responsePromise: Promise<Answer>;
     readonly parseResponse: (client: unknown, answer: Answer) => unknown;
     private parsedPromise: Promise<unknown> | undefined;
+    private read: boolean;
+    private data: unknown;
 
     constructor(answer: Promise<Answer>) {
       // As the SDK's: settled at once with nothing, for `then` and the rest read the answer.
@@ -37,18 +39,35 @@ export function callPromises(
       this.responsePromise = answer;
       this.parseResponse = dataOf;
       this.parsedPromise = undefined;
+      this.read = false;
+      this.data = undefined;
     }
 
     /** The data of the answer. */
     parse(): Promise<unknown> {
-      return (this.parsedPromise ??= this.responsePromise.then(dataOfAnswer));
+      return (this.parsedPromise ??= this.responsePromise.then((answer) => this.dataOf(answer)));
+    }
+
+    /** `answer.data`, read once however many ways the caller asks for it. */
+    private dataOf(answer: Answer): unknown {
+      if (!this.read) {
+        this.data = answer.data;
+        this.read = true;
+      }
+      return this.data;
     }
 
     override then<A = unknown, B = never>(
       onfulfilled?: ((value: unknown) => A | PromiseLike<A>) | null,
       onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
     ): Promise<A | B> {
-      return this.parse().then(onfulfilled, onrejected);
+      // Straight off the answer: an `await` of the call then makes one promise, not two.
+      return this.responsePromise.then(
+        typeof onfulfilled === 'function'
+          ? (answer) => onfulfilled(this.dataOf(answer))
+          : (answer) => this.dataOf(answer) as A,
+        onrejected,
+      );
     }
 
     override catch<B = never>(
@@ -95,5 +114,4 @@ function settleWithNull(resolve: (value: null) => void): void {
   resolve(null);
 }
 const dataOf = (_client: unknown, answer: Answer): unknown => answer.data;
-const dataOfAnswer = (answer: Answer): unknown => answer.data;
 const responseOf = (answer: Answer): Response => answer.response;

@@ -119,11 +119,19 @@ export class Dispatch implements AttemptOutcome, CallGate {
 
   /** Starts the call; the promise settles with its answer, or the error its caller sees. */
   run(): Promise<Answer> {
-    return new Promise<Answer>((resolve, reject) => {
-      this.resolveCall = resolve;
-      this.rejectCall = reject;
+    const call = promiseOf(this);
+    try {
       this.begin(this);
-    });
+    } catch (error) {
+      this.rejectCall(error);
+    }
+    return call;
+  }
+
+  /** @internal The resolving functions of the call's promise (see {@link openCall}). */
+  settlesWith(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void {
+    this.resolveCall = resolve;
+    this.rejectCall = reject;
   }
 
   /** The first attempt answered. */
@@ -341,3 +349,18 @@ export class Dispatch implements AttemptOutcome, CallGate {
 }
 
 function noop(): void {}
+
+/** The dispatch whose promise is being made: an executor runs at once, so one serves every call. */
+let opening: Dispatch | undefined;
+
+/** A new promise settled by `dispatch`, without a closure of its own. */
+function promiseOf(dispatch: Dispatch): Promise<Answer> {
+  opening = dispatch;
+  const call = new Promise<Answer>(openCall);
+  opening = undefined;
+  return call;
+}
+
+function openCall(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void {
+  opening!.settlesWith(resolve, reject);
+}

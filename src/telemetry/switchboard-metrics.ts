@@ -1,4 +1,4 @@
-import { metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
+import { createNoopMeter, metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
 import type { FailureReason } from '../failover/classify';
 import type { CapacityQueue } from '../scheduling/capacity-queue';
 import { isNoRoom } from '../quota/no-room';
@@ -9,6 +9,9 @@ import { METER_NAME, SWITCHBOARD_METRICS as M } from './metric-names';
 import { SwitchboardGauges } from './switchboard-gauges';
 
 export { METER_NAME, SWITCHBOARD_METRICS } from './metric-names';
+
+/** The class of the API's meters while no SDK is registered. */
+const NoopMeter = createNoopMeter().constructor;
 
 /** Every reason a failed attempt is counted under; each starts at 0. */
 const REASONS: readonly FailureReason[] = [
@@ -107,8 +110,11 @@ export class SwitchboardMetrics {
       description:
         'Answers an Azure OpenAI provisioned deployment passed on to its standard deployment (spillover)',
     });
+    // The API's meters stay no-ops once taken (it has no proxy meter provider): without an SDK
+    // registered, no answer's headers need a look for a spillover that would count nothing.
+    const measured = !(meter instanceof NoopMeter);
     for (const d of registry.deployments.values()) {
-      if (d.provider !== 'openai') continue;
+      if (!measured || d.provider !== 'openai') continue;
       for (const state of d.models.values()) {
         // A name no header can carry (`ft:gpt-4o:...` on api.openai.com) cannot spill over.
         if (!/^[\w.~!#$%&'*+^`|-]+$/.test(state.upstreamName)) continue;
