@@ -15,7 +15,7 @@ import { AnswerLog } from './answer-log';
 import type { HeaderSource, RateLimitFamily, RateLimitReading } from './rate-limit-headers';
 import {
   liveParts,
-  type LimitListener,
+  type QuotaLedgerOptions,
   type ReportedRemaining,
   type SharedReading,
 } from './reading';
@@ -24,16 +24,7 @@ import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
 export type { SharedUsage } from './peer-usage';
-
-/** Options of a {@link QuotaLedger} beyond its limits. */
-export interface QuotaLedgerOptions {
-  /** How the upstream reconciles its admission charge; default `reserve` (Azure OpenAI). */
-  charge?: ChargePolicy;
-  /** Whose rate-limit headers its answers carry; default both are looked for. */
-  headers?: RateLimitFamily;
-  /** Told when a limit is learned from the headers, or corrected by them. */
-  onLimit?: LimitListener;
-}
+export type { QuotaLedgerOptions } from './reading';
 
 /** Span of the anchoring correction when usage is counted in a fixed window. */
 const DEFAULT_SPAN = 60_000;
