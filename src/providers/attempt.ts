@@ -252,8 +252,7 @@ class Attempt implements DeadlineEntry {
     this.release();
     if (request.metered) {
       const usage = this.adapter.usage(data);
-      state.settle(request.admission, usage);
-      state.latency.answered(this.startedAt, usage?.output);
+      state.answered(request.admission, usage, this.startedAt);
     }
     state.recordSuccess();
     this.trace?.response(data);

@@ -21,14 +21,19 @@ export interface CounterScope {
 }
 
 /**
- * A fresh scope of `span` ms, whose `learned` learns the limit and tells `onLimit` of a change.
+ * A fresh scope of `span` ms, whose `learned` learns the limit and, when it changed, tells
+ * `onChange` (first) and `onLimit`.
  *
  * @example
  * ```ts
  * const scope = counterScope(60_000, (limit, value) => console.log(`${limit} is ${value}`));
  * ```
  */
-export function counterScope(span: number, onLimit?: LimitListener): CounterScope {
+export function counterScope(
+  span: number,
+  onLimit?: LimitListener,
+  onChange?: () => void,
+): CounterScope {
   return {
     span,
     peers: undefined,
@@ -36,7 +41,9 @@ export function counterScope(span: number, onLimit?: LimitListener): CounterScop
     learned(limit, value) {
       const configured = limit.configured !== undefined && limit.configured > 0;
       const was = limit.learn(value);
-      if (was !== undefined) onLimit?.(limit.name, value, was, configured);
+      if (was === undefined) return;
+      onChange?.();
+      onLimit?.(limit.name, value, was, configured);
     },
   };
 }
@@ -148,4 +155,26 @@ export function takeReported(
     scope.reported[limit.name] = { remaining: reported.remaining, at };
   }
   return true;
+}
+
+/**
+ * The counters of a ledger with a limit in force, in the order they are asked: they alone can
+ * refuse room or add to utilization (an unlimited counter fits everything and shares 0), so the
+ * loops of every call skip the rest. Built again when a limit is learned or the window changes.
+ */
+export function gatingOf(counters: {
+  tokens: LimitCounter & { limit: QuotaLimit };
+  requests: LimitCounter & { limit: QuotaLimit };
+  burst: LimitCounter & { active: boolean };
+  input: LimitCounter & { limit: QuotaLimit };
+  output: LimitCounter & { limit: QuotaLimit };
+}): readonly LimitCounter[] {
+  const { tokens, requests, burst, input, output } = counters;
+  const gating: LimitCounter[] = [];
+  if (tokens.limit.value > 0) gating.push(tokens);
+  if (requests.limit.value > 0) gating.push(requests);
+  if (burst.active) gating.push(burst);
+  if (input.limit.value > 0) gating.push(input);
+  if (output.limit.value > 0) gating.push(output);
+  return gating;
 }

@@ -1,7 +1,13 @@
 import type { ModelConfig } from '../types';
 import { reconcile, type Admission, type ChargePolicy, type TokenUsage } from './admission';
 import { BurstCounter } from './burst-counter';
-import { counterScope, type Anchoring, type CounterScope, type LimitCounter } from './counter';
+import {
+  counterScope,
+  gatingOf,
+  type Anchoring,
+  type CounterScope,
+  type LimitCounter,
+} from './counter';
 import { IoCounter } from './io-counter';
 import type { SharedUsage } from './peer-usage';
 import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';
@@ -9,7 +15,7 @@ import { AnswerLog } from './answer-log';
 import type { HeaderSource, RateLimitFamily, RateLimitReading } from './rate-limit-headers';
 import {
   liveParts,
-  type LimitListener,
+  type QuotaLedgerOptions,
   type ReportedRemaining,
   type SharedReading,
 } from './reading';
@@ -18,16 +24,7 @@ import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
 export type { SharedUsage } from './peer-usage';
-
-/** Options of a {@link QuotaLedger} beyond its limits. */
-export interface QuotaLedgerOptions {
-  /** How the upstream reconciles its admission charge; default `reserve` (Azure OpenAI). */
-  charge?: ChargePolicy;
-  /** Whose rate-limit headers its answers carry; default both are looked for. */
-  headers?: RateLimitFamily;
-  /** Told when a limit is learned from the headers, or corrected by them. */
-  onLimit?: LimitListener;
-}
+export type { QuotaLedgerOptions } from './reading';
 
 /** Span of the anchoring correction when usage is counted in a fixed window. */
 const DEFAULT_SPAN = 60_000;
@@ -67,6 +64,8 @@ export class QuotaLedger {
   readonly output: IoCounter;
   /** Every counter, in the order they are asked. */
   private readonly counters: readonly LimitCounter[];
+  /** The counters with a limit in force ({@link gatingOf}); undefined when a limit changed. */
+  private gating: readonly LimitCounter[] | undefined = undefined;
   /** The counters a single call can be too big for. */
   private readonly capped: readonly (WindowCounter | IoCounter)[];
   private readonly scope: CounterScope;
@@ -85,7 +84,8 @@ export class QuotaLedger {
     this.charge = options.charge ?? 'reserve';
     this.family = options.headers;
     this.answers = new AnswerLog(options.headers);
-    const scope = (this.scope = counterScope(DEFAULT_SPAN, options.onLimit));
+    const stale = () => (this.gating = undefined);
+    const scope = (this.scope = counterScope(DEFAULT_SPAN, options.onLimit, stale));
     this.limits = limitsOf(limits);
     // Each counter owns its window; the 10 s one counts the newest sixth of the requests'.
     const tokens = new CountWindow(clock);
@@ -123,6 +123,7 @@ export class QuotaLedger {
   slide(windowMs: number, buckets = 120): void {
     const kind = windowMs > 0 ? 'sliding' : 'fixed';
     this.utilUntil = 0;
+    this.gating = undefined;
     this.tokens.window.configure(kind, windowMs, buckets);
     this.requests.window.configure(kind, windowMs, buckets);
     this.input.window.configure(kind, windowMs, buckets);
@@ -192,7 +193,7 @@ export class QuotaLedger {
     let util = 0;
     // Others' usage (a store updates it in place) changes with time: it is not kept.
     let until = this.scope.peers === undefined ? Infinity : now;
-    for (const counter of this.counters) {
+    for (const counter of (this.gating ??= gatingOf(this))) {
       const share = counter.share(now);
       if (share > util) util = share;
       if (until > now) {
@@ -235,7 +236,8 @@ export class QuotaLedger {
   /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
   hasRoom(admission: Admission, now = this.clock()): boolean {
     this.catchUp(now);
-    for (const counter of this.counters) if (!counter.fits(admission, now)) return false;
+    const gating = (this.gating ??= gatingOf(this));
+    for (const counter of gating) if (!counter.fits(admission, now)) return false;
     return true;
   }
 
@@ -295,15 +297,16 @@ export class QuotaLedger {
   /**
    * The answer to an admitted call reports what it used: reconcile as the upstream does (see
    * {@link ChargePolicy}). Once per admission, `usage` undefined when the answer did not say (the
-   * admission charge stays). Returns the tokens charged (negative: refunded).
+   * admission charge stays); `now` the clock's reading, when the caller has one. Returns the
+   * tokens charged (negative: refunded).
    */
-  settle(admission: Admission, usage: TokenUsage | undefined): number {
+  settle(admission: Admission, usage: TokenUsage | undefined, now?: number): number {
     this.answered(admission);
     if (usage === undefined) return 0;
     const { input, output } = reconcile(this.charge, admission, usage);
     const tokens = input + output;
     if (input === 0 && output === 0) return 0;
-    const now = this.clock();
+    now ??= this.clock();
     if (input !== 0) this.input.window.add(input, now);
     if (output !== 0) this.output.window.add(output, now);
     if (tokens !== 0) this.tokens.window.add(tokens, now);

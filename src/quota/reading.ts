@@ -1,5 +1,16 @@
+import type { ChargePolicy } from './admission';
 import type { LimitName } from './quota-limit';
-import type { RateLimitReading } from './rate-limit-headers';
+import type { RateLimitFamily, RateLimitReading } from './rate-limit-headers';
+
+/** Options of a {@link QuotaLedger} beyond its limits. */
+export interface QuotaLedgerOptions {
+  /** How the upstream reconciles its admission charge; default `reserve` (Azure OpenAI). */
+  charge?: ChargePolicy;
+  /** Whose rate-limit headers its answers carry; default both are looked for. */
+  headers?: RateLimitFamily;
+  /** Told when a limit is learned from the headers, or corrected by them. */
+  onLimit?: LimitListener;
+}
 
 /** What the upstream last reported for one limit, for operators. */
 export interface ReportedRemaining {

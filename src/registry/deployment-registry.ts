@@ -109,6 +109,8 @@ export class DeploymentRegistry implements PickTable {
           maxCooldown: context.maxCooldown,
         });
         state.listener = onEvent;
+        // No one listens yet: a charge's `spend` event would reach nobody.
+        state.spendHeard = false;
         models.set(m.name, state);
       }
       const deployment = build(config, models, i);
@@ -140,10 +142,19 @@ export class DeploymentRegistry implements PickTable {
   /** Listen to mark-downs and mark-ups; returns a function that stops listening. */
   onModelEvent(listener: ModelListener): () => void {
     this.listeners.push(listener);
+    this.hearSpends();
     return () => {
       const i = this.listeners.indexOf(listener);
       if (i >= 0) this.listeners.splice(i, 1);
+      this.hearSpends();
     };
+  }
+
+  /** `spend` events are made only while someone listens (one per charge otherwise wasted). */
+  private hearSpends(): void {
+    const heard = this.listeners.length > 0;
+    for (const d of this.deployments.values())
+      for (const s of d.models.values()) s.spendHeard = heard;
   }
 
   /**

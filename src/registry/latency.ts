@@ -33,7 +33,8 @@ class PeakEwma {
 
   observe(sample: number, now: number, decay: number): void {
     const idle = now > this.at ? now - this.at : 0;
-    const w = Math.exp(-idle / decay);
+    // Answers within one ms of each other (most, under load) need no fading.
+    const w = idle === 0 ? 1 : Math.exp(-idle / decay);
     const faded = this.value * w;
     this.value = !this.seen || sample >= faded ? sample : faded * w + sample * (1 - w);
     this.seen = true;
@@ -80,9 +81,11 @@ export class LatencyTracker {
     this.firstToken.observe(Math.max(0, now - sentAt), now, this.decay);
   }
 
-  /** An answer (not streamed) sent at `sentAt` came whole now, with `outputTokens` tokens. */
-  answered(sentAt: number, outputTokens: number | undefined): void {
-    const now = this.now();
+  /**
+   * An answer (not streamed) sent at `sentAt` came whole at `now` (the clock's reading by
+   * default), with `outputTokens` tokens.
+   */
+  answered(sentAt: number, outputTokens: number | undefined, now: number = this.now()): void {
     const tokens = outputTokens !== undefined && outputTokens >= 1 ? outputTokens : 1;
     this.perToken.observe(Math.max(0, now - sentAt) / tokens, now, this.decay);
   }

@@ -81,6 +81,11 @@ export class ModelState {
   private why: string | undefined = undefined;
   /** @internal Set by the registry. */
   listener: ((state: ModelState, event: ModelEvent) => void) | undefined;
+  /**
+   * @internal Whether the listener wants `spend` events: the registry clears it while nobody
+   * listens to its models, so a call's charge makes no event object.
+   */
+  spendHeard = true;
 
   constructor(
     config: ModelConfig,
@@ -152,7 +157,11 @@ export class ModelState {
    * ```
    */
   hasRoom(admission: Admission): boolean {
-    const now = this.clock();
+    return this.hasRoomAt(admission, this.clock());
+  }
+
+  /** @internal {@link hasRoom} at `now` (epoch ms), for a routing that read the clock once. */
+  hasRoomAt(admission: Admission, now: number): boolean {
     return now >= this.coolingEnd && this.quota.hasRoom(admission, now);
   }
 
@@ -191,6 +200,16 @@ export class ModelState {
     this.spent(this.quota.settle(admission, usage), 0);
   }
 
+  /**
+   * @internal An admitted call sent at `sentAt` (epoch ms) was answered whole: its charge is
+   * reconciled with `usage` ({@link settle}) and its latency counted, on one reading of the clock.
+   */
+  answered(admission: Admission, usage: TokenUsage | undefined, sentAt: number): void {
+    const now = this.clock();
+    this.spent(this.quota.settle(admission, usage, now), 0);
+    this.latency.answered(sentAt, usage?.output, now);
+  }
+
   /** @internal An admitted call failed before the upstream produced anything: its tokens go back. */
   release(admission: Admission): void {
     this.spent(this.quota.release(admission), 0);
@@ -207,7 +226,7 @@ export class ModelState {
 
   /** Tell the registry what a call charged, unless nothing. */
   private spent(tokens: number, requests: number): void {
-    if (this.listener !== undefined && (tokens !== 0 || requests !== 0)) {
+    if (this.spendHeard && this.listener !== undefined && (tokens !== 0 || requests !== 0)) {
       this.listener(this, { type: 'spend', tokens, requests });
     }
   }

@@ -33,7 +33,7 @@ const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
  *
  * @example
  * ```ts
- * const shared: DispatchShared = { registry, state, logger, queue, policy, metrics, hooks, countFailure };
+ * const shared: DispatchShared = { registry, state, logger, queue, policy, metrics, hooks, clock, countFailure };
  * ```
  */
 export interface DispatchShared {
@@ -47,6 +47,8 @@ export interface DispatchShared {
   readonly policy: FailoverPolicy;
   readonly metrics: SwitchboardMetrics;
   readonly hooks: AttemptHooks;
+  /** The models' clock (epoch ms), read once per routing. */
+  readonly clock: () => number;
   /** Count a call that failed for its caller. */
   countFailure(model: string, error: unknown): void;
 }
@@ -96,6 +98,8 @@ export class Dispatch implements AttemptOutcome, CallGate {
   /** The deployments this call already tried (made on its second attempt). */
   exclude: Set<Deployment> | undefined = undefined;
   private last: Route | undefined = undefined;
+  /** The clock's reading for the routing under way: every deployment's room is asked at it. */
+  private now = 0;
   private context: AttemptContext = FIRST_ATTEMPT;
   private resolveCall: (answer: Answer) => void = noop;
   private rejectCall: (error: unknown) => void = noop;
@@ -201,7 +205,8 @@ export class Dispatch implements AttemptOutcome, CallGate {
       return;
     }
     if ('deployment' in routed) {
-      this.send(routed, outcome);
+      // Routed now: the clock's reading of the routing still holds.
+      this.send(routed, outcome, this.pin === undefined ? this.now : undefined);
       return;
     }
     this.waitForRoom(routed).then(
@@ -217,12 +222,20 @@ export class Dispatch implements AttemptOutcome, CallGate {
     if (this.tags.lane === 'batch' && this.request.metered) {
       this.admission = this.shared.lanes.admissionFor(this.model, 'batch', this.request.admission);
     }
-    return routeCall(this.shared.registry, this.model, this.fallbacks, this.sessionId, this);
+    this.now = this.shared.clock();
+    return routeCall(
+      this.shared.registry,
+      this.model,
+      this.fallbacks,
+      this.sessionId,
+      this,
+      this.pool,
+    );
   }
 
   /** As a gate: room for the call's charge on a deployment it has not tried. */
   admits(state: ModelState, deployment: Deployment): boolean {
-    return hasRoom(state, this.admission) && !(this.exclude?.has(deployment) ?? false);
+    return hasRoom(state, this.admission, this.now) && !(this.exclude?.has(deployment) ?? false);
   }
 
   /** The pinned deployment, when it has room for the call. */
@@ -240,14 +253,17 @@ export class Dispatch implements AttemptOutcome, CallGate {
     return { deployment: d, model: this.model };
   }
 
-  /** One attempt on a route; a fallback's replaces the params' `model` for this attempt only. */
-  private send(to: Route, outcome: AttemptOutcome): void {
+  /**
+   * One attempt on a route; a fallback's replaces the params' `model` for this attempt only.
+   * `now` is the clock's reading when the route was taken in this same turn.
+   */
+  private send(to: Route, outcome: AttemptOutcome, now?: number): void {
     const { shared, request, model } = this;
     const { deployment } = to;
     try {
       if (this.last === undefined) shared.metrics.lanes?.admitted(model, this.tags);
       this.last = to;
-      if (this.tags.lane === 'interactive') shared.lanes.sent(model);
+      if (this.tags.lane === 'interactive') shared.lanes.sent(model, now);
       if (this.sessionId !== undefined) {
         shared.state.rememberSession?.(this.sessionId, deployment.name);
       }

@@ -20,7 +20,7 @@ export interface NoRoom {
  * Picks the deployment and model for one attempt of a call to `model`, given its `fallbacks` (in
  * order, chains resolved; none = the requested model only) and its `gate`: its `admission` charge
  * (what the upstream counts when it admits the call) and the deployments it already tried
- * (`exclude`):
+ * (`exclude`); `pool` is `model`'s deployments, when the caller has them already:
  *
  * 1. a deployment of `model` with room for the call that it has not tried, most preferred tier
  *    first; else the first fallback model with such a deployment;
@@ -52,8 +52,9 @@ export function routeCall(
   fallbacks: readonly string[] | undefined,
   sessionId: string | undefined,
   gate: CallGate,
+  pool: readonly Deployment[] = registry.poolFor(model),
 ): Route | NoRoom {
-  const own = pickWithRoom(registry, model, sessionId, gate);
+  const own = pickWithRoom(registry, model, sessionId, gate, pool);
   if (own !== undefined) return { deployment: own, model };
   if (fallbacks !== undefined) {
     for (const fallback of fallbacks) {
@@ -63,7 +64,7 @@ export function routeCall(
   }
   const { admission, exclude: tried } = gate;
   if (tried !== undefined && tried.size > 0) {
-    if (untriedAllDown(registry.poolFor(model), model, tried, admission)) {
+    if (untriedAllDown(pool, model, tried, admission)) {
       return { deployment: registry.select(model, sessionId, tried), model };
     }
     const anyTried = new RoomGate(admission);

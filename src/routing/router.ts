@@ -60,7 +60,7 @@ export class Router implements DispatchShared {
   readonly fallbacks: ReadonlyMap<string, readonly string[]>;
   private readonly chains: ResponseChains;
   private readonly defaultReservation: number;
-  private readonly clock: () => number;
+  readonly clock: () => number;
   /** Adapters with a surface, for the message of a call on the wrong one. */
   private readonly adapters: ApiAdapter[] = [];
   /** Per deployment, the state that calls without a model (retrievals) report to. */

@@ -61,9 +61,9 @@ export class LaneActivity {
 
   private readonly waiting: (model: string) => number;
 
-  /** An interactive call for `model` was sent. */
-  sent(model: string): void {
-    this.lastSent.set(model, this.clock());
+  /** An interactive call for `model` was sent, at `now` (epoch ms; the clock's reading by default). */
+  sent(model: string, now: number = this.clock()): void {
+    this.lastSent.set(model, now);
   }
 
   /** ms for which interactive traffic for `model` is still present; 0 when it is not. */

@@ -27,18 +27,22 @@ export interface PickTable {
  * Whether a model on a deployment can take one more call now: the one test that tiers, sessions,
  * fallbacks and failover share. With the call's admission charge, whether that charge fits the
  * model's limits (and it is not cooling); without (calls that use no quota), whether the model is
- * healthy. Either way, a slot under its `maxInFlight` cap must be free.
+ * healthy. Either way, a slot under its `maxInFlight` cap must be free. `now` is the clock's
+ * reading (epoch ms) when the caller has one for every deployment it asks about.
  *
  * @example
  * ```ts
  * const open = pool.filter((d) => hasRoom(d.models.get('gpt-4o')!, { input: 900, output: 256 }));
  * ```
  */
-export function hasRoom(state: ModelState, admission: Admission | undefined): boolean {
-  return (
-    state.inFlight.hasRoom() &&
-    (admission === undefined ? state.isHealthy() : state.hasRoom(admission))
-  );
+export function hasRoom(
+  state: ModelState,
+  admission: Admission | undefined,
+  now?: number,
+): boolean {
+  if (!state.inFlight.hasRoom()) return false;
+  if (admission === undefined) return state.isHealthy();
+  return now === undefined ? state.hasRoom(admission) : state.hasRoomAt(admission, now);
 }
 
 /**
@@ -85,7 +89,8 @@ const ANY: Gate = { admits: () => true };
 /**
  * A deployment of `model` that `gate` admits: the session's own while it does, else the
  * selector's pick in the most preferred tier that has one; `undefined` when none does (no best
- * effort). A session is remembered on what is picked.
+ * effort). A session is remembered on what is picked. `pool` is `model`'s, when the caller has
+ * it already.
  *
  * @example
  * ```ts
@@ -97,8 +102,8 @@ export function pickWithRoom(
   model: string,
   sessionId: string | undefined,
   gate: Gate,
+  pool: readonly Deployment[] = table.poolFor(model),
 ): Deployment | undefined {
-  const pool = table.poolFor(model);
   const held = heldBySession(table, model, sessionId, gate);
   if (held !== undefined) return held;
   const tiers = table.tiers.get(model);
