@@ -218,34 +218,20 @@ export class Router implements DispatchShared {
           : undefined;
       const tags = tagsOf(params as object);
       const pending = sessionFromStore(this.registry, this.state, sessionId);
-      if (pending !== undefined) {
-        return pending.then(() =>
-          new Dispatch(
-            this,
-            adapter,
-            op,
-            request,
-            sdkOptions,
-            sessionId,
-            pool,
-            fallbacks,
-            undefined,
-            tags,
-          ).run(),
-        );
-      }
-      return new Dispatch(
-        this,
-        adapter,
-        op,
-        request,
-        sdkOptions,
-        sessionId,
-        pool,
-        fallbacks,
-        undefined,
-        tags,
-      ).run();
+      const dispatch = () =>
+        new Dispatch(
+          this,
+          adapter,
+          op,
+          request,
+          sdkOptions,
+          sessionId,
+          pool,
+          fallbacks,
+          undefined,
+          tags,
+        ).run();
+      return pending === undefined ? dispatch() : pending.then(dispatch);
     } catch (error) {
       return Promise.reject(error);
     }
