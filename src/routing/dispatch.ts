@@ -241,10 +241,13 @@ export class Dispatch implements AttemptOutcome, CallGate {
   /** The pinned deployment, when it has room for the call. */
   private pinned(pin: Pin): Route {
     const { deployment: d, state, model, id } = pin;
-    if (model !== undefined && !state.hasRoom(this.request.admission)) {
+    const calls = state.inFlight;
+    if (model !== undefined && (!state.hasRoom(this.request.admission) || !calls.hasRoom())) {
       const why = state.isCooling()
         ? `is cooling down for ${Math.ceil(state.cooldownRemaining / 1000)} s`
-        : 'is at its quota';
+        : calls.hasRoom()
+          ? 'is at its quota'
+          : `has ${calls.count} calls in flight (maxInFlight ${calls.cap})`;
       throw new SwitchboardError(
         `${clip(id)} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
       );

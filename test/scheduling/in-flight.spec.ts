@@ -118,6 +118,29 @@ describe('maxInFlight', () => {
     expect(s.upstream.deployment('a').stats.requests).toBe(1);
   });
 
+  it('refuses a call that continues a stored response while its deployment is at the cap, and sends it once a slot is free', async () => {
+    s = await setup([{ latency: 40 }], { maxInFlight: 1 });
+    const home = s.upstream.deployment('a');
+    const first = await s.sb.responses.create({ model: GPT, input: 'start' });
+    const busy = s.sb.responses.create({ model: GPT, input: 'busy' });
+    await home.waitFor((d) => d.stats.inFlight === 1);
+    const refused = s.sb.responses.create({
+      model: GPT,
+      input: 'go on',
+      previous_response_id: first.id,
+    });
+    await expect(refused).rejects.toThrow(/has 1 calls in flight \(maxInFlight 1\)/);
+    expect(home.stats.requests).toBe(2);
+    await busy;
+    const chained = await s.sb.responses.create({
+      model: GPT,
+      input: 'go on',
+      previous_response_id: first.id,
+    });
+    expect(chained.previous_response_id).toBe(first.id);
+    expect(s.peak.a).toBe(1);
+  });
+
   it('counts a stream until it is read to its end, then lets a waiting call go', async () => {
     s = await setup([{ chunkDelay: 5 }], { maxInFlight: 1 }, { queue: { maxWait: 10_000 } });
     const sim = s.upstream.deployment('a');
