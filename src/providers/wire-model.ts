@@ -41,3 +41,17 @@ export function toWire(options: WireOptions, names: ReadonlyMap<string, string>)
   const wire = names.get(model);
   if (wire !== undefined) options.body = { ...body, model: wire };
 }
+
+/**
+ * Whether `client` sends `model` under the upstream's own name (a client made with
+ * {@link wireNames}): a body already serialized by someone else would then carry the wrong name.
+ *
+ * @example
+ * ```ts
+ * const payload = renamesModel(client, body.model) ? body : clientBytes;
+ * ```
+ */
+export function renamesModel(client: unknown, model: unknown): boolean {
+  const names = (client as { wireNames?: ReadonlyMap<string, string> } | null)?.wireNames;
+  return typeof model === 'string' && names instanceof Map && names.has(model);
+}

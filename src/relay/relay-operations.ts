@@ -1,5 +1,6 @@
 import type { ApiOperation, ApiPromiseLike } from '../providers/adapter';
 import type { SdkRequestOptions } from '../registry/deployment';
+import { renamesModel } from '../providers/wire-model';
 import { SseEvents } from './sse-events';
 import {
   readText,
@@ -195,7 +196,9 @@ export function relayPost(
         };
         return new DirectCall(client, request, canStream && body.stream === true);
       }
-      const payload = same ? raw : JSON.stringify(body);
+      // Not the client's bytes: the body as an object, so that the client's hooks (the
+      // upstream's name for the model, `toWire`) see it before the SDK serializes it.
+      const payload = same && !renamesModel(client, body.model) ? raw : body;
       const sent = (client as RequestClient).post(
         path,
         requestOptions(payload, o, relay?.headers ?? JSON_HEADERS),

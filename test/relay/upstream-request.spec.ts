@@ -22,6 +22,7 @@ beforeAll(async () => {
     deployments: [
       { name: 'east', apiKey: 'key-east', deploymentNames: ['gpt4o-mini-east'] },
       { name: 'west', apiKey: 'key-west' },
+      { name: 'foundry', apiKey: 'key-foundry', deploymentNames: ['claude-foundry-east'] },
     ],
   });
 });
@@ -61,6 +62,40 @@ describe('the relay to openai-client deployments', () => {
     expect(request!.model).toBe('gpt4o-mini-east');
     expect(request!.headers.authorization).toBe('Bearer key-east');
     expect(request!.body).toMatchObject({ messages: BODY.messages, max_tokens: 16 });
+  });
+
+  it("sends a Claude deployment's upstream model name, also when the client's bytes would do", async () => {
+    sb = createSwitchboard({
+      deployments: [
+        {
+          provider: 'anthropic',
+          name: 'foundry',
+          baseURL: upstream.deployment('foundry').anthropicBaseURL,
+          apiKey: 'key-foundry',
+          models: [
+            {
+              name: 'claude-sonnet-4-5',
+              deployment: 'claude-foundry-east',
+              tpm: 1_000_000,
+              rpm: 1_000,
+            },
+          ],
+        },
+      ],
+    });
+    const res = await sb.fetch('http://switchboard/v1/messages', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'client' },
+      body: JSON.stringify({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 16,
+        messages: [{ role: 'user', content: 'Hello' }],
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { model: string }).model).toBeDefined();
+    const [request] = upstream.deployment('foundry').requests;
+    expect(request!.model).toBe('claude-foundry-east');
   });
 
   it("sends the client's own bytes when nothing changes them", async () => {

@@ -66,7 +66,8 @@ type FoundryOptions = NonNullable<ConstructorParameters<typeof AnthropicFoundry>
  * The names travel in the client options, so `withOptions()` copies keep them.
  */
 class NamedDeploymentsFoundry extends AnthropicFoundry {
-  private readonly wireNames: ReadonlyMap<string, string>;
+  /** Caller's name -> the upstream's, for {@link renamesModel}. */
+  readonly wireNames: ReadonlyMap<string, string>;
 
   constructor(options: FoundryOptions & { wireNames: ReadonlyMap<string, string> }) {
     super(options);

@@ -59,7 +59,8 @@ export class OpenAIDeployment extends Deployment {
  * The names travel in the client options, so `withOptions()` copies keep them.
  */
 class NamedDeploymentsOpenAI extends OpenAI {
-  private readonly wireNames: ReadonlyMap<string, string>;
+  /** Caller's name -> the upstream's, for {@link renamesModel}. */
+  readonly wireNames: ReadonlyMap<string, string>;
 
   constructor(options: ClientOptions & { wireNames: ReadonlyMap<string, string> }) {
     super(options);
