@@ -6,7 +6,8 @@
  */
 import { request as httpRequest } from 'node:http';
 import { KeyLimits } from '../../sample/guard/key-limits';
-import { createGateway, type Gateway } from '../../sample/main';
+import type { Gateway } from '../../sample/main';
+import { gatewayWith } from '../support/gateway';
 
 const GPT = 'gpt-4o-mini';
 const BODY = JSON.stringify({
@@ -14,7 +15,6 @@ const BODY = JSON.stringify({
   max_tokens: 4,
   messages: [{ role: 'user', content: 'hi' }],
 });
-const ENV = ['GATEWAY_API_KEYS', 'GATEWAY_API_KEYS_FILE', 'GATEWAY_KEY_MAX_IN_FLIGHT'];
 
 interface Answer {
   status: number;
@@ -50,25 +50,6 @@ function post(
     for (const part of parts) req.write(part);
     req.end();
   });
-}
-
-async function gatewayWith(env: Record<string, string>): Promise<Gateway> {
-  const saved = Object.fromEntries(ENV.map((name) => [name, process.env[name]]));
-  for (const name of ENV) delete process.env[name];
-  Object.assign(process.env, env);
-  try {
-    return await createGateway({
-      port: 0,
-      host: '127.0.0.1',
-      simulation: { latencyFactor: 0, chunkDelay: 0 },
-      logger: false,
-    });
-  } finally {
-    for (const [name, value] of Object.entries(saved)) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
-  }
 }
 
 describe('without keys', () => {

@@ -5,7 +5,7 @@
  * when to retry. Gateways in process on free ports (one per setting, started once), driven by the
  * real SDK clients and raw HTTP.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,20 +16,14 @@ import OpenAI from 'openai';
 import { Switchboard } from 'nestjs-switchboard';
 import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { KeyLimits } from '../../sample/guard/key-limits';
-import { createGateway, type Gateway } from '../../sample/main';
+import type { Gateway } from '../../sample/main';
 import { Simulation } from '../../sample/simulation/simulation';
 import { eventually } from '../support/eventually';
+import { gatewayWith, oneSlowDeployment } from '../support/gateway';
 
 const GPT = 'gpt-4o-mini';
 const CLAUDE = 'claude-sonnet-5';
 const KEYS = ['key-one', 'key-two', 'key-three'];
-const ENV = [
-  'GATEWAY_API_KEYS',
-  'GATEWAY_API_KEYS_FILE',
-  'GATEWAY_KEY_RPM',
-  'GATEWAY_KEY_MAX_IN_FLIGHT',
-  'SWITCHBOARD_CONFIG',
-];
 
 interface Answer {
   status: number;
@@ -85,25 +79,6 @@ const post = (url: string, body: string, headers: Record<string, string> = {}): 
   raw(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 
 /** Starts a gateway with these environment variables set (and the others of {@link ENV} unset). */
-async function gatewayWith(env: Record<string, string>): Promise<Gateway> {
-  const saved = Object.fromEntries(ENV.map((name) => [name, process.env[name]]));
-  for (const name of ENV) delete process.env[name];
-  Object.assign(process.env, env);
-  try {
-    return await createGateway({
-      port: 0,
-      host: '127.0.0.1',
-      simulation: env.SWITCHBOARD_CONFIG ? undefined : { latencyFactor: 0, chunkDelay: 0 },
-      logger: false,
-    });
-  } finally {
-    for (const [name, value] of Object.entries(saved)) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
-  }
-}
-
 function upstreamRequests(gateway: Gateway): number {
   return gateway.app
     .get(Simulation)
@@ -378,23 +353,7 @@ describe('errors that say retry', () => {
   beforeAll(async () => {
     upstream = await SimulatedUpstream.start({ deployments: [{ name: 'solo' }] });
     dir = mkdtempSync(join(tmpdir(), 'switchboard-guard-'));
-    const file = join(dir, 'switchboard.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        deployments: [
-          {
-            provider: 'openai',
-            name: 'solo',
-            baseURL: upstream.deployment('solo').openaiBaseURL,
-            apiKey: 'k',
-            models: [{ name: GPT, rpm: 1 }],
-          },
-        ],
-        queue: { maxWait: 600_000 },
-      }),
-    );
-    gateway = await gatewayWith({ SWITCHBOARD_CONFIG: file });
+    gateway = await gatewayWith({ SWITCHBOARD_CONFIG: oneSlowDeployment(dir, upstream, GPT) });
   });
   afterAll(async () => {
     await gateway?.close();

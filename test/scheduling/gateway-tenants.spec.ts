@@ -3,23 +3,17 @@
  * `x-switchboard-lane` and `x-switchboard-tenant`, and with GATEWAY_API_KEYS the key (by its place
  * in the list, never the key itself) when no tenant is named.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Switchboard } from 'nestjs-switchboard';
 import { SimulatedUpstream } from 'nestjs-switchboard/testing';
-import { createGateway, type Gateway } from '../../sample/main';
+import type { Gateway } from '../../sample/main';
 import { eventually } from '../support/eventually';
+import { gatewayWith, oneSlowDeployment } from '../support/gateway';
 
 const GPT = 'gpt-4o-mini';
 const KEYS = ['first-secret-key', 'second-secret-key', 'third-secret-key'];
-const ENV = [
-  'GATEWAY_API_KEYS',
-  'GATEWAY_API_KEYS_FILE',
-  'GATEWAY_KEY_RPM',
-  'GATEWAY_KEY_MAX_IN_FLIGHT',
-  'SWITCHBOARD_CONFIG',
-];
 
 const chat = JSON.stringify({
   model: GPT,
@@ -35,33 +29,10 @@ describe('the gateway: lanes and tenants', () => {
   beforeAll(async () => {
     upstream = await SimulatedUpstream.start({ deployments: [{ name: 'solo' }] });
     dir = mkdtempSync(join(tmpdir(), 'switchboard-tenants-'));
-    const file = join(dir, 'switchboard.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        deployments: [
-          {
-            provider: 'openai',
-            name: 'solo',
-            baseURL: upstream.deployment('solo').openaiBaseURL,
-            apiKey: 'k',
-            models: [{ name: GPT, rpm: 1 }],
-          },
-        ],
-        queue: { maxWait: 600_000 },
-      }),
-    );
-    const saved = Object.fromEntries(ENV.map((name) => [name, process.env[name]]));
-    for (const name of ENV) delete process.env[name];
-    Object.assign(process.env, { GATEWAY_API_KEYS: KEYS.join(','), SWITCHBOARD_CONFIG: file });
-    try {
-      gateway = await createGateway({ port: 0, host: '127.0.0.1', logger: false });
-    } finally {
-      for (const [name, value] of Object.entries(saved)) {
-        if (value === undefined) delete process.env[name];
-        else process.env[name] = value;
-      }
-    }
+    gateway = await gatewayWith({
+      GATEWAY_API_KEYS: KEYS.join(','),
+      SWITCHBOARD_CONFIG: oneSlowDeployment(dir, upstream, GPT),
+    });
   });
   afterAll(async () => {
     await gateway?.close();
