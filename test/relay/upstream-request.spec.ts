@@ -4,7 +4,7 @@
  * simulated deployments.
  */
 import OpenAI from 'openai';
-import { createSwitchboard, type Switchboard } from '../../src';
+import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 
 const GPT = 'gpt-4o-mini';
@@ -13,6 +13,22 @@ const BODY = {
   messages: [{ role: 'user', content: 'Hello' }],
   max_tokens: 16,
 };
+
+/** An `openai` deployment serving GPT, far from its quota; `deployment` is its upstream name. */
+function openaiAt(
+  name: string,
+  baseURL: string,
+  apiKey: string,
+  deployment?: string,
+): DeploymentConfig {
+  return {
+    provider: 'openai',
+    name,
+    baseURL,
+    apiKey,
+    models: [{ name: GPT, deployment, tpm: 1_000_000, rpm: 1_000 }],
+  };
+}
 
 let upstream: SimulatedUpstream;
 let sb: Switchboard | undefined;
@@ -47,13 +63,7 @@ describe('the relay to openai-client deployments', () => {
   it("sends the deployment's upstream model name and its key, never the client's", async () => {
     sb = createSwitchboard({
       deployments: [
-        {
-          provider: 'openai',
-          name: 'east',
-          baseURL: upstream.deployment('east').openaiBaseURL,
-          apiKey: 'key-east',
-          models: [{ name: GPT, deployment: 'gpt4o-mini-east', tpm: 1_000_000, rpm: 1_000 }],
-        },
+        openaiAt('east', upstream.deployment('east').openaiBaseURL, 'key-east', 'gpt4o-mini-east'),
       ],
     });
     const res = await post(BODY);
@@ -100,15 +110,7 @@ describe('the relay to openai-client deployments', () => {
 
   it("sends the client's own bytes when nothing changes them", async () => {
     sb = createSwitchboard({
-      deployments: [
-        {
-          provider: 'openai',
-          name: 'west',
-          baseURL: upstream.deployment('west').openaiBaseURL,
-          apiKey: 'key-west',
-          models: [{ name: GPT, tpm: 1_000_000, rpm: 1_000 }],
-        },
-      ],
+      deployments: [openaiAt('west', upstream.deployment('west').openaiBaseURL, 'key-west')],
     });
     // Key order and spacing a re-serialization would not keep.
     const text = `{ "max_tokens": 16, "model": "${GPT}", "messages": [{"role":"user","content":"Hi"}] }`;
@@ -123,15 +125,7 @@ describe('the relay to openai-client deployments', () => {
 
   it("answers an upstream's error with its status and body, as the SDK reads it", async () => {
     sb = createSwitchboard({
-      deployments: [
-        {
-          provider: 'openai',
-          name: 'west',
-          baseURL: upstream.deployment('west').openaiBaseURL,
-          apiKey: 'wrong-key',
-          models: [{ name: GPT, tpm: 1_000_000, rpm: 1_000 }],
-        },
-      ],
+      deployments: [openaiAt('west', upstream.deployment('west').openaiBaseURL, 'wrong-key')],
       failover: { attempts: 1 },
     });
     const client = new OpenAI({ apiKey: 'client', fetch: sb.fetch, maxRetries: 0 });
@@ -149,20 +143,8 @@ describe('the relay to openai-client deployments', () => {
     await closed.close();
     sb = createSwitchboard({
       deployments: [
-        {
-          provider: 'openai',
-          name: 'gone',
-          baseURL: goneURL,
-          apiKey: 'k',
-          models: [{ name: GPT, tpm: 1_000_000, rpm: 1_000 }],
-        },
-        {
-          provider: 'openai',
-          name: 'west',
-          baseURL: upstream.deployment('west').openaiBaseURL,
-          apiKey: 'key-west',
-          models: [{ name: GPT, tpm: 1_000_000, rpm: 1_000 }],
-        },
+        openaiAt('gone', goneURL, 'k'),
+        openaiAt('west', upstream.deployment('west').openaiBaseURL, 'key-west'),
       ],
       failover: { attempts: 2 },
     });
@@ -175,15 +157,7 @@ describe('the relay to openai-client deployments', () => {
     const v6 = await SimulatedUpstream.start({ host: '::1', deployments: [{ name: 'v6' }] });
     try {
       sb = createSwitchboard({
-        deployments: [
-          {
-            provider: 'openai',
-            name: 'v6',
-            baseURL: v6.deployment('v6').openaiBaseURL,
-            apiKey: 'k',
-            models: [{ name: GPT, tpm: 1_000_000, rpm: 1_000 }],
-          },
-        ],
+        deployments: [openaiAt('v6', v6.deployment('v6').openaiBaseURL, 'k')],
       });
       expect(v6.deployment('v6').openaiBaseURL).toContain('[::1]');
       expect((await post(BODY)).status).toBe(200);
@@ -194,15 +168,7 @@ describe('the relay to openai-client deployments', () => {
 
   it("stops the upstream's request when the caller aborts", async () => {
     sb = createSwitchboard({
-      deployments: [
-        {
-          provider: 'openai',
-          name: 'west',
-          baseURL: upstream.deployment('west').openaiBaseURL,
-          apiKey: 'key-west',
-          models: [{ name: GPT, tpm: 1_000_000, rpm: 1_000 }],
-        },
-      ],
+      deployments: [openaiAt('west', upstream.deployment('west').openaiBaseURL, 'key-west')],
     });
     upstream.deployment('west').fail({ kind: 'hang' });
     const abort = new AbortController();
