@@ -149,11 +149,11 @@ export class ModelState {
   get util(): number {
     const now = this.clock();
     const { table, row } = this;
-    if (now < table[row + COOL]!) return 1;
-    // The utilization the quota kept, while it holds; the quota's own answer else.
-    return now < table[row + UNTIL]! && now >= table[row + FROM]!
-      ? table[row + UTIL]!
-      : this.quota.util(now);
+    // The utilization the quota kept, while it holds and the model is not cooling.
+    if (now < table[row + UNTIL]! && now >= table[row + FROM]! && now >= table[row + COOL]!) {
+      return table[row + UTIL]!;
+    }
+    return now < table[row + COOL]! ? 1 : this.quota.util(now);
   }
 
   /** True while utilization is below 1 and the model is not cooling. */
