@@ -20,6 +20,7 @@ import {
   type SharedReading,
 } from './reading';
 import { CountWindow } from './count-window';
+import { forget, hotRow, keep, keptUtil, type HotRow } from './hot-row';
 import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
@@ -37,9 +38,8 @@ const DEFAULT_SPAN = 60_000;
  * is the largest share, {@link roomAt} the longest wait, and an answer's reading is handed part
  * by part to the counter of each limit ({@link observe}). Cooldowns are its owner's business.
  *
- * Every operation reads the clock at most once and passes it down (a read costs about as much as
- * the arithmetic); the methods that take `now` (epoch ms) share an owner's reading. An idle
- * model's {@link util} is kept until a charge, an answer or time can change it.
+ * Every operation reads the clock at most once; the methods that take `now` (epoch ms) share an
+ * owner's reading. An idle model's {@link util} is kept until a charge, an answer or time changes it.
  *
  * @example
  * ```ts
@@ -71,10 +71,8 @@ export class QuotaLedger {
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
   private readonly answers: AnswerLog;
-  /** {@link util} for clock readings in `[utilFrom, utilUntil)`, which no time alone changes. */
-  private utilValue = 0;
-  private utilFrom = 0;
-  private utilUntil = 0;
+  /** @internal {@link util} as last computed, and the clock readings it holds for ({@link HotRow}). */
+  readonly hot: HotRow = hotRow();
 
   constructor(
     limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm'>,
@@ -84,7 +82,10 @@ export class QuotaLedger {
     this.charge = options.charge ?? 'reserve';
     this.family = options.headers;
     this.answers = new AnswerLog(options.headers);
-    const stale = () => (this.gating = undefined);
+    const stale = () => {
+      this.gating = undefined;
+      forget(this.hot);
+    };
     const scope = (this.scope = counterScope(DEFAULT_SPAN, options.onLimit, stale));
     this.limits = limitsOf(limits);
     // Each counter owns its window; the 10 s one counts the newest sixth of the requests'.
@@ -106,7 +107,7 @@ export class QuotaLedger {
   }
 
   set shared(usage: SharedUsage | undefined) {
-    this.utilUntil = 0;
+    forget(this.hot);
     this.scope.peers = usage;
   }
 
@@ -122,7 +123,7 @@ export class QuotaLedger {
    */
   slide(windowMs: number, buckets = 120): void {
     const kind = windowMs > 0 ? 'sliding' : 'fixed';
-    this.utilUntil = 0;
+    forget(this.hot);
     this.gating = undefined;
     this.tokens.window.configure(kind, windowMs, buckets);
     this.requests.window.configure(kind, windowMs, buckets);
@@ -188,7 +189,8 @@ export class QuotaLedger {
 
   /** The largest share of any limit over the anchored view; unlimited counts as 0. */
   util(now = this.clock()): number {
-    if (now < this.utilUntil && now >= this.utilFrom) return this.utilValue;
+    const kept = keptUtil(this.hot, now);
+    if (kept >= 0) return kept;
     this.catchUp(now);
     let util = 0;
     // Others' usage (a store updates it in place) changes with time: it is not kept.
@@ -201,9 +203,7 @@ export class QuotaLedger {
         if (t < until) until = t;
       }
     }
-    this.utilValue = util;
-    this.utilFrom = now;
-    this.utilUntil = until;
+    keep(this.hot, util, now, until);
     return util;
   }
 
@@ -278,7 +278,7 @@ export class QuotaLedger {
    */
   admit(admission: Admission): number {
     const now = this.clock();
-    this.utilUntil = 0;
+    forget(this.hot);
     for (const counter of this.counters) counter.admit(admission, now);
     this.answers.admitted(admission, now);
     return now;
@@ -289,7 +289,7 @@ export class QuotaLedger {
    * already agrees with the upstream's about it.
    */
   private answered(admission: Admission): boolean {
-    this.utilUntil = 0;
+    forget(this.hot);
     for (const counter of this.counters) counter.answered(admission);
     return this.answers.answered(admission);
   }
@@ -340,7 +340,7 @@ export class QuotaLedger {
   observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
     const reading = this.answers.read(headers);
     if (reading === undefined) return;
-    this.utilUntil = 0;
+    forget(this.hot);
     const now = this.clock();
     this.catchUp(now);
     const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span);
@@ -386,20 +386,20 @@ export class QuotaLedger {
     reading = live;
     const context = this.answers.peerAnswer(reading, now);
     if (context === undefined) return false;
-    this.utilUntil = 0;
+    forget(this.hot);
     this.apply(reading.reading, context);
     return true;
   }
 
   /** Charge (or refund, negative) outside a call's admission; usage never goes below 0. */
   spend(tokens: number, requests = 0): void {
-    this.utilUntil = 0;
+    forget(this.hot);
     this.usage.add(tokens, requests);
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */
   reset(): void {
-    this.utilUntil = 0;
+    forget(this.hot);
     for (const counter of this.counters) counter.reset();
   }
 }

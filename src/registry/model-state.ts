@@ -1,5 +1,6 @@
 import type { ModelConfig } from '../types';
 import type { Admission, TokenUsage } from '../quota/admission';
+import { COOL, FROM, UNTIL, UTIL } from '../quota/hot-row';
 import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
 import { ConsecutiveBreaker } from './consecutive-breaker';
@@ -50,6 +51,14 @@ export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'> &
  * ```
  */
 export class ModelState {
+  // Declared first, so that a draw finds what it reads in the object's first bytes.
+  /** The table of the quota's `HotRow`, where the kept utilization and the cooldown's end are. */
+  private readonly table: Float64Array;
+  /** Index of the row in {@link table}. */
+  private readonly row: number;
+  private readonly clock: () => number;
+  /** @internal Whether a `maxInFlight` cap applies (without one, {@link inFlight} always has room). */
+  readonly capped: boolean;
   readonly name: string;
   /** Default cooldown in ms (every cooldown is capped by `maxCooldown`). */
   readonly cooldown: number;
@@ -71,12 +80,8 @@ export class ModelState {
   readonly inFlight: InFlight;
   /** Recent time to first token and time per output token. */
   readonly latency: LatencyTracker;
+  /** Its end as last set is also in the hot row (`COOL`): cooling at `now` iff `now` is before it. */
   private readonly cooling: Cooldown;
-  /**
-   * The cooldown's end as last set (epoch ms, 0 = none): cooling at `now` iff `now` is before it.
-   * Selection reads it on every draw, without reaching into the cooldown.
-   */
-  private coolingEnd = 0;
   /** Why the current cooldown was set (`markDown`'s reason). */
   private why: string | undefined = undefined;
   /** @internal Set by the registry. */
@@ -90,9 +95,11 @@ export class ModelState {
   constructor(
     config: ModelConfig,
     deployment: string,
-    private readonly clock: () => number = Date.now,
+    clock: () => number = Date.now,
     options: ModelStateOptions = {},
   ) {
+    this.clock = clock;
+    this.capped = config.maxInFlight !== undefined && config.maxInFlight > 0;
     this.name = config.name;
     this.upstreamName = config.deployment ?? config.name;
     this.cooldown = config.cooldown ?? DEFAULT_COOLDOWN;
@@ -109,6 +116,8 @@ export class ModelState {
       onLimit: (limit, value, was, configured) =>
         this.listener?.(this, { type: 'limit', limit, value, was, configured }),
     });
+    this.table = this.quota.hot.table;
+    this.row = this.quota.hot.row;
   }
 
   /** The longest cooldown (ms), whatever its source. */
@@ -139,7 +148,12 @@ export class ModelState {
    */
   get util(): number {
     const now = this.clock();
-    return now < this.coolingEnd ? 1 : this.quota.util(now);
+    const { table, row } = this;
+    // The utilization the quota kept, while it holds and the model is not cooling.
+    if (now < table[row + UNTIL]! && now >= table[row + FROM]! && now >= table[row + COOL]!) {
+      return table[row + UTIL]!;
+    }
+    return now < table[row + COOL]! ? 1 : this.quota.util(now);
   }
 
   /** True while utilization is below 1 and the model is not cooling. */
@@ -162,7 +176,7 @@ export class ModelState {
 
   /** @internal {@link hasRoom} at `now` (epoch ms), for a routing that read the clock once. */
   hasRoomAt(admission: Admission, now: number): boolean {
-    return now >= this.coolingEnd && this.quota.hasRoom(admission, now);
+    return now >= this.table[this.row + COOL]! && this.quota.hasRoom(admission, now);
   }
 
   /**
@@ -264,7 +278,7 @@ export class ModelState {
     const kind = reason === undefined ? 'manual' : quota ? 'quota' : 'fault';
     const until = this.cooling.extend(this.clock(), ms, kind);
     if (until === 0) return;
-    this.coolingEnd = until;
+    this.table[this.row + COOL] = until;
     this.why = reason;
     this.listener?.(this, { type: 'down', until, reason });
   }
@@ -282,7 +296,7 @@ export class ModelState {
   markUp(): void {
     this.breaker.success();
     this.why = undefined;
-    this.coolingEnd = 0;
+    this.table[this.row + COOL] = 0;
     if (this.cooling.clear()) this.listener?.(this, { type: 'up' });
   }
 
@@ -294,7 +308,7 @@ export class ModelState {
     this.why = undefined;
     const now = this.clock();
     this.cooling.restore(until, now, 'quota');
-    this.coolingEnd = this.cooling.until(now);
+    this.table[this.row + COOL] = this.cooling.until(now);
   }
 
   /** @internal Count a consecutive upstream failure; returns the count so far (the breaker opens at 3). */

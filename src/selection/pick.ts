@@ -40,7 +40,7 @@ export function hasRoom(
   admission: Admission | undefined,
   now?: number,
 ): boolean {
-  if (!state.inFlight.hasRoom()) return false;
+  if (state.capped && !state.inFlight.hasRoom()) return false;
   if (admission === undefined) return state.isHealthy();
   return now === undefined ? state.hasRoom(admission) : state.hasRoomAt(admission, now);
 }
