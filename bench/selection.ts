@@ -51,15 +51,29 @@ export function selectionScaling(
   const rows: SelectionFigures[] = [];
   const sessions = Array.from({ length: 512 }, (_, i) => `session-${i}`);
   const fresh = Array.from({ length: options.per }, (_, i) => `new-${i}`);
-  for (const n of sizes) {
+  const pools = sizes.map((n) => {
     const sb = build(n);
-    // Realistic, uneven utilizations (as after some traffic), all below 1.
+    // Utilization spread as in real traffic, so that the choice between two draws matters.
     const rng = seeded(n);
     for (const d of sb.deployments.values()) {
       d.models.get(MODEL)!.spend(Math.floor(rng() * 20_000), Math.floor(rng() * 150));
     }
-    gc();
-    const plainNs = time(() => sb.selectDeployment({ model: MODEL }), options.per, options.batches);
+    return sb;
+  });
+  gc();
+  // The plain select, the figure compared across sizes: one batch per size in turn, the order
+  // rotating, so that a slow spell of the machine falls on every size alike.
+  const plain: number[][] = sizes.map(() => []);
+  for (let b = 0; b < options.batches; b++) {
+    for (let k = 0; k < sizes.length; k++) {
+      const i = (b + k) % sizes.length;
+      const sb = pools[i]!;
+      plain[i]!.push(time(() => sb.selectDeployment({ model: MODEL }), options.per, 1));
+    }
+  }
+  for (const [index, n] of sizes.entries()) {
+    const sb = pools[index]!;
+    const plainNs = median(plain[index]!);
     for (const s of sessions) sb.selectDeployment({ model: MODEL, sessionId: s });
     const knownSessionNs = time(
       (k) => sb.selectDeployment({ model: MODEL, sessionId: sessions[k & 511]! }),
@@ -85,8 +99,8 @@ export function selectionScaling(
       options.batches,
     );
     rows.push({ deployments: n, plainNs, knownSessionNs, newSessionNs, quarterFullNs });
-    void sb.close();
   }
+  for (const sb of pools) void sb.close();
   const base = rows.find((r) => r.deployments === 10) ?? rows[0]!;
   console.log(
     table(
