@@ -7,7 +7,7 @@
 // switchboard returns are instances of the very classes the application imports. The sources keep
 // extensionless relative imports; this script adds the `.js` (or `/index.js`) that Node's ESM
 // loader and TypeScript's node16/nodenext resolution need in the ESM build.
-import { execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,8 +18,26 @@ const dist = join(root, 'dist');
 const tsc = process.env.SWITCHBOARD_TSC ?? join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 
 rmSync(dist, { recursive: true, force: true });
-for (const project of ['tsconfig.build.json', 'tsconfig.build.esm.json']) {
-  execFileSync(process.execPath, [tsc, '-p', join(root, project)], { stdio: 'inherit', cwd: root });
+// Both compiles at once: each is single-threaded, and they write to separate folders.
+const compiles = ['tsconfig.build.json', 'tsconfig.build.esm.json'].map(
+  (project) =>
+    new Promise((resolvePromise, reject) => {
+      const child = spawn(process.execPath, [tsc, '-p', join(root, project)], {
+        stdio: 'inherit',
+        cwd: root,
+      });
+      child.on('error', reject);
+      child.on('exit', (code, signal) =>
+        code === 0
+          ? resolvePromise()
+          : reject(new Error(`tsc -p ${project} failed (${signal ?? `exit code ${code}`})`)),
+      );
+    }),
+);
+const failed = (await Promise.allSettled(compiles)).find((r) => r.status === 'rejected');
+if (failed !== undefined) {
+  console.error(failed.reason.message);
+  process.exit(1);
 }
 
 writeFileSync(join(dist, 'cjs', 'package.json'), '{ "type": "commonjs" }\n');
