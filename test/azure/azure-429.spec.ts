@@ -1,5 +1,5 @@
 import { metrics, type Attributes } from '@opentelemetry/api';
-import { MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
 import {
   createSwitchboard,
   METER_NAME,
@@ -10,18 +10,10 @@ import {
 } from '../../src';
 import { QUOTA_EXHAUSTED_AFTER_MS } from '../../src/failover/classify';
 import { SimulatedUpstream } from '../../src/testing';
+import { TestReader } from '../support/metric-reader';
 
 const GPT = 'gpt-4o';
 const ask = { model: GPT, messages: [{ role: 'user' as const, content: 'hello' }] };
-
-class TestReader extends MetricReader {
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
 
 describe("Azure's 429s apart, and spilled answers", () => {
   let upstream: SimulatedUpstream;

@@ -1,24 +1,16 @@
 import { metrics } from '@opentelemetry/api';
-import { MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
 import { RateLimitError } from 'openai';
 import { createSwitchboard, METER_NAME, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock, seeded } from '../support/random';
 import '../support/quiet-logs';
+import { TestReader } from '../support/metric-reader';
 
 const BIG = 'gpt-4o';
 const SMALL = 'gpt-4o-mini';
 const CLAUDE = 'claude-opus-5';
 const HAIKU = 'claude-haiku-5';
-
-class TestReader extends MetricReader {
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
 
 describe('model fallbacks', () => {
   let upstream: SimulatedUpstream;

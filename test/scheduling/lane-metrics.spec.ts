@@ -3,7 +3,7 @@
  * calls held back for the headroom, and calls waiting now; tenant labels bounded.
  */
 import { metrics, type Attributes } from '@opentelemetry/api';
-import { MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
 import {
   createSwitchboard,
   METER_NAME,
@@ -14,17 +14,9 @@ import { SimulatedUpstream } from '../../src/testing';
 import { MAX_TENANT_LABELS } from '../../src/telemetry/metric-names';
 import { eventually } from '../support/eventually';
 import { FakeClock } from '../support/random';
+import { TestReader } from '../support/metric-reader';
 
 const GPT = 'gpt-4o-mini';
-
-class TestReader extends MetricReader {
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
 
 /** Points of `name` for GPT, keyed `lane/tenant`. */
 async function points(reader: MetricReader, name: string): Promise<Record<string, number>> {

@@ -1,5 +1,5 @@
 import { metrics, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { MeterProvider, MetricReader, type HistogramMetricData } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type HistogramMetricData } from '@opentelemetry/sdk-metrics';
 import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
@@ -9,15 +9,7 @@ import { createSwitchboard, type Switchboard } from '../../src';
 import { GEN_AI_SCOPE } from '../../src/telemetry/gen-ai-telemetry';
 import { SimulatedUpstream } from '../../src/testing';
 import '../support/quiet-logs';
-
-class TestReader extends MetricReader {
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
+import { TestReader } from '../support/metric-reader';
 
 /** The switchboard's spans, without those an SDK records itself. */
 function ours(exporter: InMemorySpanExporter) {

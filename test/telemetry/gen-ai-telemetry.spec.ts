@@ -1,7 +1,6 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import {
   MeterProvider,
-  MetricReader,
   type HistogramMetricData,
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
@@ -27,15 +26,7 @@ import {
   usageOf,
   type GenAiAttemptInfo,
 } from '../../src/telemetry/gen-ai-telemetry';
-
-class TestReader extends MetricReader {
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
+import { TestReader } from '../support/metric-reader';
 
 function setup(env: NodeJS.ProcessEnv = {}) {
   const exporter = new InMemorySpanExporter();

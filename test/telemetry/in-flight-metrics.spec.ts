@@ -1,5 +1,5 @@
 import { metrics } from '@opentelemetry/api';
-import { MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
 import {
   createSwitchboard,
   METER_NAME,
@@ -8,18 +8,9 @@ import {
 } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock } from '../support/random';
+import { TestReader } from '../support/metric-reader';
 
 const GPT = 'gpt-4o-mini';
-
-/** Collects on demand: no export interval, no timers. */
-class TestReader extends MetricReader {
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
 
 /** `{ [instrument]: { [deployment]: value } }` of the switchboard's meter. */
 async function read(reader: MetricReader): Promise<Record<string, Record<string, number>>> {

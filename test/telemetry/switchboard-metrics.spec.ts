@@ -1,24 +1,15 @@
 import { metrics, type Attributes } from '@opentelemetry/api';
-import { MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
 import { InternalServerError } from '@anthropic-ai/sdk';
 import { RateLimitError } from 'openai';
 import { createSwitchboard, METER_NAME, SWITCHBOARD_METRICS, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock } from '../support/random';
 import '../support/quiet-logs';
+import { TestReader } from '../support/metric-reader';
 
 const GPT = 'gpt-4o-mini';
 const CLAUDE = 'claude-sonnet-5';
-
-/** Collects on demand: no export interval, no timers. */
-class TestReader extends MetricReader {
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
 
 /** Every data point of the switchboard's meter, by instrument name. */
 async function read(reader: MetricReader): Promise<Record<string, DataPoint<number>[]>> {
