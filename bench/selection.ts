@@ -1,8 +1,10 @@
 /**
- * Section 3: the cost of one `selectDeployment` as the pool grows, with and without a session id.
- * Pure CPU: the deployments point nowhere and are never called.
+ * Section 3: the cost of one `selectDeployment` as the pool grows, with and without a session id,
+ * and of a call's routing (room for its admission charge). Pure CPU: the deployments point
+ * nowhere and are never called.
  */
 import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../src';
+import { pickWithRoom, RoomGate } from '../src/selection/pick';
 import { fixed, gc, median, quietLogger, seeded, table } from './util';
 
 const MODEL = 'gpt-4o-mini';
@@ -11,6 +13,8 @@ export interface SelectionFigures {
   deployments: number;
   /** ns per call, median of the batches. */
   plainNs: number;
+  /** ns per routing of a call with an admission charge (its room read at one clock reading). */
+  callNs: number;
   /** ns per call with a session id the switchboard already knows (an LRU hit). */
   knownSessionNs: number;
   /** ns per call with a session id it has never seen (select, then remember). */
@@ -60,20 +64,27 @@ export function selectionScaling(
     }
     return sb;
   });
+  // A call's routing: room for 900 prompt tokens and 256 reserved, asked at one clock reading.
+  const gate = new RoomGate({ input: 900, output: 256 }, undefined, Date.now);
   gc();
-  // The plain select, the figure compared across sizes: one batch per size in turn, the order
-  // rotating, so that a slow spell of the machine falls on every size alike.
+  // The plain select and a call's routing, the figures compared across sizes: one batch per size
+  // in turn, the order rotating, so that a slow spell of the machine falls on every size alike.
   const plain: number[][] = sizes.map(() => []);
+  const routed: number[][] = sizes.map(() => []);
   for (let b = 0; b < options.batches; b++) {
     for (let k = 0; k < sizes.length; k++) {
       const i = (b + k) % sizes.length;
       const sb = pools[i]!;
       plain[i]!.push(time(() => sb.selectDeployment({ model: MODEL }), options.per, 1));
+      routed[i]!.push(
+        time(() => pickWithRoom(sb.registry, MODEL, undefined, gate), options.per, 1),
+      );
     }
   }
   for (const [index, n] of sizes.entries()) {
     const sb = pools[index]!;
     const plainNs = median(plain[index]!);
+    const callNs = median(routed[index]!);
     for (const s of sessions) sb.selectDeployment({ model: MODEL, sessionId: s });
     const knownSessionNs = time(
       (k) => sb.selectDeployment({ model: MODEL, sessionId: sessions[k & 511]! }),
@@ -98,7 +109,7 @@ export function selectionScaling(
       options.per,
       options.batches,
     );
-    rows.push({ deployments: n, plainNs, knownSessionNs, newSessionNs, quarterFullNs });
+    rows.push({ deployments: n, plainNs, callNs, knownSessionNs, newSessionNs, quarterFullNs });
   }
   for (const sb of pools) void sb.close();
   const base = rows.find((r) => r.deployments === 10) ?? rows[0]!;
@@ -108,6 +119,8 @@ export function selectionScaling(
         'deployments',
         'select (ns)',
         'x vs 10',
+        "a call's routing (ns)",
+        'x vs 10',
         'known session (ns)',
         'new session (ns)',
         '1/4 full (ns)',
@@ -116,6 +129,8 @@ export function selectionScaling(
         String(r.deployments),
         fixed(r.plainNs, 0),
         fixed(r.plainNs / base.plainNs, 2),
+        fixed(r.callNs, 0),
+        fixed(r.callNs / base.callNs, 2),
         fixed(r.knownSessionNs, 0),
         fixed(r.newSessionNs, 0),
         fixed(r.quarterFullNs, 0),

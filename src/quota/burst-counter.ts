@@ -1,5 +1,6 @@
 import { usable, type Admission } from './admission';
 import type { Anchoring, CounterScope, LimitCounter } from './counter';
+import { REQUESTS } from './hot-row';
 import { recentRequests } from './peer-usage';
 import { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
@@ -22,6 +23,7 @@ export class BurstCounter implements LimitCounter {
   readonly correction = new QuotaLimit('rpm', undefined);
   /** Requests sent and not yet answered. */
   private inFlight = 0;
+  readonly hotColumn = REQUESTS;
 
   constructor(
     /** The per-minute limit this window is a sixth of. */
@@ -57,6 +59,10 @@ export class BurstCounter implements LimitCounter {
 
   fits(admission: Admission, now: number): boolean {
     return !this.active || this.used(now) + 1 <= usable(this.limit, admission);
+  }
+
+  room(now: number): number {
+    return this.active ? this.limit - this.used(now) : Infinity;
   }
 
   share(now: number): number {

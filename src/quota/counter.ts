@@ -77,6 +77,14 @@ export interface Anchoring {
 export interface LimitCounter {
   /** Whether `admission` fits at `now` by the anchored view (true when unlimited). */
   fits(admission: Admission, now: number): boolean;
+  /**
+   * The largest charge of this limit that fits at `now` by the anchored view, for a call that
+   * keeps no reserve: {@link fits} holds exactly when the call's charge is at most this. `Infinity`
+   * when unlimited.
+   */
+  room(now: number): number;
+  /** The column of the hot row (`hot-row.ts`) its {@link room} is kept in. */
+  readonly hotColumn: number;
   /** usage / limit at `now` by the anchored view, with what others are expected to add; 0 when unlimited. */
   share(now: number): number;
   /**

@@ -1,63 +1,149 @@
+import type { Admission } from './admission';
+
 /**
  * The numbers selection reads on every draw, for one model on one deployment, kept in a row of a
  * shared `Float64Array` rather than in fields of its objects: a number field of a JavaScript
  * object that is not a small integer is a separate heap box, and with thousands of deployments
- * every object a draw visits is a cache miss. A row is 32 bytes, aligned, so one line holds it.
+ * every object a draw visits is a cache miss. A row is 64 bytes: a draw that reads only the row
+ * (see {@link keptRoom}, {@link keptLoad}) touches one line of memory per deployment.
  *
- * - {@link FROM}, {@link UNTIL}: the clock readings (epoch ms) in `[from, until)` for which
- *   {@link UTIL} is the ledger's utilization (no time alone changes it there); `until` 0 = none;
- * - {@link UTIL}: that utilization;
- * - {@link COOL}: when the model's cooldown ends (epoch ms, 0 = none).
+ * - {@link FROM}, {@link UNTIL}: the clock readings (epoch ms) in `[from, until)` for which the
+ *   rest of the row is the ledger's answer (no time alone changes it there); `until` 0 = none;
+ * - {@link UTIL}: the utilization;
+ * - {@link COOL}: when the model's cooldown ends (epoch ms, 0 = none; it holds whatever `until`);
+ * - {@link TOKENS}, {@link REQUESTS}, {@link INPUT}, {@link OUTPUT}: the largest charge each kind
+ *   of limit still takes (a call fits where its charge is at most that), `Infinity` with no limit
+ *   in force; `REQUESTS` is the smaller of the window's and Azure's 10-s window's.
  *
  * @example
  * ```ts
  * const { table, row } = hotRow();
- * table[row + UNTIL] = 0; // the utilization kept there no longer holds
+ * table[row + UNTIL] = 0; // what the row keeps no longer holds
  * ```
  */
 export interface HotRow {
   readonly table: Float64Array;
   /** Index of the row's first number in {@link table}. */
   readonly row: number;
+  /** Where the row is among every table: {@link tableAt} and {@link rowAt} of it give the two above. */
+  readonly at: number;
 }
 
 export const FROM = 0;
 export const UNTIL = 1;
 export const UTIL = 2;
 export const COOL = 3;
+export const TOKENS = 4;
+export const REQUESTS = 5;
+export const INPUT = 6;
+export const OUTPUT = 7;
 
 /** Numbers per row. */
-const WIDTH = 4;
+const WIDTH = 8;
 /** Rows per table: 32 KB, so that neighbouring models share pages. */
-const ROWS = 1024;
+const ROWS = 512;
 
-let table = new Float64Array(ROWS * WIDTH);
+/** log2 of the numbers in a table. */
+const SHIFT = 12;
+const SIZE = ROWS * WIDTH;
+/** Every table made, in order: the row at `at` is in `tables[at >>> SHIFT]`. */
+const tables: Float64Array[] = [new Float64Array(SIZE)];
 let next = 0;
 
-/** A fresh row, all 0 (no utilization kept, no cooldown). */
+/** A fresh row, all 0 (nothing kept, no cooldown). */
 export function hotRow(): HotRow {
   if (next === ROWS) {
-    table = new Float64Array(ROWS * WIDTH);
+    tables.push(new Float64Array(SIZE));
     next = 0;
   }
-  return { table, row: WIDTH * next++ };
+  const row = WIDTH * next++;
+  return { table: tables[tables.length - 1]!, row, at: ((tables.length - 1) << SHIFT) | row };
 }
 
-/** The utilization kept in `hot` no longer holds: a charge, an answer or a limit changed it. */
+/** The table of the row at `at` ({@link HotRow.at}). */
+export function tableAt(at: number): Float64Array {
+  return tables[at >>> SHIFT]!;
+}
+
+/** The index in its table of the row at `at`. */
+export function rowAt(at: number): number {
+  return at & (SIZE - 1);
+}
+
+/** What `hot` keeps no longer holds: a charge, an answer or a limit changed it. */
 export function forget(hot: HotRow): void {
   hot.table[hot.row + UNTIL] = 0;
+}
+
+/** Whether what the row at `row` of `table` keeps holds at `now`. */
+function holds(table: Float64Array, row: number, now: number): boolean {
+  return now < table[row + UNTIL]! && now >= table[row + FROM]!;
 }
 
 /** The utilization kept in `hot` when it holds at `now`, else -1. */
 export function keptUtil(hot: HotRow, now: number): number {
   const { table, row } = hot;
-  return now < table[row + UNTIL]! && now >= table[row + FROM]! ? table[row + UTIL]! : -1;
+  return holds(table, row, now) ? table[row + UTIL]! : -1;
 }
 
-/** Keep `util` for the clock readings in `[from, until)`. */
+/**
+ * Keep `util` for the clock readings in `[from, until)`, with no limit in force: the ledger then
+ * lowers each kind's room with {@link keepRoom}.
+ */
 export function keep(hot: HotRow, util: number, from: number, until: number): void {
   const { table, row } = hot;
   table[row + UTIL] = util;
   table[row + FROM] = from;
   table[row + UNTIL] = until;
+  table[row + TOKENS] = Infinity;
+  table[row + REQUESTS] = Infinity;
+  table[row + INPUT] = Infinity;
+  table[row + OUTPUT] = Infinity;
+}
+
+/** A limit of kind `column` (one of {@link TOKENS} .. {@link OUTPUT}) takes at most `room` more. */
+export function keepRoom(hot: HotRow, column: number, room: number): void {
+  const at = hot.row + column;
+  if (room < hot.table[at]!) hot.table[at] = room;
+}
+
+/**
+ * The load a draw weighs, from the row alone: 1 while cooling, else the kept utilization; -1 when
+ * the row does not hold at `now` (ask the model).
+ */
+export function keptLoad(table: Float64Array, row: number, now: number): number {
+  if (now < table[row + COOL]!) return 1;
+  return holds(table, row, now) ? table[row + UTIL]! : -1;
+}
+
+/**
+ * `ModelState.hasRoomAt(admission, now)` (with `admission`) or `isHealthy()` (without), from the
+ * row alone: 1 yes, 0 no, -1 when the row cannot tell (it does not hold at `now`, or the call keeps
+ * a reserve: ask the model). A cooling model has no room whatever the row keeps.
+ */
+export function keptRoom(
+  table: Float64Array,
+  row: number,
+  admission: Admission | undefined,
+  now: number,
+): number {
+  if (now < table[row + COOL]!) return 0;
+  if (!holds(table, row, now)) return -1;
+  if (admission === undefined) return table[row + UTIL]! < 1 ? 1 : 0;
+  if (admission.reserve !== undefined && admission.reserve > 0) return -1;
+  return fitsRoom(table, row, admission) ? 1 : 0;
+}
+
+/**
+ * Whether a call with this admission charge (keeping no reserve) fits the room each limit has
+ * left, as kept in the row: the ledger's own answer while the row holds.
+ */
+export function fitsRoom(table: Float64Array, row: number, admission: Admission): boolean {
+  const { input, output } = admission;
+  return (
+    input + output <= table[row + TOKENS]! &&
+    table[row + REQUESTS]! >= 1 &&
+    input <= table[row + INPUT]! &&
+    output <= table[row + OUTPUT]!
+  );
 }

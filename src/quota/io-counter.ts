@@ -6,6 +6,7 @@ import {
   type CounterScope,
   type LimitCounter,
 } from './counter';
+import { INPUT, OUTPUT } from './hot-row';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
 import type { CountWindow } from './count-window';
@@ -24,6 +25,7 @@ import type { CountWindow } from './count-window';
 export class IoCounter implements LimitCounter {
   /** Input (or output) tokens of calls sent and not yet answered. */
   private inFlight = 0;
+  readonly hotColumn: number;
 
   constructor(
     readonly limit: QuotaLimit,
@@ -31,7 +33,9 @@ export class IoCounter implements LimitCounter {
     readonly window: CountWindow,
     private readonly side: 'input' | 'output',
     private readonly scope: CounterScope,
-  ) {}
+  ) {
+    this.hotColumn = side === 'input' ? INPUT : OUTPUT;
+  }
 
   /** Tokens counted at `now` by the anchored view, never below 0. */
   used(now: number): number {
@@ -43,6 +47,12 @@ export class IoCounter implements LimitCounter {
     if (value <= 0) return true;
     const used = this.window.at(now) + this.limit.correction(now, this.scope.span);
     return used + admission[this.side] <= usable(value, admission);
+  }
+
+  room(now: number): number {
+    const value = this.limit.value;
+    if (value <= 0) return Infinity;
+    return value - (this.window.at(now) + this.limit.correction(now, this.scope.span));
   }
 
   share(now: number): number {

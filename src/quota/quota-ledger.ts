@@ -20,7 +20,7 @@ import {
   type SharedReading,
 } from './reading';
 import { CountWindow } from './count-window';
-import { forget, hotRow, keep, keptUtil, type HotRow } from './hot-row';
+import { fitsRoom, forget, hotRow, keep, keepRoom, keptUtil, type HotRow } from './hot-row';
 import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
@@ -195,7 +195,8 @@ export class QuotaLedger {
     let util = 0;
     // Others' usage (a store updates it in place) changes with time: it is not kept.
     let until = this.scope.peers === undefined ? Infinity : now;
-    for (const counter of (this.gating ??= gatingOf(this))) {
+    const gating = (this.gating ??= gatingOf(this));
+    for (const counter of gating) {
       const share = counter.share(now);
       if (share > util) util = share;
       if (until > now) {
@@ -204,6 +205,9 @@ export class QuotaLedger {
       }
     }
     keep(this.hot, util, now, until);
+    // While the row holds, a draw reads each limit's room there instead of asking the counters.
+    if (until > now)
+      for (const counter of gating) keepRoom(this.hot, counter.hotColumn, counter.room(now));
     return util;
   }
 
@@ -235,6 +239,15 @@ export class QuotaLedger {
 
   /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
   hasRoom(admission: Admission, now = this.clock()): boolean {
+    // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
+    // they hold, room is read from there.
+    if (
+      this.scope.peers === undefined &&
+      !(admission.reserve !== undefined && admission.reserve > 0)
+    ) {
+      this.util(now);
+      if (keptUtil(this.hot, now) >= 0) return fitsRoom(this.hot.table, this.hot.row, admission);
+    }
     this.catchUp(now);
     const gating = (this.gating ??= gatingOf(this));
     for (const counter of gating) if (!counter.fits(admission, now)) return false;

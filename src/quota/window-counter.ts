@@ -6,6 +6,7 @@ import {
   type CounterScope,
   type LimitCounter,
 } from './counter';
+import { REQUESTS, TOKENS } from './hot-row';
 import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';
@@ -42,6 +43,7 @@ export class WindowCounter implements LimitCounter {
   private local = 0;
   private readonly peerSum: PeerSum;
   private readonly spanColumn: SpanColumn;
+  readonly hotColumn: number;
 
   constructor(
     readonly limit: QuotaLimit,
@@ -51,6 +53,7 @@ export class WindowCounter implements LimitCounter {
     private readonly scope: CounterScope,
   ) {
     this.spanColumn = column === 'tokens' ? 2 : 3;
+    this.hotColumn = column === 'tokens' ? TOKENS : REQUESTS;
     this.peerSum = new PeerSum(this.spanColumn);
   }
 
@@ -89,6 +92,12 @@ export class WindowCounter implements LimitCounter {
     if (value <= 0) return true;
     const used = this.counted(now) + this.limit.correction(now, this.scope.span);
     return used + this.charge(admission) <= usable(value, admission);
+  }
+
+  room(now: number): number {
+    const value = this.limit.value;
+    if (value <= 0) return Infinity;
+    return value - (this.counted(now) + this.limit.correction(now, this.scope.span));
   }
 
   share(now: number): number {

@@ -2,7 +2,7 @@ import type { DeploymentConfig, SwitchboardLogger } from '../types';
 import { PROVIDERS } from '../providers/index';
 import type { ProviderKit } from '../providers/provider-kit';
 import type { LimitName } from '../quota/quota-limit';
-import { pickDeployment, type PickTable } from '../selection/pick';
+import { pickDeployment, RoomGate, type PickTable } from '../selection/pick';
 import { SessionAffinity } from '../selection/session-affinity';
 import { tiersOf } from '../selection/tiers';
 import type { Selector } from '../selection/selector';
@@ -81,6 +81,8 @@ export class DeploymentRegistry implements PickTable {
   /** Learned or corrected limits already logged. */
   private readonly loggedLimits = new Set<string>();
   private readonly clock: () => number;
+  /** Admits the healthy deployments, at the registry's clock. */
+  readonly healthy: RoomGate;
   private readonly logger: SwitchboardLogger | undefined;
 
   constructor(
@@ -89,6 +91,7 @@ export class DeploymentRegistry implements PickTable {
     context: Omit<RegistryContext, 'selector'> = {},
   ) {
     this.clock = context.clock ?? Date.now;
+    this.healthy = new RoomGate(undefined, undefined, this.clock);
     this.logger = context.logger;
     this.sessions = new SessionAffinity(context.maxSessions ?? 1024);
     const deployments = new Map<string, Deployment>();

@@ -1,6 +1,6 @@
 import type { ModelConfig } from '../types';
 import type { Admission, TokenUsage } from '../quota/admission';
-import { COOL, FROM, UNTIL, UTIL } from '../quota/hot-row';
+import { COOL, FROM, UNTIL, UTIL, type HotRow } from '../quota/hot-row';
 import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
 import { ConsecutiveBreaker } from './consecutive-breaker';
@@ -118,6 +118,15 @@ export class ModelState {
     });
     this.table = this.quota.hot.table;
     this.row = this.quota.hot.row;
+  }
+
+  /**
+   * @internal The hot row a selector's draw may read this model from alone (`keptRoom`,
+   * `keptLoad`), or `undefined` while room depends on the calls in flight too (a `maxInFlight`
+   * cap), which the row does not hold.
+   */
+  get drawRow(): HotRow | undefined {
+    return this.capped ? undefined : this.quota.hot;
   }
 
   /** The longest cooldown (ms), whatever its source. */

@@ -10,6 +10,7 @@ import {
 } from '../providers/attempt';
 import type { CapacityQueue } from '../scheduling/capacity-queue';
 import type { CallTags, LaneActivity } from '../scheduling/lanes';
+import { keptRoom } from '../quota/hot-row';
 import { noRoomError } from '../quota/no-room';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
@@ -99,7 +100,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
   exclude: Set<Deployment> | undefined = undefined;
   private last: Route | undefined = undefined;
   /** The clock's reading for the routing under way: every deployment's room is asked at it. */
-  private now = 0;
+  now = 0;
   private context: AttemptContext = FIRST_ATTEMPT;
   private resolveCall: (answer: Answer) => void = noop;
   private rejectCall: (error: unknown) => void = noop;
@@ -236,6 +237,11 @@ export class Dispatch implements AttemptOutcome, CallGate {
   /** As a gate: room for the call's charge on a deployment it has not tried. */
   admits(state: ModelState, deployment: Deployment): boolean {
     return hasRoom(state, this.admission, this.now) && !(this.exclude?.has(deployment) ?? false);
+  }
+
+  /** {@link admits} from a model's hot row, while the call has tried no deployment yet. */
+  admitsRow(table: Float64Array, row: number, now: number): number {
+    return this.exclude === undefined ? keptRoom(table, row, this.admission, now) : -1;
   }
 
   /** The pinned deployment, when it has room for the call. */

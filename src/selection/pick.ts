@@ -1,4 +1,5 @@
 import type { Admission } from '../quota/admission';
+import { keptRoom } from '../quota/hot-row';
 import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import type { SessionAffinity } from './session-affinity';
@@ -19,6 +20,8 @@ export interface PickTable {
   readonly tiers: ReadonlyMap<string, readonly (readonly Deployment[])[]>;
   readonly sessions: SessionAffinity;
   readonly selector: Selector;
+  /** Admits the healthy deployments, at the table's clock. */
+  readonly healthy: Gate;
   /** The deployments serving `model`, or an error that says why there are none. */
   poolFor(model: unknown): readonly Deployment[];
 }
@@ -29,6 +32,9 @@ export interface PickTable {
  * model's limits (and it is not cooling); without (calls that use no quota), whether the model is
  * healthy. Either way, a slot under its `maxInFlight` cap must be free. `now` is the clock's
  * reading (epoch ms) when the caller has one for every deployment it asks about.
+ *
+ * `keptRoom` (`quota/hot-row.ts`) is the same test read from a model's hot row alone, for gates
+ * that answer a selector's draws there; it says when the row cannot tell.
  *
  * @example
  * ```ts
@@ -73,15 +79,24 @@ export class RoomGate implements CallGate {
   constructor(
     readonly admission: Admission | undefined = undefined,
     readonly exclude: ReadonlySet<Deployment> | undefined = undefined,
+    /** The models' clock: with it, the gate answers from their hot rows too. */
+    private readonly clock?: () => number,
   ) {}
+
+  get now(): number | undefined {
+    return this.clock?.();
+  }
 
   admits(state: ModelState, deployment: Deployment): boolean {
     return hasRoom(state, this.admission) && !(this.exclude?.has(deployment) ?? false);
   }
-}
 
-/** Healthy, whoever asks. */
-const HEALTHY: Gate = new RoomGate();
+  admitsRow(table: Float64Array, row: number, now: number): number {
+    // Which deployments were tried is not in the row.
+    if (this.exclude !== undefined && this.exclude.size > 0) return -1;
+    return keptRoom(table, row, this.admission, now);
+  }
+}
 /** A model that is only over its quota by our count may still answer; one cooling has said it will not. */
 const NOT_COOLING: Gate = { admits: (state) => !state.isCooling() };
 const ANY: Gate = { admits: () => true };
@@ -137,15 +152,16 @@ export function pickDeployment(
   const pool = table.poolFor(model);
   const retrying = exclude !== undefined && exclude.size > 0;
   const fresh = retrying ? untried(pool, exclude) : pool;
-  const untriedGate = retrying ? new RoomGate(undefined, exclude) : HEALTHY;
+  const healthy = table.healthy;
+  const untriedGate = retrying ? new RoomGate(undefined, exclude) : healthy;
   const held = heldBySession(table, model, sessionId, untriedGate);
   if (held !== undefined) return held;
   const tiers = table.tiers.get(model);
   const { selector } = table;
   let chosen =
     tiers === undefined
-      ? selector.pick(model, fresh, HEALTHY)
-      : inTiers(table, model, tiers, fresh === pool ? HEALTHY : untriedGate);
+      ? selector.pick(model, fresh, healthy)
+      : inTiers(table, model, tiers, fresh === pool ? healthy : untriedGate);
   if (chosen === undefined) {
     chosen = selector.pick(model, fresh, NOT_COOLING) ?? selector.pick(model, fresh, ANY)!;
     onBestEffort?.(model, chosen);

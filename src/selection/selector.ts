@@ -15,6 +15,18 @@ import type { ModelState } from '../registry/model-state';
 export interface Gate {
   /** Whether `deployment`, whose state for the model is `state`, may take the call. */
   admits(state: ModelState, deployment: Deployment): boolean;
+  /**
+   * Optional: the clock reading (epoch ms) the gate's answers are for. A gate with one may answer
+   * from a model's hot row alone ({@link admitsRow}), and a selector may weigh load there too.
+   */
+  readonly now?: number;
+  /**
+   * Optional: {@link admits} answered from a model's hot row alone (`row` of `table`, see
+   * `ModelState.drawRow`) at `now`, the gate's {@link now} as the selector read it: 1 admits, 0
+   * does not, -1 the row cannot tell ({@link admits} is asked). A selector drawing from thousands
+   * of deployments then reads one line of memory per draw instead of the model's objects.
+   */
+  admitsRow?(table: Float64Array, row: number, now: number): number;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { keptLoad, rowAt, tableAt } from '../quota/hot-row';
 import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import { Selector, type Gate } from './selector';
@@ -30,11 +31,16 @@ const MIN_LATENCY = 0.001;
 /** Draws before giving up on sampling and scanning the pool instead. */
 const SAMPLES = 8;
 
-/** What is kept of a pool for drawing from it: its model states and, when weights differ, their running sums. */
+/**
+ * What is kept of a pool for drawing from it: its model states, where each is kept in its hot row
+ * and, when weights differ, their running sums.
+ */
 interface Drawn {
   model: string;
   /** `states[i]` = the model's state on pool[i]. */
   states: ModelState[];
+  /** `rows[i]`: where the hot row of `states[i]` is (`HotRow.at`); -1 when it must be asked itself. */
+  rows: Int32Array;
   /** `sums[i]` = weight of pool[0..i]; `undefined` when every weight is the same. */
   sums: Float64Array | undefined;
 }
@@ -61,6 +67,10 @@ export class TwoRandomChoices extends Selector {
   private readonly random: () => number;
   private readonly jitter: number;
   private readonly latency: boolean;
+  /** Whether {@link load} is this class's own, which a draw may read from the hot row. */
+  private readonly rowLoad: boolean;
+  /** Load alone decides: no jitter, no latency. */
+  private readonly plain: boolean;
   /** Pools handed to {@link pick} are the registry's own arrays: what a draw needs is kept. */
   private readonly drawn = new WeakMap<readonly Deployment[], Drawn>();
 
@@ -69,6 +79,8 @@ export class TwoRandomChoices extends Selector {
     this.random = options.random ?? Math.random;
     this.jitter = options.jitter ?? 0;
     this.latency = options.latency ?? false;
+    this.rowLoad = this.load === TwoRandomChoices.prototype.load;
+    this.plain = this.jitter === 0 && !this.latency;
   }
 
   select(model: string, candidates: readonly Deployment[]): Deployment {
@@ -97,7 +109,11 @@ export class TwoRandomChoices extends Selector {
   override pick(model: string, pool: readonly Deployment[], gate: Gate): Deployment | undefined {
     const n = pool.length;
     if (n < 2) return super.pick(model, pool, gate);
-    const { states, sums } = this.drawnOf(model, pool);
+    const drawn = this.drawnOf(model, pool);
+    const { states, sums } = drawn;
+    // With the gate's clock reading, a draw reads its model's hot row (one line of memory) and
+    // asks the model itself only when the row cannot tell.
+    const now = gate.admitsRow === undefined ? undefined : gate.now;
     // Rejection sampling draws among the admitted deployments exactly as drawing from their list
     // would, without building it.
     let a = -1;
@@ -105,7 +121,7 @@ export class TwoRandomChoices extends Selector {
     while (tries < SAMPLES) {
       tries++;
       const i = sums === undefined ? Math.floor(this.random() * n) : this.drawIndex(sums);
-      if (gate.admits(states[i]!, pool[i]!)) {
+      if (admitted(drawn, i, pool, gate, now)) {
         a = i;
         break;
       }
@@ -114,8 +130,15 @@ export class TwoRandomChoices extends Selector {
     while (tries < 2 * SAMPLES) {
       tries++;
       const b = sums === undefined ? Math.floor(this.random() * n) : this.drawIndex(sums);
-      if (b !== a && gate.admits(states[b]!, pool[b]!)) {
-        return this.secondWins(states[a]!, states[b]!) ? pool[b] : pool[a];
+      if (b !== a && admitted(drawn, b, pool, gate, now)) {
+        const first = this.loadAt(drawn, a, now);
+        const second = this.loadAt(drawn, b, now);
+        // Compared here when load alone decides: a number handed to a call that is not inlined
+        // is boxed on the heap, and this is every call's path.
+        const wins = this.plain
+          ? second < first
+          : this.secondWins(states[a]!, states[b]!, first, second);
+        return wins ? pool[b] : pool[a];
       }
     }
     return super.pick(model, pool, gate);
@@ -129,15 +152,22 @@ export class TwoRandomChoices extends Selector {
     return state.util;
   }
 
-  private loadWithJitter(state: ModelState): number {
-    const load = this.load(state);
-    return this.jitter > 0 ? load + this.random() * this.jitter : load;
+  /** {@link load} of the i-th of a drawn pool, from its hot row while that holds at `now`. */
+  private loadAt(drawn: Drawn, i: number, now: number | undefined): number {
+    const row = drawn.rows[i]!;
+    if (now !== undefined && row >= 0 && this.rowLoad) {
+      const load = keptLoad(tableAt(row), rowAt(row), now);
+      if (load >= 0) return load;
+    }
+    return this.load(drawn.states[i]!);
   }
 
-  /** Whether the second drawn is the better; the first wins a tie. */
-  private secondWins(first: ModelState, second: ModelState): boolean {
-    const l1 = this.loadWithJitter(first);
-    const l2 = this.loadWithJitter(second);
+  /** Whether the second drawn is the better, their loads `l1` and `l2`; the first wins a tie. */
+  private secondWins(first: ModelState, second: ModelState, l1: number, l2: number): boolean {
+    if (this.jitter > 0) {
+      l1 += this.random() * this.jitter;
+      l2 += this.random() * this.jitter;
+    }
     if (!this.latency) return l2 < l1;
     // Latencies of one kind (time to first token, else per output token); none yet: equal.
     const pair = first.latency.against(second.latency);
@@ -149,7 +179,14 @@ export class TwoRandomChoices extends Selector {
   private drawnOf(model: string, pool: readonly Deployment[]): Drawn {
     let w = this.drawn.get(pool);
     if (w === undefined || w.model !== model) {
-      w = { model, states: pool.map((d) => d.models.get(model)!), sums: sumsOf(model, pool) };
+      const states = pool.map((d) => d.models.get(model)!);
+      const rows = states.map((s) => s.drawRow);
+      w = {
+        model,
+        states,
+        rows: Int32Array.from(rows, (r) => r?.at ?? -1),
+        sums: sumsOf(model, pool),
+      };
       this.drawn.set(pool, w);
     }
     return w;
@@ -169,8 +206,26 @@ export class TwoRandomChoices extends Selector {
   }
 
   private better(model: string, a: Deployment, b: Deployment): Deployment {
-    return this.secondWins(a.models.get(model)!, b.models.get(model)!) ? b : a;
+    const first = a.models.get(model)!;
+    const second = b.models.get(model)!;
+    return this.secondWins(first, second, this.load(first), this.load(second)) ? b : a;
   }
+}
+
+/** Whether `gate` admits the i-th of a drawn pool: from its hot row while that can tell. */
+function admitted(
+  drawn: Drawn,
+  i: number,
+  pool: readonly Deployment[],
+  gate: Gate,
+  now: number | undefined,
+): boolean {
+  const row = drawn.rows[i]!;
+  if (now !== undefined && row >= 0) {
+    const answer = gate.admitsRow!(tableAt(row), rowAt(row), now);
+    if (answer >= 0) return answer === 1;
+  }
+  return gate.admits(drawn.states[i]!, pool[i]!);
 }
 
 /**

@@ -1,4 +1,5 @@
-import { forget, keptUtil } from '../../src/quota/hot-row';
+import type { Admission } from '../../src/quota/admission';
+import { forget, keptLoad, keptRoom, keptUtil, TOKENS } from '../../src/quota/hot-row';
 import { ModelState } from '../../src/registry/model-state';
 import { FakeClock, seeded } from '../support/random';
 
@@ -15,6 +16,16 @@ function fresh(state: ModelState, now: number): number {
   return state.quota.util(now);
 }
 
+/** Room asked of every counter itself, as a ledger does where nothing is kept. */
+function freshRoom(state: ModelState, admission: Admission, now: number): boolean {
+  fresh(state, now); // the counters caught up with `now`
+  const { tokens, requests, burst, input, output } = state.quota;
+  return (
+    !state.isCooling() &&
+    [tokens, requests, burst, input, output].every((c) => c.fits(admission, now))
+  );
+}
+
 describe('the hot row (the utilization and cooldown a draw reads)', () => {
   it.each([[1], [2], [3], [4], [5], [6]])(
     'answers as the quota does over random charges, answers, peers and time (seed %i)',
@@ -22,8 +33,18 @@ describe('the hot row (the utilization and cooldown a draw reads)', () => {
       const rng = seeded(seed);
       const clock = new FakeClock(T0);
       // Two states driven alike: one asked through what it keeps, the other always afresh.
-      const kept = new ModelState(MODEL, 'east', clock.now, { headers: 'openai' });
-      const twin = new ModelState(MODEL, 'east', clock.now, { headers: 'openai' });
+      // Seeds 3 and 4 run out of requests first; 5 and 6 add input and output limits, as
+      // Claude's deployments have.
+      const model =
+        seed > 4
+          ? { ...MODEL, itpm: 9_000, otpm: 2_500 }
+          : seed > 2
+            ? { ...MODEL, rpm: 30 }
+            : MODEL;
+      const kept = new ModelState(model, 'east', clock.now, { headers: 'openai' });
+      const twin = new ModelState(model, 'east', clock.now, { headers: 'openai' });
+      const { table, row } = kept.drawRow!;
+      let answered = 0;
       if (seed % 2 === 0) {
         kept.quota.slide(60_000);
         twin.quota.slide(60_000);
@@ -69,8 +90,35 @@ describe('the hot row (the utilization and cooldown a draw reads)', () => {
           // A draw may ask twice at one reading; the first asking keeps what the second reads.
           expect(kept.util).toBe(fresh(twin, clock.ms));
           expect(kept.util).toBe(fresh(twin, clock.ms));
+          // What a draw reads from the row alone, wherever the row tells, is the model's answer.
+          const now = clock.ms;
+          const load = keptLoad(table, row, now);
+          if (load >= 0) expect(load).toBe(kept.util);
+          const healthy = keptRoom(table, row, undefined, now);
+          if (healthy >= 0) expect(healthy === 1).toBe(kept.isHealthy());
+          const room = table[row + TOKENS]!;
+          const calls: Admission[] = [
+            { input: Math.floor(rng() * 3_000), output: Math.floor(rng() * 1_000) },
+            { input: Math.floor(rng() * 300), output: Math.floor(rng() * 100), reserve: 0.15 },
+            // Exactly the tokens left, and one more: the boundary is the model's too.
+            ...(Number.isFinite(room) && room > 0
+              ? [
+                  { input: Math.floor(room / 2), output: room - Math.floor(room / 2) },
+                  { input: Math.floor(room / 2), output: room - Math.floor(room / 2) + 1 },
+                ]
+              : []),
+          ];
+          for (const call of calls) {
+            const answer = keptRoom(table, row, call, now);
+            if (answer < 0) continue;
+            answered++;
+            expect(answer === 1).toBe(freshRoom(twin, call, now));
+            expect(kept.hasRoomAt(call, now)).toBe(answer === 1);
+          }
         }
       }
+      // The row told often enough for the comparison to mean something.
+      expect(answered).toBeGreaterThan(100);
     },
   );
 

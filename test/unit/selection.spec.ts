@@ -7,6 +7,7 @@ import {
   type Deployment,
   type Switchboard,
 } from '../../src';
+import { RoomGate } from '../../src/selection/pick';
 import { openaiDeployments } from '../support/configs';
 import { FakeClock, seeded } from '../support/random';
 
@@ -68,12 +69,16 @@ describe('selection', () => {
   });
 
   it('does not scan the pool on every call: work per call stays flat from 10 to 10 000 deployments', () => {
+    // A deployment checked is one the model answered for, or its hot row did.
     const checks = (n: number) => {
       board(n);
-      const spy = jest.spyOn(ModelState.prototype, 'isHealthy');
+      const asked = jest.spyOn(ModelState.prototype, 'isHealthy');
+      const read = jest.spyOn(RoomGate.prototype, 'admitsRow');
       for (let i = 0; i < 100; i++) sb.selectDeployment({ model: MODEL });
-      const calls = spy.mock.calls.length;
-      spy.mockRestore();
+      const calls =
+        asked.mock.calls.length + read.mock.results.filter((r) => (r.value as number) >= 0).length;
+      asked.mockRestore();
+      read.mockRestore();
       void sb.close();
       return calls;
     };
@@ -81,6 +86,26 @@ describe('selection', () => {
     const large = checks(10_000);
     expect(large).toBeLessThanOrEqual(small * 1.5);
     expect(large / 100).toBeLessThan(5);
+  });
+
+  it('reads a drawn model from its hot row while that holds, and asks the model when room depends on calls in flight', () => {
+    const draws = (extra: Partial<Parameters<typeof createSwitchboard>[0]> = {}) => {
+      board(1_000, extra);
+      // Every row kept once: each model answered a draw.
+      for (const d of sb.deployments.values()) void stateOf(d).util;
+      const asked = jest.spyOn(ModelState.prototype, 'isHealthy');
+      const util = jest.spyOn(ModelState.prototype, 'util', 'get');
+      for (let i = 0; i < 100; i++) sb.selectDeployment({ model: MODEL });
+      const n = asked.mock.calls.length + util.mock.calls.length;
+      asked.mockRestore();
+      util.mockRestore();
+      void sb.close();
+      return n;
+    };
+    expect(draws()).toBe(0);
+    // With a cap, room also needs a free slot, which the row does not hold.
+    const capped = openaiDeployments(1_000).map((d) => ({ ...d, maxInFlight: 4 }));
+    expect(draws({ deployments: capped })).toBeGreaterThanOrEqual(200);
   });
 
   it('scans when samples keep coming up unhealthy, and still finds the one healthy deployment', () => {
