@@ -1,4 +1,5 @@
 import type { Admission } from './admission';
+import type { LimitCounter } from './counter';
 
 /**
  * The numbers selection reads on every draw, for one model on one deployment, kept in a row of a
@@ -87,24 +88,42 @@ export function keptUtil(hot: HotRow, now: number): number {
 }
 
 /**
- * Keep `util` for the clock readings in `[from, until)`, with no limit in force: the ledger then
- * lowers each kind's room with {@link keepRoom}.
+ * The utilization at `now` of the `gating` counters (those with a limit in force): the largest
+ * share. With `keeps`, it is kept in `hot` with each limit's room until the first time any of
+ * them can change by time alone; without (others' usage changes with time), nothing is.
  */
-export function keep(hot: HotRow, util: number, from: number, until: number): void {
+export function measure(
+  hot: HotRow,
+  gating: readonly LimitCounter[],
+  now: number,
+  keeps: boolean,
+): number {
+  let util = 0;
+  let until = keeps ? Infinity : now;
+  for (const counter of gating) {
+    const share = counter.share(now);
+    if (share > util) util = share;
+    if (until > now) {
+      const t = counter.changesAt(now);
+      if (t < until) until = t;
+    }
+  }
   const { table, row } = hot;
   table[row + UTIL] = util;
-  table[row + FROM] = from;
+  table[row + FROM] = now;
   table[row + UNTIL] = until;
+  if (until <= now) return util;
+  // While the row holds, a draw reads each limit's room there instead of asking the counters.
   table[row + TOKENS] = Infinity;
   table[row + REQUESTS] = Infinity;
   table[row + INPUT] = Infinity;
   table[row + OUTPUT] = Infinity;
-}
-
-/** A limit of kind `column` (one of {@link TOKENS} .. {@link OUTPUT}) takes at most `room` more. */
-export function keepRoom(hot: HotRow, column: number, room: number): void {
-  const at = hot.row + column;
-  if (room < hot.table[at]!) hot.table[at] = room;
+  for (const counter of gating) {
+    const at = row + counter.hotColumn;
+    const room = counter.room(now);
+    if (room < table[at]!) table[at] = room;
+  }
+  return util;
 }
 
 /**

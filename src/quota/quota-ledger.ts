@@ -20,7 +20,7 @@ import {
   type SharedReading,
 } from './reading';
 import { CountWindow } from './count-window';
-import { fitsRoom, forget, hotRow, keep, keepRoom, keptUtil, type HotRow } from './hot-row';
+import { fitsRoom, forget, hotRow, keptUtil, measure, type HotRow } from './hot-row';
 import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
@@ -192,23 +192,8 @@ export class QuotaLedger {
     const kept = keptUtil(this.hot, now);
     if (kept >= 0) return kept;
     this.catchUp(now);
-    let util = 0;
     // Others' usage (a store updates it in place) changes with time: it is not kept.
-    let until = this.scope.peers === undefined ? Infinity : now;
-    const gating = (this.gating ??= gatingOf(this));
-    for (const counter of gating) {
-      const share = counter.share(now);
-      if (share > util) util = share;
-      if (until > now) {
-        const t = counter.changesAt(now);
-        if (t < until) until = t;
-      }
-    }
-    keep(this.hot, util, now, until);
-    // While the row holds, a draw reads each limit's room there instead of asking the counters.
-    if (until > now)
-      for (const counter of gating) keepRoom(this.hot, counter.hotColumn, counter.room(now));
-    return util;
+    return measure(this.hot, (this.gating ??= gatingOf(this)), now, this.scope.peers === undefined);
   }
 
   /**
@@ -241,10 +226,7 @@ export class QuotaLedger {
   hasRoom(admission: Admission, now = this.clock()): boolean {
     // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
     // they hold, room is read from there.
-    if (
-      this.scope.peers === undefined &&
-      !(admission.reserve !== undefined && admission.reserve > 0)
-    ) {
+    if (this.scope.peers === undefined && (admission.reserve ?? 0) <= 0) {
       this.util(now);
       if (keptUtil(this.hot, now) >= 0) return fitsRoom(this.hot.table, this.hot.row, admission);
     }
