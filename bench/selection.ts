@@ -64,6 +64,10 @@ export function selectionScaling(
     }
     return sb;
   });
+  // One query for every plain select: a literal made per call is the caller's cost, and V8 may
+  // start allocating such literals in the old generation (pretenuring) partway through a run,
+  // which then slowed every size alike by ~70 ns in some runs and not in others.
+  const query = { model: MODEL };
   // A call's routing: room for 900 prompt tokens and 256 reserved, asked at one clock reading.
   const gate = new RoomGate({ input: 900, output: 256 }, undefined, Date.now);
   gc();
@@ -75,7 +79,7 @@ export function selectionScaling(
     for (let k = 0; k < sizes.length; k++) {
       const i = (b + k) % sizes.length;
       const sb = pools[i]!;
-      plain[i]!.push(time(() => sb.selectDeployment({ model: MODEL }), options.per, 1));
+      plain[i]!.push(time(() => sb.selectDeployment(query), options.per, 1));
       routed[i]!.push(
         time(() => pickWithRoom(sb.registry, MODEL, undefined, gate), options.per, 1),
       );
@@ -105,7 +109,7 @@ export function selectionScaling(
     let i = 0;
     for (const d of sb.deployments.values()) if (i++ % 4 === 0) d.models.get(MODEL)!.spend(0, 300);
     const quarterFullNs = time(
-      () => sb.selectDeployment({ model: MODEL }),
+      () => sb.selectDeployment(query),
       options.per,
       options.batches,
     );
