@@ -108,11 +108,7 @@ export function selectionScaling(
     // A quarter of the pool over quota: sampling sometimes draws an unhealthy one.
     let i = 0;
     for (const d of sb.deployments.values()) if (i++ % 4 === 0) d.models.get(MODEL)!.spend(0, 300);
-    const quarterFullNs = time(
-      () => sb.selectDeployment(query),
-      options.per,
-      options.batches,
-    );
+    const quarterFullNs = time(() => sb.selectDeployment(query), options.per, options.batches);
     rows.push({ deployments: n, plainNs, callNs, knownSessionNs, newSessionNs, quarterFullNs });
   }
   for (const sb of pools) void sb.close();
