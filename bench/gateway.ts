@@ -81,7 +81,9 @@ export async function gatewayBench(options: GatewayBenchOptions): Promise<Record
     targets.push(await startGateway(upstreams, 'express'));
     if (options.fastify) targets.push(await startGateway(upstreams, 'fastify'));
     targets.push(await startFloor(upstreams));
-    for (const t of targets) await load(t, { amount: options.warmup }, options.connections);
+    if (options.warmup > 0) {
+      for (const t of targets) await load(t, { amount: options.warmup }, options.connections);
+    }
     const rounds: Record<string, GatewayRound[]> = Object.fromEntries(
       targets.map((t) => [t.name, []]),
     );
