@@ -19,11 +19,11 @@ import {
   DEFAULT_SETUP,
   capacity,
   promptSizes,
+  quotaUpstreams,
   scenario,
   type QuotaSetup,
   type ScenarioResult,
 } from './strategies';
-import { startUpstreams } from './upstreams';
 import { fixed, mean, pct, quantile, quietLogger, seeded, sleep, stddev, table } from './util';
 
 const MODEL = 'gpt-4o-mini';
@@ -185,16 +185,9 @@ async function equallyFast(o: LatencyBenchOptions): Promise<EvenRow[]> {
     `\n-- 9b. All equally fast (${setup.latency} ms), ${setup.deployments} deployments, tpm ${setup.tpm} / rpm ${setup.rpm}, ` +
       `time scale ${setup.timeScale}, capacity ${fixed(capacity(setup, meanTokens).perSecond, 1)} calls/s, ${o.quotaSeconds} s each --\n`,
   );
-  const upstreams = await startUpstreams(
-    Array.from({ length: setup.deployments }, (_, i) => ({
-      name: `d${i}`,
-      tpm: setup.tpm,
-      rpm: setup.rpm,
-      timeScale: setup.timeScale,
-      latency: setup.latency,
-      completionTokens: setup.completionTokens,
-      inferredMaxTokens: setup.completionTokens,
-    })),
+  const upstreams = await quotaUpstreams(
+    Array.from({ length: setup.deployments }, (_, i) => `d${i}`),
+    setup,
     o.inproc,
   );
   const rows: EvenRow[] = [];

@@ -26,6 +26,31 @@ export interface QuotaSetup {
   completionTokens: number;
 }
 
+/**
+ * Simulated deployments named `names`, each enforcing `setup`'s quotas at its time scale and
+ * answering after its latency with its completion size.
+ */
+export function quotaUpstreams(
+  names: readonly string[],
+  setup: QuotaSetup,
+  inproc: boolean,
+): Promise<Upstreams> {
+  return startUpstreams(
+    names.map((name) => ({
+      name,
+      tpm: setup.tpm,
+      rpm: setup.rpm,
+      timeScale: setup.timeScale,
+      latency: setup.latency,
+      completionTokens: setup.completionTokens,
+      // Callers are modelled as capping output at the answer's size: without it Azure's admission
+      // count reserves its large inferred default per call and the quotas here admit ~2 calls a minute.
+      inferredMaxTokens: setup.completionTokens,
+    })),
+    inproc,
+  );
+}
+
 export const DEFAULT_SETUP: QuotaSetup = {
   deployments: 6,
   tpm: 10_000,
@@ -350,18 +375,9 @@ export async function strategies(o: StrategiesOptions): Promise<Record<string, u
         ? `; the ${o.instances} replicas run uncoordinated, then sharing state, for each load.`
         : '.'),
   );
-  const upstreams = await startUpstreams(
-    Array.from({ length: setup.deployments }, (_, n) => ({
-      name: `q${n}`,
-      tpm: setup.tpm,
-      rpm: setup.rpm,
-      timeScale: setup.timeScale,
-      latency: setup.latency,
-      completionTokens: setup.completionTokens,
-      // Callers are modelled as capping output at the answer's size: without it Azure's admission
-      // count reserves its large inferred default per call and the quotas here admit ~2 calls a minute.
-      inferredMaxTokens: setup.completionTokens,
-    })),
+  const upstreams = await quotaUpstreams(
+    Array.from({ length: setup.deployments }, (_, n) => `q${n}`),
+    setup,
     o.inproc,
   );
   const names = o.strategies ?? Object.keys(STRATEGIES);

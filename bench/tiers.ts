@@ -10,11 +10,11 @@ import {
   DEFAULT_SETUP,
   capacity,
   promptSizes,
+  quotaUpstreams,
   scenario,
   type QuotaSetup,
   type ScenarioResult,
 } from './strategies';
-import { startUpstreams } from './upstreams';
 import { fixed, mean, pct, table } from './util';
 
 const PTU = 2;
@@ -60,20 +60,7 @@ export async function tiers(o: TiersOptions): Promise<Record<string, unknown>> {
     ...Array.from({ length: PTU }, (_, i) => `ptu${i}`),
     ...Array.from({ length: PAYG }, (_, i) => `payg${i}`),
   ];
-  const upstreams = await startUpstreams(
-    names.map((name) => ({
-      name,
-      tpm: setup.tpm,
-      rpm: setup.rpm,
-      timeScale: setup.timeScale,
-      latency: setup.latency,
-      completionTokens: setup.completionTokens,
-      // Callers are modelled as capping output at the answer's size: without it Azure's admission
-      // count reserves its large inferred default per call and the quotas here admit ~2 calls a minute.
-      inferredMaxTokens: setup.completionTokens,
-    })),
-    o.inproc,
-  );
+  const upstreams = await quotaUpstreams(names, setup, o.inproc);
   const rows: TierRow[] = [];
   try {
     let seq = 0;
