@@ -1,6 +1,6 @@
 import type { ModelConfig } from '../types';
 import type { Admission, TokenUsage } from '../quota/admission';
-import { COOL, FROM, UNTIL, UTIL, type HotRow } from '../quota/hot-row';
+import { COOL, keptLoad, type HotRow } from '../quota/hot-row';
 import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
 import { ConsecutiveBreaker } from './consecutive-breaker';
@@ -157,12 +157,9 @@ export class ModelState {
    */
   get util(): number {
     const now = this.clock();
-    const { table, row } = this;
-    // The utilization the quota kept, while it holds and the model is not cooling.
-    if (now < table[row + UNTIL]! && now >= table[row + FROM]! && now >= table[row + COOL]!) {
-      return table[row + UTIL]!;
-    }
-    return now < table[row + COOL]! ? 1 : this.quota.util(now);
+    // 1 while cooling, else the utilization the quota kept while that holds: what a draw reads.
+    const kept = keptLoad(this.table, this.row, now);
+    return kept >= 0 ? kept : this.quota.util(now);
   }
 
   /** True while utilization is below 1 and the model is not cooling. */
