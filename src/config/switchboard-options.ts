@@ -87,4 +87,16 @@ export interface SwitchboardOptions {
    * fallbacks follow it. Opt out per call with `fallbacks: false` beside `session_id`.
    */
   fallbacks?: Record<string, string[]>;
+  /**
+   * A JSONL file to append one line per finished call to (arrival, model, deployment, tokens as
+   * the upstream reported them, `max_tokens`, lane, tenant, status, latency; never any content),
+   * for `npx nestjs-switchboard plan`. Written off the call path, in one append per second; the
+   * last lines on `close()`. See docs/capacity-planning.md.
+   *
+   * @example
+   * ```ts
+   * createSwitchboard({ deployments, recordTraffic: '/var/log/switchboard/traffic.jsonl' });
+   * ```
+   */
+  recordTraffic?: string;
 }

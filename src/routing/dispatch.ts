@@ -22,6 +22,7 @@ import { SwitchboardError } from '../switchboard.error';
 import type { Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
+import type { TrafficRecorder } from '../traffic/traffic-recorder';
 import { routeCall, type NoRoom, type Route } from './route-call';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
@@ -52,6 +53,8 @@ export interface DispatchShared {
   readonly clock: () => number;
   /** Count a call that failed for its caller. */
   countFailure(model: string, error: unknown): void;
+  /** Writes one line per finished call, when `recordTraffic` is set. */
+  readonly traffic?: TrafficRecorder;
 }
 
 /**
@@ -120,6 +123,13 @@ export class Dispatch implements AttemptOutcome, CallGate {
     // A call without a model (a retrieval) is pinned, and its model is never asked for.
     this.model = (pin !== undefined ? pin.model : request.body.model) as string;
     this.admission = request.metered ? request.admission : undefined;
+    // Only a recorded call carries its arrival and tags to its attempts.
+    if (shared.traffic !== undefined) {
+      this.context = {
+        attempt: 1,
+        call: { t: shared.clock(), lane: tags.lane, tenant: tags.tenant },
+      };
+    }
   }
 
   /** Starts the call; the promise settles with its answer, or the error its caller sees. */
@@ -159,7 +169,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
         this.errors,
         this.options?.signal,
         (n, _d, why) => {
-          this.context = { attempt: n, failoverReason: why };
+          this.context = { attempt: n, failoverReason: why, call: this.context.call };
           const last = this.last;
           if (last) this.shared.metrics.retry(last.deployment.models.get(last.model)!, why);
         },
@@ -184,6 +194,13 @@ export class Dispatch implements AttemptOutcome, CallGate {
     if (this.model !== undefined && classify(error, this.errors).reason !== 'aborted') {
       this.shared.countFailure(this.model, error);
     }
+    this.shared.traffic?.failed(
+      this.model,
+      this.request,
+      this.context.call,
+      this.last?.deployment,
+      error,
+    );
     this.rejectCall(error);
   }
 

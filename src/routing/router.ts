@@ -13,7 +13,9 @@ import type { StateStore } from '../state/state-store';
 import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
+import type { AttemptTrace } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
+import { TrafficRecorder } from '../traffic/traffic-recorder';
 import { allowsFallbacks, callBody, sessionIdOf, tagsOf } from './call-params';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
@@ -53,6 +55,8 @@ export class Router implements DispatchShared {
   /** Calls waiting for room, when `options.queue` is set: the one place calls wait. */
   readonly queue: CapacityQueue | undefined;
   readonly lanes: LaneActivity;
+  /** Writes one line per finished call, when `options.recordTraffic` names a file. */
+  readonly traffic: TrafficRecorder | undefined;
   /**
    * Per model with fallbacks, every model its calls may fall back to, in the order they are tried
    * (`options.fallbacks` with chains followed).
@@ -116,12 +120,22 @@ export class Router implements DispatchShared {
     }
     // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
     const genAi = new GenAiTelemetry();
+    const traffic = options.recordTraffic
+      ? new TrafficRecorder(options.recordTraffic, this.logger, this.clock)
+      : undefined;
+    this.traffic = traffic;
     this.hooks = {
       sent: (model) => metrics.request(model),
       failed: (model, reason) => metrics.failure(model, reason),
       staleSocketRetried: (model) => metrics.retry(model, 'stale_socket'),
-      started: (deployment, model, request, attempt) =>
-        genAi.forDeployment(deployment, model.name, request.body, attempt),
+      started: traffic
+        ? (deployment, model, request, attempt) =>
+            bothTraces(
+              genAi.forDeployment(deployment, model.name, request.body, attempt),
+              traffic.attempt(deployment, model.name, request, attempt.call),
+            )
+        : (deployment, model, request, attempt) =>
+            genAi.forDeployment(deployment, model.name, request.body, attempt),
       deadlines: new Deadlines(),
       observed: queue
         ? (model, headers, admission, sentAt) => {
@@ -183,10 +197,14 @@ export class Router implements DispatchShared {
     else counts.other++;
   }
 
-  /** Every later call fails at once; calls waiting for room fail with `closedWaiting`. */
-  close(closedWaiting: () => unknown): void {
+  /**
+   * Every later call fails at once; calls waiting for room fail with `closedWaiting`. Resolves
+   * when the traffic record, if any, is written.
+   */
+  close(closedWaiting: () => unknown): Promise<void> {
     this.closed = true;
     this.queue?.close(closedWaiting);
+    return this.traffic?.close() ?? Promise.resolve();
   }
 
   /** One balanced call, as `sb.<surface>.<opName>(params, options)` makes it (and `sb.fetch`). */
@@ -359,6 +377,17 @@ export class Router implements DispatchShared {
       `${String(model)} is served by ${provider} deployments only and cannot take a sb.${adapter.path.join('.')} call: use ${right.join(' or ')}`,
     );
   }
+}
+
+/** One trace that tells both of an attempt's observers (the span, the traffic record). */
+function bothTraces(span: AttemptTrace, record: AttemptTrace | undefined): AttemptTrace {
+  if (record === undefined) return span;
+  return {
+    response: (result) => (span.response(result), record.response(result)),
+    event: (event) => (span.event(event), record.event(event)),
+    streamEnded: () => (span.streamEnded(), record.streamEnded()),
+    failed: (error, reason) => (span.failed(error, reason), record.failed(error, reason)),
+  };
 }
 
 function closedError(what: string): SwitchboardError {
