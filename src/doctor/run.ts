@@ -24,7 +24,8 @@ export interface DoctorOutput {
   err(text: string): void;
 }
 
-const STDIO: DoctorOutput = {
+/** Standard output and error. */
+export const STDIO: DoctorOutput = {
   out: (text) => void process.stdout.write(`${text}\n`),
   err: (text) => void process.stderr.write(`${text}\n`),
 };
