@@ -18,6 +18,7 @@ import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
 import { tiers } from './tiers';
 import { hasGc } from './util';
 import { latencyBench } from './latency';
+import { planning } from './planning';
 
 async function main(): Promise<void> {
   const args: BenchArgs = parseArgs(process.argv.slice(2));
@@ -144,6 +145,14 @@ async function main(): Promise<void> {
       loads: [0.95, 1.1],
       seed: args.seed,
       inproc: args.inproc,
+    });
+  }
+  if (want('planning')) {
+    console.log('\n== 10. Capacity planning: a day of recorded traffic, replayed ==\n');
+    figures.planning = await planning({
+      calls: args.smoke ? 5_000 : 1_000_000,
+      seed: args.seed,
+      findTpm: !args.smoke,
     });
   }
   if (args.soak !== undefined || args.smoke) {
