@@ -223,6 +223,7 @@ export async function replay(
     adapters: [adapters.openai, adapters.anthropic],
   });
   let settled = 0;
+  const stackTraceLimit = Error.stackTraceLimit;
   try {
     sb.start();
     for (const config of deployments) {
@@ -257,6 +258,9 @@ export async function replay(
     const byModel = trace.models.map((m) => surfaces[providerOf.get(m)!]);
     const tenants = trace.tenants.map((t) => (t === '' ? undefined : t));
     let next = 0;
+    // The replay's errors are its data (429s, calls that waited in vain), made by the thousand:
+    // their stack traces would cost more than the routing.
+    Error.stackTraceLimit = 0;
     await time.run(
       () => (next < n ? arrival[next]! : Infinity),
       () => {
@@ -282,6 +286,7 @@ export async function replay(
       },
     );
   } finally {
+    Error.stackTraceLimit = stackTraceLimit;
     await sb.close();
   }
   if (settled !== n) throw new Error(`The replay ended with ${n - settled} calls unsettled`);
