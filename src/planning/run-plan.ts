@@ -91,7 +91,9 @@ export async function runPlanCli(
     throw error;
   }
   if (trace.outOfOrder > 0) {
-    output.err(`${files[0]}: ${trace.outOfOrder} lines were out of time order and were sorted`);
+    output.err(
+      `${files[0]}: ${trace.outOfOrder} lines have an earlier time than the line before them; the calls were sorted by time`,
+    );
   }
   if (html !== undefined) writeFileSync(html, planHtml(made, files[0]!, scale));
   output.out(json ? JSON.stringify(made.report, null, 2) : formatPlan(made, scale));

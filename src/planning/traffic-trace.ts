@@ -30,7 +30,7 @@ export interface TrafficTrace {
   readonly latency: Float64Array;
   readonly models: readonly string[];
   readonly tenants: readonly string[];
-  /** How many lines came before a line with an earlier time (they were sorted). */
+  /** How many lines have an earlier time than the line before them (the calls were sorted). */
   readonly outOfOrder: number;
 }
 
@@ -95,7 +95,7 @@ export function parseTraffic(text: string, file = 'traffic'): TrafficTrace {
     const i = count++;
     cols.t[i] = o.t;
     if (o.t < last) outOfOrder++;
-    else last = o.t;
+    last = o.t;
     cols.model[i] = indexOf(models, o.model);
     cols.input[i] = tokens(o.input_tokens, 'input_tokens', bad, true);
     cols.cached[i] = tokens(o.cached_tokens, 'cached_tokens', bad, false);
