@@ -195,13 +195,13 @@ export async function replay(
       const usage: TokenUsage = { input: c.input, output: c.output };
       const latency = trace.latency[i]! >= 0 ? trace.latency[i]! : DEFAULT_LATENCY;
       const quota = up.quota;
-      const copy = { ...c };
+      const copy = quota.ended === undefined ? undefined : { ...c };
       return answered(
         new Promise((resolve) =>
           time.after(latency, () => {
-            quota.ended?.(copy, now, time.now);
+            if (copy !== undefined) quota.ended!(copy, now, time.now);
             resolve({
-              response: { headers: readOnly(verdict.headers) } as Response,
+              response: { headers: new ReadOnlyHeaders(verdict.headers) } as unknown as Response,
               data: { usage },
             });
           }),
@@ -335,23 +335,42 @@ export async function replay(
 }
 
 /** The SDK-like promise of a replayed answer: its head and data come together. */
+class ReplayedAnswer {
+  constructor(readonly responsePromise: Promise<{ response: Response; data: unknown }>) {}
+
+  asResponse(): Promise<Response> {
+    return this.responsePromise.then((r) => r.response);
+  }
+
+  then<A = unknown, B = never>(
+    onData?: ((data: unknown) => A | PromiseLike<A>) | null,
+    onFailure?: ((error: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    return this.responsePromise.then(
+      onData ? (r) => onData(r.data) : undefined,
+      onFailure,
+    ) as Promise<A | B>;
+  }
+}
+
 function answered(done: Promise<{ response: Response; data: unknown }>): ApiPromiseLike<unknown> {
-  return {
-    responsePromise: done,
-    asResponse: () => done.then((r) => r.response),
-    then: (onData, onFailure) => done.then(onData && ((r) => onData(r.data)), onFailure) as never,
-  } as ApiPromiseLike<unknown>;
+  return new ReplayedAnswer(done) as ApiPromiseLike<unknown>;
 }
 
 /**
  * The headers of an answer, as far as the switchboard reads them (`get`, `has`): a `Headers`
  * object validates and copies every value, which a million answers pay for in seconds.
  */
-function readOnly(values: Record<string, string>): Headers {
-  return {
-    get: (name: string) => values[name.toLowerCase()] ?? null,
-    has: (name: string) => values[name.toLowerCase()] !== undefined,
-  } as Headers;
+class ReadOnlyHeaders {
+  constructor(private readonly values: Record<string, string>) {}
+
+  get(name: string): string | null {
+    return this.values[name.toLowerCase()] ?? null;
+  }
+
+  has(name: string): boolean {
+    return this.values[name.toLowerCase()] !== undefined;
+  }
 }
 
 /** `d` with every model's limits multiplied by its factor in `quota`. */
