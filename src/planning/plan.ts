@@ -101,7 +101,8 @@ export async function plan(
     const quota = new Map<string, number>();
     for (const m of models)
       quota.set(m, open.includes(m) ? factor.get(m)! : (hi.get(m) ?? MAX_FACTOR));
-    const r = await replay(trace, options, { ...o, quota });
+    // A replay whose open models have all failed once has said what it can: it stops there.
+    const r = await replay(trace, options, { ...o, quota, stopWhenFailed: new Set(open) });
     o.onReplay?.(quota, r);
     for (const m of open) {
       const f = factor.get(m)!;

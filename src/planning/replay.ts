@@ -44,6 +44,12 @@ export interface ReplayOptions {
   seed?: number;
   /** How many time slices the series have. Default 120. */
   slices?: number;
+  /**
+   * Stop sending arrivals once a caller of every one of these models has failed (the calls in
+   * flight still end): enough to know that a quota does not serve them. The result then covers
+   * the calls that arrived ({@link ReplayResult.complete} false).
+   */
+  stopWhenFailed?: ReadonlySet<string>;
 }
 
 /** What one model on one deployment saw in a replay. */
@@ -81,7 +87,10 @@ export interface CallerOutcome {
  * ```
  */
 export interface ReplayResult {
+  /** Calls replayed: all of the trace's, unless the replay stopped early. */
   calls: number;
+  /** False when {@link ReplayOptions.stopWhenFailed} stopped it early. */
+  complete: boolean;
   deployments: DeploymentOutcome[];
   callers: CallerOutcome;
   perModel: Record<string, CallerOutcome>;
@@ -223,6 +232,7 @@ export async function replay(
     adapters: [adapters.openai, adapters.anthropic],
   });
   let settled = 0;
+  let next = 0;
   const stackTraceLimit = Error.stackTraceLimit;
   try {
     sb.start();
@@ -257,12 +267,14 @@ export async function replay(
     };
     const byModel = trace.models.map((m) => surfaces[providerOf.get(m)!]);
     const tenants = trace.tenants.map((t) => (t === '' ? undefined : t));
-    let next = 0;
+    const stopWhen = o.stopWhenFailed;
+    const failedModels = new Set<number>();
+    let stopped = false;
     // The replay's errors are its data (429s, calls that waited in vain), made by the thousand:
     // their stack traces would cost more than the routing.
     Error.stackTraceLimit = 0;
     await time.run(
-      () => (next < n ? arrival[next]! : Infinity),
+      () => (next < n && !stopped ? arrival[next]! : Infinity),
       () => {
         const i = next++;
         const m = trace.model[i]!;
@@ -281,6 +293,10 @@ export async function replay(
             ended[i] = time.now;
             failed[i] = 1;
             settled++;
+            if (stopWhen?.has(trace.models[m]!) && !failedModels.has(m)) {
+              failedModels.add(m);
+              stopped = failedModels.size >= stopWhen.size;
+            }
           },
         );
       },
@@ -289,17 +305,21 @@ export async function replay(
     Error.stackTraceLimit = stackTraceLimit;
     await sb.close();
   }
-  if (settled !== n) throw new Error(`The replay ended with ${n - settled} calls unsettled`);
+  if (settled !== next) {
+    throw new Error(`The replay ended with ${next - settled} calls unsettled`);
+  }
 
-  const waits = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
+  // Only the calls that arrived, when the replay stopped early.
+  const arrived = next;
+  const waits = new Float64Array(arrived);
+  for (let i = 0; i < arrived; i++) {
     waits[i] = Math.max(0, (firstSent[i]! >= 0 ? firstSent[i]! : ended[i]!) - arrival[i]!);
   }
   const perModel: Record<string, CallerOutcome> = {};
   trace.models.forEach((name, m) => {
     const mine: number[] = [];
     let bad = 0;
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < arrived; i++) {
       if (trace.model[i] !== m) continue;
       mine.push(waits[i]!);
       bad += failed[i]!;
@@ -307,7 +327,7 @@ export async function replay(
     perModel[name] = callerOutcome(Float64Array.from(mine), bad);
   });
   let failures = 0;
-  for (let i = 0; i < n; i++) failures += failed[i]!;
+  for (let i = 0; i < arrived; i++) failures += failed[i]!;
   const outcomes: DeploymentOutcome[] = [];
   for (const models of upstreams.values()) {
     for (const up of models.values()) {
@@ -324,7 +344,8 @@ export async function replay(
     }
   }
   return {
-    calls: n,
+    calls: next,
+    complete: next === n,
     deployments: outcomes,
     callers: callerOutcome(waits, failures),
     perModel,
