@@ -14,7 +14,7 @@ import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
-import { allowsFallbacks, callBody, sessionIdOf, tagsOf } from './call-params';
+import { allowsFallbacks, callBody, requiredTags, sessionIdOf, tagsOf } from './call-params';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
 import { prepareRequest } from './prepare-request';
@@ -217,6 +217,7 @@ export class Router implements DispatchShared {
           ? this.fallbacks.get(model)
           : undefined;
       const tags = tagsOf(params as object);
+      const required = requiredTags(params as object);
       const pending = sessionFromStore(this.registry, this.state, sessionId);
       const dispatch = () =>
         new Dispatch(
@@ -226,10 +227,11 @@ export class Router implements DispatchShared {
           request,
           sdkOptions,
           sessionId,
-          pool,
+          required === undefined ? pool : this.registry.poolFor(model, required),
           fallbacks,
           undefined,
           tags,
+          required,
         ).run();
       return pending === undefined ? dispatch() : pending.then(dispatch);
     } catch (error) {
