@@ -18,6 +18,7 @@ import { allowsFallbacks, callBody, requiredTags, sessionIdOf, tagsOf } from './
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
 import { prepareRequest } from './prepare-request';
+import { prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
 
 /** Calls that failed for their callers, per model. */
@@ -60,6 +61,8 @@ export class Router implements DispatchShared {
   readonly fallbacks: ReadonlyMap<string, readonly string[]>;
   private readonly chains: ResponseChains;
   private readonly defaultReservation: number;
+  /** Whether calls without a session keep to where their prompt prefix is cached. */
+  private readonly cacheAffinity: boolean;
   readonly clock: () => number;
   /** Adapters with a surface, for the message of a call on the wrong one. */
   private readonly adapters: ApiAdapter[] = [];
@@ -89,6 +92,7 @@ export class Router implements DispatchShared {
     this.fallbacks = resolveFallbacks(options.fallbacks);
     this.chains = new ResponseChains(options.maxResponses ?? 10_000, registry, state);
     this.defaultReservation = options.defaultReservation ?? 0;
+    this.cacheAffinity = options.cacheAffinity ?? true;
     this.clock = options.clock ?? Date.now;
     const queue = options.queue
       ? new CapacityQueue({ ...options.queue, clock: this.clock })
@@ -218,7 +222,13 @@ export class Router implements DispatchShared {
           : undefined;
       const tags = tagsOf(params as object);
       const required = requiredTags(params as object);
-      const pending = sessionFromStore(this.registry, this.state, sessionId);
+      // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached.
+      const sticky =
+        sessionId ??
+        (this.cacheAffinity && request.metered && adapter.path[0] !== 'embeddings'
+          ? prefixKey(body, request.admission.input)
+          : undefined);
+      const pending = sessionFromStore(this.registry, this.state, sticky);
       const dispatch = () =>
         new Dispatch(
           this,
@@ -226,7 +236,7 @@ export class Router implements DispatchShared {
           op,
           request,
           sdkOptions,
-          sessionId,
+          sticky,
           required === undefined ? pool : this.registry.poolFor(model, required),
           fallbacks,
           undefined,
