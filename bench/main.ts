@@ -18,6 +18,7 @@ import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
 import { tiers } from './tiers';
 import { hasGc } from './util';
 import { latencyBench } from './latency';
+import { placement } from './placement';
 
 async function main(): Promise<void> {
   const args: BenchArgs = parseArgs(process.argv.slice(2));
@@ -145,6 +146,10 @@ async function main(): Promise<void> {
       seed: args.seed,
       inproc: args.inproc,
     });
+  }
+  if (want('placement')) {
+    console.log('\n== 10. Placement: prompt-cache affinity and tags ==\n');
+    figures.placement = await placement({ calls: args.smoke ? 60 : 600, seed: args.seed });
   }
   if (args.soak !== undefined || args.smoke) {
     if (args.soak === undefined) console.log('\n== Soak (smoke: a few seconds) ==\n');

@@ -65,6 +65,12 @@ export interface RoutingConfig {
   priority?: number;
   /** Share of traffic within its tier against the other deployments there; positive, default 1. */
   weight?: number;
+  /**
+   * What the deployment is, for calls that require it: a call with `tags: ['eu']` (or the header
+   * `x-switchboard-tags: eu`) only goes to deployments carrying every tag it names, fallbacks and
+   * best effort included (data residency). Words without blanks or commas.
+   */
+  tags?: string[];
 }
 
 /** An API key, or a function that returns a fresh one (for Microsoft Entra ID tokens). */
@@ -228,6 +234,11 @@ export interface SessionParams {
   tenant?: string;
   /** `false`: this call goes to the model it names or fails, whatever `options.fallbacks` says. */
   fallbacks?: boolean;
+  /**
+   * Only deployments carrying every one of these tags may take the call (its fallbacks too): no
+   * room among them is a 429 (or a wait in `queue`), never a call elsewhere.
+   */
+  tags?: string[];
 }
 
 /**

@@ -62,6 +62,8 @@ export interface ModelStatus {
 export interface DeploymentStatus {
   name: string;
   provider: 'openai' | 'anthropic';
+  /** Its tags: calls that require tags go only where they all are. */
+  tags: readonly string[];
   models: ModelStatus[];
   /** Sessions currently pinned to this deployment. */
   sessions: number;
@@ -136,6 +138,7 @@ export class StatusService {
     const deployments: DeploymentStatus[] = [...this.sb.deployments.values()].map((d) => ({
       name: d.name,
       provider: d.provider,
+      tags: d.tags,
       sessions: pinned.get(d.name) ?? 0,
       models: [...d.models.values()].map((m) => {
         const anchored = m.quota.anchoredUsage();

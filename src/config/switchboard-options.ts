@@ -61,8 +61,17 @@ export interface SwitchboardOptions {
    * model, and its rate-limit headers show it to the switchboard anyway.
    */
   defaultReservation?: number;
-  /** How many session ids are remembered (LRU). Default 1024. */
+  /** How many session ids (and prompt prefixes, see {@link cacheAffinity}) are remembered (LRU). Default 1024. */
   maxSessions?: number;
+  /**
+   * Prompt-cache affinity (default true): a call without `session_id` whose `prompt_cache_key`,
+   * Anthropic `cache_control` prefix, or long prefix (1 024 tokens or more of system prompt and
+   * leading messages, kept as a hash) was seen recently goes to the deployment that served it,
+   * where the upstream has that prefix cached, while that deployment has room; when it is full
+   * the call goes elsewhere and the prefix's home moves with it. Shared across replicas as
+   * sessions are.
+   */
+  cacheAffinity?: boolean;
   /**
    * How many stored response ids are remembered with the deployment that created them (LRU), so
    * `previous_response_id` and `responses.retrieve(id)` reach it. Default 10 000.

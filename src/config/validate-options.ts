@@ -47,6 +47,15 @@ const weight = z
   .number({ error: 'must be a positive number (default 1)' })
   .positive({ error: 'must be a positive number (default 1)' });
 
+const tagMessage = "must be a list of tags, words without blanks or commas such as ['eu', 'gdpr']";
+const tags = z.array(
+  z
+    .string({ error: tagMessage })
+    .max(64, { error: 'must be at most 64 characters' })
+    .regex(/^[^\s,]+$/, { error: tagMessage }),
+  { error: tagMessage },
+);
+
 // The upstream's own name: model ids on api.openai.com hold ':' and '.', so only blanks are refused.
 const wireNameMessage =
   "must be a non-empty string without surrounding spaces: the upstream's name for the model (the Azure deployment name)";
@@ -79,6 +88,7 @@ const openai = z.strictObject({
   priority: priority.optional(),
   weight: weight.optional(),
   maxInFlight: maxInFlight.optional(),
+  tags: tags.optional(),
   models,
 });
 const anthropic = z
@@ -97,6 +107,7 @@ const anthropic = z
     priority: priority.optional(),
     weight: weight.optional(),
     maxInFlight: maxInFlight.optional(),
+    tags: tags.optional(),
     models,
   })
   .refine((d) => d.resource !== undefined || d.baseURL !== undefined, {
@@ -181,6 +192,7 @@ export const switchboardOptionsSchema = z.strictObject({
       { error: "must map a model to its fallback models, such as { 'gpt-4o': ['gpt-4o-mini'] }" },
     )
     .optional(),
+  cacheAffinity: z.boolean({ error: 'must be true or false' }).optional(),
   maxSessions: z
     .number({ error: 'must be a positive integer' })
     .int({ error: 'must be a positive integer' })

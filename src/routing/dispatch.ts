@@ -23,6 +23,8 @@ import type { Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { routeCall, type NoRoom, type Route } from './route-call';
+import { explain } from '../placement/explanations';
+import type { TagSet } from '../placement/tags';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 const UNTAGGED: CallTags = Object.freeze({ lane: 'interactive', tenant: '' });
@@ -116,6 +118,8 @@ export class Dispatch implements AttemptOutcome, CallGate {
     private readonly fallbacks?: readonly string[],
     private readonly pin?: Pin,
     private readonly tags: CallTags = UNTAGGED,
+    /** The tags a deployment must carry to take the call; `pool` holds only such deployments. */
+    private readonly required?: TagSet,
   ) {
     // A call without a model (a retrieval) is pinned, and its model is never asked for.
     this.model = (pin !== undefined ? pin.model : request.body.model) as string;
@@ -171,7 +175,8 @@ export class Dispatch implements AttemptOutcome, CallGate {
   }
 
   private get errors(): ProviderErrors {
-    return this.pool[0]!.errors;
+    // Tags may leave the call's own model no deployment (a fallback has one).
+    return (this.pool[0] ?? this.shared.registry.poolFor(this.model)[0]!).errors;
   }
 
   /** A further attempt, for failover. */
@@ -183,6 +188,9 @@ export class Dispatch implements AttemptOutcome, CallGate {
     // The caller's own abort is not a call that failed; a call without a model is no model's.
     if (this.model !== undefined && classify(error, this.errors).reason !== 'aborted') {
       this.shared.countFailure(this.model, error);
+      if (this.required !== undefined && refusedForTags(error)) {
+        this.shared.metrics.refusedForTags(this.model);
+      }
     }
     this.rejectCall(error);
   }
@@ -231,6 +239,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
       this.sessionId,
       this,
       this.pool,
+      this.required,
     );
   }
 
@@ -304,6 +313,18 @@ export class Dispatch implements AttemptOutcome, CallGate {
     }
   }
 
+  /** Why each deployment of the call's model and fallbacks did not take it (on failure only). */
+  private explain() {
+    return explain(
+      this.shared.registry,
+      this.model,
+      this.fallbacks,
+      this.required,
+      this.admission,
+      this.exclude,
+    );
+  }
+
   /** A batch call held to the headroom that a deployment of its model has room for without it. */
   private heldForHeadroom(): boolean {
     if (this.admission?.reserve === undefined) return false;
@@ -348,7 +369,9 @@ export class Dispatch implements AttemptOutcome, CallGate {
         queue.maxWaitOf(tags.lane) <= 0
       ) {
         const wait = routed === QUEUED ? expected() : routed.waitMs;
-        return Promise.reject(noRoomError(errors.RateLimitError, model, admission, wait));
+        return Promise.reject(
+          noRoomError(errors.RateLimitError, model, admission, wait, 0, this.explain()),
+        );
       }
       metrics?.queued(model, tags);
       return queue.wait(
@@ -364,7 +387,14 @@ export class Dispatch implements AttemptOutcome, CallGate {
           onAdmit: metrics && ((ms) => metrics.waited(model, tags, ms)),
           onAbort: () => new errors.APIUserAbortError(),
           onTimeout: (waited) =>
-            noRoomError(errors.RateLimitError, model, admission, expected(), waited),
+            noRoomError(
+              errors.RateLimitError,
+              model,
+              admission,
+              expected(),
+              waited,
+              this.explain(),
+            ),
         },
       );
     } catch (error) {
@@ -374,6 +404,12 @@ export class Dispatch implements AttemptOutcome, CallGate {
 }
 
 function noop(): void {}
+
+/** The switchboard refused the call, and some deployment it passed over lacked the call's tags. */
+function refusedForTags(error: unknown): boolean {
+  const list = (error as { explanations?: unknown } | null)?.explanations;
+  return Array.isArray(list) && list.some((e) => (e as { reason?: unknown }).reason === 'tags');
+}
 
 /** The dispatch whose promise is being made: an executor runs at once, so one serves every call. */
 let opening: Dispatch | undefined;

@@ -14,10 +14,11 @@ import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
-import { allowsFallbacks, callBody, sessionIdOf, tagsOf } from './call-params';
+import { allowsFallbacks, callBody, requiredTags, sessionIdOf, tagsOf } from './call-params';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
 import { prepareRequest } from './prepare-request';
+import { prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
 
 /** Calls that failed for their callers, per model. */
@@ -60,6 +61,8 @@ export class Router implements DispatchShared {
   readonly fallbacks: ReadonlyMap<string, readonly string[]>;
   private readonly chains: ResponseChains;
   private readonly defaultReservation: number;
+  /** Whether calls without a session keep to where their prompt prefix is cached. */
+  private readonly cacheAffinity: boolean;
   readonly clock: () => number;
   /** Adapters with a surface, for the message of a call on the wrong one. */
   private readonly adapters: ApiAdapter[] = [];
@@ -89,6 +92,7 @@ export class Router implements DispatchShared {
     this.fallbacks = resolveFallbacks(options.fallbacks);
     this.chains = new ResponseChains(options.maxResponses ?? 10_000, registry, state);
     this.defaultReservation = options.defaultReservation ?? 0;
+    this.cacheAffinity = options.cacheAffinity ?? true;
     this.clock = options.clock ?? Date.now;
     const queue = options.queue
       ? new CapacityQueue({ ...options.queue, clock: this.clock })
@@ -217,7 +221,14 @@ export class Router implements DispatchShared {
           ? this.fallbacks.get(model)
           : undefined;
       const tags = tagsOf(params as object);
-      const pending = sessionFromStore(this.registry, this.state, sessionId);
+      const required = requiredTags(params as object);
+      // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached.
+      const sticky =
+        sessionId ??
+        (this.cacheAffinity && request.metered && adapter.path[0] !== 'embeddings'
+          ? prefixKey(body, request.admission.input)
+          : undefined);
+      const pending = sessionFromStore(this.registry, this.state, sticky);
       const dispatch = () =>
         new Dispatch(
           this,
@@ -225,11 +236,12 @@ export class Router implements DispatchShared {
           op,
           request,
           sdkOptions,
-          sessionId,
-          pool,
+          sticky,
+          required === undefined ? pool : this.registry.poolFor(model, required),
           fallbacks,
           undefined,
           tags,
+          required,
         ).run();
       return pending === undefined ? dispatch() : pending.then(dispatch);
     } catch (error) {

@@ -45,6 +45,12 @@ export const SWITCHBOARD_METRICS = {
    * `other`.
    */
   CALL_FAILURES: 'switchboard.call_failures',
+  /**
+   * Counter {model}: calls that require tags (`tags`, `x-switchboard-tags`) and failed with the
+   * switchboard's own 429 or error while deployments without those tags were passed over: what
+   * residency refused, which plain routing would have sent elsewhere.
+   */
+  TAG_REFUSALS: 'switchboard.tag_refusals',
   /** Gauge {model}: deployments that would take a call for the model now. */
   HEALTHY_DEPLOYMENTS: 'switchboard.healthy_deployments',
   /** Gauge {model, deployment}: utilization, max of each limit's share, 1 while cooling. */

@@ -67,6 +67,7 @@ export class SwitchboardMetrics {
   private readonly retries: Counter;
   private readonly spillovers: Counter;
   private readonly fallbacks: Counter;
+  private readonly tagRefusals: Counter;
   private readonly callFailures: Counter;
   private readonly spilledAnswers: Counter;
   /** Azure OpenAI states with the header a spilled answer of theirs carries. */
@@ -105,6 +106,10 @@ export class SwitchboardMetrics {
     this.callFailures = meter.createCounter(M.CALL_FAILURES, {
       description:
         'Calls that failed for their callers after failover: no_room (429 held back, nothing sent), rate_limit (429 from the upstream), other',
+    });
+    this.tagRefusals = meter.createCounter(M.TAG_REFUSALS, {
+      description:
+        'Calls requiring tags that failed for want of room (or of a deployment) among the deployments carrying them',
     });
     this.spilledAnswers = meter.createCounter(M.SPILLED_ANSWERS, {
       description:
@@ -183,6 +188,11 @@ export class SwitchboardMetrics {
     this.callFailures.add(1, { model, reason: callFailureReason(error) });
   }
 
+  /** A call that requires tags failed where deployments without them were passed over. */
+  refusedForTags(model: string): void {
+    if (this.models.has(model)) this.tagRefusals.add(1, { model });
+  }
+
   /** Detach the gauges from the registry. */
   close(): void {
     this.gauges.close();
@@ -209,6 +219,7 @@ export class SwitchboardMetrics {
       for (const reason of ['no_room', 'rate_limit', 'other'] satisfies CallFailureReason[]) {
         this.callFailures.add(0, { model, reason });
       }
+      this.tagRefusals.add(0, { model });
       for (const fallback of fallbacks?.get(model) ?? []) {
         for (const d of registry.pools.get(fallback) ?? []) {
           this.fallbacks.add(0, { model, fallback, deployment: d.name });

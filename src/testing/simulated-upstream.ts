@@ -5,6 +5,7 @@
  * injectable faults. The wire formats live in `wire/`, quotas in `quota.ts`, faults in
  * `faults.ts`, paths in `routing.ts`; this module reads a request and puts them together.
  */
+import { automaticPrefixes, explicitPrefix } from './prompt-cache';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
@@ -537,11 +538,18 @@ export class SimulatedUpstream {
       });
     }
     const plan = result.plan;
-    const cacheKey = plan.cachePrefix?.key;
+    // Prefixes this request caches once admitted, each used now.
+    let cacheKeys: readonly string[] = [];
     if (plan.cachePrefix) {
-      const hit = state.promptCache.has(plan.cachePrefix.key);
-      plan.cacheReadTokens = hit ? plan.cachePrefix.tokens : 0;
-      plan.cacheCreationTokens = hit ? 0 : plan.cachePrefix.tokens;
+      const { key, tokens } = plan.cachePrefix;
+      const use = explicitPrefix(state.promptCache, key, tokens, state.clock());
+      plan.cacheReadTokens = use === 'read' ? tokens : 0;
+      plan.cacheCreationTokens = use === 'write' ? tokens : 0;
+      if (use !== undefined) cacheKeys = [key];
+    } else if (plan.prompt !== undefined && exchange.provider === 'openai') {
+      const auto = automaticPrefixes(state.promptCache, plan.model, plan.prompt, state.clock());
+      plan.cacheReadTokens = auto.cachedTokens;
+      cacheKeys = auto.keys;
     }
 
     const family: QuotaFamily = exchange.provider;
@@ -559,7 +567,7 @@ export class SimulatedUpstream {
     const charge = admission.charge;
     exchange.onSettle = () =>
       state.quota.settle(charge, plan.completionTokens, internalsOf(deployment).clock());
-    if (cacheKey !== undefined) usePromptCache(deployment, cacheKey, state.clock());
+    for (const key of cacheKeys) usePromptCache(deployment, key, state.clock());
 
     const id = wire.id(deployment.name, sequence);
     if (plan.api === 'responses') {

@@ -131,6 +131,8 @@
         const name = cell('th', '', d.name);
         name.scope = 'row';
         name.append(cell('span', 'provider', d.provider === 'anthropic' ? 'Anthropic' : 'OpenAI'));
+        // Where calls that require tags may go: shown beside the provider.
+        if (d.tags && d.tags.length > 0) name.append(cell('span', 'tags', d.tags.join(', ')));
         const tier = cell('td', 'tier');
         const state = cell('span', 'state');
         const stateCell = cell('td');

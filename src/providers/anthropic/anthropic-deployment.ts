@@ -36,7 +36,7 @@ export class AnthropicDeployment extends Deployment {
   readonly client: AnthropicFoundry;
 
   constructor(config: AnthropicConfig, models: ReadonlyMap<string, ModelState>) {
-    super(config.name, models, config.timeout ?? 30_000);
+    super(config.name, models, config.timeout ?? 30_000, Object.freeze([...(config.tags ?? [])]));
     const key = clientKey(config.apiKey, config.name);
     const options: FoundryOptions = {
       ...(config.baseURL

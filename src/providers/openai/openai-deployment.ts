@@ -34,7 +34,7 @@ export class OpenAIDeployment extends Deployment {
   readonly client: OpenAI;
 
   constructor(config: OpenAIConfig, models: ReadonlyMap<string, ModelState>) {
-    super(config.name, models, config.timeout ?? 30_000);
+    super(config.name, models, config.timeout ?? 30_000, Object.freeze([...(config.tags ?? [])]));
     const options: ClientOptions = {
       baseURL: config.baseURL,
       apiKey: clientKey(config.apiKey, config.name),
