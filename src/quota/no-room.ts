@@ -30,18 +30,38 @@ export function noRoomError(
   waited = 0,
 ): Error {
   const wait = Math.max(1, Math.ceil(waitMs));
-  const headers = new Headers({
-    'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
-    'retry-after-ms': String(wait),
-  });
   const charge = admission.input + admission.output;
   const message =
     `No deployment of ${model} has room for this call (${charge} tokens at admission: ` +
     `${admission.input} input + ${admission.output} reserved output) by the upstreams' own count` +
     `${waited > 0 ? ` after waiting ${Math.round(waited)} ms` : ''}: room expected in ${wait} ms`;
+  return heldBackError(RateLimitError, 'switchboard_no_room', message, wait);
+}
+
+/**
+ * The SDK's own `RateLimitError` (status 429) for a call the switchboard held back itself, with
+ * `retry-after` (seconds) and `retry-after-ms` set from `waitMs`; {@link isNoRoom} knows it, so it
+ * is never retried.
+ *
+ * @example
+ * ```ts
+ * throw heldBackError(OpenAI.RateLimitError, 'switchboard_tenant_limit', 'Tenant acme is over its tpm', 12_000);
+ * ```
+ */
+export function heldBackError(
+  RateLimitError: RateLimitErrorClass,
+  code: string,
+  message: string,
+  waitMs: number,
+): Error {
+  const wait = Math.max(1, Math.ceil(waitMs));
+  const headers = new Headers({
+    'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
+    'retry-after-ms': String(wait),
+  });
   const error = new RateLimitError(
     429,
-    { type: 'rate_limit_error', code: 'switchboard_no_room', message },
+    { type: 'rate_limit_error', code, message },
     message,
     headers,
   );

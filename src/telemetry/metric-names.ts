@@ -45,6 +45,12 @@ export const SWITCHBOARD_METRICS = {
    * `other`.
    */
   CALL_FAILURES: 'switchboard.call_failures',
+  /**
+   * Counter {model, deployment, tenant}, USD (with `pricing`): what answers cost, priced from the
+   * usage each reported. `tenant` is a tenant named in `tenants`, else `other`. Scraped as
+   * `switchboard_cost_usd_total`.
+   */
+  COST: 'switchboard.cost_usd',
   /** Gauge {model}: deployments that would take a call for the model now. */
   HEALTHY_DEPLOYMENTS: 'switchboard.healthy_deployments',
   /** Gauge {model, deployment}: utilization, max of each limit's share, 1 while cooling. */
