@@ -82,9 +82,12 @@ const tenantPolicy = z.strictObject(
       )
       .optional(),
     tags: z
-      .array(z.string({ error: 'must be a tag string' }).min(1, { error: 'must be a tag string' }), {
-        error: 'must be a list of deployment tags',
-      })
+      .array(
+        z.string({ error: 'must be a tag string' }).min(1, { error: 'must be a tag string' }),
+        {
+          error: 'must be a list of deployment tags',
+        },
+      )
       .optional(),
   },
   { error: "must be a tenant policy such as { tpm: 20000, budget: { usd: 50, per: 'month' } }" },
@@ -227,12 +230,13 @@ export const switchboardOptionsSchema = z.strictObject({
     .optional(),
   tenants: z
     .record(name, tenantPolicy, {
-      error: "must map a tenant (or '*' for every other) to its limits, such as { acme: { tpm: 20000 } }",
+      error:
+        "must map a tenant (or '*' for every other) to its limits, such as { acme: { tpm: 20000 } }",
     })
     .optional(),
   pricing: z
     .record(name, price, {
-      error: 'must map a model to its price, such as { \'gpt-4o\': { input: 2.5, output: 10 } }',
+      error: "must map a model to its price, such as { 'gpt-4o': { input: 2.5, output: 10 } }",
     })
     .optional(),
   maxSessions: z

@@ -85,7 +85,11 @@ export function periodOf(t: number, per: 'day' | 'month'): { key: string; end: n
  * ms from `now` until `buckets` (bucket number -> count, the minute's window) has let go of at
  * least `excess`, as the oldest buckets leave it.
  */
-export function minuteWait(buckets: Iterable<[number, number]>, excess: number, now: number): number {
+export function minuteWait(
+  buckets: Iterable<[number, number]>,
+  excess: number,
+  now: number,
+): number {
   const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
   let freed = 0;
   for (const [n, v] of sorted) {
@@ -192,7 +196,10 @@ export class LocalTenantCounts implements TenantCounts {
   }
 
   /** What `key` has taken at `now`: the minute's tokens and requests, the day's tokens, the period's USD. */
-  used(key: string, now: number): { tokens: number; requests: number; dayTokens: number; usd: number } {
+  used(
+    key: string,
+    now: number,
+  ): { tokens: number; requests: number; dayTokens: number; usd: number } {
     const e = this.entries.get(key);
     if (e === undefined) return { tokens: 0, requests: 0, dayTokens: 0, usd: 0 };
     const bucket = Math.floor(now / BUCKET_MS);
