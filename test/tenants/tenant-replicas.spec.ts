@@ -12,6 +12,7 @@ import { eventually } from '../support/eventually';
 import { FakeClock } from '../support/random';
 import { RedisServer } from '../support/redis-server';
 import { ask, GPT } from '../support/upstream';
+import { inspector, RecordingLogger } from '../state/cluster';
 
 let server: RedisServer;
 let upstream: SimulatedUpstream;
@@ -135,5 +136,28 @@ describe('tenants across replicas (one Redis)', () => {
     const total = spent() - base.spent;
     expect(total).toBeLessThanOrEqual(budget + 1e-12);
     expect(stats.ok - base.requests).toBe(went + again);
+  });
+
+  it("what another writer left in a tenant's hash is dropped with one log line, never counted", async () => {
+    const prefix = `t${randomBytes(4).toString('hex')}:`;
+    const redis = inspector(server.url);
+    try {
+      const bucket = Math.floor(clock.ms / 1000);
+      await redis.hset(`${prefix}tenant:acme`, {
+        [`t${bucket}`]: 'lots',
+        [`r${bucket}`]: '-5',
+        [`t${bucket + 10_000}`]: '1',
+        junk: '1',
+      });
+      const logger = new RecordingLogger();
+      const sb = await replica(prefix, { tenants: { acme: { tpm: 2000 } }, logger });
+      const results = await Promise.all(Array.from({ length: 6 }, () => call500(sb)));
+      expect(results.filter((x) => x === 'ok')).toHaveLength(4);
+      const warned = logger.lines.filter((l) => /tenant count that is not a count/.test(l.message));
+      expect(warned).toHaveLength(1);
+      expect(await redis.hexists(`${prefix}tenant:acme`, 'junk')).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
   });
 });
