@@ -56,6 +56,9 @@ export type {
   FailoverOptions,
   SwitchboardOptions,
   SwitchboardLogger,
+  Price,
+  TenantPolicy,
+  TenantBudget,
 } from './config/switchboard-options';
 export { validateOptions, switchboardOptionsSchema } from './config/validate-options';
 export { Deployment } from './registry/deployment';

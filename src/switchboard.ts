@@ -117,8 +117,8 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       registry: this.registry,
       state: this.state,
       logger: this.logger,
-      metrics: (queue, fallbacks) =>
-        new SwitchboardMetrics(this.registry, undefined, { queue, fallbacks }),
+      metrics: (queue, fallbacks, costs) =>
+        new SwitchboardMetrics(this.registry, undefined, { queue, fallbacks, costs }),
     });
     this.metrics = this.router.metrics;
     this.fallbacks = this.router.fallbacks;

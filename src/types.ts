@@ -48,6 +48,67 @@ export interface ModelConfig {
    * deployment's `maxInFlight`. Absent: no cap.
    */
   maxInFlight?: number;
+  /**
+   * What this model costs on this deployment, when it differs from `options.pricing[name]`
+   * (data-zone and regional prices do).
+   */
+  pricing?: Price;
+}
+
+/**
+ * A model's price in USD per million tokens: prompt tokens (`input`), generated tokens
+ * (`output`), prompt tokens read from a cache (`cachedInput`: OpenAI's cached tokens, Claude's
+ * cache reads; default `input`) and tokens written to Claude's prompt cache (`cacheWrite`;
+ * default `input`).
+ *
+ * @example
+ * ```ts
+ * const price: Price = { input: 2.5, output: 10, cachedInput: 1.25 }; // gpt-4o
+ * const sonnet: Price = { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75 };
+ * ```
+ */
+export interface Price {
+  input: number;
+  output: number;
+  cachedInput?: number;
+  cacheWrite?: number;
+}
+
+/**
+ * A spending limit in USD per UTC day or month: a call's price is reserved when it is admitted
+ * and settled on its answer, so concurrent calls cannot overshoot it.
+ *
+ * @example
+ * ```ts
+ * const budget: TenantBudget = { usd: 50, per: 'month' };
+ * ```
+ */
+export interface TenantBudget {
+  usd: number;
+  per: 'day' | 'month';
+}
+
+/**
+ * What one tenant may use, across every deployment, model and replica: tokens and requests per
+ * minute (counted as the upstream counts them at admission), tokens per UTC day, and a budget.
+ * Absent limits do not apply.
+ *
+ * @example
+ * ```ts
+ * const acme: TenantPolicy = { tpm: 20_000, rpm: 100, budget: { usd: 50, per: 'month' } };
+ * ```
+ */
+export interface TenantPolicy {
+  /** Tokens per minute (prompt estimate + max_tokens at admission, settled on the answer). */
+  tpm?: number;
+  /** Requests per minute. */
+  rpm?: number;
+  /** Tokens per UTC day. */
+  tokensPerDay?: number;
+  /** USD per UTC day or month; needs `options.pricing` for the models the tenant calls. */
+  budget?: TenantBudget;
+  /** Deployment tags the tenant's calls are limited to (routing by tags is configured apart). */
+  tags?: string[];
 }
 
 /**

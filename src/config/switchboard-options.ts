@@ -2,7 +2,14 @@ import type { Type } from '@nestjs/common';
 import type { ApiAdapter } from '../providers/adapter';
 import type { Selector } from '../selection/selector';
 import type { StateStore } from '../state/state-store';
-import type { DeploymentConfig, FailoverOptions, QueueOptions, SwitchboardLogger } from '../types';
+import type {
+  DeploymentConfig,
+  FailoverOptions,
+  Price,
+  QueueOptions,
+  SwitchboardLogger,
+  TenantPolicy,
+} from '../types';
 
 export type {
   ApiKey,
@@ -14,6 +21,9 @@ export type {
   FailoverOptions,
   QueueOptions,
   SwitchboardLogger,
+  Price,
+  TenantPolicy,
+  TenantBudget,
 } from '../types';
 
 /**
@@ -96,4 +106,13 @@ export interface SwitchboardOptions {
    * fallbacks follow it. Opt out per call with `fallbacks: false` beside `session_id`.
    */
   fallbacks?: Record<string, string[]>;
+  /**
+   * Limits per tenant (the `tenant` a call names), or under `'*'` for every tenant not named:
+   * tokens and requests per minute, tokens per day and a budget, held across every deployment and
+   * model and, with a shared state store, every replica. Over a limit a call fails at once with
+   * the SDK's `RateLimitError`, or waits in `queue`. See docs/tenants.md.
+   */
+  tenants?: Record<string, TenantPolicy>;
+  /** USD per million tokens per model (overridable per deployment with `ModelConfig.pricing`). */
+  pricing?: Record<string, Price>;
 }

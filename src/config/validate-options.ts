@@ -55,6 +55,44 @@ const tags = z.array(
     .regex(/^[^\s,]+$/, { error: tagMessage }),
   { error: tagMessage },
 );
+const usdMessage = 'must be a non-negative number of USD per million tokens';
+const usd = z
+  .number({ error: usdMessage })
+  .nonnegative({ error: usdMessage })
+  .refine(Number.isFinite, { error: usdMessage });
+const price = z.strictObject(
+  { input: usd, output: usd, cachedInput: usd.optional(), cacheWrite: usd.optional() },
+  {
+    error:
+      'must be a price in USD per million tokens, such as { input: 2.5, output: 10, cachedInput: 1.25 }',
+  },
+);
+const tenantLimit = z
+  .number({ error: 'must be a positive integer' })
+  .int({ error: 'must be a positive integer' })
+  .positive({ error: 'must be a positive integer' });
+const budgetMessage = "must be a budget such as { usd: 50, per: 'month' }";
+const tenantPolicy = z.strictObject(
+  {
+    tpm: tenantLimit.optional(),
+    rpm: tenantLimit.optional(),
+    tokensPerDay: tenantLimit.optional(),
+    budget: z
+      .strictObject(
+        {
+          usd: z
+            .number({ error: 'must be a positive number of USD' })
+            .positive({ error: 'must be a positive number of USD' })
+            .refine(Number.isFinite, { error: 'must be a positive number of USD' }),
+          per: z.enum(['day', 'month'], { error: `must be 'day' or 'month' (UTC)` }),
+        },
+        { error: budgetMessage },
+      )
+      .optional(),
+    tags: tags.optional(),
+  },
+  { error: "must be a tenant policy such as { tpm: 20000, budget: { usd: 50, per: 'month' } }" },
+);
 
 // The upstream's own name: model ids on api.openai.com hold ':' and '.', so only blanks are refused.
 const wireNameMessage =
@@ -74,6 +112,7 @@ const model = z.strictObject({
   priority: priority.optional(),
   weight: weight.optional(),
   maxInFlight: maxInFlight.optional(),
+  pricing: price.optional(),
 });
 const models = z.array(model, { error: 'must be a list of models' }).min(1, {
   error: 'must list at least one model',
@@ -193,6 +232,17 @@ export const switchboardOptionsSchema = z.strictObject({
     )
     .optional(),
   cacheAffinity: z.boolean({ error: 'must be true or false' }).optional(),
+  tenants: z
+    .record(name, tenantPolicy, {
+      error:
+        "must map a tenant (or '*' for every other) to its limits, such as { acme: { tpm: 20000 } }",
+    })
+    .optional(),
+  pricing: z
+    .record(name, price, {
+      error: "must map a model to its price, such as { 'gpt-4o': { input: 2.5, output: 10 } }",
+    })
+    .optional(),
   maxSessions: z
     .number({ error: 'must be a positive integer' })
     .int({ error: 'must be a positive integer' })

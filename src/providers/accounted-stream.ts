@@ -19,6 +19,8 @@ export interface StreamingAttempt {
   fail(error: unknown, produced: Usage | undefined): Error;
   /** The attempt is over: its deadline and listener go, its slot in flight is freed (once). */
   release(): void;
+  /** The call's account takes the usage the stream reported (with `tenants` or `pricing`). */
+  costs(usage: Usage | undefined): void;
 }
 
 /**
@@ -59,6 +61,7 @@ export function accountedStream(run: StreamingAttempt, source: unknown): unknown
       if (!settled) {
         settled = true;
         state.settle(request.admission, used);
+        if (request.account !== undefined) run.costs(used);
       }
       if (!caller?.aborted) state.recordSuccess();
     } catch (error) {
@@ -70,6 +73,7 @@ export function accountedStream(run: StreamingAttempt, source: unknown): unknown
       if (!settled) {
         settled = true;
         state.settle(request.admission, used);
+        if (request.account !== undefined) run.costs(used);
       }
       run.release();
       // Ended by the source, or by a consumer that stopped reading: a success either way.

@@ -1,5 +1,5 @@
 import type { FailureReason } from '../failover/classify';
-import type { Admission } from '../quota/admission';
+import type { Admission, TokenUsage } from '../quota/admission';
 import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import type { Deadlines } from '../runtime/deadlines';
@@ -45,6 +45,26 @@ export interface PreparedRequest {
   hideUsageEvents: boolean;
   /** Sees the answer, or each stream event, of the attempt that succeeded (response ids). */
   track?: ResponseTracker;
+  /** The call's tenant and cost account, with `tenants` or `pricing`: settled by the usage. */
+  account?: UsageAccount;
+}
+
+/**
+ * Told the usage of the attempt that produced some (`undefined`: the answer did not say; its
+ * admission charge stands); returns its cost in USD when the model has a price there.
+ *
+ * @example
+ * ```ts
+ * const usd = request.account?.settled(deployment, state, request.admission, usage);
+ * ```
+ */
+export interface UsageAccount {
+  settled(
+    deployment: Deployment,
+    state: ModelState,
+    admission: Admission,
+    usage: TokenUsage | undefined,
+  ): number | undefined;
 }
 
 /**

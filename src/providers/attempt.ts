@@ -253,6 +253,7 @@ class Attempt implements DeadlineEntry {
     if (request.metered) {
       const usage = this.adapter.usage(data);
       state.answered(request.admission, usage, this.startedAt);
+      if (request.account !== undefined) this.costs(usage);
     }
     state.recordSuccess();
     this.trace?.response(data);
@@ -272,6 +273,13 @@ class Attempt implements DeadlineEntry {
     this.release();
     // Nothing was produced: the charge goes back, the request stays counted.
     this.outcome.reject(this.fail(error, false));
+  }
+
+  /** The call's account takes the usage this attempt produced; its span, the cost. */
+  costs(usage: Usage | undefined): void {
+    const { request } = this;
+    const usd = request.account!.settled(this.deployment, this.state, request.admission, usage);
+    if (usd !== undefined) this.trace?.cost(usd);
   }
 
   /**
@@ -312,7 +320,10 @@ class Attempt implements DeadlineEntry {
       if (request.stream) state.latency.firstEvent(this.startedAt);
       else state.latency.answered(this.startedAt, request.admission.output);
     }
-    if (request.metered && produced !== false) state.settle(request.admission, produced);
+    if (request.metered && produced !== false) {
+      state.settle(request.admission, produced);
+      if (request.account !== undefined) this.costs(produced);
+    }
     if (verdict.countsAsFailure) {
       // The breaker opens at its threshold of failures in a row: the model cools down.
       if (state.recordFailure() >= state.breaker.threshold) {

@@ -34,22 +34,44 @@ export function noRoomError(
   explanations: readonly DeploymentExplanation[] = [],
 ): Error & { explanations: readonly DeploymentExplanation[] } {
   const wait = Math.max(1, Math.ceil(waitMs));
-  const headers = new Headers({
-    'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
-    'retry-after-ms': String(wait),
-  });
   const charge = admission.input + admission.output;
   const message =
     `No deployment of ${model} has room for this call (${charge} tokens at admission: ` +
     `${admission.input} input + ${admission.output} reserved output) by the upstreams' own count` +
     `${waited > 0 ? ` after waiting ${Math.round(waited)} ms` : ''}: room expected in ${wait} ms` +
     (explanations.length > 0 ? ` (${explanationText(explanations)})` : '');
-  const error = new RateLimitError(
-    429,
-    { type: 'rate_limit_error', code: 'switchboard_no_room', message, explanations },
-    message,
-    headers,
-  ) as Error & { explanations: readonly DeploymentExplanation[] };
+  return heldBackError(RateLimitError, 'switchboard_no_room', message, wait, explanations);
+}
+
+/**
+ * The SDK's own `RateLimitError` (status 429) for a call the switchboard held back itself, with
+ * `retry-after` (seconds) and `retry-after-ms` set from `waitMs`, and the deployments'
+ * `explanations` when there are any; {@link isNoRoom} knows it, so it is never retried.
+ *
+ * @example
+ * ```ts
+ * throw heldBackError(OpenAI.RateLimitError, 'switchboard_tenant_limit', 'Tenant acme is over its tpm', 12_000);
+ * ```
+ */
+export function heldBackError(
+  RateLimitError: RateLimitErrorClass,
+  code: string,
+  message: string,
+  waitMs: number,
+  explanations: readonly DeploymentExplanation[] = [],
+): Error & { explanations: readonly DeploymentExplanation[] } {
+  const wait = Math.max(1, Math.ceil(waitMs));
+  const headers = new Headers({
+    'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
+    'retry-after-ms': String(wait),
+  });
+  const body =
+    explanations.length > 0
+      ? { type: 'rate_limit_error', code, message, explanations }
+      : { type: 'rate_limit_error', code, message };
+  const error = new RateLimitError(429, body, message, headers) as Error & {
+    explanations: readonly DeploymentExplanation[];
+  };
   error.explanations = explanations;
   raised.add(error);
   return error;

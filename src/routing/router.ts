@@ -3,7 +3,7 @@ import { failoverPolicy, type FailoverPolicy } from '../failover/failover';
 import type { ApiAdapter, ApiOperation, Surface } from '../providers/adapter';
 import type { AttemptHooks, PreparedRequest } from '../providers/attempt-types';
 import { PROVIDERS } from '../providers/index';
-import { CapacityQueue } from '../scheduling/capacity-queue';
+import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../scheduling/capacity-queue';
 import { LaneActivity } from '../scheduling/lanes';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
@@ -13,7 +13,13 @@ import type { StateStore } from '../state/state-store';
 import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
-import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
+import type {
+  SwitchboardMetrics,
+  SwitchboardMetricsOptions,
+} from '../telemetry/switchboard-metrics';
+import { LocalTenantCounts } from '../tenants/tenant-counts';
+import { Tenants } from '../tenants/tenants';
+import type { SessionParams } from '../types';
 import { allowsFallbacks, callBody, requiredTags, sessionIdOf, tagsOf } from './call-params';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
@@ -59,6 +65,8 @@ export class Router implements DispatchShared {
    * (`options.fallbacks` with chains followed).
    */
   readonly fallbacks: ReadonlyMap<string, readonly string[]>;
+  /** Tenants' limits and the prices, when `options.tenants` or `options.pricing` is set. */
+  readonly tenants: Tenants | undefined;
   private readonly chains: ResponseChains;
   private readonly defaultReservation: number;
   /** Whether calls without a session keep to where their prompt prefix is cached. */
@@ -81,6 +89,7 @@ export class Router implements DispatchShared {
       metrics: (
         queue: CapacityQueue | undefined,
         fallbacks: ReadonlyMap<string, readonly string[]>,
+        costs?: SwitchboardMetricsOptions['costs'],
       ) => SwitchboardMetrics;
     },
   ) {
@@ -104,8 +113,23 @@ export class Router implements DispatchShared {
       clock: this.clock,
       waiting: queue === undefined ? undefined : (model) => queue.length(model, 'interactive'),
     });
-    const metrics = context.metrics(queue, this.fallbacks);
+    const tenants = new Tenants(options, {
+      counts: state.tenantCounts?.() ?? new LocalTenantCounts(),
+      clock: this.clock,
+      wait: options.queue && {
+        maxWait: options.queue.maxWait,
+        maxQueued: options.queue.maxQueued ?? DEFAULT_MAX_QUEUED,
+      },
+    });
+    // Without tenants or prices a call has no account: its path is unchanged.
+    this.tenants = tenants.idle ? undefined : tenants;
+    const metrics = context.metrics(
+      queue,
+      this.fallbacks,
+      tenants.prices.empty ? undefined : { prices: tenants.prices, tenants: tenants.named },
+    );
     this.metrics = metrics;
+    tenants.metrics = metrics;
     if (queue !== undefined) {
       // Room may have come back (a cooldown ended, a limit rose, a call ended at its cap): try the
       // model's line now rather than when it was expected.
@@ -191,6 +215,7 @@ export class Router implements DispatchShared {
   close(closedWaiting: () => unknown): void {
     this.closed = true;
     this.queue?.close(closedWaiting);
+    this.tenants?.close(closedWaiting);
   }
 
   /** One balanced call, as `sb.<surface>.<opName>(params, options)` makes it (and `sb.fetch`). */
@@ -209,11 +234,17 @@ export class Router implements DispatchShared {
       const sessionId = sessionIdOf(params as object);
       const pool = this.registry.poolFor(body.model);
       if (pool[0]!.provider !== adapter.provider) throw this.wrongProvider(adapter, body.model);
-      const request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
+      let request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
       const sdkOptions = options as SdkRequestOptions | undefined;
       const model = body.model as string;
+      const tenants = this.tenants;
+      const account =
+        tenants === undefined || !request.metered
+          ? undefined
+          : tenants.open((params as SessionParams).tenant, model);
+      if (account !== undefined) request = { ...request, account };
       const chained = adapter.chain?.refersTo(body);
-      if (chained !== undefined) {
+      if (chained !== undefined && account?.key === undefined) {
         return this.pinned(adapter, op, chained, request, sdkOptions, model, sessionId);
       }
       const fallbacks =
@@ -243,7 +274,48 @@ export class Router implements DispatchShared {
           tags,
           required,
         ).run();
-      return pending === undefined ? dispatch() : pending.then(dispatch);
+      if (account?.key === undefined) {
+        return pending === undefined ? dispatch() : pending.then(dispatch);
+      }
+      // A tenant with limits: its charge is taken first, for the call's model or, over the
+      // budget, the first fallback whose price fits; what the call does not use goes back.
+      const models = fallbacks === undefined ? [model] : [model, ...fallbacks];
+      const admitted = tenants!.admit(
+        account,
+        request.admission,
+        models,
+        pool[0]!.errors.RateLimitError,
+        sdkOptions?.signal,
+      );
+      const held = request;
+      return admitted
+        .then((chosen) => {
+          if (chained !== undefined) {
+            return this.pinned(adapter, op, chained, held, sdkOptions, model, sessionId);
+          }
+          if (chosen === model) return pending === undefined ? dispatch() : pending.then(dispatch);
+          const rest = models.slice(models.indexOf(chosen) + 1);
+          const instead = { ...held, body: { ...held.body, model: chosen } };
+          const run = () =>
+            new Dispatch(
+              this,
+              adapter,
+              op,
+              instead,
+              sdkOptions,
+              sessionId,
+              this.registry.poolFor(chosen, required),
+              rest.length > 0 ? rest : undefined,
+              undefined,
+              tags,
+              required,
+            ).run();
+          return pending === undefined ? run() : pending.then(run);
+        })
+        .catch((error: unknown) => {
+          account.end(error);
+          throw error;
+        });
     } catch (error) {
       return Promise.reject(error);
     }

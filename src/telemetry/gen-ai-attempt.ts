@@ -2,6 +2,9 @@ import { SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
 import { GEN_AI } from './gen-ai-conventions';
 import { errorTypeOf, finishReasons, usageOf, type GenAiUsage } from './gen-ai-attributes';
 
+/** The span attribute of what an attempt cost, in USD (with `pricing`). */
+export const COST_ATTRIBUTE = 'switchboard.cost_usd';
+
 /**
  * One attempt's span and measurements; every method after the first `succeeded` / `failed` is a
  * no-op.
@@ -28,6 +31,8 @@ export interface GenAiAttempt {
   succeeded(usage?: GenAiUsage, responseModel?: string): void;
   /** Ends the span as a failure: `error.type`, the switchboard's reason, the exception. */
   failed(error: unknown, reason: string): void;
+  /** What the attempt cost (USD, from the answer's usage and the model's price), before it ends. */
+  cost(usd: number): void;
 }
 
 /**
@@ -122,6 +127,10 @@ export class Attempt implements GenAiAttempt {
 
   succeeded(usage?: GenAiUsage, responseModel?: string): void {
     this.end({ usage, responseModel });
+  }
+
+  cost(usd: number): void {
+    if (!this.done) this.span.setAttribute(COST_ATTRIBUTE, usd);
   }
 
   failed(error: unknown, reason: string): void {

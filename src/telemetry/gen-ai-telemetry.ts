@@ -43,6 +43,7 @@ const NOTHING: GenAiAttempt = Object.freeze({
   streamEnded: () => undefined,
   succeeded: () => undefined,
   failed: () => undefined,
+  cost: () => undefined,
 });
 
 /**
@@ -97,7 +98,10 @@ export interface AttemptContext {
  * trace?.response(result);
  * ```
  */
-export type AttemptTrace = Pick<GenAiAttempt, 'response' | 'event' | 'streamEnded' | 'failed'>;
+export type AttemptTrace = Pick<
+  GenAiAttempt,
+  'response' | 'event' | 'streamEnded' | 'failed' | 'cost'
+>;
 
 /**
  * Options of {@link GenAiTelemetry}; all default to the global OpenTelemetry providers and

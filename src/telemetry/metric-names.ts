@@ -51,6 +51,12 @@ export const SWITCHBOARD_METRICS = {
    * residency refused, which plain routing would have sent elsewhere.
    */
   TAG_REFUSALS: 'switchboard.tag_refusals',
+  /**
+   * Counter {model, deployment, tenant}, USD (with `pricing`): what answers cost, priced from the
+   * usage each reported. `tenant` is a tenant named in `tenants`, else `other`. Scraped as
+   * `switchboard_cost_usd_total`.
+   */
+  COST: 'switchboard.cost_usd',
   /** Gauge {model}: deployments that would take a call for the model now. */
   HEALTHY_DEPLOYMENTS: 'switchboard.healthy_deployments',
   /** Gauge {model, deployment}: utilization, max of each limit's share, 1 while cooling. */

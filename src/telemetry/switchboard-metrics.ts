@@ -4,6 +4,7 @@ import type { CapacityQueue } from '../scheduling/capacity-queue';
 import { isNoRoom } from '../quota/no-room';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
+import type { PriceTable } from '../tenants/price';
 import { LaneMetrics } from './lane-metrics';
 import { METER_NAME, SWITCHBOARD_METRICS as M } from './metric-names';
 import { SwitchboardGauges } from './switchboard-gauges';
@@ -45,6 +46,8 @@ export interface SwitchboardMetricsOptions {
   queue?: CapacityQueue;
   /** Per model, the models its calls fall back to (their counters start at 0). */
   fallbacks?: ReadonlyMap<string, readonly string[]>;
+  /** With `pricing`: the priced models (their cost counters start at 0) and the tenants named. */
+  costs?: { prices: PriceTable; tenants: readonly string[] };
 }
 
 /**
@@ -70,6 +73,7 @@ export class SwitchboardMetrics {
   private readonly tagRefusals: Counter;
   private readonly callFailures: Counter;
   private readonly spilledAnswers: Counter;
+  private readonly costs: Counter;
   /** Azure OpenAI states with the header a spilled answer of theirs carries. */
   private readonly spillHeaders = new Map<ModelState, string>();
   /** States below their model's most preferred tier, with the attributes of their spillovers. */
@@ -115,6 +119,10 @@ export class SwitchboardMetrics {
       description:
         'Answers an Azure OpenAI provisioned deployment passed on to its standard deployment (spillover)',
     });
+    this.costs = meter.createCounter(M.COST, {
+      description: 'USD spent, priced from the usage each answer reported (with pricing)',
+      unit: 'USD',
+    });
     // The API's meters stay no-ops once taken (it has no proxy meter provider): without an SDK
     // registered, no answer's headers need a look for a spillover that would count nothing.
     const measured = !(meter instanceof NoopMeter);
@@ -135,7 +143,7 @@ export class SwitchboardMetrics {
       }
     }
     this.models = new Set(registry.pools.keys());
-    this.zero(registry, options.fallbacks);
+    this.zero(registry, options.fallbacks, options.costs);
     this.gauges = new SwitchboardGauges(meter, registry, options.queue);
     this.lanes =
       options.queue === undefined
@@ -173,6 +181,14 @@ export class SwitchboardMetrics {
     if (header !== undefined && headers.has(header)) this.spilledAnswers.add(1, state.attributes);
   }
 
+  /**
+   * What an answer of `state` cost (USD), for `tenant`: a tenant named in `tenants`, else
+   * `other`, so that the labels stay bounded.
+   */
+  cost(state: ModelState, tenant: string, usd: number): void {
+    this.costs.add(usd, { ...state.attributes, tenant });
+  }
+
   failure(state: ModelState, reason: FailureReason): void {
     this.failures.add(1, { ...state.attributes, reason });
   }
@@ -203,9 +219,13 @@ export class SwitchboardMetrics {
   private zero(
     registry: DeploymentRegistry,
     fallbacks: ReadonlyMap<string, readonly string[]> | undefined,
+    costs: SwitchboardMetricsOptions['costs'],
   ): void {
     for (const d of registry.deployments.values()) {
       for (const state of d.models.values()) {
+        if (costs?.prices.on(d.name, state.name) !== undefined) {
+          for (const tenant of [...costs.tenants, 'other']) this.cost(state, tenant, 0);
+        }
         this.requests.add(0, state.attributes);
         for (const reason of REASONS) {
           this.failures.add(0, { ...state.attributes, reason });
