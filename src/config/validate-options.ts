@@ -65,6 +65,13 @@ const model = z.strictObject({
   priority: priority.optional(),
   weight: weight.optional(),
   maxInFlight: maxInFlight.optional(),
+  contextWindow: z
+    .number({ error: 'must be a positive integer number of tokens' })
+    .int({ error: 'must be a positive integer number of tokens' })
+    .positive({ error: 'must be a positive integer number of tokens' })
+    .optional(),
+  firstTokenTimeout: positiveMillis.optional(),
+  streamIdleTimeout: positiveMillis.optional(),
 });
 const models = z.array(model, { error: 'must be a list of models' }).min(1, {
   error: 'must list at least one model',
@@ -179,6 +186,20 @@ export const switchboardOptionsSchema = z.strictObject({
         .array(name, { error: 'must be a list of model names' })
         .min(1, { error: 'must list at least one fallback model' }),
       { error: "must map a model to its fallback models, such as { 'gpt-4o': ['gpt-4o-mini'] }" },
+    )
+    .optional(),
+  firstTokenTimeout: positiveMillis.optional(),
+  streamIdleTimeout: positiveMillis.optional(),
+  contentFilterFallbacks: z
+    .record(
+      name,
+      z
+        .array(name, { error: 'must be a list of model names' })
+        .min(1, { error: 'must list at least one fallback model' }),
+      {
+        error:
+          "must map a model to the models tried when the content filter refuses, such as { 'gpt-4o': ['gpt-4o-eu'] }",
+      },
     )
     .optional(),
   maxSessions: z

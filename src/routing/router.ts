@@ -123,6 +123,8 @@ export class Router implements DispatchShared {
       started: (deployment, model, request, attempt) =>
         genAi.forDeployment(deployment, model.name, request.body, attempt),
       deadlines: new Deadlines(),
+      firstTokenTimeout: options.firstTokenTimeout,
+      streamIdleTimeout: options.streamIdleTimeout,
       observed: queue
         ? (model, headers, admission, sentAt) => {
             model.quota.observe(headers, admission, sentAt);

@@ -21,6 +21,7 @@ const REASONS: readonly FailureReason[] = [
   'not_deployed',
   'connection',
   'timeout',
+  'first_token_timeout',
   'aborted',
   'server_error',
   'malformed_response',

@@ -74,6 +74,13 @@ export interface SimulatedDeploymentOptions {
   /** Model ids `GET models` lists (default `gpt-4o`, `gpt-4o-mini`, `text-embedding-3-small`). */
   models?: string[];
   /**
+   * The context window in tokens (default 0: none): a request whose prompt plus output cap
+   * (`max_tokens` and the like) exceeds it gets the API's own 400 (OpenAI and Azure
+   * `context_length_exceeded`, Anthropic `prompt is too long`), before any quota counts it.
+   * Mutable at run time.
+   */
+  contextWindow?: number;
+  /**
    * The names this deployment answers to as a request's `model`, as an Azure resource knows its
    * deployments (`['gpt4o-east']`): a request naming another gets Azure's 404
    * `DeploymentNotFound`. Default: every name is answered.
@@ -291,8 +298,8 @@ export function notifyWaiters(deployment: SimulatedDeployment): void {
  * request reports it as `cache_creation_input_tokens`, later ones as `cache_read_input_tokens`.
  *
  * **Order of handling** of an API request: body read and recorded, next fault taken from the
- * queue, `latency`, then the fault if any, else authentication (401), validation (400), quota
- * (429) and the answer.
+ * queue, `latency`, then the fault if any, else authentication (401), validation (400), the
+ * context window (400), quota (429) and the answer.
  *
  * @example
  * ```ts
@@ -344,6 +351,8 @@ export class SimulatedDeployment {
   completionTokens: number | undefined;
   /** Friendly quota: charge `max_tokens` instead of the completion. */
   chargeMaxTokens: boolean;
+  /** The context window in tokens (0 = none). */
+  contextWindow: number;
   /** Speed-up of the quota windows. */
   readonly timeScale: number;
   /** Model ids `GET models` lists. */
@@ -383,6 +392,7 @@ export class SimulatedDeployment {
     this.completionTokens =
       options.completionTokens === undefined ? undefined : Math.floor(options.completionTokens);
     this.chargeMaxTokens = options.chargeMaxTokens ?? false;
+    this.contextWindow = options.contextWindow ?? 0;
     this.timeScale = timeScale;
     this.models = [...(options.models ?? DEFAULT_MODELS)];
     this.deploymentNames = options.deploymentNames && [...options.deploymentNames];
