@@ -100,7 +100,9 @@ export function validateFault(fault: SimulatedFault, times: number): void {
       break;
     case 'content-filter':
       if (fault.on !== undefined && fault.on !== 'prompt' && fault.on !== 'completion') {
-        throw new RangeError(`content-filter on must be 'prompt' or 'completion', got ${String(fault.on)}`);
+        throw new RangeError(
+          `content-filter on must be 'prompt' or 'completion', got ${String(fault.on)}`,
+        );
       }
       if (fault.category !== undefined && !CONTENT_FILTER_CATEGORIES.includes(fault.category)) {
         throw new RangeError(

@@ -575,8 +575,8 @@ export class SimulatedDeployment {
   }
 
   /**
-   * Resolves once `predicate(this)` holds, checked now and whenever a request arrives or ends;
-   * rejects if the upstream closes first. Sets no timer.
+   * Resolves once `predicate(this)` holds, checked now and whenever a request arrives, has its
+   * status sent, or ends; rejects if the upstream closes first. Sets no timer.
    *
    * @example
    * ```ts
