@@ -118,7 +118,11 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       state: this.state,
       logger: this.logger,
       metrics: (queue, fallbacks) =>
-        new SwitchboardMetrics(this.registry, undefined, { queue, fallbacks }),
+        new SwitchboardMetrics(this.registry, undefined, {
+          queue,
+          fallbacks,
+          contentFilterFallbacks: options.contentFilterFallbacks,
+        }),
     });
     this.metrics = this.router.metrics;
     this.fallbacks = this.router.fallbacks;

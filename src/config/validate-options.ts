@@ -344,6 +344,8 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
   const providerOf = new Map<string, { provider: string; index: number }>();
   // One upstream deployment (provider, endpoint, wire name) -> the model entry that claims it.
   const upstream = new Map<string, { name: string; at: PropertyKey[] }>();
+  // A model's context window is the model's, whichever deployment serves it.
+  const windows = new Map<string, { window: number | undefined; at: PropertyKey[] }>();
   options.deployments.forEach((d, i) => {
     const endpoint = endpointOf(d);
     const first = seen.get(d.name);
@@ -372,6 +374,15 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
         });
       } else if (claimed === undefined) {
         upstream.set(key, { name: m.name, at: ['deployments', i, 'models', j] });
+      }
+      const window = windows.get(m.name);
+      if (window === undefined) {
+        windows.set(m.name, { window: m.contextWindow, at: ['deployments', i, 'models', j] });
+      } else if (window.window !== m.contextWindow) {
+        problems.push({
+          path: ['deployments', i, 'models', j, 'contextWindow'],
+          message: `is ${m.contextWindow ?? 'absent'} but ${formatPath([...window.at, 'contextWindow'])} is ${window.window ?? 'absent'}: a model has one context window, give every deployment of '${m.name}' the same`,
+        });
       }
       const other = providerOf.get(m.name);
       if (other && other.provider !== d.provider) {

@@ -15,6 +15,7 @@ import { SwitchboardError } from '../switchboard.error';
 import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { allowsFallbacks, callBody, sessionIdOf, tagsOf } from './call-params';
+import { contextWindows, fits, tokensNeeded, tooLongError } from './context-windows';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
 import { prepareRequest } from './prepare-request';
@@ -58,6 +59,10 @@ export class Router implements DispatchShared {
    * (`options.fallbacks` with chains followed).
    */
   readonly fallbacks: ReadonlyMap<string, readonly string[]>;
+  /** Per model, the models tried when Azure's content filter refuses it (`options.contentFilterFallbacks`). */
+  readonly contentFilterFallbacks: ReadonlyMap<string, readonly string[]>;
+  /** Per model with a `contextWindow`, its window; `undefined` when none has one. */
+  readonly windows: ReadonlyMap<string, number> | undefined;
   private readonly chains: ResponseChains;
   private readonly defaultReservation: number;
   readonly clock: () => number;
@@ -87,6 +92,8 @@ export class Router implements DispatchShared {
     this.logger = context.logger;
     this.policy = failoverPolicy(options.failover);
     this.fallbacks = resolveFallbacks(options.fallbacks);
+    this.contentFilterFallbacks = new Map(Object.entries(options.contentFilterFallbacks ?? {}));
+    this.windows = contextWindows(registry);
     this.chains = new ResponseChains(options.maxResponses ?? 10_000, registry, state);
     this.defaultReservation = options.defaultReservation ?? 0;
     this.clock = options.clock ?? Date.now;
@@ -214,14 +221,26 @@ export class Router implements DispatchShared {
       if (chained !== undefined) {
         return this.pinned(adapter, op, chained, request, sdkOptions, model, sessionId);
       }
-      const fallbacks =
-        this.fallbacks.size > 0 && allowsFallbacks(params as object)
-          ? this.fallbacks.get(model)
+      const allowed = allowsFallbacks(params as object);
+      const fallbacks = this.fallbacks.size > 0 && allowed ? this.fallbacks.get(model) : undefined;
+      const filterFallbacks =
+        this.contentFilterFallbacks.size > 0 && allowed
+          ? this.contentFilterFallbacks.get(model)
           : undefined;
+      // A call too long for its model goes to the first fallback whose window holds it.
+      const windows = this.windows;
+      let wider: string[] | undefined;
+      if (windows !== undefined && request.metered) {
+        const need = tokensNeeded(request.admission);
+        if (!fits(windows, model, need)) {
+          wider = (fallbacks ?? []).filter((m) => fits(windows, m, need));
+          if (wider.length === 0) throw tooLongError(model, request.admission, windows, fallbacks);
+        }
+      }
       const tags = tagsOf(params as object);
       const pending = sessionFromStore(this.registry, this.state, sessionId);
-      const dispatch = () =>
-        new Dispatch(
+      const dispatch = () => {
+        const call = new Dispatch(
           this,
           adapter,
           op,
@@ -232,7 +251,11 @@ export class Router implements DispatchShared {
           fallbacks,
           undefined,
           tags,
-        ).run();
+          filterFallbacks,
+        );
+        if (wider !== undefined) call.leaveModel('context_window', wider);
+        return call.run();
+      };
       return pending === undefined ? dispatch() : pending.then(dispatch);
     } catch (error) {
       return Promise.reject(error);
