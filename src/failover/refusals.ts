@@ -21,7 +21,11 @@ const ANTHROPIC_TOO_LONG = /prompt is too long|exceed context limit/i;
  */
 export function refusalOf(error: unknown, errors: ProviderErrors): Refusal | undefined {
   if (!(error instanceof errors.APIError)) return undefined;
-  const { status, code, error: body } = error as Error & {
+  const {
+    status,
+    code,
+    error: body,
+  } = error as Error & {
     status?: number;
     code?: unknown;
     error?: unknown;

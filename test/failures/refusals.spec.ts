@@ -1,7 +1,7 @@
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
 import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
+import OpenAI, { type BadRequestError } from 'openai';
 import {
   createSwitchboard,
   METER_NAME,
@@ -155,7 +155,7 @@ describe('calls a model refuses for what they are', () => {
       await start({}, false);
       const error = await ask(prompt(20_000)).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-      expect((error as OpenAI.BadRequestError).code).toBe('context_length_exceeded');
+      expect((error as BadRequestError).code).toBe('context_length_exceeded');
       expect(requests('small1') + requests('small2')).toBe(1);
       const claude = await sb.messages
         .create({
@@ -222,7 +222,7 @@ describe('calls a model refuses for what they are', () => {
       large.fail({ kind: 'content-filter', category: 'self_harm' });
       const error = (await sb.chat.completions
         .create({ model: LARGE, messages: [{ role: 'user', content: 'x' }] })
-        .catch((e: unknown) => e)) as OpenAI.BadRequestError;
+        .catch((e: unknown) => e)) as BadRequestError;
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect(error.code).toBe('content_filter');
       expect(error.error).toMatchObject({

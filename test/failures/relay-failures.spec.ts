@@ -1,5 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
+import OpenAI, { type BadRequestError } from 'openai';
 import { createSwitchboard, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 import '../support/quiet-logs';
@@ -170,7 +170,7 @@ describe('sb.fetch carries the stream deadlines and the refusals', () => {
     east.fail({ kind: 'content-filter', category: 'sexual' });
     const error = (await openai.chat.completions
       .create({ model: SMALL, messages: [{ role: 'user', content: 'x' }] })
-      .catch((e: unknown) => e)) as OpenAI.BadRequestError;
+      .catch((e: unknown) => e)) as BadRequestError;
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect(error.error).toMatchObject({
       code: 'content_filter',
