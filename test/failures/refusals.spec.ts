@@ -250,3 +250,61 @@ async function points(reader: TestReader, name: string): Promise<DataPoint<numbe
     .filter((m) => m.descriptor.name === name)
     .flatMap((m) => m.dataPoints as DataPoint<number>[]);
 }
+
+describe('configuration of the refusals and stream deadlines', () => {
+  const openai = (name: string, models: object[]) => ({
+    provider: 'openai' as const,
+    name,
+    baseURL: `http://127.0.0.1:9/${name}/`,
+    apiKey: 'k',
+    models: models as { name: string }[],
+  });
+
+  it('a model has one context window on every deployment', () => {
+    expect(() =>
+      createSwitchboard({
+        deployments: [
+          openai('a', [{ name: SMALL, contextWindow: 8_000 }]),
+          openai('b', [{ name: SMALL, contextWindow: 16_000 }]),
+        ],
+      }),
+    ).toThrow(
+      /deployments\[1\]\.models\[0\]\.contextWindow is 16000 but deployments\[0\]\.models\[0\]\.contextWindow is 8000/,
+    );
+  });
+
+  it('content-filter fallbacks name served models of the same API, never the model itself', () => {
+    expect(() =>
+      createSwitchboard({
+        deployments: [openai('a', [{ name: SMALL }, { name: LARGE }])],
+        contentFilterFallbacks: { [LARGE]: [LARGE, 'o9'] },
+      }),
+    ).toThrow(
+      /contentFilterFallbacks\.gpt-4o\[1\] 'o9' is served by no deployment.*contentFilterFallbacks\.gpt-4o\[0\] 'gpt-4o' names itself/,
+    );
+  });
+
+  it('the stream deadlines are positive milliseconds', () => {
+    expect(() =>
+      createSwitchboard({ deployments: [openai('a', [{ name: SMALL }])], firstTokenTimeout: 0 }),
+    ).toThrow(/firstTokenTimeout must be a positive number of milliseconds/);
+    expect(() =>
+      createSwitchboard({
+        deployments: [openai('a', [{ name: SMALL, streamIdleTimeout: -5 }])],
+      }),
+    ).toThrow(/models\[0\]\.streamIdleTimeout must be a positive number of milliseconds/);
+  });
+
+  it('the simulated faults check their settings', async () => {
+    const upstream = await SimulatedUpstream.start({ deployments: [{ name: 'a' }] });
+    try {
+      const a = upstream.deployment('a');
+      expect(() => a.fail({ kind: 'stall', ms: -1 })).toThrow(RangeError);
+      expect(() => a.fail({ kind: 'content-filter', category: 'rude' as 'hate' })).toThrow(
+        /category must be one of hate, self_harm, sexual, violence/,
+      );
+    } finally {
+      await upstream.close();
+    }
+  });
+});
