@@ -118,7 +118,12 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       state: this.state,
       logger: this.logger,
       metrics: (queue, fallbacks, costs) =>
-        new SwitchboardMetrics(this.registry, undefined, { queue, fallbacks, costs }),
+        new SwitchboardMetrics(this.registry, undefined, {
+          queue,
+          fallbacks,
+          costs,
+          contentFilterFallbacks: options.contentFilterFallbacks,
+        }),
     });
     this.metrics = this.router.metrics;
     this.fallbacks = this.router.fallbacks;

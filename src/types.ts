@@ -49,6 +49,20 @@ export interface ModelConfig {
    */
   maxInFlight?: number;
   /**
+   * The model's context window in tokens: a call whose prompt estimate plus `max_tokens` exceeds
+   * it is never sent here, but to the first of its `fallbacks` whose window fits and that has
+   * room (none: a `SwitchboardError` naming the sizes, nothing sent). Absent: not checked before
+   * sending; the upstream's own "too long" answer still moves the call to a fallback.
+   */
+  contextWindow?: number;
+  /**
+   * ms from sending a streamed call to its first event on this model (overrides the
+   * switchboard's `firstTokenTimeout`; reasoning models think long before their first event).
+   */
+  firstTokenTimeout?: number;
+  /** ms between two events of a stream on this model (overrides the switchboard's `streamIdleTimeout`). */
+  streamIdleTimeout?: number;
+  /**
    * What this model costs on this deployment, when it differs from `options.pricing[name]`
    * (data-zone and regional prices do).
    */
@@ -257,6 +271,8 @@ export type SwitchboardLogger = Pick<LoggerService, 'log' | 'warn' | 'error'> &
  * Why an attempt failed, as failure metrics and logs name it. `unauthorized` (401, 403, a token
  * provider that failed), `not_deployed` (Azure's 404 `DeploymentNotFound`) and `quota_exhausted`
  * (a 429 whose `retry-after` is hours: a daily or tier quota) are faults of one deployment.
+ * `first_token_timeout`: a stream sent no event within `firstTokenTimeout` (nothing delivered, so
+ * the call fails over; the deployment is not cooled).
  */
 export type FailureReason =
   | 'rate_limit'
@@ -265,6 +281,7 @@ export type FailureReason =
   | 'not_deployed'
   | 'connection'
   | 'timeout'
+  | 'first_token_timeout'
   | 'aborted'
   | 'server_error'
   | 'malformed_response'

@@ -115,4 +115,27 @@ export interface SwitchboardOptions {
   tenants?: Record<string, TenantPolicy>;
   /** USD per million tokens per model (overridable per deployment with `ModelConfig.pricing`). */
   pricing?: Record<string, Price>;
+  /**
+   * ms from sending a streamed call to its first event (a model's own `firstTokenTimeout` wins).
+   * A stream that has sent nothing by then is aborted (the upstream sees the connection close),
+   * its tokens given back, its request still counted, the deployment not cooled, and the call
+   * fails over as if nothing had been sent: its caller gets the stream of the attempt that
+   * delivered. Absent: no such deadline (the call's `timeout` ends at the response's headers).
+   */
+  firstTokenTimeout?: number;
+  /**
+   * ms between two events of a stream once output has begun (a model's own `streamIdleTimeout`
+   * wins). When it passes, the caller's iteration throws the SDK's `APIConnectionTimeoutError`
+   * and the call's slot in flight and its accounting are released; nothing is sent again, as
+   * output was already delivered. Absent: a stream may pause for ever.
+   */
+  streamIdleTimeout?: number;
+  /**
+   * Models tried, in order, when Azure OpenAI's content filter refuses a call to the model named
+   * by the key (a 400 `content_filter`, or an answer ending with `finish_reason:
+   * 'content_filter'`): filter policies are set per deployment, so another model's may let it
+   * through. The filtering deployment is not marked down. Without an entry the caller gets the
+   * SDK's `BadRequestError` as Azure sent it (`error.innererror.content_filter_result`).
+   */
+  contentFilterFallbacks?: Record<string, string[]>;
 }

@@ -113,6 +113,13 @@ const model = z.strictObject({
   weight: weight.optional(),
   maxInFlight: maxInFlight.optional(),
   pricing: price.optional(),
+  contextWindow: z
+    .number({ error: 'must be a positive integer number of tokens' })
+    .int({ error: 'must be a positive integer number of tokens' })
+    .positive({ error: 'must be a positive integer number of tokens' })
+    .optional(),
+  firstTokenTimeout: positiveMillis.optional(),
+  streamIdleTimeout: positiveMillis.optional(),
 });
 const models = z.array(model, { error: 'must be a list of models' }).min(1, {
   error: 'must list at least one model',
@@ -242,6 +249,20 @@ export const switchboardOptionsSchema = z.strictObject({
     .record(name, price, {
       error: "must map a model to its price, such as { 'gpt-4o': { input: 2.5, output: 10 } }",
     })
+    .optional(),
+  firstTokenTimeout: positiveMillis.optional(),
+  streamIdleTimeout: positiveMillis.optional(),
+  contentFilterFallbacks: z
+    .record(
+      name,
+      z
+        .array(name, { error: 'must be a list of model names' })
+        .min(1, { error: 'must list at least one fallback model' }),
+      {
+        error:
+          "must map a model to the models tried when the content filter refuses, such as { 'gpt-4o': ['gpt-4o-eu'] }",
+      },
+    )
     .optional(),
   maxSessions: z
     .number({ error: 'must be a positive integer' })
@@ -385,6 +406,8 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
   const providerOf = new Map<string, { provider: string; index: number }>();
   // One upstream deployment (provider, endpoint, wire name) -> the model entry that claims it.
   const upstream = new Map<string, { name: string; at: PropertyKey[] }>();
+  // A model's context window is the model's, whichever deployment serves it.
+  const windows = new Map<string, { window: number | undefined; at: PropertyKey[] }>();
   options.deployments.forEach((d, i) => {
     const endpoint = endpointOf(d);
     const first = seen.get(d.name);
@@ -413,6 +436,15 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
         });
       } else if (claimed === undefined) {
         upstream.set(key, { name: m.name, at: ['deployments', i, 'models', j] });
+      }
+      const window = windows.get(m.name);
+      if (window === undefined) {
+        windows.set(m.name, { window: m.contextWindow, at: ['deployments', i, 'models', j] });
+      } else if (window.window !== m.contextWindow) {
+        problems.push({
+          path: ['deployments', i, 'models', j, 'contextWindow'],
+          message: `is ${m.contextWindow ?? 'absent'} but ${formatPath([...window.at, 'contextWindow'])} is ${window.window ?? 'absent'}: a model has one context window, give every deployment of '${m.name}' the same`,
+        });
       }
       const other = providerOf.get(m.name);
       if (other && other.provider !== d.provider) {

@@ -1,6 +1,7 @@
 import type { ProviderErrors } from '../registry/deployment';
 import { SwitchboardError } from '../switchboard.error';
 import type { FailureReason } from '../types';
+import { isFirstTokenTimeout } from './first-token-timeout';
 import { TokenProviderError } from './token-provider.error';
 
 export type { FailureReason } from '../types';
@@ -139,7 +140,8 @@ export function classify(
     return deploymentFault('unauthorized', 'unauthorized (the token provider failed)');
   }
   if (error instanceof errors.APIConnectionTimeoutError) {
-    return { reason: 'timeout', retry: true, countsAsFailure: false };
+    const reason = isFirstTokenTimeout(error) ? 'first_token_timeout' : 'timeout';
+    return { reason, retry: true, countsAsFailure: false };
   }
   if (error instanceof errors.APIConnectionError) {
     return { reason: 'connection', retry: true, markDown: 'default', countsAsFailure: false };

@@ -31,6 +31,10 @@ export interface AttemptHooks {
   ): void;
   /** Where the attempt's deadline waits (one timer per duration for all attempts). */
   deadlines: Deadlines;
+  /** ms from send to a stream's first event, switchboard-wide (a model's own wins); 0: none. */
+  firstTokenTimeout?: number;
+  /** ms between a stream's events once output began, switchboard-wide (a model's own wins); 0: none. */
+  streamIdleTimeout?: number;
 }
 
 /** A request made ready for one surface, with what it is charged before it is sent. */

@@ -1,12 +1,13 @@
 import { classify, type Verdict } from '../failover/classify';
+import { firstTokenTimeoutError } from '../failover/first-token-timeout';
 import { isStaleSocket } from '../failover/stale-socket';
 import type { TokenUsage as Usage } from '../quota/admission';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
-import type { DeadlineEntry, DeadlineList } from '../runtime/deadlines';
+import type { DeadlineEntry, DeadlineList, Deadlines } from '../runtime/deadlines';
 import { SwitchboardError } from '../switchboard.error';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
-import { accountedStream } from './accounted-stream';
+import { accountedStream, type StreamStart } from './accounted-stream';
 import type { ApiAdapter, ApiOperation, ApiPromiseLike } from './adapter';
 import { Answered } from './answered';
 import type { AttemptHooks, PreparedRequest } from './attempt-types';
@@ -25,6 +26,10 @@ const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
  * - the headers of the answer (or of the error) go to `hooks.observed`, for anchoring;
  * - the deadline is the switchboard's own, so a timeout is always reported as the SDK's
  *   `APIConnectionTimeoutError`, whatever the SDK made of the abort;
+ * - a stream with a `firstTokenTimeout` is the caller's once its first event came (not at its
+ *   headers): until then the attempt may still fail, and its call fail over; when the deadline
+ *   passes first, the request is aborted (the upstream sees the connection close), its charge
+ *   released, its request counted, and the deployment not cooled (slow says nothing certain);
  * - a request lost to a stale pooled socket ({@link isStaleSocket}) is sent once more at once, on
  *   the same deployment and within the same deadline, without a mark-down: the first error is not
  *   the deployment's fault; whatever the second send does follows the usual rules;
@@ -95,6 +100,8 @@ export function runAttempt(
  */
 class Attempt implements DeadlineEntry {
   private readonly deadline: number;
+  /** ms from send to the first event of a stream (0: no such deadline, or not a stream). */
+  private readonly firstToken: number;
   readonly caller: AbortSignal | undefined;
   /** Stands between the caller's signal and the SDK (which never removes the listener it adds). */
   private readonly controller: AbortController | undefined;
@@ -117,6 +124,8 @@ class Attempt implements DeadlineEntry {
   /** The SDK's promise of the request in flight, and its response once the head came. */
   private sent: ApiPromiseLike<unknown> | undefined = undefined;
   private response: Response | undefined = undefined;
+  /** A stream whose first event is awaited under a first-token deadline. */
+  private stream: { controller?: AbortController } | undefined = undefined;
   // The handlers of the request's promises, made once per attempt and shared by its head and its
   // data (and by a stale socket's second send).
   private readonly onHead = (props: { response: Response }): void => this.responded(props.response);
@@ -134,12 +143,14 @@ class Attempt implements DeadlineEntry {
     private readonly outcome: AttemptOutcome,
   ) {
     this.deadline = options?.timeout ?? deployment.timeout;
+    this.firstToken = request.stream ? state.firstTokenTimeout || hooks.firstTokenTimeout || 0 : 0;
     const caller = options?.signal ?? undefined;
     this.caller = caller;
     // Without a caller's signal none is made: an AbortSignal costs more than all the rest of an
     // attempt. The SDK's timer (set to our deadline, and started after ours) then aborts the
     // request until its headers arrive, and our timer settles the call if its body still has not.
-    this.controller = caller ? new AbortController() : undefined;
+    // A first-token deadline needs one: the request it ends must close its connection.
+    this.controller = caller || this.firstToken !== 0 ? new AbortController() : undefined;
     // The clients are built with `maxRetries: 0` and the deployment's timeout: a call without
     // options sends none, as a direct SDK call would (per-request options cost the SDK headers).
     this.sdkOptions = (
@@ -173,12 +184,18 @@ class Attempt implements DeadlineEntry {
         caller.addEventListener('abort', this.onCallerAbort, { once: true });
       }
     }
-    this.hooks.deadlines.add(this, this.deadline);
+    // A stream's first-token deadline stands in for the call's: the SDK's own timer still ends a
+    // request whose headers never come.
+    this.hooks.deadlines.add(this, this.firstToken || this.deadline);
     this.send();
   }
 
   /** The deadline passed: abort the request (when a signal stands in), else settle as failed. */
   expire(): void {
+    if (this.firstToken !== 0) {
+      this.noFirstEvent();
+      return;
+    }
     this.timedOut = true;
     if (this.controller) this.controller.abort();
     else if (!this.settled) {
@@ -242,6 +259,11 @@ class Attempt implements DeadlineEntry {
       if (request.stream) (data as { controller?: AbortController }).controller?.abort();
       return;
     }
+    if (this.firstToken !== 0) {
+      this.hooks.observed(state, response.headers, request.admission, this.sentAt);
+      this.awaitFirstEvent(data, response);
+      return;
+    }
     this.settled = true;
     this.hooks.observed(state, response.headers, request.admission, this.sentAt);
     if (request.stream) {
@@ -259,6 +281,61 @@ class Attempt implements DeadlineEntry {
     this.trace?.response(data);
     request.track?.seen(data, request.body, this.deployment, this.adapter);
     this.outcome.resolve(new Answered(data, response));
+  }
+
+  /**
+   * A stream's headers came under a first-token deadline: its first event is read here, and the
+   * stream is the caller's only once that came. Its iterator is taken once (the SDK's streams
+   * can be iterated only once) and handed on with the event.
+   */
+  private awaitFirstEvent(data: unknown, response: Response): void {
+    const stream = data as AsyncIterable<unknown> & { controller?: AbortController };
+    this.stream = stream;
+    let iterator: AsyncIterator<unknown>;
+    try {
+      iterator = stream[Symbol.asyncIterator]();
+    } catch (error) {
+      this.brokeBeforeFirstEvent(error);
+      return;
+    }
+    iterator.next().then(
+      (first) => {
+        if (this.settled) return;
+        this.settled = true;
+        this.hooks.deadlines.remove(this);
+        if (!first.done) this.state.latency.firstEvent(this.startedAt);
+        const start: StreamStart = { iterator, first };
+        this.outcome.resolve(new Answered(accountedStream(this, data, start), response));
+      },
+      (error: unknown) => this.brokeBeforeFirstEvent(error),
+    );
+  }
+
+  /** The stream broke before its first event: nothing was delivered, so the call may fail over. */
+  private brokeBeforeFirstEvent(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.release();
+    // The upstream admitted it (its headers came): its charge stands, as for a stream cut short.
+    this.outcome.reject(this.fail(error, undefined));
+  }
+
+  /**
+   * The first-token deadline passed with no event: the request is aborted, before or after its
+   * headers, and the attempt fails as one that produced nothing.
+   */
+  private noFirstEvent(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.controller!.abort();
+    this.stream?.controller?.abort();
+    this.release();
+    const error = firstTokenTimeoutError(
+      this.deployment.errors,
+      this.deployment.name,
+      this.firstToken,
+    );
+    this.outcome.reject(this.fail(error, false));
   }
 
   private failedToSend(error: unknown): void {
@@ -280,6 +357,16 @@ class Attempt implements DeadlineEntry {
     const { request } = this;
     const usd = request.account!.settled(this.deployment, this.state, request.admission, usage);
     if (usd !== undefined) this.trace?.cost(usd);
+  }
+
+  /** Where a stream's idle deadline waits (see {@link StreamingAttempt}). */
+  get deadlines(): Deadlines {
+    return this.hooks.deadlines;
+  }
+
+  /** ms a stream may pause between events once output began (0: for ever). */
+  get streamIdleTimeout(): number {
+    return this.state.streamIdleTimeout || this.hooks.streamIdleTimeout || 0;
   }
 
   /**
@@ -316,7 +403,8 @@ class Attempt implements DeadlineEntry {
     const translated = translate(deployment, error, this.caller, this.timedOut);
     const verdict = classify(translated, deployment.errors);
     // No answer within the deadline: at least that slow.
-    if (verdict.reason === 'timeout') {
+    if (verdict.reason === 'first_token_timeout') state.latency.firstEvent(this.startedAt);
+    else if (verdict.reason === 'timeout') {
       if (request.stream) state.latency.firstEvent(this.startedAt);
       else state.latency.answered(this.startedAt, request.admission.output);
     }

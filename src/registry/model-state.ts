@@ -80,6 +80,12 @@ export class ModelState {
   readonly inFlight: InFlight;
   /** Recent time to first token and time per output token. */
   readonly latency: LatencyTracker;
+  /** Tokens a call's prompt estimate plus `max_tokens` may come to (`Infinity`: not checked). */
+  readonly contextWindow: number;
+  /** This model's own `firstTokenTimeout` (ms; 0: the switchboard's). */
+  readonly firstTokenTimeout: number;
+  /** This model's own `streamIdleTimeout` (ms; 0: the switchboard's). */
+  readonly streamIdleTimeout: number;
   /** Its end as last set is also in the hot row (`COOL`): cooling at `now` iff `now` is before it. */
   private readonly cooling: Cooldown;
   /** Why the current cooldown was set (`markDown`'s reason). */
@@ -110,6 +116,9 @@ export class ModelState {
     this.cooling = new Cooldown(options.maxCooldown ?? DEFAULT_MAX_COOLDOWN);
     this.inFlight = new InFlight(config.maxInFlight, () => this.listener?.(this, { type: 'free' }));
     this.latency = new LatencyTracker(clock);
+    this.contextWindow = config.contextWindow ?? Infinity;
+    this.firstTokenTimeout = config.firstTokenTimeout ?? 0;
+    this.streamIdleTimeout = config.streamIdleTimeout ?? 0;
     this.quota = new QuotaLedger(config, clock, {
       charge: options.charge,
       headers: options.headers,

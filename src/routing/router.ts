@@ -21,6 +21,7 @@ import { LocalTenantCounts } from '../tenants/tenant-counts';
 import { Tenants } from '../tenants/tenants';
 import type { SessionParams } from '../types';
 import { allowsFallbacks, callBody, requiredTags, sessionIdOf, tagsOf } from './call-params';
+import { contextWindows, fits, tokensNeeded, tooLongError } from './context-windows';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
 import { prepareRequest } from './prepare-request';
@@ -67,6 +68,10 @@ export class Router implements DispatchShared {
   readonly fallbacks: ReadonlyMap<string, readonly string[]>;
   /** Tenants' limits and the prices, when `options.tenants` or `options.pricing` is set. */
   readonly tenants: Tenants | undefined;
+  /** Per model, the models tried when Azure's content filter refuses it (`options.contentFilterFallbacks`). */
+  readonly contentFilterFallbacks: ReadonlyMap<string, readonly string[]>;
+  /** Per model with a `contextWindow`, its window; `undefined` when none has one. */
+  readonly windows: ReadonlyMap<string, number> | undefined;
   private readonly chains: ResponseChains;
   private readonly defaultReservation: number;
   /** Whether calls without a session keep to where their prompt prefix is cached. */
@@ -99,6 +104,8 @@ export class Router implements DispatchShared {
     this.logger = context.logger;
     this.policy = failoverPolicy(options.failover);
     this.fallbacks = resolveFallbacks(options.fallbacks);
+    this.contentFilterFallbacks = new Map(Object.entries(options.contentFilterFallbacks ?? {}));
+    this.windows = contextWindows(registry);
     this.chains = new ResponseChains(options.maxResponses ?? 10_000, registry, state);
     this.defaultReservation = options.defaultReservation ?? 0;
     this.cacheAffinity = options.cacheAffinity ?? true;
@@ -151,6 +158,8 @@ export class Router implements DispatchShared {
       started: (deployment, model, request, attempt) =>
         genAi.forDeployment(deployment, model.name, request.body, attempt),
       deadlines: new Deadlines(),
+      firstTokenTimeout: options.firstTokenTimeout,
+      streamIdleTimeout: options.streamIdleTimeout,
       observed: queue
         ? (model, headers, admission, sentAt) => {
             model.quota.observe(headers, admission, sentAt);
@@ -247,10 +256,22 @@ export class Router implements DispatchShared {
       if (chained !== undefined && account?.key === undefined) {
         return this.pinned(adapter, op, chained, request, sdkOptions, model, sessionId);
       }
-      const fallbacks =
-        this.fallbacks.size > 0 && allowsFallbacks(params as object)
-          ? this.fallbacks.get(model)
+      const allowed = allowsFallbacks(params as object);
+      const fallbacks = this.fallbacks.size > 0 && allowed ? this.fallbacks.get(model) : undefined;
+      const filterFallbacks =
+        this.contentFilterFallbacks.size > 0 && allowed
+          ? this.contentFilterFallbacks.get(model)
           : undefined;
+      // A call too long for its model goes to the first fallback whose window holds it.
+      const windows = this.windows;
+      let wider: string[] | undefined;
+      if (windows !== undefined && request.metered) {
+        const need = tokensNeeded(request.admission);
+        if (!fits(windows, model, need)) {
+          wider = (fallbacks ?? []).filter((m) => fits(windows, m, need));
+          if (wider.length === 0) throw tooLongError(model, request.admission, windows, fallbacks);
+        }
+      }
       const tags = tagsOf(params as object);
       const required = requiredTags(params as object);
       // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached.
@@ -260,8 +281,8 @@ export class Router implements DispatchShared {
           ? prefixKey(body, request.admission.input)
           : undefined);
       const pending = sessionFromStore(this.registry, this.state, sticky);
-      const dispatch = () =>
-        new Dispatch(
+      const dispatch = () => {
+        const call = new Dispatch(
           this,
           adapter,
           op,
@@ -273,7 +294,11 @@ export class Router implements DispatchShared {
           undefined,
           tags,
           required,
-        ).run();
+          filterFallbacks,
+        );
+        if (wider !== undefined) call.leaveModel('context_window', wider);
+        return call.run();
+      };
       if (account?.key === undefined) {
         return pending === undefined ? dispatch() : pending.then(dispatch);
       }
@@ -309,6 +334,7 @@ export class Router implements DispatchShared {
               undefined,
               tags,
               required,
+              allowed ? this.contentFilterFallbacks.get(chosen) : undefined,
             ).run();
           return pending === undefined ? run() : pending.then(run);
         })

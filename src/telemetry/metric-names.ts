@@ -30,7 +30,10 @@ export const SWITCHBOARD_METRICS = {
   RETRIES: 'switchboard.retries',
   /** Counter {model, deployment, priority}: attempts sent below the model's most preferred tier. */
   SPILLOVERS: 'switchboard.spillovers',
-  /** Counter {model, fallback, deployment}: attempts a fallback model took for `model`. */
+  /**
+   * Counter {model, fallback, deployment, reason}: attempts a fallback model took for `model`;
+   * reason `unavailable`, `context_window` or `content_filter`.
+   */
   FALLBACKS: 'switchboard.fallbacks',
   /**
    * Counter {model, deployment}: answers an Azure OpenAI provisioned deployment passed on to its

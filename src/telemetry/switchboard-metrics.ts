@@ -22,6 +22,7 @@ const REASONS: readonly FailureReason[] = [
   'not_deployed',
   'connection',
   'timeout',
+  'first_token_timeout',
   'aborted',
   'server_error',
   'malformed_response',
@@ -29,6 +30,14 @@ const REASONS: readonly FailureReason[] = [
   'switchboard',
   'other',
 ];
+
+/**
+ * Why a fallback model took a call, as {@link SWITCHBOARD_METRICS.FALLBACKS} counts it:
+ * `unavailable` (no deployment of the requested model had room, or all were down),
+ * `context_window` (the prompt does not fit the requested model's window), `content_filter`
+ * (Azure's content filter refused it on the requested model).
+ */
+export type FallbackReason = 'unavailable' | 'context_window' | 'content_filter';
 
 /** Why a call failed for its caller, as {@link SWITCHBOARD_METRICS.CALL_FAILURES} counts it. */
 export type CallFailureReason = 'no_room' | 'rate_limit' | 'other';
@@ -48,6 +57,8 @@ export interface SwitchboardMetricsOptions {
   fallbacks?: ReadonlyMap<string, readonly string[]>;
   /** With `pricing`: the priced models (their cost counters start at 0) and the tenants named. */
   costs?: { prices: PriceTable; tenants: readonly string[] };
+  /** Per model, the models tried when the content filter refuses it (counters start at 0). */
+  contentFilterFallbacks?: Readonly<Record<string, readonly string[]>>;
 }
 
 /**
@@ -105,7 +116,7 @@ export class SwitchboardMetrics {
     });
     this.fallbacks = meter.createCounter(M.FALLBACKS, {
       description:
-        'Requests a fallback model took because no deployment of the requested one could',
+        'Requests a fallback model took for the requested one, by reason: unavailable (no deployment of it could), context_window, content_filter',
     });
     this.callFailures = meter.createCounter(M.CALL_FAILURES, {
       description:
@@ -143,7 +154,7 @@ export class SwitchboardMetrics {
       }
     }
     this.models = new Set(registry.pools.keys());
-    this.zero(registry, options.fallbacks, options.costs);
+    this.zero(registry, options.fallbacks, options.costs, options.contentFilterFallbacks);
     this.gauges = new SwitchboardGauges(meter, registry, options.queue);
     this.lanes =
       options.queue === undefined
@@ -151,8 +162,11 @@ export class SwitchboardMetrics {
         : new LaneMetrics(meter, [...registry.pools.keys()], options.queue);
   }
 
-  /** An attempt sent to `state`; `fallbackFor` names the requested model a fallback stands in for. */
-  request(state: ModelState, fallbackFor?: string): void {
+  /**
+   * An attempt sent to `state`; `fallbackFor` names the requested model a fallback stands in for,
+   * and `reason` why it does.
+   */
+  request(state: ModelState, fallbackFor?: string, reason: FallbackReason = 'unavailable'): void {
     if (fallbackFor === undefined) this.requests.add(1, state.attributes);
     else {
       this.requests.add(1, {
@@ -164,6 +178,7 @@ export class SwitchboardMetrics {
         model: fallbackFor,
         fallback: state.name,
         deployment: state.deployment,
+        reason,
       });
     }
     if (this.lowerTiers.size !== 0) {
@@ -220,6 +235,7 @@ export class SwitchboardMetrics {
     registry: DeploymentRegistry,
     fallbacks: ReadonlyMap<string, readonly string[]> | undefined,
     costs: SwitchboardMetricsOptions['costs'],
+    contentFilterFallbacks: Readonly<Record<string, readonly string[]>> | undefined,
   ): void {
     for (const d of registry.deployments.values()) {
       for (const state of d.models.values()) {
@@ -240,10 +256,18 @@ export class SwitchboardMetrics {
         this.callFailures.add(0, { model, reason });
       }
       this.tagRefusals.add(0, { model });
-      for (const fallback of fallbacks?.get(model) ?? []) {
-        for (const d of registry.pools.get(fallback) ?? []) {
-          this.fallbacks.add(0, { model, fallback, deployment: d.name });
+      const zero = (list: readonly string[] | undefined, reasons: readonly FallbackReason[]) => {
+        for (const fallback of list ?? []) {
+          for (const d of registry.pools.get(fallback) ?? []) {
+            for (const reason of reasons) {
+              this.fallbacks.add(0, { model, fallback, deployment: d.name, reason });
+            }
+          }
         }
+      };
+      zero(fallbacks?.get(model), ['unavailable', 'context_window']);
+      if (contentFilterFallbacks !== undefined && Object.hasOwn(contentFilterFallbacks, model)) {
+        zero(contentFilterFallbacks[model], ['content_filter']);
       }
     }
   }

@@ -75,6 +75,13 @@ export interface SimulatedDeploymentOptions {
   /** Model ids `GET models` lists (default `gpt-4o`, `gpt-4o-mini`, `text-embedding-3-small`). */
   models?: string[];
   /**
+   * The context window in tokens (default 0: none): a request whose prompt plus output cap
+   * (`max_tokens` and the like) exceeds it gets the API's own 400 (OpenAI and Azure
+   * `context_length_exceeded`, Anthropic `prompt is too long`), before any quota counts it.
+   * Mutable at run time.
+   */
+  contextWindow?: number;
+  /**
    * The names this deployment answers to as a request's `model`, as an Azure resource knows its
    * deployments (`['gpt4o-east']`): a request naming another gets Azure's 404
    * `DeploymentNotFound`. Default: every name is answered.
@@ -296,8 +303,8 @@ export function notifyWaiters(deployment: SimulatedDeployment): void {
  * `input_tokens_details.cached_tokens`.
  *
  * **Order of handling** of an API request: body read and recorded, next fault taken from the
- * queue, `latency`, then the fault if any, else authentication (401), validation (400), quota
- * (429) and the answer.
+ * queue, `latency`, then the fault if any, else authentication (401), validation (400), the
+ * context window (400), quota (429) and the answer.
  *
  * @example
  * ```ts
@@ -349,6 +356,8 @@ export class SimulatedDeployment {
   completionTokens: number | undefined;
   /** Friendly quota: charge `max_tokens` instead of the completion. */
   chargeMaxTokens: boolean;
+  /** The context window in tokens (0 = none). */
+  contextWindow: number;
   /** Speed-up of the quota windows. */
   readonly timeScale: number;
   /** Model ids `GET models` lists. */
@@ -388,6 +397,7 @@ export class SimulatedDeployment {
     this.completionTokens =
       options.completionTokens === undefined ? undefined : Math.floor(options.completionTokens);
     this.chargeMaxTokens = options.chargeMaxTokens ?? false;
+    this.contextWindow = options.contextWindow ?? 0;
     this.timeScale = timeScale;
     this.models = [...(options.models ?? DEFAULT_MODELS)];
     this.deploymentNames = options.deploymentNames && [...options.deploymentNames];
@@ -570,8 +580,8 @@ export class SimulatedDeployment {
   }
 
   /**
-   * Resolves once `predicate(this)` holds, checked now and whenever a request arrives or ends;
-   * rejects if the upstream closes first. Sets no timer.
+   * Resolves once `predicate(this)` holds, checked now and whenever a request arrives, has its
+   * status sent, or ends; rejects if the upstream closes first. Sets no timer.
    *
    * @example
    * ```ts
