@@ -57,12 +57,20 @@ export class ProviderErrorFilter extends BaseExceptionFilter {
     }
     const path = req.originalUrl ?? req.url ?? '/';
     if (!path.startsWith('/v1/') || !adapter) return super.catch(exception, host);
-    const problem = describe(exception);
+    const problem = problemOf(exception);
     adapter.reply(res, wireForPath(path).errorBody(problem), problem.status);
   }
 }
 
-function describe(exception: unknown): Problem {
+/**
+ * The status, message and code the gateway answers for an error raised before a route ran.
+ *
+ * @example
+ * ```ts
+ * problemOf(new GatewayRefusal(401, 'Invalid API key.', 'invalid_api_key')); // { status: 401, ... }
+ * ```
+ */
+export function problemOf(exception: unknown): Problem {
   if (exception instanceof HttpException) {
     const response = exception.getResponse();
     const message =

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { retryHeaders } from 'nestjs-switchboard';
+import { pathOf } from '../gateway/body-routes';
 import { GatewayKeys, presentedKey } from './gateway-keys';
 import { GatewayRefusal } from './gateway-refusal';
 import { isLoopbackHost } from './host-check';
@@ -29,6 +30,9 @@ export function keyTenant(index: number): string {
 }
 
 const MARK_DOWN = /^\/switchboard\/deployments\/[^/]+\/mark-down$/;
+
+/** Requests {@link GatewayGuard.check} let pass (Node's own request, under either platform). */
+const admitted = new WeakSet<object>();
 
 /** A request as the guard reads it: Node's own, or Fastify's (the same fields). */
 export interface GuardedRequest {
@@ -64,17 +68,23 @@ export class GatewayGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     if (context.getType() !== 'http') return true;
     const http = context.switchToHttp();
-    this.check(http.getRequest<GuardedRequest>(), http.getResponse<unknown>());
+    const req = http.getRequest<GuardedRequest & { raw?: object }>();
+    // The gateway's door checked it on its headers before its body was read: once is enough
+    // (a second pass would spend the key's limits twice).
+    if (!admitted.has(req.raw ?? req)) this.check(req, http.getResponse<unknown>());
+    if (req.method === 'POST' && MARK_DOWN.test(pathOf(req.originalUrl ?? req.url))) {
+      checkMarkDownBody(req);
+    }
     return true;
   }
 
   /**
-   * The door for one request, as Node's (or Fastify's) request and response: returns when it
-   * may pass, throws the {@link GatewayRefusal} otherwise. A refusal leaves no trace (no key
-   * limit is spent), so a request refused here can be handed to Nest's route to be refused again.
+   * Everything about one request that its headers decide, as Node's (or Fastify's) request and
+   * response: returns when it may pass, throws the {@link GatewayRefusal} otherwise. It reads no
+   * body, so that the gateway's door runs it before any body is read.
    */
   check(req: GuardedRequest, res: unknown): void {
-    const path = (req.originalUrl ?? req.url ?? '/').split('?')[0]!;
+    const path = pathOf(req.originalUrl ?? req.url);
     if (this.keys.size === 0) {
       this.checkHost(req);
     } else if (!OPEN.has(path)) {
@@ -85,7 +95,8 @@ export class GatewayGuard implements CanActivate {
         if (typeof named !== 'string' || named === '') req.headers[TENANT_HEADER] = keyTenant(key);
       }
     }
-    if (req.method === 'POST' && MARK_DOWN.test(path)) checkMarkDown(req);
+    if (req.method === 'POST' && MARK_DOWN.test(path)) checkMarkDownType(req);
+    admitted.add((req as { raw?: object }).raw ?? req);
   }
 
   private checkHost(req: GuardedRequest): void {
@@ -132,11 +143,14 @@ export class GatewayGuard implements CanActivate {
   }
 }
 
-function checkMarkDown(req: GuardedRequest): void {
+function checkMarkDownType(req: GuardedRequest): void {
   const type = req.headers['content-type'];
   if (typeof type !== 'string' || !/^application\/json\s*(;|$)/i.test(type)) {
     throw new GatewayRefusal(415, 'The mark-down endpoint takes a JSON body (application/json).');
   }
+}
+
+function checkMarkDownBody(req: GuardedRequest): void {
   const ms = (req.body as { ms?: unknown } | undefined)?.ms;
   if (typeof ms === 'number' && ms > MAX_MARK_DOWN_MS) {
     throw new GatewayRefusal(400, `ms must be at most ${MAX_MARK_DOWN_MS} (one day).`);
