@@ -49,7 +49,9 @@ export interface GuardedRequest {
  *   one, as `Authorization: Bearer` or `x-api-key`: 401 otherwise;
  * - without keys (the gateway then listens on loopback only), a `Host` that is not a loopback
  *   name is refused with 403: a page on another site that rebinds its DNS name to 127.0.0.1
- *   reaches the port, but not with our name in `Host`;
+ *   reaches the port, but not with our name in `Host`; so is a request a page of another site
+ *   sent (its `Origin`, or `Sec-Fetch-Site: cross-site`), and a `/v1` POST that is not JSON gets
+ *   415 (a page can send text/plain anywhere without a CORS preflight);
  * - per key, optional requests per minute and calls in flight on `/v1`: 429 with `retry-after`;
  * - each key is a tenant of the switchboard's queue (`key-<n>`, the key's place in the list,
  *   never the key), unless the request names one in `x-switchboard-tenant`;
@@ -87,6 +89,15 @@ export class GatewayGuard implements CanActivate {
     const path = pathOf(req.originalUrl ?? req.url);
     if (this.keys.size === 0) {
       this.checkHost(req);
+      checkSite(req);
+      // A page on another site can POST text/plain without a CORS preflight, but not JSON.
+      if (req.method === 'POST' && path.startsWith('/v1/')) {
+        requireJson(
+          req,
+          'This gateway runs without GATEWAY_API_KEYS: its API takes only JSON bodies ' +
+            '(content-type: application/json).',
+        );
+      }
     } else if (!OPEN.has(path)) {
       const key = this.authenticate(req);
       if (path.startsWith('/v1/')) {
@@ -95,7 +106,9 @@ export class GatewayGuard implements CanActivate {
         if (typeof named !== 'string' || named === '') req.headers[TENANT_HEADER] = keyTenant(key);
       }
     }
-    if (req.method === 'POST' && MARK_DOWN.test(path)) checkMarkDownType(req);
+    if (req.method === 'POST' && MARK_DOWN.test(path)) {
+      requireJson(req, 'The mark-down endpoint takes a JSON body (application/json).');
+    }
     admitted.add((req as { raw?: object }).raw ?? req);
   }
 
@@ -143,10 +156,41 @@ export class GatewayGuard implements CanActivate {
   }
 }
 
-function checkMarkDownType(req: GuardedRequest): void {
+/** 415 unless the body is declared as JSON: what no page of another site sends unasked. */
+function requireJson(req: GuardedRequest, message: string): void {
   const type = req.headers['content-type'];
   if (typeof type !== 'string' || !/^application\/json\s*(;|$)/i.test(type)) {
-    throw new GatewayRefusal(415, 'The mark-down endpoint takes a JSON body (application/json).');
+    throw new GatewayRefusal(415, message, 'unsupported_media_type');
+  }
+}
+
+/**
+ * 403 for a request a page of another site sent: its `Origin` is not a loopback origin (`null`,
+ * from a sandboxed frame or a file, is none), or the browser says `Sec-Fetch-Site: cross-site`.
+ * Without keys, anything that reaches the port may spend quota; a browser is the one such client
+ * that other sites can drive, and it says where the request comes from.
+ */
+function checkSite(req: GuardedRequest): void {
+  const origin = req.headers.origin;
+  const crossSite =
+    req.headers['sec-fetch-site'] === 'cross-site' ||
+    (typeof origin === 'string' && !isLoopbackOrigin(origin));
+  if (crossSite) {
+    throw new GatewayRefusal(
+      403,
+      'This gateway runs without GATEWAY_API_KEYS and answers no request sent by a page of ' +
+        'another site.',
+      'forbidden_origin',
+    );
+  }
+}
+
+function isLoopbackOrigin(origin: string): boolean {
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && isLoopbackHost(url.host);
+  } catch {
+    return false;
   }
 }
 
