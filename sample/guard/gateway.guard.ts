@@ -34,6 +34,43 @@ const MARK_DOWN = /^\/switchboard\/deployments\/[^/]+\/mark-down$/;
 /** Requests {@link GatewayGuard.check} let pass (Node's own request, under either platform). */
 const admitted = new WeakSet<object>();
 
+/** The key (its place in the list) each request let in with a key presented. */
+const keyOfRequest = new WeakMap<object, number>();
+
+/**
+ * The key (its place in the gateway's list) a request was let in with, under either platform;
+ * undefined without keys.
+ *
+ * @example
+ * ```ts
+ * const key = gatewayKeyOf(req); // 0 for the first key of GATEWAY_API_KEYS
+ * ```
+ */
+export function gatewayKeyOf(req: object): number | undefined {
+  return keyOfRequest.get((req as { raw?: object }).raw ?? req);
+}
+
+/** What a client may name as a part of its key's tenant. */
+const TENANT_PART = /^[\w.-]{1,64}$/;
+
+/**
+ * The tenant of a call made with key `key`: the key's own (`key-<n>`), or a part of it that the
+ * request names in `x-switchboard-tenant` (`key-<n>/<part>`). A key never names another tenant,
+ * and its parts wait in its one turn of the switchboard's queue (see `tenantScope`).
+ */
+function scopedTenant(key: number, named: string | string[] | undefined): string {
+  if (named === undefined || named === '') return keyTenant(key);
+  if (typeof named !== 'string' || !TENANT_PART.test(named)) {
+    throw new GatewayRefusal(
+      400,
+      "x-switchboard-tenant names a part of your key's tenant: 1 to 64 letters, digits, " +
+        "'_', '.' or '-'.",
+      'invalid_tenant',
+    );
+  }
+  return `${keyTenant(key)}/${named}`;
+}
+
 /** A request as the guard reads it: Node's own, or Fastify's (the same fields). */
 export interface GuardedRequest {
   method?: string;
@@ -54,7 +91,8 @@ export interface GuardedRequest {
  *   415 (a page can send text/plain anywhere without a CORS preflight);
  * - per key, optional requests per minute and calls in flight on `/v1`: 429 with `retry-after`;
  * - each key is a tenant of the switchboard's queue (`key-<n>`, the key's place in the list,
- *   never the key), unless the request names one in `x-switchboard-tenant`;
+ *   never the key); `x-switchboard-tenant` may name a part of it (`key-<n>/<part>`), which waits
+ *   in the key's own turn, never another tenant;
  * - the mark-down endpoint wants a JSON body (a foreign page cannot send one without a CORS
  *   preflight, which the gateway does not answer) and an `ms` of at most a day.
  *
@@ -101,10 +139,11 @@ export class GatewayGuard implements CanActivate {
     } else if (!OPEN.has(path)) {
       const key = this.authenticate(req);
       if (path.startsWith('/v1/')) {
+        const tenant = scopedTenant(key, req.headers[TENANT_HEADER]);
         this.admit(key, res);
-        const named = req.headers[TENANT_HEADER];
-        if (typeof named !== 'string' || named === '') req.headers[TENANT_HEADER] = keyTenant(key);
+        req.headers[TENANT_HEADER] = tenant;
       }
+      keyOfRequest.set((req as { raw?: object }).raw ?? req, key);
     }
     if (req.method === 'POST' && MARK_DOWN.test(path)) {
       requireJson(req, 'The mark-down endpoint takes a JSON body (application/json).');
