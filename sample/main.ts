@@ -81,6 +81,12 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
       app = fastify;
     } else {
       const express = await NestFactory.create<NestExpressApplication>(module, nestOptions);
+      // `/V1/...` is no route (fastify's routes are case-exact too): the door's paths are
+      // case-exact, and a route it did not recognise must not run. Express's router is built
+      // already (its setting would come too late); the routes are added to it at init.
+      (
+        express.getHttpAdapter().getInstance() as { router: { caseSensitive: boolean } }
+      ).router.caseSensitive = true;
       // The API routes get the client's bytes, which go upstream as they came; the mark-down
       // its JSON; every other route no body at all.
       express.useBodyParser('raw', { limit: API_BODY_LIMIT, type: takes('raw') });

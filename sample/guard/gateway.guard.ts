@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { retryHeaders } from 'nestjs-switchboard';
 import { pathOf } from '../gateway/body-routes';
+import { PAGE_PATHS } from '../status/status.controller';
 import { GatewayKeys, presentedKey } from './gateway-keys';
 import { GatewayRefusal } from './gateway-refusal';
 import { isLoopbackHost } from './host-check';
@@ -10,8 +11,16 @@ import { KeyLimits } from './key-limits';
 /** The longest mark-down the status page's endpoint takes: one day, in ms. */
 export const MAX_MARK_DOWN_MS = 86_400_000;
 
-/** What anyone may fetch without a key: the liveness probe and the status page's own files. */
-const OPEN = new Set(['/', '/status.css', '/status.js', '/health']);
+/**
+ * What anyone may fetch without a key: the probes (a kubelet sends none) and the status page's own
+ * files. Exact paths, case included, as the routes match them.
+ */
+const OPEN: ReadonlySet<string> = new Set([
+  '/health',
+  '/health/ready',
+  '/health/live',
+  ...PAGE_PATHS,
+]);
 
 /** The header that names a call's tenant (the relay reads it). */
 const TENANT_HEADER = 'x-switchboard-tenant';
@@ -82,8 +91,9 @@ export interface GuardedRequest {
 
 /**
  * The gateway's door, before any controller runs (so nothing reaches an upstream):
- * - with keys (`GATEWAY_API_KEYS`), every route but `/health` and the status page's files wants
- *   one, as `Authorization: Bearer` or `x-api-key`: 401 otherwise;
+ * - with keys (`GATEWAY_API_KEYS`), every route but the probes (`/health`, `/health/ready`,
+ *   `/health/live`) and the status page's files wants one, as `Authorization: Bearer` or
+ *   `x-api-key`: 401 otherwise;
  * - without keys (the gateway then listens on loopback only), a `Host` that is not a loopback
  *   name is refused with 403: a page on another site that rebinds its DNS name to 127.0.0.1
  *   reaches the port, but not with our name in `Host`; so is a request a page of another site
