@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger, type INestApplication } from '@nestjs/common';
+import { scrub, STACK_LIMIT } from 'nestjs-switchboard';
 import { API_POSTS, pathOf } from './body-routes';
 import { RelayService, sendJson, type GatewayRequest } from './relay.service';
 import { wireForPath } from './wire';
@@ -64,7 +65,9 @@ export function apiFastPath(
 
   function answer(req: GatewayRequest, res: ServerResponse, path: string): void {
     relay.relay(req, res).catch((error: unknown) => {
-      logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+      logger.error(
+        scrub(error instanceof Error ? (error.stack ?? error.message) : error, STACK_LIMIT),
+      );
       if (res.headersSent) {
         res.destroy();
         return;

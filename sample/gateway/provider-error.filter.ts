@@ -1,6 +1,6 @@
 import { Catch, HttpException, Logger, type ArgumentsHost } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { clip, httpErrorFor } from 'nestjs-switchboard';
+import { clip, httpErrorFor, scrub, STACK_LIMIT } from 'nestjs-switchboard';
 import { GatewayRefusal } from '../guard/gateway-refusal';
 import { wireForPath, type Problem, type Wire } from './wire';
 
@@ -27,7 +27,9 @@ const logger = new Logger('Gateway');
 export function gatewayFailure(wire: Wire, error: unknown): Failure {
   const answer = httpErrorFor(error);
   if (answer.unexpected) {
-    logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    logger.error(
+      scrub(error instanceof Error ? (error.stack ?? error.message) : error, STACK_LIMIT),
+    );
   }
   const problem: Problem = { status: answer.status, message: answer.message };
   const upstream = answer.fromUpstream

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Injectable } from '@nestjs/common';
 import type { Counter } from '@opentelemetry/api';
-import { clip, Switchboard } from 'nestjs-switchboard';
+import { clip, scrub, Switchboard } from 'nestjs-switchboard';
 import { MetricService } from 'nestjs-otel';
 import { gatewayKeyOf } from '../guard/gateway.guard';
 import { createdResponseId, ResponseOwners } from '../guard/response-owners';
@@ -71,7 +71,7 @@ export class RelayService {
     } catch (error) {
       if (abort.signal.aborted) return;
       response = Response.json(
-        { error: { message: String((error as Error)?.message ?? error), type: 'server_error' } },
+        { error: { message: scrub((error as Error)?.message ?? error), type: 'server_error' } },
         { status: 500 },
       );
     }
