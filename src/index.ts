@@ -43,6 +43,7 @@ export {
 export type { Problem as ApiProblem } from './relay/error-body';
 export type { SwitchboardErrorCode } from './switchboard.error';
 export { clip } from './errors/clip';
+export { REDACTED, scrub, STACK_LIMIT, UPSTREAM_TEXT_LIMIT } from './errors/scrub';
 export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from './errors/http-error';
 export type { HttpErrorAnswer, HttpErrorOptions } from './errors/http-error';
 export type {

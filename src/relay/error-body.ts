@@ -1,3 +1,5 @@
+import { ECHO_LIMIT } from '../errors/clip';
+import { scrub, UPSTREAM_TEXT_LIMIT } from '../errors/scrub';
 import type { Provider } from '../types';
 
 /**
@@ -92,9 +94,15 @@ export function errorBody(provider: Provider, problem: Problem): object {
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** A field of an upstream's error body as it is passed on: a string scrubbed, else null. */
+const field = (value: unknown, max: number): string | null =>
+  typeof value === 'string' ? scrub(value, max) : null;
+
 /**
  * The upstream's own error body, as the SDK kept it, when it has the API's shape: the openai SDK
- * keeps the `error` member, the Anthropic SDK the whole body.
+ * keeps the `error` member, the Anthropic SDK the whole body. Only the API's own fields are
+ * passed on, each {@link scrub}bed of anything shaped like a credential and clipped: an upstream
+ * that echoes the request's headers, or names the key it refused, passes none of it on.
  *
  * @example
  * ```ts
@@ -107,7 +115,22 @@ export function upstreamErrorBody(
 ): object | undefined {
   const e = error.error;
   if (provider === 'openai') {
-    return isRecord(e) && typeof e.message === 'string' ? { error: e } : undefined;
+    if (!isRecord(e) || typeof e.message !== 'string') return undefined;
+    return {
+      error: {
+        message: scrub(e.message),
+        type: field(e.type, ECHO_LIMIT),
+        param: field(e.param, ECHO_LIMIT),
+        code: field(e.code, ECHO_LIMIT),
+      },
+    };
   }
-  return isRecord(e) && e.type === 'error' && isRecord(e.error) ? e : undefined;
+  if (!isRecord(e) || e.type !== 'error' || !isRecord(e.error)) return undefined;
+  return {
+    type: 'error',
+    error: {
+      type: field(e.error.type, ECHO_LIMIT),
+      message: field(e.error.message, UPSTREAM_TEXT_LIMIT),
+    },
+  };
 }

@@ -1,4 +1,5 @@
 import { SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
+import { scrub, STACK_LIMIT } from '../errors/scrub';
 import { GEN_AI } from './gen-ai-conventions';
 import { errorTypeOf, finishReasons, usageOf, type GenAiUsage } from './gen-ai-attributes';
 
@@ -138,11 +139,17 @@ export class Attempt implements GenAiAttempt {
     const errorType = errorTypeOf(error);
     this.span.setAttribute(GEN_AI.ERROR_TYPE, errorType);
     this.span.setAttribute('switchboard.failure.reason', reason);
-    if (error instanceof Error) this.span.recordException(error);
-    this.span.setStatus({
-      code: SpanStatusCode.ERROR,
-      message: error instanceof Error ? error.message : String(error),
-    });
+    // An upstream's error text may echo the request's headers or name the key it refused: the
+    // span (and whatever collector it is exported to) gets it scrubbed.
+    const message = scrub(error instanceof Error ? error.message : error);
+    if (error instanceof Error) {
+      this.span.recordException({
+        name: error.name,
+        message,
+        stack: error.stack === undefined ? undefined : scrub(error.stack, STACK_LIMIT),
+      });
+    }
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message });
     this.end({
       errorType,
       responseModel: this.responseModel,

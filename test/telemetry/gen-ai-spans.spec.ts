@@ -130,6 +130,26 @@ describe('GenAI spans and histograms of real calls', () => {
     });
   });
 
+  it("keeps an upstream's key-shaped words out of the span: status and exception scrubbed", async () => {
+    const key = '0123456789abcdef0123456789abcdef';
+    upstream.deployment('east').fail({
+      kind: 'status',
+      status: 400,
+      message: `Invalid header api-key: ${key}; Authorization: Bearer sk-proj-AbCdEf123456`,
+    });
+    sb.deployments.get('west')!.models.get(GPT)!.markDown(60_000);
+    await expect(
+      sb.chat.completions.create({ model: GPT, messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toMatchObject({ status: 400 });
+    const [span] = ours(exporter);
+    expect(span!.status.code).toBe(SpanStatusCode.ERROR);
+    expect(span!.status.message).toContain('Invalid header api-key: [redacted]');
+    const recorded = JSON.stringify({ status: span!.status, events: span!.events });
+    expect(recorded).toContain('exception');
+    expect(recorded).not.toContain(key);
+    expect(recorded).not.toContain('sk-proj-AbCdEf');
+  });
+
   it('ends a stream’s span with the usage its events reported', async () => {
     const stream = await sb.messages.create({
       model: CLAUDE,
