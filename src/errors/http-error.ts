@@ -90,7 +90,8 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
     if (typeof status === 'number') {
       const a = answer(status, error.message, status !== 429);
       if (status === 429 || status === 503) {
-        const wait = retryAfterMs(headers, options.now ?? Date.now()) ?? unreadableWait(headers);
+        const wait =
+          retryAfterMs(headers, options.now ?? Date.now(), max) ?? UNAVAILABLE_RETRY_AFTER_MS;
         a.headers = retryHeaders(wait, max);
       }
       if (status === 429) {
@@ -104,16 +105,6 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
     ...answer(500, 'The gateway failed to handle the request.'),
     unexpected: true,
   };
-}
-
-/** No readable wait: an infinite one (`Infinity`) is the cap, none at all a second. */
-function unreadableWait(headers: unknown): number {
-  const get = (headers as { get?: (name: string) => string | null } | undefined)?.get;
-  if (typeof get !== 'function') return UNAVAILABLE_RETRY_AFTER_MS;
-  const raw = ['retry-after-ms', 'retry-after'].map((name) => get.call(headers, name));
-  return raw.some((v) => v !== null && Number(v) === Infinity)
-    ? Infinity
-    : UNAVAILABLE_RETRY_AFTER_MS;
 }
 
 /**

@@ -118,10 +118,29 @@ class Attempt implements DeadlineEntry {
   private sent: ApiPromiseLike<unknown> | undefined = undefined;
   private response: Response | undefined = undefined;
   // The handlers of the request's promises, made once per attempt and shared by its head and its
-  // data (and by a stale socket's second send).
-  private readonly onHead = (props: { response: Response }): void => this.responded(props.response);
-  private readonly onData = (data: unknown): void => this.received(data);
-  private readonly onFailure = (error: unknown): void => this.failedToSend(error);
+  // data (and by a stale socket's second send). They run outside the caller's promise: whatever
+  // one throws settles the call with it ({@link broke}) instead of going unhandled.
+  private readonly onHead = (props: { response: Response }): void => {
+    try {
+      this.responded(props.response);
+    } catch (bug) {
+      this.broke(bug);
+    }
+  };
+  private readonly onData = (data: unknown): void => {
+    try {
+      this.received(data);
+    } catch (bug) {
+      this.broke(bug);
+    }
+  };
+  private readonly onFailure = (error: unknown): void => {
+    try {
+      this.failedToSend(error);
+    } catch (bug) {
+      this.broke(bug);
+    }
+  };
 
   constructor(
     readonly deployment: Deployment,
@@ -185,8 +204,24 @@ class Attempt implements DeadlineEntry {
       this.settled = true;
       this.release();
       // Nothing was produced: the charge goes back, the request stays counted.
-      this.outcome.reject(this.fail(undefined, false));
+      try {
+        this.outcome.reject(this.fail(undefined, false));
+      } catch (bug) {
+        this.broke(bug);
+      }
     }
+  }
+
+  /**
+   * A step of this attempt threw where no promise would catch it (a handler of the SDK's
+   * promises, the deadline's timer): the call fails with that error, and the process lives on.
+   */
+  private broke(bug: unknown): void {
+    if (!this.settled) {
+      this.settled = true;
+      this.release();
+    }
+    this.outcome.reject(bug instanceof Error ? bug : new Error(String(bug)));
   }
 
   private send(): void {
@@ -306,7 +341,7 @@ class Attempt implements DeadlineEntry {
       this.hooks.observed(state, headers as Headers, own, this.sentAt);
     }
     const translated = translate(deployment, error, this.caller, this.timedOut);
-    const verdict = classify(translated, deployment.errors);
+    const verdict = classify(translated, deployment.errors, undefined, state.maxCooldown);
     // No answer within the deadline: at least that slow.
     if (verdict.reason === 'timeout') {
       if (request.stream) state.latency.firstEvent(this.startedAt);
