@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { isDroppedConnection, retryAfterMs } from '../failover/classify';
+import { isDroppedConnection, isMalformedResponse, retryAfterMs } from '../failover/classify';
 import { SwitchboardError } from '../switchboard.error';
 
 /**
@@ -45,8 +45,8 @@ export interface HttpErrorOptions {
  *   `retry-after-ms` from the error's own figure of when room is expected, at least 1 s and at
  *   most `maxRetryAfterMs`;
  * - an upstream's other HTTP errors keep their status and message;
- * - a timeout is 504, a connection that failed 502, a `TypeError` (params the SDK cannot take)
- *   400, anything else 500.
+ * - a timeout is 504, a connection that failed or an answer that is not valid JSON 502, a
+ *   `TypeError` (params the SDK cannot take) 400, anything else 500.
  *
  * @example
  * ```ts
@@ -84,6 +84,10 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
     isDroppedConnection(error)
   ) {
     return answer(502, 'The upstream deployment could not be reached.');
+  }
+  if (isMalformedResponse(error)) {
+    // The deployment's fault, as a dropped connection is: not the gateway's own failure (500).
+    return answer(502, 'The upstream deployment answered with a body that is not valid JSON.');
   }
   if (error instanceof OpenAI.APIError || error instanceof Anthropic.APIError) {
     const { status, headers } = error as Error & { status?: unknown; headers?: unknown };

@@ -182,7 +182,7 @@ class Attempt implements DeadlineEntry {
     state.inFlight.start();
     this.holding = true;
     this.hooks.sent(state);
-    this.trace = this.hooks.started?.(this.deployment, state, request, context);
+    this.trace = this.hooks.started?.(this.deployment, state, request, context, this.adapter.name);
     const caller = this.caller;
     if (caller) {
       const controller = this.controller!;
