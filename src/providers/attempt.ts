@@ -117,11 +117,17 @@ class Attempt implements DeadlineEntry {
   /** The SDK's promise of the request in flight, and its response once the head came. */
   private sent: ApiPromiseLike<unknown> | undefined = undefined;
   private response: Response | undefined = undefined;
+  /**
+   * The SDK's own controller of the request, once its head came: aborting it stops the body's
+   * read and closes the socket, which the SDK's timer (cleared at the head) no longer does.
+   */
+  private bodyReader: AbortController | undefined = undefined;
   // The handlers of the request's promises, made once per attempt and shared by its head and its
   // data (and by a stale socket's second send). They run outside the caller's promise: whatever
   // one throws settles the call with it ({@link broke}) instead of going unhandled.
-  private readonly onHead = (props: { response: Response }): void => {
+  private readonly onHead = (props: { response: Response; controller?: AbortController }): void => {
     try {
+      this.bodyReader = props.controller;
       this.responded(props.response);
     } catch (bug) {
       this.broke(bug);
@@ -199,6 +205,9 @@ class Attempt implements DeadlineEntry {
   /** The deadline passed: abort the request (when a signal stands in), else settle as failed. */
   expire(): void {
     this.timedOut = true;
+    // A body still arriving past the deadline (an upstream that trickles it) is read no further:
+    // its socket closes now, not when the upstream ends it.
+    this.bodyReader?.abort();
     if (this.controller) this.controller.abort();
     else if (!this.settled) {
       this.settled = true;
