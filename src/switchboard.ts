@@ -131,6 +131,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     const router = this.router;
     this.fetch = createRelay({
       registry: this.registry,
+      warn: (line) => this.logger.warn(line),
       call: (adapter, op, params, callOptions) =>
         router.call(adapter, op, 'sb', 'fetch', params, callOptions),
       callHolding: (adapter, op, id, body, callOptions) =>

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { clip } from '../errors/clip';
 import { checkFallbacks } from '../routing/fallbacks';
 import { SwitchboardError } from '../switchboard.error';
 import type { SwitchboardOptions } from './switchboard-options';
@@ -414,7 +415,7 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
     if (first !== undefined) {
       problems.push({
         path: ['deployments', i, 'name'],
-        message: `'${d.name}' duplicates ${formatPath(['deployments', first, 'name'])}: deployment names must be unique`,
+        message: `'${clip(d.name)}' duplicates ${formatPath(['deployments', first, 'name'])}: deployment names must be unique`,
       });
     } else seen.set(d.name, i);
     const names = new Set<string>();
@@ -422,7 +423,7 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
       if (names.has(m.name)) {
         problems.push({
           path: ['deployments', i, 'models', j, 'name'],
-          message: `'${m.name}' is listed twice in deployment '${d.name}'`,
+          message: `'${clip(m.name)}' is listed twice in deployment '${clip(d.name)}'`,
         });
       }
       names.add(m.name);
@@ -432,7 +433,7 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
       if (claimed !== undefined && claimed.name !== m.name) {
         problems.push({
           path: ['deployments', i, 'models', j, m.deployment === undefined ? 'name' : 'deployment'],
-          message: `'${m.name}' and ${formatPath(claimed.at)} ('${claimed.name}') both name the upstream deployment '${wire}' on ${endpoint}: each name would count that deployment's quota alone, so together they would send it more than it allows. Serve it under one name (fallbacks can send a second name's calls there), or point this entry at another deployment`,
+          message: `'${clip(m.name)}' and ${formatPath(claimed.at)} ('${clip(claimed.name)}') both name the upstream deployment '${clip(wire)}' on ${clip(endpoint)}: each name would count that deployment's quota alone, so together they would send it more than it allows. Serve it under one name (fallbacks can send a second name's calls there), or point this entry at another deployment`,
         });
       } else if (claimed === undefined) {
         upstream.set(key, { name: m.name, at: ['deployments', i, 'models', j] });
@@ -450,7 +451,7 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
       if (other && other.provider !== d.provider) {
         problems.push({
           path: ['deployments', i, 'models', j, 'name'],
-          message: `'${m.name}' is served by both an ${other.provider} deployment (${formatPath(['deployments', other.index])}) and an ${d.provider} deployment: a model name must belong to one provider`,
+          message: `'${clip(m.name)}' is served by both an ${other.provider} deployment (${formatPath(['deployments', other.index])}) and an ${d.provider} deployment: a model name must belong to one provider`,
         });
       } else if (!other) providerOf.set(m.name, { provider: d.provider, index: i });
     });

@@ -7,9 +7,10 @@
 import { runDoctorCli } from './run';
 
 // Run as the package's `bin` (this module is imported by nothing else).
+// Exits once the output is written: a socket an upstream holds open must not keep it running.
 runDoctorCli(process.argv.slice(2)).then(
   (status) => {
-    process.exitCode = status;
+    process.stdout.write('', () => process.exit(status));
   },
   (error: unknown) => {
     process.stderr.write(

@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { isDroppedConnection, retryAfterMs } from '../failover/classify';
+import { isDroppedConnection, isMalformedResponse, retryAfterMs } from '../failover/classify';
 import { SwitchboardError } from '../switchboard.error';
 import { scrub } from './scrub';
 
@@ -54,8 +54,8 @@ export interface HttpErrorOptions {
  *   deployment's mark-down, never the upstream's words, which may name the key);
  * - an upstream's other HTTP errors keep their status, and their message {@link scrub}bed of
  *   anything shaped like a credential, and clipped;
- * - a timeout is 504, a connection that failed 502, a `TypeError` (params the SDK cannot take)
- *   400, anything else 500.
+ * - a timeout is 504, a connection that failed or an answer that is not valid JSON 502, a
+ *   `TypeError` (params the SDK cannot take) 400, anything else 500.
  *
  * @example
  * ```ts
@@ -94,6 +94,10 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
   ) {
     return answer(502, 'The upstream deployment could not be reached.');
   }
+  if (isMalformedResponse(error)) {
+    // The deployment's fault, as a dropped connection is: not the gateway's own failure (500).
+    return answer(502, 'The upstream deployment answered with a body that is not valid JSON.');
+  }
   if (error instanceof OpenAI.APIError || error instanceof Anthropic.APIError) {
     const { status, headers } = error as Error & { status?: unknown; headers?: unknown };
     if (status === 401 || status === 403) {
@@ -102,7 +106,8 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
     if (typeof status === 'number') {
       const a = answer(status, scrub(error.message), status !== 429);
       if (status === 429 || status === 503) {
-        const wait = retryAfterMs(headers, options.now ?? Date.now()) ?? unreadableWait(headers);
+        const wait =
+          retryAfterMs(headers, options.now ?? Date.now(), max) ?? UNAVAILABLE_RETRY_AFTER_MS;
         a.headers = retryHeaders(wait, max);
       }
       if (status === 429) {
@@ -116,16 +121,6 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
     ...answer(500, 'The gateway failed to handle the request.'),
     unexpected: true,
   };
-}
-
-/** No readable wait: an infinite one (`Infinity`) is the cap, none at all a second. */
-function unreadableWait(headers: unknown): number {
-  const get = (headers as { get?: (name: string) => string | null } | undefined)?.get;
-  if (typeof get !== 'function') return UNAVAILABLE_RETRY_AFTER_MS;
-  const raw = ['retry-after-ms', 'retry-after'].map((name) => get.call(headers, name));
-  return raw.some((v) => v !== null && Number(v) === Infinity)
-    ? Infinity
-    : UNAVAILABLE_RETRY_AFTER_MS;
 }
 
 /**

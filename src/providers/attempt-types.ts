@@ -18,6 +18,8 @@ export interface AttemptHooks {
     state: ModelState,
     request: PreparedRequest,
     context: AttemptContext,
+    /** The name of the API adapter that sends it (`embeddings`, `chat.completions`, ...). */
+    api: string,
   ): AttemptTrace | undefined;
   /**
    * The headers of every answer from the upstream, errors included (rate-limit anchoring).

@@ -126,11 +126,36 @@ class Attempt implements DeadlineEntry {
   private response: Response | undefined = undefined;
   /** A stream whose first event is awaited under a first-token deadline. */
   private stream: { controller?: AbortController } | undefined = undefined;
+  /**
+   * The SDK's own controller of the request, once its head came: aborting it stops the body's
+   * read and closes the socket, which the SDK's timer (cleared at the head) no longer does.
+   */
+  private bodyReader: AbortController | undefined = undefined;
   // The handlers of the request's promises, made once per attempt and shared by its head and its
-  // data (and by a stale socket's second send).
-  private readonly onHead = (props: { response: Response }): void => this.responded(props.response);
-  private readonly onData = (data: unknown): void => this.received(data);
-  private readonly onFailure = (error: unknown): void => this.failedToSend(error);
+  // data (and by a stale socket's second send). They run outside the caller's promise: whatever
+  // one throws settles the call with it ({@link broke}) instead of going unhandled.
+  private readonly onHead = (props: { response: Response; controller?: AbortController }): void => {
+    try {
+      this.bodyReader = props.controller;
+      this.responded(props.response);
+    } catch (bug) {
+      this.broke(bug);
+    }
+  };
+  private readonly onData = (data: unknown): void => {
+    try {
+      this.received(data);
+    } catch (bug) {
+      this.broke(bug);
+    }
+  };
+  private readonly onFailure = (error: unknown): void => {
+    try {
+      this.failedToSend(error);
+    } catch (bug) {
+      this.broke(bug);
+    }
+  };
 
   constructor(
     readonly deployment: Deployment,
@@ -174,7 +199,7 @@ class Attempt implements DeadlineEntry {
     state.inFlight.start();
     this.holding = true;
     this.hooks.sent(state);
-    this.trace = this.hooks.started?.(this.deployment, state, request, context);
+    this.trace = this.hooks.started?.(this.deployment, state, request, context, this.adapter.name);
     const caller = this.caller;
     if (caller) {
       const controller = this.controller!;
@@ -197,13 +222,32 @@ class Attempt implements DeadlineEntry {
       return;
     }
     this.timedOut = true;
+    // A body still arriving past the deadline (an upstream that trickles it) is read no further:
+    // its socket closes now, not when the upstream ends it.
+    this.bodyReader?.abort();
     if (this.controller) this.controller.abort();
     else if (!this.settled) {
       this.settled = true;
       this.release();
       // Nothing was produced: the charge goes back, the request stays counted.
-      this.outcome.reject(this.fail(undefined, false));
+      try {
+        this.outcome.reject(this.fail(undefined, false));
+      } catch (bug) {
+        this.broke(bug);
+      }
     }
+  }
+
+  /**
+   * A step of this attempt threw where no promise would catch it (a handler of the SDK's
+   * promises, the deadline's timer): the call fails with that error, and the process lives on.
+   */
+  private broke(bug: unknown): void {
+    if (!this.settled) {
+      this.settled = true;
+      this.release();
+    }
+    this.outcome.reject(bug instanceof Error ? bug : new Error(String(bug)));
   }
 
   private send(): void {
@@ -401,7 +445,7 @@ class Attempt implements DeadlineEntry {
       this.hooks.observed(state, headers as Headers, own, this.sentAt);
     }
     const translated = translate(deployment, error, this.caller, this.timedOut);
-    const verdict = classify(translated, deployment.errors);
+    const verdict = classify(translated, deployment.errors, undefined, state.maxCooldown);
     // No answer within the deadline: at least that slow.
     if (verdict.reason === 'first_token_timeout') state.latency.firstEvent(this.startedAt);
     else if (verdict.reason === 'timeout') {

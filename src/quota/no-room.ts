@@ -1,4 +1,4 @@
-import { explanationText, type DeploymentExplanation } from '../placement/explanations';
+import { explanationText, type DeploymentExplanation } from '../placement/explanation';
 import type { Admission } from './admission';
 
 /** Errors the switchboard raised because no deployment had room; they are never retried. */

@@ -7,6 +7,7 @@ import { ConsecutiveBreaker } from './consecutive-breaker';
 import { Cooldown, DEFAULT_MAX_COOLDOWN } from './cooldown';
 import { InFlight } from './in-flight';
 import { LatencyTracker } from './latency';
+import { upstreamUsage } from '../runtime/upstream-numbers';
 
 export type { ReportedRemaining } from '../quota/reading';
 export type { SharedUsage } from '../quota/quota-ledger';
@@ -226,7 +227,7 @@ export class ModelState {
 
   /** @internal Reconcile an admitted call with what its answer says it used; see {@link QuotaLedger.settle}. */
   settle(admission: Admission, usage: TokenUsage | undefined): void {
-    this.spent(this.quota.settle(admission, usage), 0);
+    this.spent(this.quota.settle(admission, upstreamUsage(usage)), 0);
   }
 
   /**
@@ -235,8 +236,9 @@ export class ModelState {
    */
   answered(admission: Admission, usage: TokenUsage | undefined, sentAt: number): void {
     const now = this.clock();
-    this.spent(this.quota.settle(admission, usage, now), 0);
-    this.latency.answered(sentAt, usage?.output, now);
+    const used = upstreamUsage(usage);
+    this.spent(this.quota.settle(admission, used, now), 0);
+    this.latency.answered(sentAt, used?.output, now);
   }
 
   /** @internal An admitted call failed before the upstream produced anything: its tokens go back. */

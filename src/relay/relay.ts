@@ -6,6 +6,7 @@ import { headerTags } from '../placement/tags';
 import type { Provider } from '../types';
 import { clip } from '../errors/clip';
 import { errorBody, upstreamErrorBody, type Problem } from './error-body';
+import { MAX_BODY_DEPTH, nestedDeeperThan } from './body-checks';
 import { httpErrorFor } from '../errors/http-error';
 import { RELAY_APIS, RESPONSES, RETRIEVE_RESPONSE, routeOf, type RelayApi } from './relay-apis';
 import { RELAY_BODY, rawAnswer, type RelayBody, type RelayOptions } from './relay-operations';
@@ -28,6 +29,8 @@ export type SwitchboardFetch = (input: RequestInfo | URL, init?: RequestInit) =>
  */
 export interface RelayPort {
   readonly registry: DeploymentRegistry;
+  /** Where a request refused for what no client should send is logged, one line each. */
+  warn?(line: string): void;
   /** A balanced call, as `sb.chat.completions.create(params, options)` makes it. */
   call(
     adapter: ApiAdapter,
@@ -123,6 +126,14 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
       'lane' in params ||
       'tenant' in params ||
       'tags' in params;
+    // Re-serializing recurses: a body nested past what the stack holds is refused, not a 500.
+    if (own && nestedDeeperThan(body!.text, MAX_BODY_DEPTH)) {
+      port.warn?.(`sb.fetch refused a request body nested deeper than ${MAX_BODY_DEPTH} levels`);
+      return problem(api.provider, {
+        status: 400,
+        message: `The request body is nested deeper than ${MAX_BODY_DEPTH} levels.`,
+      });
+    }
     const sessionId = headerOf(parts.headers, 'x-session-id');
     if (sessionId !== undefined && sessionId !== '') params.session_id = sessionId;
     const lane = headerOf(parts.headers, 'x-switchboard-lane');

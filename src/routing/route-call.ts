@@ -3,7 +3,8 @@ import type { Deployment } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { pickWithRoom, RoomGate, type CallGate } from '../selection/pick';
 import { SwitchboardError } from '../switchboard.error';
-import { explain, explanationText } from '../placement/explanations';
+import { explanationText } from '../placement/explanation';
+import { explain } from '../placement/explanations';
 import type { TagSet } from '../placement/tags';
 
 /** Where one attempt of a call goes: a deployment, and the model it is asked for there. */

@@ -13,6 +13,7 @@ import type { StateStore } from '../state/state-store';
 import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
+import { GEN_AI_VALUES } from '../telemetry/gen-ai-conventions';
 import type {
   SwitchboardMetrics,
   SwitchboardMetricsOptions,
@@ -153,10 +154,24 @@ export class Router implements DispatchShared {
     const genAi = new GenAiTelemetry();
     this.hooks = {
       sent: (model) => metrics.request(model),
-      failed: (model, reason) => metrics.failure(model, reason),
+      failed: (model, reason) => {
+        metrics.failure(model, reason);
+        // Nothing else says which deployment sent it: the caller sees the last attempt's error.
+        if (reason === 'malformed_response') {
+          this.logger.warn(
+            `${model.deployment}/${model.name} answered with a body that is not valid JSON`,
+          );
+        }
+      },
       staleSocketRetried: (model) => metrics.retry(model, 'stale_socket'),
-      started: (deployment, model, request, attempt) =>
-        genAi.forDeployment(deployment, model.name, request.body, attempt),
+      started: (deployment, model, request, attempt, api) =>
+        genAi.forDeployment(
+          deployment,
+          model.name,
+          request.body,
+          attempt,
+          api === 'embeddings' ? GEN_AI_VALUES.OPERATION_EMBEDDINGS : GEN_AI_VALUES.OPERATION_CHAT,
+        ),
       deadlines: new Deadlines(),
       firstTokenTimeout: options.firstTokenTimeout,
       streamIdleTimeout: options.streamIdleTimeout,

@@ -179,4 +179,33 @@ describe('GenAI spans and histograms of real calls', () => {
     });
     expect(output).toBeGreaterThan(0);
   });
+
+  it('names an embeddings call’s span and measurements after the embeddings operation', async () => {
+    const embedder = createSwitchboard({
+      deployments: [
+        {
+          provider: 'openai',
+          name: 'east',
+          baseURL: upstream.deployment('east').openaiBaseURL,
+          apiKey: 'k',
+          models: [{ name: 'text-embedding-3-small' }],
+        },
+      ],
+    });
+    try {
+      await embedder.embeddings.create({ model: 'text-embedding-3-small', input: 'hello' });
+    } finally {
+      await embedder.close();
+    }
+    const [span] = ours(exporter);
+    expect(span!.name).toBe('embeddings text-embedding-3-small');
+    expect(span!.attributes['gen_ai.operation.name']).toBe('embeddings');
+    const duration = (await reader.collect()).resourceMetrics.scopeMetrics
+      .flatMap((m) => m.metrics)
+      .find((m) => m.descriptor.name === 'gen_ai.client.operation.duration') as
+      HistogramMetricData | undefined;
+    expect(duration!.dataPoints.map((p) => p.attributes['gen_ai.operation.name'])).toEqual([
+      'embeddings',
+    ]);
+  });
 });

@@ -8,6 +8,7 @@ import type { ModelState } from '../../registry/model-state';
 import type { AnthropicConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
 import { clientKey } from '../token-provider';
+import { NO_REDIRECTS } from '../redirect';
 import { toWire, wireNames, type WireOptions } from '../wire-model';
 
 const ERRORS: ProviderErrors = {
@@ -45,6 +46,7 @@ export class AnthropicDeployment extends Deployment {
       ...(typeof key === 'function' ? { azureADTokenProvider: key } : { apiKey: key }),
       maxRetries: 0,
       timeout: this.timeout,
+      fetchOptions: NO_REDIRECTS,
     };
     const names = wireNames(config.models);
     this.client = names
