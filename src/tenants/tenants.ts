@@ -94,6 +94,12 @@ export class CallAccount {
   }
 }
 
+/** A tenant's policy as calls read it: its limits (none set: `undefined`) and its tags. */
+interface Policy {
+  limits: TenantLimits | undefined;
+  tags: readonly string[] | undefined;
+}
+
 interface Waiter {
   account: CallAccount;
   charges: { model: string; charge: TenantCharge }[];
@@ -135,8 +141,8 @@ interface Line {
 export class Tenants {
   readonly prices: PriceTable;
   metrics: SwitchboardMetrics | undefined;
-  private readonly policies = new Map<string, TenantLimits>();
-  private readonly fallbackPolicy: TenantLimits | undefined;
+  private readonly policies = new Map<string, Policy>();
+  private readonly fallbackPolicy: Policy | undefined;
   private readonly lines = new Map<string, Line>();
   private readonly counts: TenantCounts;
   private readonly clock: () => number;
@@ -155,17 +161,28 @@ export class Tenants {
     this.counts = context.counts;
     this.clock = context.clock;
     this.wait = context.wait;
-    let star: TenantLimits | undefined;
+    let star: Policy | undefined;
     for (const [name, policy] of Object.entries(options.tenants ?? {})) {
-      const limits: TenantLimits = {
-        tpm: policy.tpm,
-        rpm: policy.rpm,
-        tokensPerDay: policy.tokensPerDay,
-        usd: policy.budget?.usd,
-        period: policy.budget?.per,
+      const limited =
+        policy.tpm !== undefined ||
+        policy.rpm !== undefined ||
+        policy.tokensPerDay !== undefined ||
+        policy.budget !== undefined;
+      const read: Policy = {
+        // A policy of tags alone counts nothing: its calls take no charge, in no store.
+        limits: limited
+          ? {
+              tpm: policy.tpm,
+              rpm: policy.rpm,
+              tokensPerDay: policy.tokensPerDay,
+              usd: policy.budget?.usd,
+              period: policy.budget?.per,
+            }
+          : undefined,
+        tags: policy.tags !== undefined && policy.tags.length > 0 ? policy.tags : undefined,
       };
-      if (name === '*') star = limits;
-      else this.policies.set(name, limits);
+      if (name === '*') star = read;
+      else this.policies.set(name, read);
     }
     this.fallbackPolicy = star;
   }
@@ -181,13 +198,26 @@ export class Tenants {
   }
 
   /**
+   * The deployment tags every call of `tenant` requires (its policy's, else `'*'`'s), or
+   * `undefined` when its policy names none. A call without a tenant has no policy.
+   *
+   * @example
+   * ```ts
+   * // tenants: { acme: { tags: ['eu'] } }
+   * tenants.tagsOf('acme'); // ['eu']
+   * ```
+   */
+  tagsOf(tenant: string | undefined): readonly string[] | undefined {
+    return this.policyOf(tenant)?.tags;
+  }
+
+  /**
    * The account of a call of `tenant` (as the caller named it) to `model`: with the tenant's
-   * policy (its own, else `'*'`'s), or without one, when only its cost is counted.
+   * limits (its policy's, else `'*'`'s), or without, when only its cost is counted.
    */
   open(tenant: string | undefined, model: string): CallAccount {
-    const named = tenant === undefined ? undefined : this.policies.get(tenant);
-    const limits = named ?? (tenant === undefined ? undefined : this.fallbackPolicy);
-    const label = named !== undefined ? tenant! : 'other';
+    const label = tenant !== undefined && this.policies.has(tenant) ? tenant : 'other';
+    const limits = this.policyOf(tenant)?.limits;
     if (limits === undefined) return new CallAccount(this, undefined, label, {}, tenant ?? '');
     if (limits.usd !== undefined && this.prices.dearest(model, { input: 1, output: 1 }) === 0) {
       throw new SwitchboardError(
@@ -307,6 +337,12 @@ export class Tenants {
       }
     }
     this.lines.clear();
+  }
+
+  /** The policy of `tenant`: its own, else `'*'`'s; none for a call without a tenant. */
+  private policyOf(tenant: string | undefined): Policy | undefined {
+    if (tenant === undefined) return undefined;
+    return this.policies.get(tenant) ?? this.fallbackPolicy;
   }
 
   private kick(key: string): void {
