@@ -67,7 +67,7 @@ export class CallAccount {
     const used = usage ?? { input: admission.input, output: admission.output };
     const price = this.tenants.prices.on(deployment.name, state.name);
     const usd = price === undefined ? 0 : costOf(price, used, deployment.provider);
-    if (price !== undefined) this.tenants.metrics?.cost(state, this.label, usd);
+    if (price !== undefined) this.tenants.spent(state, this.label, usd);
     if (this.key !== undefined && this.at !== 0) {
       const d = reconcile(state.quota.charge, admission, used);
       const tokens = admission.input + admission.output + d.input + d.output;
@@ -144,6 +144,8 @@ export class Tenants {
   private readonly policies = new Map<string, Policy>();
   private readonly fallbackPolicy: Policy | undefined;
   private readonly lines = new Map<string, Line>();
+  /** USD per cost label (a named tenant, or `other`) since the start. */
+  private readonly costByTenant = new Map<string, number>();
   private readonly counts: TenantCounts;
   private readonly clock: () => number;
   private readonly wait: TenantWait | undefined;
@@ -185,6 +187,9 @@ export class Tenants {
       else this.policies.set(name, read);
     }
     this.fallbackPolicy = star;
+    if (!this.prices.empty) {
+      for (const label of [...this.policies.keys(), 'other']) this.costByTenant.set(label, 0);
+    }
   }
 
   /** The tenants named in the options (not `'*'`), as the cost metric labels them. */
@@ -318,6 +323,25 @@ export class Tenants {
       line.waiters.push(w);
       this.pump(account.key!);
     });
+  }
+
+  /**
+   * USD spent per tenant since the start, as the cost metric labels them (a named tenant, or
+   * `other`); empty without prices.
+   *
+   * @example
+   * ```ts
+   * tenants.costs(); // { acme: 0.0421, other: 0.0007 }
+   * ```
+   */
+  costs(): Record<string, number> {
+    return Object.fromEntries(this.costByTenant);
+  }
+
+  /** @internal What an answer of `state` cost, for the tenant labelled `label`. */
+  spent(state: ModelState, label: string, usd: number): void {
+    this.costByTenant.set(label, (this.costByTenant.get(label) ?? 0) + usd);
+    this.metrics?.cost(state, label, usd);
   }
 
   /** @internal What an account adjusts; a refund wakes its tenant's line. */
