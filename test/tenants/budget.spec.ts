@@ -4,7 +4,7 @@
  * of the budget's UTC period, and nothing reaches the upstream; the next period starts afresh.
  * One injected clock drives the switchboard and the simulated deployment.
  */
-import OpenAI from 'openai';
+import OpenAI, { type RateLimitError } from 'openai';
 import { createSwitchboard, type Price, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock } from '../support/random';
@@ -111,7 +111,7 @@ describe('a tenant over its budget', () => {
     // Later the same day, still refused; another tenant is not affected.
     clock.advance(3 * 3600_000);
     const later = await call().catch((error: unknown) => error);
-    expect(Number((later as OpenAI.RateLimitError).headers?.get('retry-after'))).toBe(3600);
+    expect(Number((later as RateLimitError).headers?.get('retry-after'))).toBe(3600);
     expect((await call('globex')).model).toBe(MODEL);
     // A new UTC day is a new budget: gpt-4o again.
     clock.ms = DAY_END + 1_000;
@@ -131,9 +131,7 @@ describe('a tenant over its budget', () => {
       })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
-    expect(Number((error as OpenAI.RateLimitError).headers?.get('retry-after-ms'))).toBe(
-      DAY_END - T0,
-    );
+    expect(Number((error as RateLimitError).headers?.get('retry-after-ms'))).toBe(DAY_END - T0);
     expect(upstream.deployment('oai0').stats.requests).toBe(before);
   });
 });
