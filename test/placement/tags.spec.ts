@@ -250,6 +250,16 @@ describe('tags: where a call may go', () => {
       expect(sent('us-east')).toBe(1);
     });
 
+    it('must be carried together by some deployment, or the options are refused', () => {
+      expect(() => build({ tenants: { acme: { tags: ['eu', 'us'] } } })).toThrow(
+        /tenants\.acme\.tags names eu, us, but no deployment carries them all/,
+      );
+      expect(() => build({ tenants: { '*': { tags: ['apac'] } } })).toThrow(
+        /tenants\.\*\.tags names apac, but no deployment carries it/,
+      );
+      expect(() => build({ tenants: { acme: { tags: ['gdpr', 'eu'] } } })).not.toThrow();
+    });
+
     it('hold through sb.fetch with x-switchboard-tenant', async () => {
       const client = new OpenAI({
         apiKey: 'unused',
