@@ -197,6 +197,21 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
+   * USD spent per tenant since the switchboard started, in this process: each answer priced from
+   * the usage it reported (`pricing`), under a tenant named in `tenants`, else `other`, as the
+   * `switchboard_cost_usd_total` counter labels it. Every named tenant and `other` are listed from
+   * the start; `{}` without `pricing`.
+   *
+   * @example
+   * ```ts
+   * sb.costs(); // { acme: 0.0421, globex: 0, other: 0.0007 }
+   * ```
+   */
+  costs(): Record<string, number> {
+    return this.router.tenants?.costs() ?? {};
+  }
+
+  /**
    * Forget the usage of the current window on every deployment. With a shared state store, this
    * instance's own usage; the other instances' comes back with the next sync.
    */

@@ -104,12 +104,13 @@ export interface TenantBudget {
 
 /**
  * What one tenant may use, across every deployment, model and replica: tokens and requests per
- * minute (counted as the upstream counts them at admission), tokens per UTC day, and a budget.
- * Absent limits do not apply.
+ * minute (counted as the upstream counts them at admission), tokens per UTC day, and a budget;
+ * and where its calls may go (`tags`). Absent limits do not apply.
  *
  * @example
  * ```ts
  * const acme: TenantPolicy = { tpm: 20_000, rpm: 100, budget: { usd: 50, per: 'month' } };
+ * const euCustomer: TenantPolicy = { tpm: 10_000, tags: ['eu'] };
  * ```
  */
 export interface TenantPolicy {
@@ -121,7 +122,11 @@ export interface TenantPolicy {
   tokensPerDay?: number;
   /** USD per UTC day or month; needs `options.pricing` for the models the tenant calls. */
   budget?: TenantBudget;
-  /** Deployment tags the tenant's calls are limited to (routing by tags is configured apart). */
+  /**
+   * Deployment tags every call of the tenant requires, added to the call's own `tags`: its calls
+   * go only to deployments carrying all of them (fallbacks and best effort included). A policy
+   * of tags alone counts nothing.
+   */
   tags?: string[];
 }
 

@@ -391,8 +391,8 @@ function endpointOf(d: SwitchboardOptions['deployments'][number]): string {
 
 /**
  * Rules that span several deployments (unique names, one provider per model, one name per
- * upstream deployment, fallbacks that exist, fit the API and make no cycle), each at its field
- * path. Run it on options that passed
+ * upstream deployment, fallbacks that exist, fit the API and make no cycle, tenants' tags that
+ * some deployment carries), each at its field path. Run it on options that passed
  * {@link switchboardOptionsSchema}.
  *
  * @example
@@ -457,5 +457,26 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
     });
   });
   problems.push(...checkFallbacks(options));
+  problems.push(...checkTenantTags(options));
+  return problems;
+}
+
+/**
+ * A tenant's `tags` bind every call it makes: where no deployment carries them all, each of its
+ * calls would fail, which is a mistake of the configuration, said at once.
+ */
+function checkTenantTags(options: SwitchboardOptions): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const [name, policy] of Object.entries(options.tenants ?? {})) {
+    const tags = policy.tags ?? [];
+    if (tags.length === 0) continue;
+    const carried = options.deployments.some((d) => tags.every((t) => d.tags?.includes(t)));
+    if (!carried) {
+      problems.push({
+        path: ['tenants', name, 'tags'],
+        message: `names ${tags.join(', ')}, but no deployment carries ${tags.length === 1 ? 'it' : 'them all'}: every call of this tenant would fail. Tag the deployments that may serve it (deployments[].tags), or correct the tenant's tags`,
+      });
+    }
+  }
   return problems;
 }

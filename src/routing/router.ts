@@ -262,10 +262,9 @@ export class Router implements DispatchShared {
       const sdkOptions = options as SdkRequestOptions | undefined;
       const model = body.model as string;
       const tenants = this.tenants;
+      const tenant = (params as SessionParams).tenant;
       const account =
-        tenants === undefined || !request.metered
-          ? undefined
-          : tenants.open((params as SessionParams).tenant, model);
+        tenants === undefined || !request.metered ? undefined : tenants.open(tenant, model);
       if (account !== undefined) request = { ...request, account };
       const chained = adapter.chain?.refersTo(body);
       if (chained !== undefined && account?.key === undefined) {
@@ -288,7 +287,8 @@ export class Router implements DispatchShared {
         }
       }
       const tags = tagsOf(params as object);
-      const required = requiredTags(params as object);
+      // A tenant's tags bind every call it makes, metered or not: a prompt stays where it may go.
+      const required = requiredTags(params as object, tenants?.tagsOf(tenant));
       // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached.
       const sticky =
         sessionId ??

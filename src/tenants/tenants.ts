@@ -67,7 +67,7 @@ export class CallAccount {
     const used = usage ?? { input: admission.input, output: admission.output };
     const price = this.tenants.prices.on(deployment.name, state.name);
     const usd = price === undefined ? 0 : costOf(price, used, deployment.provider);
-    if (price !== undefined) this.tenants.metrics?.cost(state, this.label, usd);
+    if (price !== undefined) this.tenants.spent(state, this.label, usd);
     if (this.key !== undefined && this.at !== 0) {
       const d = reconcile(state.quota.charge, admission, used);
       const tokens = admission.input + admission.output + d.input + d.output;
@@ -92,6 +92,12 @@ export class CallAccount {
       usd: -this.taken.usd,
     });
   }
+}
+
+/** A tenant's policy as calls read it: its limits (none set: `undefined`) and its tags. */
+interface Policy {
+  limits: TenantLimits | undefined;
+  tags: readonly string[] | undefined;
 }
 
 interface Waiter {
@@ -135,9 +141,11 @@ interface Line {
 export class Tenants {
   readonly prices: PriceTable;
   metrics: SwitchboardMetrics | undefined;
-  private readonly policies = new Map<string, TenantLimits>();
-  private readonly fallbackPolicy: TenantLimits | undefined;
+  private readonly policies = new Map<string, Policy>();
+  private readonly fallbackPolicy: Policy | undefined;
   private readonly lines = new Map<string, Line>();
+  /** USD per cost label (a named tenant, or `other`) since the start. */
+  private readonly costByTenant = new Map<string, number>();
   private readonly counts: TenantCounts;
   private readonly clock: () => number;
   private readonly wait: TenantWait | undefined;
@@ -155,19 +163,33 @@ export class Tenants {
     this.counts = context.counts;
     this.clock = context.clock;
     this.wait = context.wait;
-    let star: TenantLimits | undefined;
+    let star: Policy | undefined;
     for (const [name, policy] of Object.entries(options.tenants ?? {})) {
-      const limits: TenantLimits = {
-        tpm: policy.tpm,
-        rpm: policy.rpm,
-        tokensPerDay: policy.tokensPerDay,
-        usd: policy.budget?.usd,
-        period: policy.budget?.per,
+      const limited =
+        policy.tpm !== undefined ||
+        policy.rpm !== undefined ||
+        policy.tokensPerDay !== undefined ||
+        policy.budget !== undefined;
+      const read: Policy = {
+        // A policy of tags alone counts nothing: its calls take no charge, in no store.
+        limits: limited
+          ? {
+              tpm: policy.tpm,
+              rpm: policy.rpm,
+              tokensPerDay: policy.tokensPerDay,
+              usd: policy.budget?.usd,
+              period: policy.budget?.per,
+            }
+          : undefined,
+        tags: policy.tags !== undefined && policy.tags.length > 0 ? policy.tags : undefined,
       };
-      if (name === '*') star = limits;
-      else this.policies.set(name, limits);
+      if (name === '*') star = read;
+      else this.policies.set(name, read);
     }
     this.fallbackPolicy = star;
+    if (!this.prices.empty) {
+      for (const label of [...this.policies.keys(), 'other']) this.costByTenant.set(label, 0);
+    }
   }
 
   /** The tenants named in the options (not `'*'`), as the cost metric labels them. */
@@ -181,13 +203,26 @@ export class Tenants {
   }
 
   /**
+   * The deployment tags every call of `tenant` requires (its policy's, else `'*'`'s), or
+   * `undefined` when its policy names none. A call without a tenant has no policy.
+   *
+   * @example
+   * ```ts
+   * // tenants: { acme: { tags: ['eu'] } }
+   * tenants.tagsOf('acme'); // ['eu']
+   * ```
+   */
+  tagsOf(tenant: string | undefined): readonly string[] | undefined {
+    return this.policyOf(tenant)?.tags;
+  }
+
+  /**
    * The account of a call of `tenant` (as the caller named it) to `model`: with the tenant's
-   * policy (its own, else `'*'`'s), or without one, when only its cost is counted.
+   * limits (its policy's, else `'*'`'s), or without, when only its cost is counted.
    */
   open(tenant: string | undefined, model: string): CallAccount {
-    const named = tenant === undefined ? undefined : this.policies.get(tenant);
-    const limits = named ?? (tenant === undefined ? undefined : this.fallbackPolicy);
-    const label = named !== undefined ? tenant! : 'other';
+    const label = tenant !== undefined && this.policies.has(tenant) ? tenant : 'other';
+    const limits = this.policyOf(tenant)?.limits;
     if (limits === undefined) return new CallAccount(this, undefined, label, {}, tenant ?? '');
     if (limits.usd !== undefined && this.prices.dearest(model, { input: 1, output: 1 }) === 0) {
       throw new SwitchboardError(
@@ -290,6 +325,25 @@ export class Tenants {
     });
   }
 
+  /**
+   * USD spent per tenant since the start, as the cost metric labels them (a named tenant, or
+   * `other`); empty without prices.
+   *
+   * @example
+   * ```ts
+   * tenants.costs(); // { acme: 0.0421, other: 0.0007 }
+   * ```
+   */
+  costs(): Record<string, number> {
+    return Object.fromEntries(this.costByTenant);
+  }
+
+  /** @internal What an answer of `state` cost, for the tenant labelled `label`. */
+  spent(state: ModelState, label: string, usd: number): void {
+    this.costByTenant.set(label, (this.costByTenant.get(label) ?? 0) + usd);
+    this.metrics?.cost(state, label, usd);
+  }
+
   /** @internal What an account adjusts; a refund wakes its tenant's line. */
   adjust(account: CallAccount, delta: TenantCharge): void {
     this.counts.adjust(account.key!, delta, account.at, account.limits);
@@ -307,6 +361,12 @@ export class Tenants {
       }
     }
     this.lines.clear();
+  }
+
+  /** The policy of `tenant`: its own, else `'*'`'s; none for a call without a tenant. */
+  private policyOf(tenant: string | undefined): Policy | undefined {
+    if (tenant === undefined) return undefined;
+    return this.policies.get(tenant) ?? this.fallbackPolicy;
   }
 
   private kick(key: string): void {

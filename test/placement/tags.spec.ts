@@ -1,7 +1,13 @@
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import OpenAI, { RateLimitError } from 'openai';
-import { createSwitchboard, METER_NAME, SwitchboardError, type Switchboard } from '../../src';
+import {
+  createSwitchboard,
+  METER_NAME,
+  SwitchboardError,
+  type Switchboard,
+  type SwitchboardOptions,
+} from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock, seeded } from '../support/random';
 import { TestReader } from '../support/metric-reader';
@@ -29,7 +35,18 @@ describe('tags: where a call may go', () => {
       deployments: REGIONS.map((name) => ({ name })),
       clock: clock.now,
     });
-    sb = createSwitchboard({
+    sb = build();
+  });
+  afterEach(async () => {
+    await sb.close();
+    await upstream.close();
+    await provider.shutdown();
+    metrics.disable();
+  });
+
+  /** The switchboard over the three regions, with `extra` options. */
+  const build = (extra: Partial<SwitchboardOptions> = {}) =>
+    createSwitchboard({
       deployments: REGIONS.map((name) => ({
         provider: 'openai' as const,
         name,
@@ -45,14 +62,8 @@ describe('tags: where a call may go', () => {
       fallbacks: { [MODEL]: [MINI] },
       clock: clock.now,
       random: seeded(7),
+      ...extra,
     });
-  });
-  afterEach(async () => {
-    await sb.close();
-    await upstream.close();
-    await provider.shutdown();
-    metrics.disable();
-  });
 
   const ask = (extra: object = {}) =>
     sb.chat.completions.create({
@@ -186,6 +197,87 @@ describe('tags: where a call may go', () => {
     ]);
     expect(JSON.stringify(body)).not.toContain('127.0.0.1');
     expect(sent('us-east')).toBe(0);
+  });
+
+  describe("a tenant's tags", () => {
+    beforeEach(async () => {
+      await sb.close();
+      sb = build({
+        tenants: {
+          // Tags alone, tags with limits (its calls are admitted first), limits alone.
+          acme: { tags: ['eu'] },
+          globex: { rpm: 1_000, tags: ['eu'] },
+          initech: { rpm: 1_000 },
+          // Every tenant not named.
+          '*': { tags: ['eu'] },
+        },
+      });
+    });
+
+    it('keep all of its calls on the deployments carrying them, for named tenants and through *', async () => {
+      for (let i = 0; i < 60; i++) await ask({ tenant: 'acme' });
+      for (let i = 0; i < 20; i++) await ask({ tenant: 'globex' });
+      for (let i = 0; i < 20; i++) await ask({ tenant: `unnamed-${i % 4}` });
+      expect(sent('us-east')).toBe(0);
+      expect(sent('eu-west') + sent('eu-north')).toBe(100);
+      expect(sent('eu-west')).toBeGreaterThan(0);
+      expect(sent('eu-north')).toBeGreaterThan(0);
+      // A tenant without tags, and a call naming no tenant, go everywhere.
+      for (let i = 0; i < 30; i++) await ask({ tenant: 'initech' });
+      const afterInitech = sent('us-east');
+      expect(afterInitech).toBeGreaterThan(0);
+      for (let i = 0; i < 30; i++) await ask();
+      expect(sent('us-east')).toBeGreaterThan(afterInitech);
+    });
+
+    it('add to the call’s own tags, and bind its fallbacks: no room there is a 429, never a spill', async () => {
+      // eu from the tenant and us from the call: no deployment carries both.
+      const both = await ask({ tenant: 'acme', tags: ['us'] }).catch((e: unknown) => e);
+      expect(both).toBeInstanceOf(SwitchboardError);
+      expect((both as SwitchboardError).status).toBe(404);
+      expect((both as Error).message).toContain('carries the tags eu,us');
+      fill('eu-west');
+      fill('eu-north');
+      for (const tenant of ['acme', 'globex', 'someone']) {
+        const error = await ask({ tenant }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(RateLimitError);
+        expect((error as Error).message).toMatch(/us-east: lacks tag eu/);
+        expect((error as Error).message).toMatch(/us-east \(gpt-4o-mini\): lacks tag eu/);
+      }
+      expect(sent('us-east') + sent('eu-west') + sent('eu-north')).toBe(0);
+      // The same call of a tenant without tags falls over to the US deployment.
+      await ask({ tenant: 'initech' });
+      expect(sent('us-east')).toBe(1);
+    });
+
+    it('must be carried together by some deployment, or the options are refused', () => {
+      expect(() => build({ tenants: { acme: { tags: ['eu', 'us'] } } })).toThrow(
+        /tenants\.acme\.tags names eu, us, but no deployment carries them all/,
+      );
+      expect(() => build({ tenants: { '*': { tags: ['apac'] } } })).toThrow(
+        /tenants\.\*\.tags names apac, but no deployment carries it/,
+      );
+      expect(() => build({ tenants: { acme: { tags: ['gdpr', 'eu'] } } })).not.toThrow();
+    });
+
+    it('hold through sb.fetch with x-switchboard-tenant', async () => {
+      const client = new OpenAI({
+        apiKey: 'unused',
+        baseURL: 'http://switchboard/v1',
+        fetch: sb.fetch,
+        maxRetries: 0,
+      });
+      const call = (tenant: string) =>
+        client.chat.completions.create(
+          { model: MODEL, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] },
+          { headers: { 'x-switchboard-tenant': tenant } },
+        );
+      for (let i = 0; i < 60; i++) await call(i % 2 === 0 ? 'acme' : 'someone-else');
+      expect(sent('us-east')).toBe(0);
+      expect(sent('eu-west') + sent('eu-north')).toBe(60);
+      for (let i = 0; i < 30; i++) await call('initech');
+      expect(sent('us-east')).toBeGreaterThan(0);
+    });
   });
 
   it('shows each deployment’s tags in stats()', () => {

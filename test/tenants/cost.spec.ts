@@ -61,6 +61,8 @@ describe('cost', () => {
       tenants: { acme: { rpm: 1000 } },
     });
     const sb = r.sb;
+    // Every tenant named, and other, from the start.
+    expect(sb.costs()).toEqual({ acme: 0, other: 0 });
     const expected: Record<string, number> = { acme: 0, other: 0 };
     for (let i = 0; i < 2; i++) {
       const c = await sb.chat.completions.create(ask(`hello ${i} `.repeat(30), { tenant: 'acme' }));
@@ -113,11 +115,22 @@ describe('cost', () => {
     expect(Math.abs(byTenant.acme! - expected.acme!)).toBeLessThan(1e-9);
     expect(Math.abs(byTenant.other! - expected.other!)).toBeLessThan(1e-9);
     expect(expected.acme!).toBeGreaterThan(0);
+    // The switchboard's own account of it says the same.
+    const costs = sb.costs();
+    expect(Object.keys(costs).sort()).toEqual(['acme', 'other']);
+    expect(Math.abs(costs.acme! - expected.acme!)).toBeLessThan(1e-9);
+    expect(Math.abs(costs.other! - expected.other!)).toBeLessThan(1e-9);
     // Every priced deployment is exported from start-up, per tenant named and other.
     const labels = points.map(
       (p) => `${String(p.attributes.deployment)}/${String(p.attributes.tenant)}`,
     );
     expect(labels.sort()).toEqual(['claude0/acme', 'claude0/other', 'oai0/acme', 'oai0/other']);
+  });
+
+  it('without pricing there is no cost to report', async () => {
+    r = await rig({ openai: 1, tenants: { acme: { rpm: 1000 } } });
+    await r.sb.chat.completions.create(ask('hello', { tenant: 'acme' }));
+    expect(r.sb.costs()).toEqual({});
   });
 
   it("a deployment's own price wins over the model's; admission reserves at the dearest", () => {
