@@ -35,7 +35,7 @@ export type { CapacityQueueOptions, RouteAttempt, WaitOptions } from './scheduli
 export type { CallTags, Lane } from './scheduling/lanes';
 export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
-export type { DeploymentExplanation, PassedOverReason } from './placement/explanations';
+export type { DeploymentExplanation, PassedOverReason } from './placement/explanation';
 export type { SwitchboardFetch } from './relay/relay';
 export {
   errorBody as apiErrorBody,
