@@ -15,6 +15,7 @@ export const SECTIONS = [
   'gateway',
   'scheduling',
   'latency',
+  'placement',
   'planning',
 ] as const;
 export type Section = (typeof SECTIONS)[number];

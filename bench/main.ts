@@ -18,6 +18,7 @@ import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
 import { tiers } from './tiers';
 import { hasGc } from './util';
 import { latencyBench } from './latency';
+import { placement } from './placement';
 import { planning } from './planning';
 
 async function main(): Promise<void> {
@@ -147,8 +148,12 @@ async function main(): Promise<void> {
       inproc: args.inproc,
     });
   }
+  if (want('placement')) {
+    console.log('\n== 10. Placement: prompt-cache affinity and tags ==\n');
+    figures.placement = await placement({ calls: args.smoke ? 60 : 600, seed: args.seed });
+  }
   if (want('planning')) {
-    console.log('\n== 10. Capacity planning: a day of recorded traffic, replayed ==\n');
+    console.log('\n== 11. Capacity planning: a day of recorded traffic, replayed ==\n');
     figures.planning = await planning({
       calls: args.smoke ? 5_000 : 1_000_000,
       seed: args.seed,

@@ -12,6 +12,15 @@ import type { FastifyInstance } from 'fastify';
 import { loadSwitchboardConfig, SwitchboardConfigError } from 'nestjs-switchboard';
 import { AppModule } from './app.module';
 import { apiFastPath } from './gateway/api-fast-path';
+import {
+  API_BODY_LIMIT,
+  bodyRouteOf,
+  MARK_DOWN_BODY_LIMIT,
+  pathOf,
+  readBody,
+  type BodyRoute,
+} from './gateway/body-routes';
+import { gatewayDoor } from './guard/door';
 import { refuseExposureWithoutKeys } from './guard/exposure';
 import type { GatewayConfig } from './gateway.config';
 import type { SimulationOptions } from './simulation/simulation';
@@ -34,9 +43,6 @@ export interface GatewayOptions {
    */
   platform?: 'express' | 'fastify';
 }
-
-/** LLM requests carry whole conversations (and images): more than the platforms' defaults. */
-const BODY_LIMIT = 20 * 1024 * 1024;
 
 /** A running gateway. */
 export interface Gateway {
@@ -68,32 +74,44 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
     if (platform === 'fastify') {
       const fastify = await NestFactory.create<NestFastifyApplication>(
         module,
-        new FastifyAdapter({ bodyLimit: BODY_LIMIT }),
+        new FastifyAdapter({ bodyLimit: API_BODY_LIMIT }),
         nestOptions,
       );
-      rawApiBodies(fastify.getHttpAdapter().getInstance());
+      routeBodies(fastify.getHttpAdapter().getInstance());
       app = fastify;
     } else {
       const express = await NestFactory.create<NestExpressApplication>(module, nestOptions);
-      // The API routes' requests that the guard lets pass go straight to the relay, before
-      // express's router; every other request goes to express as it came.
-      const server = express.getHttpServer() as Server;
-      const handlers = server.listeners('request') as RequestListener[];
-      server.removeAllListeners('request');
-      const fast = apiFastPath(express, BODY_LIMIT);
-      server.on('request', (req: IncomingMessage, res: ServerResponse) =>
-        fast(req, res, () => {
-          for (const handle of handlers) handle.call(server, req, res);
-        }),
-      );
-      // The API routes get the client's bytes, which go upstream as they came; the rest JSON.
-      express.useBodyParser('raw', { limit: BODY_LIMIT, type: isApiRequest });
+      // `/V1/...` is no route (fastify's routes are case-exact too): the door's paths are
+      // case-exact, and a route it did not recognise must not run. Express's router is built
+      // already (its setting would come too late); the routes are added to it at init.
+      (
+        express.getHttpAdapter().getInstance() as { router: { caseSensitive: boolean } }
+      ).router.caseSensitive = true;
+      // The API routes get the client's bytes, which go upstream as they came; the mark-down
+      // its JSON; every other route no body at all.
+      express.useBodyParser('raw', { limit: API_BODY_LIMIT, type: takes('raw') });
       express.useBodyParser('json', {
-        limit: BODY_LIMIT,
-        type: (req) => !isApiRequest(req) && isJson(req),
+        limit: MARK_DOWN_BODY_LIMIT,
+        type: (req) => takes('json')(req) && isJson(req),
       });
       app = express;
     }
+    // Every request passes the door (headers only) before the platform reads any of its body;
+    // under express the API routes' requests then go straight to the relay, before its router.
+    const fast = platform === 'express' ? apiFastPath(app, API_BODY_LIMIT) : undefined;
+    const door = gatewayDoor(app);
+    const server = app.getHttpServer() as Server;
+    const handlers = server.listeners('request') as RequestListener[];
+    server.removeAllListeners('request');
+    server.on('request', (req: IncomingMessage, res: ServerResponse) =>
+      door(req, res, () => {
+        const handle = () => {
+          for (const handler of handlers) handler.call(server, req, res);
+        };
+        if (fast) fast(req, res, handle);
+        else handle();
+      }),
+    );
   } catch (error) {
     await prometheus.shutdown();
     await tracing?.shutdown();
@@ -127,21 +145,29 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
   };
 }
 
-/** Fastify's body parsing as express's above: the API routes' bytes raw, other JSON parsed. */
-function rawApiBodies(fastify: FastifyInstance): void {
+/**
+ * Fastify's body parsing as express's above: each route's body as it takes it, within its limit;
+ * a body of a route that takes none is not read.
+ */
+function routeBodies(fastify: FastifyInstance): void {
   fastify.removeAllContentTypeParsers();
-  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
-    if (isApiRequest(req.raw) || !isJson(req.raw)) return done(null, body);
-    try {
-      done(null, JSON.parse((body as Buffer).toString('utf8')));
-    } catch (error) {
-      done(Object.assign(error as Error, { statusCode: 400 }), undefined);
-    }
+  fastify.addContentTypeParser('*', (req, payload, done) => {
+    const route = bodyRouteOf(req.raw.method, pathOf(req.raw.url));
+    if (route === undefined) return done(null, undefined);
+    readBody(payload, route.limit).then((body) => {
+      if (route.as === 'raw') return done(null, body);
+      try {
+        done(null, JSON.parse(body.toString('utf8')));
+      } catch (error) {
+        done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+      }
+    }, done);
   });
 }
 
-function isApiRequest(req: IncomingMessage): boolean {
-  return req.url?.startsWith('/v1/') === true;
+/** A body parser's `type` test: the request's route takes its body `as`. */
+function takes(as: BodyRoute['as']): (req: IncomingMessage) => boolean {
+  return (req) => bodyRouteOf(req.method, pathOf(req.url))?.as === as;
 }
 
 function isJson(req: IncomingMessage): boolean {

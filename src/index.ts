@@ -35,6 +35,7 @@ export type { CapacityQueueOptions, RouteAttempt, WaitOptions } from './scheduli
 export type { CallTags, Lane } from './scheduling/lanes';
 export { isNoRoom } from './quota/no-room';
 export { SwitchboardError } from './switchboard.error';
+export type { DeploymentExplanation, PassedOverReason } from './placement/explanation';
 export type { SwitchboardFetch } from './relay/relay';
 export {
   errorBody as apiErrorBody,
@@ -43,6 +44,7 @@ export {
 export type { Problem as ApiProblem } from './relay/error-body';
 export type { SwitchboardErrorCode } from './switchboard.error';
 export { clip } from './errors/clip';
+export { REDACTED, scrub, STACK_LIMIT, UPSTREAM_TEXT_LIMIT } from './errors/scrub';
 export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from './errors/http-error';
 export type { HttpErrorAnswer, HttpErrorOptions } from './errors/http-error';
 export type {
@@ -56,6 +58,9 @@ export type {
   FailoverOptions,
   SwitchboardOptions,
   SwitchboardLogger,
+  Price,
+  TenantPolicy,
+  TenantBudget,
 } from './config/switchboard-options';
 export { validateOptions, switchboardOptionsSchema } from './config/validate-options';
 export { Deployment } from './registry/deployment';

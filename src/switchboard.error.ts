@@ -7,6 +7,8 @@
  *   or later.
  * - `config`: the switchboard's own configuration or an adapter is wrong; 500.
  */
+import type { DeploymentExplanation } from './placement/explanation';
+
 export type SwitchboardErrorCode = 'invalid_request' | 'model_not_found' | 'unavailable' | 'config';
 
 const STATUS: Record<SwitchboardErrorCode, number> = {
@@ -36,10 +38,23 @@ const STATUS: Record<SwitchboardErrorCode, number> = {
 export class SwitchboardError extends Error {
   override readonly name = 'SwitchboardError';
   readonly code: SwitchboardErrorCode;
+  /**
+   * For a call no deployment could take: per deployment considered, why it was not used (tags,
+   * a charge above its limits, ...). Empty otherwise.
+   */
+  readonly explanations: readonly DeploymentExplanation[];
 
-  constructor(message: string, options?: { cause?: unknown; code?: SwitchboardErrorCode }) {
+  constructor(
+    message: string,
+    options?: {
+      cause?: unknown;
+      code?: SwitchboardErrorCode;
+      explanations?: readonly DeploymentExplanation[];
+    },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = options?.code ?? 'invalid_request';
+    this.explanations = options?.explanations ?? [];
   }
 
   /** The HTTP status a gateway answers for this error: 400, 404, 503 or 500 (see `code`). */

@@ -117,8 +117,13 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       registry: this.registry,
       state: this.state,
       logger: this.logger,
-      metrics: (queue, fallbacks) =>
-        new SwitchboardMetrics(this.registry, undefined, { queue, fallbacks }),
+      metrics: (queue, fallbacks, costs) =>
+        new SwitchboardMetrics(this.registry, undefined, {
+          queue,
+          fallbacks,
+          costs,
+          contentFilterFallbacks: options.contentFilterFallbacks,
+        }),
     });
     this.metrics = this.router.metrics;
     this.fallbacks = this.router.fallbacks;
@@ -126,6 +131,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     const router = this.router;
     this.fetch = createRelay({
       registry: this.registry,
+      warn: (line) => this.logger.warn(line),
       call: (adapter, op, params, callOptions) =>
         router.call(adapter, op, 'sb', 'fetch', params, callOptions),
       callHolding: (adapter, op, id, body, callOptions) =>
@@ -188,6 +194,21 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
    */
   failures(): Record<string, FailedCalls> {
     return this.router.failures();
+  }
+
+  /**
+   * USD spent per tenant since the switchboard started, in this process: each answer priced from
+   * the usage it reported (`pricing`), under a tenant named in `tenants`, else `other`, as the
+   * `switchboard_cost_usd_total` counter labels it. Every named tenant and `other` are listed from
+   * the start; `{}` without `pricing`.
+   *
+   * @example
+   * ```ts
+   * sb.costs(); // { acme: 0.0421, globex: 0, other: 0.0007 }
+   * ```
+   */
+  costs(): Record<string, number> {
+    return this.router.tenants?.costs() ?? {};
   }
 
   /**

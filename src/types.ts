@@ -48,6 +48,86 @@ export interface ModelConfig {
    * deployment's `maxInFlight`. Absent: no cap.
    */
   maxInFlight?: number;
+  /**
+   * The model's context window in tokens: a call whose prompt estimate plus `max_tokens` exceeds
+   * it is never sent here, but to the first of its `fallbacks` whose window fits and that has
+   * room (none: a `SwitchboardError` naming the sizes, nothing sent). Absent: not checked before
+   * sending; the upstream's own "too long" answer still moves the call to a fallback.
+   */
+  contextWindow?: number;
+  /**
+   * ms from sending a streamed call to its first event on this model (overrides the
+   * switchboard's `firstTokenTimeout`; reasoning models think long before their first event).
+   */
+  firstTokenTimeout?: number;
+  /** ms between two events of a stream on this model (overrides the switchboard's `streamIdleTimeout`). */
+  streamIdleTimeout?: number;
+  /**
+   * What this model costs on this deployment, when it differs from `options.pricing[name]`
+   * (data-zone and regional prices do).
+   */
+  pricing?: Price;
+}
+
+/**
+ * A model's price in USD per million tokens: prompt tokens (`input`), generated tokens
+ * (`output`), prompt tokens read from a cache (`cachedInput`: OpenAI's cached tokens, Claude's
+ * cache reads; default `input`) and tokens written to Claude's prompt cache (`cacheWrite`;
+ * default `input`).
+ *
+ * @example
+ * ```ts
+ * const price: Price = { input: 2.5, output: 10, cachedInput: 1.25 }; // gpt-4o
+ * const sonnet: Price = { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75 };
+ * ```
+ */
+export interface Price {
+  input: number;
+  output: number;
+  cachedInput?: number;
+  cacheWrite?: number;
+}
+
+/**
+ * A spending limit in USD per UTC day or month: a call's price is reserved when it is admitted
+ * and settled on its answer, so concurrent calls cannot overshoot it.
+ *
+ * @example
+ * ```ts
+ * const budget: TenantBudget = { usd: 50, per: 'month' };
+ * ```
+ */
+export interface TenantBudget {
+  usd: number;
+  per: 'day' | 'month';
+}
+
+/**
+ * What one tenant may use, across every deployment, model and replica: tokens and requests per
+ * minute (counted as the upstream counts them at admission), tokens per UTC day, and a budget;
+ * and where its calls may go (`tags`). Absent limits do not apply.
+ *
+ * @example
+ * ```ts
+ * const acme: TenantPolicy = { tpm: 20_000, rpm: 100, budget: { usd: 50, per: 'month' } };
+ * const euCustomer: TenantPolicy = { tpm: 10_000, tags: ['eu'] };
+ * ```
+ */
+export interface TenantPolicy {
+  /** Tokens per minute (prompt estimate + max_tokens at admission, settled on the answer). */
+  tpm?: number;
+  /** Requests per minute. */
+  rpm?: number;
+  /** Tokens per UTC day. */
+  tokensPerDay?: number;
+  /** USD per UTC day or month; needs `options.pricing` for the models the tenant calls. */
+  budget?: TenantBudget;
+  /**
+   * Deployment tags every call of the tenant requires, added to the call's own `tags`: its calls
+   * go only to deployments carrying all of them (fallbacks and best effort included). A policy
+   * of tags alone counts nothing.
+   */
+  tags?: string[];
 }
 
 /**
@@ -65,6 +145,12 @@ export interface RoutingConfig {
   priority?: number;
   /** Share of traffic within its tier against the other deployments there; positive, default 1. */
   weight?: number;
+  /**
+   * What the deployment is, for calls that require it: a call with `tags: ['eu']` (or the header
+   * `x-switchboard-tags: eu`) only goes to deployments carrying every tag it names, fallbacks and
+   * best effort included (data residency). Words without blanks or commas.
+   */
+  tags?: string[];
 }
 
 /** An API key, or a function that returns a fresh one (for Microsoft Entra ID tokens). */
@@ -190,6 +276,8 @@ export type SwitchboardLogger = Pick<LoggerService, 'log' | 'warn' | 'error'> &
  * Why an attempt failed, as failure metrics and logs name it. `unauthorized` (401, 403, a token
  * provider that failed), `not_deployed` (Azure's 404 `DeploymentNotFound`) and `quota_exhausted`
  * (a 429 whose `retry-after` is hours: a daily or tier quota) are faults of one deployment.
+ * `first_token_timeout`: a stream sent no event within `firstTokenTimeout` (nothing delivered, so
+ * the call fails over; the deployment is not cooled).
  */
 export type FailureReason =
   | 'rate_limit'
@@ -198,6 +286,7 @@ export type FailureReason =
   | 'not_deployed'
   | 'connection'
   | 'timeout'
+  | 'first_token_timeout'
   | 'aborted'
   | 'server_error'
   | 'malformed_response'
@@ -228,6 +317,11 @@ export interface SessionParams {
   tenant?: string;
   /** `false`: this call goes to the model it names or fails, whatever `options.fallbacks` says. */
   fallbacks?: boolean;
+  /**
+   * Only deployments carrying every one of these tags may take the call (its fallbacks too): no
+   * room among them is a 429 (or a wait in `queue`), never a call elsewhere.
+   */
+  tags?: string[];
 }
 
 /**

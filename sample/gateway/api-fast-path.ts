@@ -1,31 +1,22 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger, type INestApplication } from '@nestjs/common';
-import { GatewayKeys } from '../guard/gateway-keys';
-import { GatewayGuard } from '../guard/gateway.guard';
-import { KeyLimits } from '../guard/key-limits';
+import { scrub, STACK_LIMIT } from 'nestjs-switchboard';
+import { API_POSTS, pathOf } from './body-routes';
 import { RelayService, sendJson, type GatewayRequest } from './relay.service';
 import { wireForPath } from './wire';
 
-/** The routes of the API controllers, by method: what the relay answers. */
-const POSTS = new Set([
-  '/v1/chat/completions',
-  '/v1/responses',
-  '/v1/embeddings',
-  '/v1/messages',
-  '/v1/messages/count_tokens',
-]);
+/** The GET routes of the API controllers (their POST routes are {@link API_POSTS}). */
 const GETS = /^\/v1\/(?:models|models\/[^/]+|responses\/[^/]+)$/;
 
 const logger = new Logger('Gateway');
 
 /**
  * A request handler, shaped as express middleware, that hands the API controllers' requests
- * straight to the relay once the gateway's guard has let them pass: the same guard, relay and
- * answers as the controllers', without the work express's router, its body parser and Nest's
- * route (guards, interceptors and pipes looked up and run) do on every request. Whatever it does
- * not take (a refusal, a path in another form, a body it does not read, any other route) goes on
- * to express and Nest as it came, and is answered as before: the guard's refusals leave no trace
- * (no key limit is spent), so a request refused here is refused there again, in the API's shape.
+ * straight to the relay: the same relay and answers as the controllers', without the work
+ * express's router, its body parser and Nest's route (guards, interceptors and pipes looked up
+ * and run) do on every request. It runs after the gateway's door (`guard/door.ts`), which has let
+ * the request in on its headers. Whatever it does not take (a path in another form, a body it
+ * does not read, any other route) goes on to express and Nest as it came.
  *
  * It runs before express: it reads the bodies it takes itself (a declared length within `limit`,
  * not compressed) and leaves every other body to the body parsers.
@@ -41,26 +32,15 @@ export function apiFastPath(
   limit: number,
 ): (req: IncomingMessage & GatewayRequest, res: ServerResponse, next: () => void) => void {
   const relay = app.get(RelayService);
-  const guard = new GatewayGuard(
-    app.get(GatewayKeys, { strict: false }),
-    app.get(KeyLimits, { strict: false }),
-  );
   return (req, res, next) => {
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    const path = query < 0 ? url : url.slice(0, query);
+    const path = pathOf(req.url);
     const served =
-      req.method === 'POST' ? POSTS.has(path) : req.method === 'GET' && GETS.test(path);
+      req.method === 'POST' ? API_POSTS.has(path) : req.method === 'GET' && GETS.test(path);
     if (!served) return next();
     // A body of a known length within the limit, as it came: read here. Any other (chunked,
     // compressed, too large) is the body parser's, on Nest's route.
     const length = req.method === 'POST' ? contentLength(req, limit) : 0;
     if (length === undefined) return next();
-    try {
-      guard.check(req, res);
-    } catch {
-      return next();
-    }
     if (length === 0) {
       // As the body parser leaves an empty body: no bytes, for the relay to refuse as not JSON.
       if (req.method === 'POST') req.body = Buffer.alloc(0);
@@ -85,7 +65,9 @@ export function apiFastPath(
 
   function answer(req: GatewayRequest, res: ServerResponse, path: string): void {
     relay.relay(req, res).catch((error: unknown) => {
-      logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+      logger.error(
+        scrub(error instanceof Error ? (error.stack ?? error.message) : error, STACK_LIMIT),
+      );
       if (res.headersSent) {
         res.destroy();
         return;

@@ -1,6 +1,6 @@
 import { Catch, HttpException, Logger, type ArgumentsHost } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { clip, httpErrorFor } from 'nestjs-switchboard';
+import { clip, httpErrorFor, scrub, STACK_LIMIT } from 'nestjs-switchboard';
 import { GatewayRefusal } from '../guard/gateway-refusal';
 import { wireForPath, type Problem, type Wire } from './wire';
 
@@ -27,7 +27,9 @@ const logger = new Logger('Gateway');
 export function gatewayFailure(wire: Wire, error: unknown): Failure {
   const answer = httpErrorFor(error);
   if (answer.unexpected) {
-    logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    logger.error(
+      scrub(error instanceof Error ? (error.stack ?? error.message) : error, STACK_LIMIT),
+    );
   }
   const problem: Problem = { status: answer.status, message: answer.message };
   const upstream = answer.fromUpstream
@@ -57,12 +59,20 @@ export class ProviderErrorFilter extends BaseExceptionFilter {
     }
     const path = req.originalUrl ?? req.url ?? '/';
     if (!path.startsWith('/v1/') || !adapter) return super.catch(exception, host);
-    const problem = describe(exception);
+    const problem = problemOf(exception);
     adapter.reply(res, wireForPath(path).errorBody(problem), problem.status);
   }
 }
 
-function describe(exception: unknown): Problem {
+/**
+ * The status, message and code the gateway answers for an error raised before a route ran.
+ *
+ * @example
+ * ```ts
+ * problemOf(new GatewayRefusal(401, 'Invalid API key.', 'invalid_api_key')); // { status: 401, ... }
+ * ```
+ */
+export function problemOf(exception: unknown): Problem {
   if (exception instanceof HttpException) {
     const response = exception.getResponse();
     const message =

@@ -1,9 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Injectable } from '@nestjs/common';
 import type { Counter } from '@opentelemetry/api';
-import { Switchboard } from 'nestjs-switchboard';
+import { clip, scrub, Switchboard } from 'nestjs-switchboard';
 import { MetricService } from 'nestjs-otel';
-import { apiOf } from './wire';
+import { gatewayKeyOf } from '../guard/gateway.guard';
+import { createdResponseId, ResponseOwners } from '../guard/response-owners';
+import { pathOf } from './body-routes';
+import { apiOf, wireForPath, type Problem } from './wire';
+
+const STORED = '/v1/responses';
 
 /**
  * A request as the gateway's body parser leaves it (`/v1` bodies as the client's bytes): Node's
@@ -19,6 +24,7 @@ export type GatewayResponse = ServerResponse | { raw: ServerResponse; hijack(): 
 /**
  * Hands each API request to the switchboard's `fetch` and writes its `Response` back: JSON
  * whole, SSE event by event as it comes (a client that leaves stops the upstream's stream).
+ * With keys, a stored response is its key's: another key that names it gets 404.
  */
 @Injectable()
 export class RelayService {
@@ -27,6 +33,7 @@ export class RelayService {
   constructor(
     private readonly sb: Switchboard,
     metrics: MetricService,
+    private readonly owners: ResponseOwners,
   ) {
     this.answered = metrics.getCounter('gateway_requests', {
       description: 'Requests the gateway answered, by API and HTTP status',
@@ -41,6 +48,13 @@ export class RelayService {
       res = reply.raw;
     } else res = reply;
     const url = req.url ?? '/';
+    const key = gatewayKeyOf(req);
+    const foreign = key === undefined ? undefined : this.foreignResponse(req, key);
+    if (foreign !== undefined) {
+      sendJson(res, foreign.status, wireForPath(STORED).errorBody(foreign));
+      this.answered.add(1, { api: apiOf(url), status: String(foreign.status) });
+      return;
+    }
     // The client went away: stop the call too (a queued call leaves the queue).
     const abort = new AbortController();
     res.once('close', () => {
@@ -57,17 +71,67 @@ export class RelayService {
     } catch (error) {
       if (abort.signal.aborted) return;
       response = Response.json(
-        { error: { message: String((error as Error)?.message ?? error), type: 'server_error' } },
+        { error: { message: scrub((error as Error)?.message ?? error), type: 'server_error' } },
         { status: 500 },
       );
     }
-    await send(response, res);
+    const created =
+      key !== undefined && req.method === 'POST' && pathOf(url) === STORED && response.ok
+        ? createdResponseId((id) => this.owners.claim(id, key))
+        : undefined;
+    await send(response, res, created);
     this.answered.add(1, { api: apiOf(url), status: String(res.statusCode) });
+  }
+
+  /**
+   * The 404 for a request of key `key` that names a stored response another key made (or one
+   * this gateway did not see made): to read it, or to build on it. The same answer either way,
+   * so that it tells nothing of whether the id exists.
+   */
+  private foreignResponse(req: GatewayRequest, key: number): Problem | undefined {
+    const path = pathOf(req.url);
+    let id: unknown;
+    let param: string;
+    if (req.method === 'GET' && path.startsWith(`${STORED}/`)) {
+      id = decoded(path.slice(STORED.length + 1));
+      param = 'response_id';
+    } else if (
+      req.method === 'POST' &&
+      path === STORED &&
+      Buffer.isBuffer(req.body) &&
+      req.body.includes('previous_response_id')
+    ) {
+      try {
+        id = (JSON.parse(req.body.toString('utf8')) as { previous_response_id?: unknown })
+          .previous_response_id;
+      } catch {
+        return undefined; // Not JSON: the relay says so.
+      }
+      param = 'previous_response_id';
+    } else return undefined;
+    if (typeof id !== 'string' || this.owners.owns(id, key)) return undefined;
+    return {
+      status: 404,
+      message: `No response ${clip(id)} was created with this key.`,
+      param,
+      code: 'not_found',
+    };
   }
 }
 
+function decoded(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What {@link send} shows of the answer to whoever reads the id of a created response. */
+type AnswerWatch = ReturnType<typeof createdResponseId>;
+
 /** Writes a `Response`: whole when it is JSON, chunk by chunk (with backpressure) when SSE. */
-async function send(response: Response, res: ServerResponse): Promise<void> {
+async function send(response: Response, res: ServerResponse, watch?: AnswerWatch): Promise<void> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
@@ -75,6 +139,7 @@ async function send(response: Response, res: ServerResponse): Promise<void> {
   const type = headers['content-type'];
   if (response.body === null || !type?.startsWith('text/event-stream')) {
     const body = Buffer.from(await response.arrayBuffer());
+    watch?.whole(body);
     headers['content-length'] = String(body.length);
     res.writeHead(response.status, headers);
     res.end(body);
@@ -91,6 +156,7 @@ async function send(response: Response, res: ServerResponse): Promise<void> {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
+      if (watch !== undefined && !watch.chunk(value)) watch = undefined;
       if (!(await write(res, value))) return;
     }
     res.end();

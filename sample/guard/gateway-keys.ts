@@ -1,5 +1,41 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+
+/**
+ * The largest keys file read: ten thousand keys of a hundred characters. Checked before a byte is
+ * read, so a mistaken path (`/dev/zero`, a log file) fails at once instead of filling memory.
+ */
+export const MAX_KEYS_FILE_BYTES = 1024 * 1024;
+
+/** The keys file's text: a regular file of at most {@link MAX_KEYS_FILE_BYTES}, or an error. */
+function readKeysFile(path: string): string {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (error) {
+    throw new Error(
+      `GATEWAY_API_KEYS_FILE could not be read: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) throw new Error('GATEWAY_API_KEYS_FILE is not a regular file');
+    if (stat.size > MAX_KEYS_FILE_BYTES) {
+      throw new Error(
+        `GATEWAY_API_KEYS_FILE is ${stat.size} bytes, more than the ${MAX_KEYS_FILE_BYTES} read at most`,
+      );
+    }
+    // At most the limit, whatever the file grew to since.
+    const buffer = Buffer.alloc(stat.size);
+    let length = 0;
+    for (let n = 1; n > 0 && length < buffer.length; length += n) {
+      n = readSync(fd, buffer, length, buffer.length - length, null);
+    }
+    return buffer.toString('utf8', 0, length);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /** The environment the gateway's keys and per-key limits are read from. */
 export interface GuardEnv {
@@ -40,14 +76,7 @@ export class GatewayKeys {
   static fromEnv(env: GuardEnv = process.env): GatewayKeys {
     const keys = (env.GATEWAY_API_KEYS ?? '').split(',');
     if (env.GATEWAY_API_KEYS_FILE) {
-      let text: string;
-      try {
-        text = readFileSync(env.GATEWAY_API_KEYS_FILE, 'utf8');
-      } catch (error) {
-        throw new Error(
-          `GATEWAY_API_KEYS_FILE could not be read: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
-        );
-      }
+      const text = readKeysFile(env.GATEWAY_API_KEYS_FILE);
       keys.push(...text.split(/\r?\n/).filter((line) => !line.trimStart().startsWith('#')));
     }
     return new GatewayKeys(keys.map((k) => k.trim()).filter((k) => k !== ''));

@@ -3,10 +3,12 @@ import { APP_GUARD } from '@nestjs/core';
 import { GatewayKeys, type GuardEnv } from './gateway-keys';
 import { GatewayGuard } from './gateway.guard';
 import { KeyLimits } from './key-limits';
+import { ResponseOwners } from './response-owners';
 
 /**
  * The gateway's keys, per-key limits and host check, read from the environment when the
- * application is built (after `.env` files), and its {@link GatewayGuard} on every route.
+ * application is built (after `.env` files), its {@link GatewayGuard} on every route, and which
+ * key made each stored response.
  *
  * @example
  * ```ts
@@ -19,8 +21,9 @@ import { KeyLimits } from './key-limits';
     { provide: GatewayKeys, useFactory: () => GatewayKeys.fromEnv() },
     { provide: KeyLimits, useFactory: () => keyLimitsFromEnv() },
     { provide: APP_GUARD, useClass: GatewayGuard },
+    { provide: ResponseOwners, useFactory: () => new ResponseOwners() },
   ],
-  exports: [GatewayKeys],
+  exports: [GatewayKeys, ResponseOwners],
 })
 export class GuardModule {}
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestjs/common';
-import type { DeploymentConfig, SwitchboardOptions } from 'nestjs-switchboard';
+import type { DeploymentConfig, Price, SwitchboardOptions } from 'nestjs-switchboard';
 import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 
 /** One simulated deployment: a name, the API it speaks, one model with its quota. */
@@ -64,6 +64,16 @@ export const SIMULATED_DEPLOYMENTS: readonly SimulatedDeploymentSpec[] = [
   },
 ];
 
+/**
+ * List prices (USD per million tokens) of the simulated models, so that the status page and the
+ * metrics have a cost per tenant to show. Illustrative: real prices are the configuration's.
+ */
+export const SIMULATED_PRICING: Readonly<Record<string, Price>> = {
+  'gpt-4o-mini': { input: 0.15, output: 0.6, cachedInput: 0.075 },
+  'gpt-4o': { input: 2.5, output: 10, cachedInput: 1.25 },
+  'claude-sonnet-5': { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75 },
+};
+
 /** Knobs of the simulated deployments (tests shorten the cooldown). */
 export interface SimulationOptions {
   /** Cooldown (ms) of every simulated model after a 429, a dropped connection or a mark-down. Default 10 000. */
@@ -76,6 +86,8 @@ export interface SimulationOptions {
   deployments?: readonly SimulatedDeploymentSpec[];
   /** Fallback models per model, as `SwitchboardOptions.fallbacks`. Default none. */
   fallbacks?: Record<string, string[]>;
+  /** Prices per model, as `SwitchboardOptions.pricing`. Default {@link SIMULATED_PRICING}. */
+  pricing?: Record<string, Price>;
 }
 
 /** Injection token of the {@link SimulationOptions}. */
@@ -159,7 +171,8 @@ export class Simulation implements OnApplicationShutdown {
         `(see sample/switchboard.example.yaml), or AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY, or OPENAI_API_KEY to use real ones.`,
     );
     const fallbacks = this.options.fallbacks;
-    return fallbacks === undefined ? { deployments } : { deployments, fallbacks };
+    const pricing = { ...(this.options.pricing ?? SIMULATED_PRICING) };
+    return fallbacks === undefined ? { deployments, pricing } : { deployments, pricing, fallbacks };
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -25,6 +25,12 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   'chart.js': { file: 'chart.js', type: 'text/javascript; charset=utf-8' },
 };
 
+/**
+ * The paths of the page and its files: they hold no data (the page fetches `/switchboard`, with
+ * the key), so they answer without a key; a `<script src>` could not send one.
+ */
+export const PAGE_PATHS: readonly string[] = Object.keys(ASSETS).map((path) => `/${path}`);
+
 // Everything the page loads comes from the gateway: nothing from a CDN or elsewhere.
 const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",

@@ -62,6 +62,8 @@ export interface ModelStatus {
 export interface DeploymentStatus {
   name: string;
   provider: 'openai' | 'anthropic';
+  /** Its tags: calls that require tags go only where they all are. */
+  tags: readonly string[];
   models: ModelStatus[];
   /** Sessions currently pinned to this deployment. */
   sessions: number;
@@ -99,6 +101,14 @@ export interface QueueLine {
   waiting: number;
 }
 
+/** What one tenant's calls cost since the gateway started. */
+export interface TenantCost {
+  /** A tenant named in `tenants`, or `other` for every call of a tenant not named (or of none). */
+  tenant: string;
+  /** USD, priced from the usage each answer reported. */
+  usd: number;
+}
+
 /** Tenants listed apart per model and lane; the rest are summed as `(others)`. */
 const TENANT_ROWS = 20;
 
@@ -116,6 +126,8 @@ export interface SwitchboardStatus {
   stats: Record<string, Record<string, ModelStats>>;
   /** The queue per model, lane (interactive first) and tenant (most waiting first). */
   queue: QueueLine[];
+  /** With `pricing`: USD spent per tenant (`sb.costs()`), the largest first; empty without. */
+  costs: TenantCost[];
 }
 
 /** Builds the `/switchboard` snapshot from the switchboard's live state. */
@@ -136,6 +148,7 @@ export class StatusService {
     const deployments: DeploymentStatus[] = [...this.sb.deployments.values()].map((d) => ({
       name: d.name,
       provider: d.provider,
+      tags: d.tags,
       sessions: pinned.get(d.name) ?? 0,
       models: [...d.models.values()].map((m) => {
         const anchored = m.quota.anchoredUsage();
@@ -221,6 +234,9 @@ export class StatusService {
       },
       stats: this.sb.stats(),
       queue: this.queueLines(),
+      costs: Object.entries(this.sb.costs())
+        .map(([tenant, usd]) => ({ tenant, usd }))
+        .sort((a, b) => b.usd - a.usd || a.tenant.localeCompare(b.tenant)),
     };
   }
 

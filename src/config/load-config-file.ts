@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document } from 'yaml';
+import { MAX_CONFIG_FILE_BYTES, readBoundedFile } from './read-bounded-file';
 import type { SwitchboardOptions } from './switchboard-options';
 import { SwitchboardConfigError } from './switchboard-config.error';
 import {
@@ -83,7 +83,8 @@ const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
  * Reads switchboard options from a YAML or JSON file (`.json` is parsed as JSON, anything else
  * as YAML), replaces `${VAR}`, `${VAR:-default}` and `${VAR-default}` in string values from the
  * environment (`$${` writes a literal `${`) and validates the result. A relative path is resolved
- * against the working directory.
+ * against the working directory. A file that is not a regular file, or larger than 4 MiB, is
+ * refused before it is read.
  *
  * @throws {@link SwitchboardConfigError} listing every problem: unreadable file, syntax error
  *   (with line and column), unset variable, unknown key, invalid value (with its field path).
@@ -100,7 +101,7 @@ export function loadSwitchboardConfigFile(
 ): SwitchboardOptions {
   let text: string;
   try {
-    text = readFileSync(resolve(path), 'utf8');
+    text = readBoundedFile(resolve(path), MAX_CONFIG_FILE_BYTES);
   } catch (error) {
     throw new SwitchboardConfigError(path, [
       `${path}: cannot read the switchboard config: ${messageOf(error)}`,
@@ -173,9 +174,13 @@ export function parseSwitchboardConfig(
   }
 
   const problems: string[] = [];
-  const options = interpolate(data, [], env, (path, message) =>
+  const secrets = new Set<string>();
+  const options = interpolate(data, [], env, secrets, (path, message) =>
     problems.push(`${source}: ${formatPath(path)} ${message}${lineOf(path)}`),
   ) as Record<string, unknown>;
+  // What a variable named as a secret held never reaches a message, wherever validation quotes it.
+  const hide = (lines: string[]): string[] =>
+    secrets.size === 0 ? lines : lines.map((line) => hideSecrets(line, secrets));
   for (const key of Object.keys(options)) {
     if (key in CODE_ONLY_KEYS) {
       problems.push(
@@ -190,28 +195,49 @@ export function parseSwitchboardConfig(
     const messages = describeIssues(parsed.error, options);
     throw new SwitchboardConfigError(
       source,
-      parsed.error.issues.map((issue, i) => {
-        const path =
-          issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
-        return `${source}: ${messages[i]}${lineOf(path)}`;
-      }),
+      hide(
+        parsed.error.issues.map((issue, i) => {
+          const path =
+            issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
+          return `${source}: ${messages[i]}${lineOf(path)}`;
+        }),
+      ),
     );
   }
   const cross = crossCheck(options as unknown as SwitchboardOptions);
   if (cross.length > 0) {
     throw new SwitchboardConfigError(
       source,
-      cross.map((p) => `${source}: ${formatProblem(p)}${lineOf(p.path)}`),
+      hide(cross.map((p) => `${source}: ${formatProblem(p)}${lineOf(p.path)}`)),
     );
   }
   return options as unknown as SwitchboardOptions;
 }
 
-/** A copy of `value` with every string interpolated; problems go to `report`. */
+/** Variables whose name says they hold a credential. */
+const SECRET_NAME = /key|secret|token|passw|pwd|credential/i;
+
+/**
+ * Secrets shorter than this are not taken out of messages: every `1` or `a` would go, and a
+ * credential that short guards nothing.
+ */
+const MIN_HIDDEN_LENGTH = 4;
+
+/** `line` with every value of `secrets` replaced by `***`, longest first. */
+function hideSecrets(line: string, secrets: ReadonlySet<string>): string {
+  const ordered = [...secrets].sort((a, b) => b.length - a.length);
+  return ordered.reduce((text, secret) => text.split(secret).join('***'), line);
+}
+
+/**
+ * A copy of `value` with every string interpolated; problems go to `report`, and the values of
+ * variables named as secrets to `secrets`.
+ */
 function interpolate(
   value: unknown,
   path: PropertyKey[],
   env: SwitchboardEnv,
+  secrets: Set<string>,
   report: (path: PropertyKey[], message: string) => void,
 ): unknown {
   if (typeof value === 'string') {
@@ -238,6 +264,7 @@ function interpolate(
         );
         return match;
       }
+      if (SECRET_NAME.test(name) && set.length >= MIN_HIDDEN_LENGTH) secrets.add(set);
       return set;
     });
     if (failed) return value;
@@ -247,7 +274,9 @@ function interpolate(
     }
     return out;
   }
-  if (Array.isArray(value)) return value.map((v, i) => interpolate(v, [...path, i], env, report));
+  if (Array.isArray(value)) {
+    return value.map((v, i) => interpolate(v, [...path, i], env, secrets, report));
+  }
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
@@ -256,7 +285,7 @@ function interpolate(
         report([...path, k], 'is not a configuration field: remove it');
         continue;
       }
-      out[k] = interpolate(v, [...path, k], env, report);
+      out[k] = interpolate(v, [...path, k], env, secrets, report);
     }
     return out;
   }

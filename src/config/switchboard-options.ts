@@ -2,7 +2,14 @@ import type { Type } from '@nestjs/common';
 import type { ApiAdapter } from '../providers/adapter';
 import type { Selector } from '../selection/selector';
 import type { StateStore } from '../state/state-store';
-import type { DeploymentConfig, FailoverOptions, QueueOptions, SwitchboardLogger } from '../types';
+import type {
+  DeploymentConfig,
+  FailoverOptions,
+  Price,
+  QueueOptions,
+  SwitchboardLogger,
+  TenantPolicy,
+} from '../types';
 
 export type {
   ApiKey,
@@ -14,6 +21,9 @@ export type {
   FailoverOptions,
   QueueOptions,
   SwitchboardLogger,
+  Price,
+  TenantPolicy,
+  TenantBudget,
 } from '../types';
 
 /**
@@ -61,8 +71,17 @@ export interface SwitchboardOptions {
    * model, and its rate-limit headers show it to the switchboard anyway.
    */
   defaultReservation?: number;
-  /** How many session ids are remembered (LRU). Default 1024. */
+  /** How many session ids (and prompt prefixes, see {@link cacheAffinity}) are remembered (LRU). Default 1024. */
   maxSessions?: number;
+  /**
+   * Prompt-cache affinity (default true): a call without `session_id` whose `prompt_cache_key`,
+   * Anthropic `cache_control` prefix, or long prefix (1 024 tokens or more of system prompt and
+   * leading messages, kept as a hash) was seen recently goes to the deployment that served it,
+   * where the upstream has that prefix cached, while that deployment has room; when it is full
+   * the call goes elsewhere and the prefix's home moves with it. Shared across replicas as
+   * sessions are.
+   */
+  cacheAffinity?: boolean;
   /**
    * How many stored response ids are remembered with the deployment that created them (LRU), so
    * `previous_response_id` and `responses.retrieve(id)` reach it. Default 10 000.
@@ -87,6 +106,38 @@ export interface SwitchboardOptions {
    * fallbacks follow it. Opt out per call with `fallbacks: false` beside `session_id`.
    */
   fallbacks?: Record<string, string[]>;
+  /**
+   * Limits per tenant (the `tenant` a call names), or under `'*'` for every tenant not named:
+   * tokens and requests per minute, tokens per day and a budget, held across every deployment and
+   * model and, with a shared state store, every replica. Over a limit a call fails at once with
+   * the SDK's `RateLimitError`, or waits in `queue`. See docs/tenants.md.
+   */
+  tenants?: Record<string, TenantPolicy>;
+  /** USD per million tokens per model (overridable per deployment with `ModelConfig.pricing`). */
+  pricing?: Record<string, Price>;
+  /**
+   * ms from sending a streamed call to its first event (a model's own `firstTokenTimeout` wins).
+   * A stream that has sent nothing by then is aborted (the upstream sees the connection close),
+   * its tokens given back, its request still counted, the deployment not cooled, and the call
+   * fails over as if nothing had been sent: its caller gets the stream of the attempt that
+   * delivered. Absent: no such deadline (the call's `timeout` ends at the response's headers).
+   */
+  firstTokenTimeout?: number;
+  /**
+   * ms between two events of a stream once output has begun (a model's own `streamIdleTimeout`
+   * wins). When it passes, the caller's iteration throws the SDK's `APIConnectionTimeoutError`
+   * and the call's slot in flight and its accounting are released; nothing is sent again, as
+   * output was already delivered. Absent: a stream may pause for ever.
+   */
+  streamIdleTimeout?: number;
+  /**
+   * Models tried, in order, when Azure OpenAI's content filter refuses a call to the model named
+   * by the key (a 400 `content_filter`, or an answer ending with `finish_reason:
+   * 'content_filter'`): filter policies are set per deployment, so another model's may let it
+   * through. The filtering deployment is not marked down. Without an entry the caller gets the
+   * SDK's `BadRequestError` as Azure sent it (`error.innererror.content_filter_result`).
+   */
+  contentFilterFallbacks?: Record<string, string[]>;
   /**
    * A JSONL file to append one line per finished call to (arrival, model, deployment, tokens as
    * the upstream reported them, `max_tokens`, lane, tenant, status, latency; never any content),

@@ -55,7 +55,8 @@ export function loadSwitchboardConfig(
       );
     } else if (!isHttpUrl(endpoint)) {
       problems.push(
-        `environment: AZURE_OPENAI_ENDPOINT must be an http(s) URL such as https://<resource>.openai.azure.com, got '${endpoint}'`,
+        // Not the value: an endpoint variable that is not a URL often holds the key by mistake.
+        `environment: AZURE_OPENAI_ENDPOINT must be an http(s) URL such as https://<resource>.openai.azure.com, got a value of ${endpoint.length} characters that is not one (not shown: it may be a key)`,
       );
     } else {
       deployments.push({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { clip } from '../errors/clip';
 import { checkFallbacks } from '../routing/fallbacks';
 import { SwitchboardError } from '../switchboard.error';
 import type { SwitchboardOptions } from './switchboard-options';
@@ -47,6 +48,53 @@ const weight = z
   .number({ error: 'must be a positive number (default 1)' })
   .positive({ error: 'must be a positive number (default 1)' });
 
+const tagMessage = "must be a list of tags, words without blanks or commas such as ['eu', 'gdpr']";
+const tags = z.array(
+  z
+    .string({ error: tagMessage })
+    .max(64, { error: 'must be at most 64 characters' })
+    .regex(/^[^\s,]+$/, { error: tagMessage }),
+  { error: tagMessage },
+);
+const usdMessage = 'must be a non-negative number of USD per million tokens';
+const usd = z
+  .number({ error: usdMessage })
+  .nonnegative({ error: usdMessage })
+  .refine(Number.isFinite, { error: usdMessage });
+const price = z.strictObject(
+  { input: usd, output: usd, cachedInput: usd.optional(), cacheWrite: usd.optional() },
+  {
+    error:
+      'must be a price in USD per million tokens, such as { input: 2.5, output: 10, cachedInput: 1.25 }',
+  },
+);
+const tenantLimit = z
+  .number({ error: 'must be a positive integer' })
+  .int({ error: 'must be a positive integer' })
+  .positive({ error: 'must be a positive integer' });
+const budgetMessage = "must be a budget such as { usd: 50, per: 'month' }";
+const tenantPolicy = z.strictObject(
+  {
+    tpm: tenantLimit.optional(),
+    rpm: tenantLimit.optional(),
+    tokensPerDay: tenantLimit.optional(),
+    budget: z
+      .strictObject(
+        {
+          usd: z
+            .number({ error: 'must be a positive number of USD' })
+            .positive({ error: 'must be a positive number of USD' })
+            .refine(Number.isFinite, { error: 'must be a positive number of USD' }),
+          per: z.enum(['day', 'month'], { error: `must be 'day' or 'month' (UTC)` }),
+        },
+        { error: budgetMessage },
+      )
+      .optional(),
+    tags: tags.optional(),
+  },
+  { error: "must be a tenant policy such as { tpm: 20000, budget: { usd: 50, per: 'month' } }" },
+);
+
 // The upstream's own name: model ids on api.openai.com hold ':' and '.', so only blanks are refused.
 const wireNameMessage =
   "must be a non-empty string without surrounding spaces: the upstream's name for the model (the Azure deployment name)";
@@ -65,6 +113,14 @@ const model = z.strictObject({
   priority: priority.optional(),
   weight: weight.optional(),
   maxInFlight: maxInFlight.optional(),
+  pricing: price.optional(),
+  contextWindow: z
+    .number({ error: 'must be a positive integer number of tokens' })
+    .int({ error: 'must be a positive integer number of tokens' })
+    .positive({ error: 'must be a positive integer number of tokens' })
+    .optional(),
+  firstTokenTimeout: positiveMillis.optional(),
+  streamIdleTimeout: positiveMillis.optional(),
 });
 const models = z.array(model, { error: 'must be a list of models' }).min(1, {
   error: 'must list at least one model',
@@ -79,6 +135,7 @@ const openai = z.strictObject({
   priority: priority.optional(),
   weight: weight.optional(),
   maxInFlight: maxInFlight.optional(),
+  tags: tags.optional(),
   models,
 });
 const anthropic = z
@@ -97,6 +154,7 @@ const anthropic = z
     priority: priority.optional(),
     weight: weight.optional(),
     maxInFlight: maxInFlight.optional(),
+    tags: tags.optional(),
     models,
   })
   .refine((d) => d.resource !== undefined || d.baseURL !== undefined, {
@@ -179,6 +237,32 @@ export const switchboardOptionsSchema = z.strictObject({
         .array(name, { error: 'must be a list of model names' })
         .min(1, { error: 'must list at least one fallback model' }),
       { error: "must map a model to its fallback models, such as { 'gpt-4o': ['gpt-4o-mini'] }" },
+    )
+    .optional(),
+  cacheAffinity: z.boolean({ error: 'must be true or false' }).optional(),
+  tenants: z
+    .record(name, tenantPolicy, {
+      error:
+        "must map a tenant (or '*' for every other) to its limits, such as { acme: { tpm: 20000 } }",
+    })
+    .optional(),
+  pricing: z
+    .record(name, price, {
+      error: "must map a model to its price, such as { 'gpt-4o': { input: 2.5, output: 10 } }",
+    })
+    .optional(),
+  firstTokenTimeout: positiveMillis.optional(),
+  streamIdleTimeout: positiveMillis.optional(),
+  contentFilterFallbacks: z
+    .record(
+      name,
+      z
+        .array(name, { error: 'must be a list of model names' })
+        .min(1, { error: 'must list at least one fallback model' }),
+      {
+        error:
+          "must map a model to the models tried when the content filter refuses, such as { 'gpt-4o': ['gpt-4o-eu'] }",
+      },
     )
     .optional(),
   maxSessions: z
@@ -312,8 +396,8 @@ function endpointOf(d: SwitchboardOptions['deployments'][number]): string {
 
 /**
  * Rules that span several deployments (unique names, one provider per model, one name per
- * upstream deployment, fallbacks that exist, fit the API and make no cycle), each at its field
- * path. Run it on options that passed
+ * upstream deployment, fallbacks that exist, fit the API and make no cycle, tenants' tags that
+ * some deployment carries), each at its field path. Run it on options that passed
  * {@link switchboardOptionsSchema}.
  *
  * @example
@@ -328,13 +412,15 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
   const providerOf = new Map<string, { provider: string; index: number }>();
   // One upstream deployment (provider, endpoint, wire name) -> the model entry that claims it.
   const upstream = new Map<string, { name: string; at: PropertyKey[] }>();
+  // A model's context window is the model's, whichever deployment serves it.
+  const windows = new Map<string, { window: number | undefined; at: PropertyKey[] }>();
   options.deployments.forEach((d, i) => {
     const endpoint = endpointOf(d);
     const first = seen.get(d.name);
     if (first !== undefined) {
       problems.push({
         path: ['deployments', i, 'name'],
-        message: `'${d.name}' duplicates ${formatPath(['deployments', first, 'name'])}: deployment names must be unique`,
+        message: `'${clip(d.name)}' duplicates ${formatPath(['deployments', first, 'name'])}: deployment names must be unique`,
       });
     } else seen.set(d.name, i);
     const names = new Set<string>();
@@ -342,7 +428,7 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
       if (names.has(m.name)) {
         problems.push({
           path: ['deployments', i, 'models', j, 'name'],
-          message: `'${m.name}' is listed twice in deployment '${d.name}'`,
+          message: `'${clip(m.name)}' is listed twice in deployment '${clip(d.name)}'`,
         });
       }
       names.add(m.name);
@@ -352,20 +438,50 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
       if (claimed !== undefined && claimed.name !== m.name) {
         problems.push({
           path: ['deployments', i, 'models', j, m.deployment === undefined ? 'name' : 'deployment'],
-          message: `'${m.name}' and ${formatPath(claimed.at)} ('${claimed.name}') both name the upstream deployment '${wire}' on ${endpoint}: each name would count that deployment's quota alone, so together they would send it more than it allows. Serve it under one name (fallbacks can send a second name's calls there), or point this entry at another deployment`,
+          message: `'${clip(m.name)}' and ${formatPath(claimed.at)} ('${clip(claimed.name)}') both name the upstream deployment '${clip(wire)}' on ${clip(endpoint)}: each name would count that deployment's quota alone, so together they would send it more than it allows. Serve it under one name (fallbacks can send a second name's calls there), or point this entry at another deployment`,
         });
       } else if (claimed === undefined) {
         upstream.set(key, { name: m.name, at: ['deployments', i, 'models', j] });
+      }
+      const window = windows.get(m.name);
+      if (window === undefined) {
+        windows.set(m.name, { window: m.contextWindow, at: ['deployments', i, 'models', j] });
+      } else if (window.window !== m.contextWindow) {
+        problems.push({
+          path: ['deployments', i, 'models', j, 'contextWindow'],
+          message: `is ${m.contextWindow ?? 'absent'} but ${formatPath([...window.at, 'contextWindow'])} is ${window.window ?? 'absent'}: a model has one context window, give every deployment of '${m.name}' the same`,
+        });
       }
       const other = providerOf.get(m.name);
       if (other && other.provider !== d.provider) {
         problems.push({
           path: ['deployments', i, 'models', j, 'name'],
-          message: `'${m.name}' is served by both an ${other.provider} deployment (${formatPath(['deployments', other.index])}) and an ${d.provider} deployment: a model name must belong to one provider`,
+          message: `'${clip(m.name)}' is served by both an ${other.provider} deployment (${formatPath(['deployments', other.index])}) and an ${d.provider} deployment: a model name must belong to one provider`,
         });
       } else if (!other) providerOf.set(m.name, { provider: d.provider, index: i });
     });
   });
   problems.push(...checkFallbacks(options));
+  problems.push(...checkTenantTags(options));
+  return problems;
+}
+
+/**
+ * A tenant's `tags` bind every call it makes: where no deployment carries them all, each of its
+ * calls would fail, which is a mistake of the configuration, said at once.
+ */
+function checkTenantTags(options: SwitchboardOptions): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const [name, policy] of Object.entries(options.tenants ?? {})) {
+    const tags = policy.tags ?? [];
+    if (tags.length === 0) continue;
+    const carried = options.deployments.some((d) => tags.every((t) => d.tags?.includes(t)));
+    if (!carried) {
+      problems.push({
+        path: ['tenants', name, 'tags'],
+        message: `names ${tags.join(', ')}, but no deployment carries ${tags.length === 1 ? 'it' : 'them all'}: every call of this tenant would fail. Tag the deployments that may serve it (deployments[].tags), or correct the tenant's tags`,
+      });
+    }
+  }
   return problems;
 }

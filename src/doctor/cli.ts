@@ -12,9 +12,10 @@ import { runDoctorCli, STDIO } from './run';
 
 const args = process.argv.slice(2);
 // Run as the package's `bin` (this module is imported by nothing else).
+// Exits once the output is written: a socket an upstream holds open must not keep it running.
 (args[0] === 'plan' ? runPlanCli(args, STDIO) : runDoctorCli(args)).then(
   (status) => {
-    process.exitCode = status;
+    process.stdout.write('', () => process.exit(status));
   },
   (error: unknown) => {
     process.stderr.write(

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { SwitchboardOptions } from '../config/switchboard-options';
+import { clip } from '../errors/clip';
 import { readRateLimits, type RateLimitReading } from '../quota/rate-limit-headers';
 import type { Deployment } from '../registry/deployment';
 import { createSwitchboard, type Switchboard } from '../switchboard';
@@ -21,6 +22,15 @@ export interface DoctorOptions {
   /** ms each request may take; default the deployment's own `timeout`, at most 10 000. */
   timeout?: number;
 }
+
+/**
+ * How much longer than its request's timeout one check may take in all (building its client,
+ * closing it) before it is given up: whatever an upstream does, the doctor ends.
+ */
+export const CHECK_GRACE_MS = 2_000;
+
+/** The longest error text a row keeps: an upstream's error body can be megabytes. */
+export const DOCTOR_ERROR_LIMIT = 300;
 
 const SILENT: SwitchboardLogger = { log: () => {}, warn: () => {}, error: () => {} };
 
@@ -48,9 +58,40 @@ export async function checkDeployments(
 ): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
   for (const d of options.deployments) {
-    for (const m of d.models) checks.push(await checkOne(d, m, doctor));
+    for (const m of d.models) checks.push(await checkWithin(d, m, doctor));
   }
   return checks;
+}
+
+/** {@link checkOne}, given up {@link CHECK_GRACE_MS} after its request's timeout. */
+async function checkWithin(
+  config: DeploymentConfig,
+  model: ModelConfig,
+  doctor: DoctorOptions,
+): Promise<DoctorCheck> {
+  const timeout = doctor.timeout ?? Math.min(config.timeout ?? DEFAULT_TIMEOUT, DEFAULT_TIMEOUT);
+  let timer: NodeJS.Timeout | undefined;
+  const givenUp = new Promise<DoctorCheck>((done) => {
+    timer = setTimeout(() => {
+      done({
+        row: {
+          deployment: config.name,
+          model: model.name,
+          ok: false,
+          error: `no answer within ${timeout} ms (the check was given up)`,
+        },
+        upstreamName: model.deployment ?? model.name,
+        configured: limitsOf(model),
+      });
+    }, timeout + CHECK_GRACE_MS);
+    // A check given up must not keep the process alive; one that ends clears it below.
+    timer.unref();
+  });
+  try {
+    return await Promise.race([checkOne(config, model, doctor), givenUp]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function checkOne(
@@ -70,7 +111,7 @@ async function checkOne(
       logger: SILENT,
     });
   } catch (error) {
-    row.error = error instanceof Error ? error.message : String(error);
+    row.error = clip(error instanceof Error ? error.message : String(error), DOCTOR_ERROR_LIMIT);
     return check;
   }
   const deployment = sb.deployments.get(config.name)!;
@@ -91,7 +132,10 @@ async function checkOne(
     if (typeof (headers as Headers | undefined)?.get === 'function') {
       setLimits(row, headers as Headers, config);
     }
-    row.error = inPlainWords(error, (deployment as Deployment).errors, upstreamName, timeout);
+    row.error = clip(
+      inPlainWords(error, (deployment as Deployment).errors, upstreamName, timeout),
+      DOCTOR_ERROR_LIMIT,
+    );
   } finally {
     await sb.close();
   }

@@ -1,7 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { isDroppedConnection, retryAfterMs } from '../failover/classify';
+import { isDroppedConnection, isMalformedResponse, retryAfterMs } from '../failover/classify';
 import { SwitchboardError } from '../switchboard.error';
+import { scrub } from './scrub';
 
 /**
  * The longest wait an HTTP answer asks a client for. Quotas are per-minute windows, so room comes
@@ -9,6 +10,10 @@ import { SwitchboardError } from '../switchboard.error';
  * too early is told again, while one told to wait an hour (or `1e297` s) waits for nothing.
  */
 export const MAX_RETRY_AFTER_MS = 60_000;
+
+/** What a caller is told when a deployment refused the switchboard's own credentials (401, 403). */
+export const CREDENTIALS_REFUSED =
+  "The upstream deployment refused the switchboard's credentials (its own, not the caller's).";
 
 /** What a closed switchboard (or a queue closed at shutdown) asks a client to wait: another instance is likely up. */
 export const UNAVAILABLE_RETRY_AFTER_MS = 1_000;
@@ -44,9 +49,13 @@ export interface HttpErrorOptions {
  * - a 429 (the switchboard's own no-room error, or the upstream's) carries `retry-after` and
  *   `retry-after-ms` from the error's own figure of when room is expected, at least 1 s and at
  *   most `maxRetryAfterMs`;
- * - an upstream's other HTTP errors keep their status and message;
- * - a timeout is 504, a connection that failed 502, a `TypeError` (params the SDK cannot take)
- *   400, anything else 500.
+ * - an upstream's 401 or 403 is 502 with a message of its own: the deployment refused the
+ *   switchboard's credentials, not the caller's (the reason is in the logs, health and the
+ *   deployment's mark-down, never the upstream's words, which may name the key);
+ * - an upstream's other HTTP errors keep their status, and their message {@link scrub}bed of
+ *   anything shaped like a credential, and clipped;
+ * - a timeout is 504, a connection that failed or an answer that is not valid JSON 502, a
+ *   `TypeError` (params the SDK cannot take) 400, anything else 500.
  *
  * @example
  * ```ts
@@ -85,16 +94,24 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
   ) {
     return answer(502, 'The upstream deployment could not be reached.');
   }
+  if (isMalformedResponse(error)) {
+    // The deployment's fault, as a dropped connection is: not the gateway's own failure (500).
+    return answer(502, 'The upstream deployment answered with a body that is not valid JSON.');
+  }
   if (error instanceof OpenAI.APIError || error instanceof Anthropic.APIError) {
     const { status, headers } = error as Error & { status?: unknown; headers?: unknown };
+    if (status === 401 || status === 403) {
+      return answer(502, CREDENTIALS_REFUSED);
+    }
     if (typeof status === 'number') {
-      const a = answer(status, error.message, status !== 429);
+      const a = answer(status, scrub(error.message), status !== 429);
       if (status === 429 || status === 503) {
-        const wait = retryAfterMs(headers, options.now ?? Date.now()) ?? unreadableWait(headers);
+        const wait =
+          retryAfterMs(headers, options.now ?? Date.now(), max) ?? UNAVAILABLE_RETRY_AFTER_MS;
         a.headers = retryHeaders(wait, max);
       }
       if (status === 429) {
-        a.message = `Rate limited: retry after ${a.headers['retry-after']} s. ${error.message}`;
+        a.message = `Rate limited: retry after ${a.headers['retry-after']} s. ${scrub(error.message)}`;
       }
       return a;
     }
@@ -104,16 +121,6 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
     ...answer(500, 'The gateway failed to handle the request.'),
     unexpected: true,
   };
-}
-
-/** No readable wait: an infinite one (`Infinity`) is the cap, none at all a second. */
-function unreadableWait(headers: unknown): number {
-  const get = (headers as { get?: (name: string) => string | null } | undefined)?.get;
-  if (typeof get !== 'function') return UNAVAILABLE_RETRY_AFTER_MS;
-  const raw = ['retry-after-ms', 'retry-after'].map((name) => get.call(headers, name));
-  return raw.some((v) => v !== null && Number(v) === Infinity)
-    ? Infinity
-    : UNAVAILABLE_RETRY_AFTER_MS;
 }
 
 /**

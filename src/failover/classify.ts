@@ -1,6 +1,9 @@
+import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
 import type { ProviderErrors } from '../registry/deployment';
+import { upstreamWait } from '../runtime/upstream-numbers';
 import { SwitchboardError } from '../switchboard.error';
 import type { FailureReason } from '../types';
+import { isFirstTokenTimeout } from './first-token-timeout';
 import { TokenProviderError } from './token-provider.error';
 
 export type { FailureReason } from '../types';
@@ -124,12 +127,19 @@ function errorCode(error: unknown): unknown {
  * following the design's table. `APIConnectionTimeoutError` extends `APIConnectionError`, so it is
  * tested first. Faults of one deployment (401, 403, Azure's 404 `DeploymentNotFound`, a token
  * provider that failed, a 429 for hours) mark the model down there and fail over; a 400 stays
- * the caller's.
+ * the caller's. A 429's wait is at most `maxWait` (the switchboard's `maxCooldown`), however
+ * long the upstream asked for.
+ *
+ * @example
+ * ```ts
+ * const { reason, retry } = classify(error, deployment.errors);
+ * ```
  */
 export function classify(
   error: unknown,
   errors: ProviderErrors,
   now: number = Date.now(),
+  maxWait: number = DEFAULT_MAX_COOLDOWN,
 ): Verdict {
   if (error instanceof SwitchboardError) return NO_RETRY('switchboard');
   if (error instanceof errors.APIUserAbortError) return NO_RETRY('aborted');
@@ -139,7 +149,8 @@ export function classify(
     return deploymentFault('unauthorized', 'unauthorized (the token provider failed)');
   }
   if (error instanceof errors.APIConnectionTimeoutError) {
-    return { reason: 'timeout', retry: true, countsAsFailure: false };
+    const reason = isFirstTokenTimeout(error) ? 'first_token_timeout' : 'timeout';
+    return { reason, retry: true, countsAsFailure: false };
   }
   if (error instanceof errors.APIConnectionError) {
     return { reason: 'connection', retry: true, markDown: 'default', countsAsFailure: false };
@@ -147,7 +158,7 @@ export function classify(
   if (error instanceof errors.APIError) {
     const { status, headers } = error as Error & { status?: number; headers?: unknown };
     if (status === 429) {
-      const wait = retryAfterMs(headers, now);
+      const wait = retryAfterMs(headers, now, maxWait);
       if (wait !== undefined && wait > QUOTA_EXHAUSTED_AFTER_MS) {
         return {
           reason: 'quota_exhausted',
@@ -192,22 +203,33 @@ export function classify(
 
 /**
  * How long the upstream asked us to wait: `retry-after-ms`, else `retry-after` in seconds or as an
- * HTTP date. Undefined when neither is there or readable.
+ * HTTP date, at most `max` (`Infinity`, `1e300` and a date in the year 275760 are `max`).
+ * Undefined when neither is there or readable (empty, negative, not a number).
+ *
+ * @example
+ * ```ts
+ * retryAfterMs(new Headers({ 'retry-after': '2' })); // 2000
+ * retryAfterMs(new Headers({ 'retry-after': '1e300' }), Date.now(), 60_000); // 60000
+ * ```
  */
-export function retryAfterMs(headers: unknown, now: number = Date.now()): number | undefined {
+export function retryAfterMs(
+  headers: unknown,
+  now: number = Date.now(),
+  max: number = DEFAULT_MAX_COOLDOWN,
+): number | undefined {
   const get = (name: string): string | null | undefined => {
     if (!headers || typeof headers !== 'object') return undefined;
     if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name);
     const v = (headers as Record<string, unknown>)[name];
     return typeof v === 'string' ? v : undefined;
   };
-  const ms = Number.parseFloat(get('retry-after-ms') ?? '');
-  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const ms = upstreamWait(Number.parseFloat(get('retry-after-ms') ?? ''), max);
+  if (ms !== undefined) return ms;
   const raw = get('retry-after');
   if (!raw) return undefined;
-  const seconds = Number(raw);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const seconds = upstreamWait(raw, Infinity);
+  if (seconds !== undefined) return upstreamWait(seconds * 1000, max);
   const date = Date.parse(raw);
-  if (Number.isFinite(date)) return Math.max(0, date - now);
+  if (Number.isFinite(date)) return upstreamWait(Math.max(0, date - now), max);
   return undefined;
 }

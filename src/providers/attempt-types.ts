@@ -1,5 +1,5 @@
 import type { FailureReason } from '../failover/classify';
-import type { Admission } from '../quota/admission';
+import type { Admission, TokenUsage } from '../quota/admission';
 import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import type { Deadlines } from '../runtime/deadlines';
@@ -18,6 +18,8 @@ export interface AttemptHooks {
     state: ModelState,
     request: PreparedRequest,
     context: AttemptContext,
+    /** The name of the API adapter that sends it (`embeddings`, `chat.completions`, ...). */
+    api: string,
   ): AttemptTrace | undefined;
   /**
    * The headers of every answer from the upstream, errors included (rate-limit anchoring).
@@ -31,6 +33,10 @@ export interface AttemptHooks {
   ): void;
   /** Where the attempt's deadline waits (one timer per duration for all attempts). */
   deadlines: Deadlines;
+  /** ms from send to a stream's first event, switchboard-wide (a model's own wins); 0: none. */
+  firstTokenTimeout?: number;
+  /** ms between a stream's events once output began, switchboard-wide (a model's own wins); 0: none. */
+  streamIdleTimeout?: number;
 }
 
 /** A request made ready for one surface, with what it is charged before it is sent. */
@@ -45,6 +51,26 @@ export interface PreparedRequest {
   hideUsageEvents: boolean;
   /** Sees the answer, or each stream event, of the attempt that succeeded (response ids). */
   track?: ResponseTracker;
+  /** The call's tenant and cost account, with `tenants` or `pricing`: settled by the usage. */
+  account?: UsageAccount;
+}
+
+/**
+ * Told the usage of the attempt that produced some (`undefined`: the answer did not say; its
+ * admission charge stands); returns its cost in USD when the model has a price there.
+ *
+ * @example
+ * ```ts
+ * const usd = request.account?.settled(deployment, state, request.admission, usage);
+ * ```
+ */
+export interface UsageAccount {
+  settled(
+    deployment: Deployment,
+    state: ModelState,
+    admission: Admission,
+    usage: TokenUsage | undefined,
+  ): number | undefined;
 }
 
 /**

@@ -1,12 +1,13 @@
 import { classify, type Verdict } from '../failover/classify';
+import { firstTokenTimeoutError } from '../failover/first-token-timeout';
 import { isStaleSocket } from '../failover/stale-socket';
 import type { TokenUsage as Usage } from '../quota/admission';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
-import type { DeadlineEntry, DeadlineList } from '../runtime/deadlines';
+import type { DeadlineEntry, DeadlineList, Deadlines } from '../runtime/deadlines';
 import { SwitchboardError } from '../switchboard.error';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
-import { accountedStream } from './accounted-stream';
+import { accountedStream, type StreamStart } from './accounted-stream';
 import type { ApiAdapter, ApiOperation, ApiPromiseLike } from './adapter';
 import { Answered } from './answered';
 import type { AttemptHooks, PreparedRequest } from './attempt-types';
@@ -25,6 +26,10 @@ const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
  * - the headers of the answer (or of the error) go to `hooks.observed`, for anchoring;
  * - the deadline is the switchboard's own, so a timeout is always reported as the SDK's
  *   `APIConnectionTimeoutError`, whatever the SDK made of the abort;
+ * - a stream with a `firstTokenTimeout` is the caller's once its first event came (not at its
+ *   headers): until then the attempt may still fail, and its call fail over; when the deadline
+ *   passes first, the request is aborted (the upstream sees the connection close), its charge
+ *   released, its request counted, and the deployment not cooled (slow says nothing certain);
  * - a request lost to a stale pooled socket ({@link isStaleSocket}) is sent once more at once, on
  *   the same deployment and within the same deadline, without a mark-down: the first error is not
  *   the deployment's fault; whatever the second send does follows the usual rules;
@@ -95,6 +100,8 @@ export function runAttempt(
  */
 class Attempt implements DeadlineEntry {
   private readonly deadline: number;
+  /** ms from send to the first event of a stream (0: no such deadline, or not a stream). */
+  private readonly firstToken: number;
   readonly caller: AbortSignal | undefined;
   /** Stands between the caller's signal and the SDK (which never removes the listener it adds). */
   private readonly controller: AbortController | undefined;
@@ -117,11 +124,38 @@ class Attempt implements DeadlineEntry {
   /** The SDK's promise of the request in flight, and its response once the head came. */
   private sent: ApiPromiseLike<unknown> | undefined = undefined;
   private response: Response | undefined = undefined;
+  /** A stream whose first event is awaited under a first-token deadline. */
+  private stream: { controller?: AbortController } | undefined = undefined;
+  /**
+   * The SDK's own controller of the request, once its head came: aborting it stops the body's
+   * read and closes the socket, which the SDK's timer (cleared at the head) no longer does.
+   */
+  private bodyReader: AbortController | undefined = undefined;
   // The handlers of the request's promises, made once per attempt and shared by its head and its
-  // data (and by a stale socket's second send).
-  private readonly onHead = (props: { response: Response }): void => this.responded(props.response);
-  private readonly onData = (data: unknown): void => this.received(data);
-  private readonly onFailure = (error: unknown): void => this.failedToSend(error);
+  // data (and by a stale socket's second send). They run outside the caller's promise: whatever
+  // one throws settles the call with it ({@link broke}) instead of going unhandled.
+  private readonly onHead = (props: { response: Response; controller?: AbortController }): void => {
+    try {
+      this.bodyReader = props.controller;
+      this.responded(props.response);
+    } catch (bug) {
+      this.broke(bug);
+    }
+  };
+  private readonly onData = (data: unknown): void => {
+    try {
+      this.received(data);
+    } catch (bug) {
+      this.broke(bug);
+    }
+  };
+  private readonly onFailure = (error: unknown): void => {
+    try {
+      this.failedToSend(error);
+    } catch (bug) {
+      this.broke(bug);
+    }
+  };
 
   constructor(
     readonly deployment: Deployment,
@@ -134,12 +168,14 @@ class Attempt implements DeadlineEntry {
     private readonly outcome: AttemptOutcome,
   ) {
     this.deadline = options?.timeout ?? deployment.timeout;
+    this.firstToken = request.stream ? state.firstTokenTimeout || hooks.firstTokenTimeout || 0 : 0;
     const caller = options?.signal ?? undefined;
     this.caller = caller;
     // Without a caller's signal none is made: an AbortSignal costs more than all the rest of an
     // attempt. The SDK's timer (set to our deadline, and started after ours) then aborts the
     // request until its headers arrive, and our timer settles the call if its body still has not.
-    this.controller = caller ? new AbortController() : undefined;
+    // A first-token deadline needs one: the request it ends must close its connection.
+    this.controller = caller || this.firstToken !== 0 ? new AbortController() : undefined;
     // The clients are built with `maxRetries: 0` and the deployment's timeout: a call without
     // options sends none, as a direct SDK call would (per-request options cost the SDK headers).
     this.sdkOptions = (
@@ -163,7 +199,7 @@ class Attempt implements DeadlineEntry {
     state.inFlight.start();
     this.holding = true;
     this.hooks.sent(state);
-    this.trace = this.hooks.started?.(this.deployment, state, request, context);
+    this.trace = this.hooks.started?.(this.deployment, state, request, context, this.adapter.name);
     const caller = this.caller;
     if (caller) {
       const controller = this.controller!;
@@ -173,20 +209,45 @@ class Attempt implements DeadlineEntry {
         caller.addEventListener('abort', this.onCallerAbort, { once: true });
       }
     }
-    this.hooks.deadlines.add(this, this.deadline);
+    // A stream's first-token deadline stands in for the call's: the SDK's own timer still ends a
+    // request whose headers never come.
+    this.hooks.deadlines.add(this, this.firstToken || this.deadline);
     this.send();
   }
 
   /** The deadline passed: abort the request (when a signal stands in), else settle as failed. */
   expire(): void {
+    if (this.firstToken !== 0) {
+      this.noFirstEvent();
+      return;
+    }
     this.timedOut = true;
+    // A body still arriving past the deadline (an upstream that trickles it) is read no further:
+    // its socket closes now, not when the upstream ends it.
+    this.bodyReader?.abort();
     if (this.controller) this.controller.abort();
     else if (!this.settled) {
       this.settled = true;
       this.release();
       // Nothing was produced: the charge goes back, the request stays counted.
-      this.outcome.reject(this.fail(undefined, false));
+      try {
+        this.outcome.reject(this.fail(undefined, false));
+      } catch (bug) {
+        this.broke(bug);
+      }
     }
+  }
+
+  /**
+   * A step of this attempt threw where no promise would catch it (a handler of the SDK's
+   * promises, the deadline's timer): the call fails with that error, and the process lives on.
+   */
+  private broke(bug: unknown): void {
+    if (!this.settled) {
+      this.settled = true;
+      this.release();
+    }
+    this.outcome.reject(bug instanceof Error ? bug : new Error(String(bug)));
   }
 
   private send(): void {
@@ -242,6 +303,11 @@ class Attempt implements DeadlineEntry {
       if (request.stream) (data as { controller?: AbortController }).controller?.abort();
       return;
     }
+    if (this.firstToken !== 0) {
+      this.hooks.observed(state, response.headers, request.admission, this.sentAt);
+      this.awaitFirstEvent(data, response);
+      return;
+    }
     this.settled = true;
     this.hooks.observed(state, response.headers, request.admission, this.sentAt);
     if (request.stream) {
@@ -253,11 +319,67 @@ class Attempt implements DeadlineEntry {
     if (request.metered) {
       const usage = this.adapter.usage(data);
       state.answered(request.admission, usage, this.startedAt);
+      if (request.account !== undefined) this.costs(usage);
     }
     state.recordSuccess();
     this.trace?.response(data);
     request.track?.seen(data, request.body, this.deployment, this.adapter);
     this.outcome.resolve(new Answered(data, response));
+  }
+
+  /**
+   * A stream's headers came under a first-token deadline: its first event is read here, and the
+   * stream is the caller's only once that came. Its iterator is taken once (the SDK's streams
+   * can be iterated only once) and handed on with the event.
+   */
+  private awaitFirstEvent(data: unknown, response: Response): void {
+    const stream = data as AsyncIterable<unknown> & { controller?: AbortController };
+    this.stream = stream;
+    let iterator: AsyncIterator<unknown>;
+    try {
+      iterator = stream[Symbol.asyncIterator]();
+    } catch (error) {
+      this.brokeBeforeFirstEvent(error);
+      return;
+    }
+    iterator.next().then(
+      (first) => {
+        if (this.settled) return;
+        this.settled = true;
+        this.hooks.deadlines.remove(this);
+        if (!first.done) this.state.latency.firstEvent(this.startedAt);
+        const start: StreamStart = { iterator, first };
+        this.outcome.resolve(new Answered(accountedStream(this, data, start), response));
+      },
+      (error: unknown) => this.brokeBeforeFirstEvent(error),
+    );
+  }
+
+  /** The stream broke before its first event: nothing was delivered, so the call may fail over. */
+  private brokeBeforeFirstEvent(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.release();
+    // The upstream admitted it (its headers came): its charge stands, as for a stream cut short.
+    this.outcome.reject(this.fail(error, undefined));
+  }
+
+  /**
+   * The first-token deadline passed with no event: the request is aborted, before or after its
+   * headers, and the attempt fails as one that produced nothing.
+   */
+  private noFirstEvent(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.controller!.abort();
+    this.stream?.controller?.abort();
+    this.release();
+    const error = firstTokenTimeoutError(
+      this.deployment.errors,
+      this.deployment.name,
+      this.firstToken,
+    );
+    this.outcome.reject(this.fail(error, false));
   }
 
   private failedToSend(error: unknown): void {
@@ -272,6 +394,23 @@ class Attempt implements DeadlineEntry {
     this.release();
     // Nothing was produced: the charge goes back, the request stays counted.
     this.outcome.reject(this.fail(error, false));
+  }
+
+  /** The call's account takes the usage this attempt produced; its span, the cost. */
+  costs(usage: Usage | undefined): void {
+    const { request } = this;
+    const usd = request.account!.settled(this.deployment, this.state, request.admission, usage);
+    if (usd !== undefined) this.trace?.cost(usd);
+  }
+
+  /** Where a stream's idle deadline waits (see {@link StreamingAttempt}). */
+  get deadlines(): Deadlines {
+    return this.hooks.deadlines;
+  }
+
+  /** ms a stream may pause between events once output began (0: for ever). */
+  get streamIdleTimeout(): number {
+    return this.state.streamIdleTimeout || this.hooks.streamIdleTimeout || 0;
   }
 
   /**
@@ -306,13 +445,17 @@ class Attempt implements DeadlineEntry {
       this.hooks.observed(state, headers as Headers, own, this.sentAt);
     }
     const translated = translate(deployment, error, this.caller, this.timedOut);
-    const verdict = classify(translated, deployment.errors);
+    const verdict = classify(translated, deployment.errors, undefined, state.maxCooldown);
     // No answer within the deadline: at least that slow.
-    if (verdict.reason === 'timeout') {
+    if (verdict.reason === 'first_token_timeout') state.latency.firstEvent(this.startedAt);
+    else if (verdict.reason === 'timeout') {
       if (request.stream) state.latency.firstEvent(this.startedAt);
       else state.latency.answered(this.startedAt, request.admission.output);
     }
-    if (request.metered && produced !== false) state.settle(request.admission, produced);
+    if (request.metered && produced !== false) {
+      state.settle(request.admission, produced);
+      if (request.account !== undefined) this.costs(produced);
+    }
     if (verdict.countsAsFailure) {
       // The breaker opens at its threshold of failures in a row: the model cools down.
       if (state.recordFailure() >= state.breaker.threshold) {

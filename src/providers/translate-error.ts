@@ -1,5 +1,6 @@
 import { isDroppedConnection, isMalformedResponse } from '../failover/classify';
 import type { Deployment } from '../registry/deployment';
+import { redirected } from './redirect';
 
 /** Turn what the SDK or the runtime threw into the SDK error the caller should see. */
 export function translate(
@@ -19,6 +20,8 @@ export function translate(
           message: `Request to deployment ${deployment.name} timed out.`,
         });
   }
+  const redirect = redirected(deployment.name, error, errors);
+  if (redirect !== undefined) return redirect;
   if (isDroppedConnection(error) && !(error instanceof errors.APIError)) {
     return new errors.APIConnectionError({
       message: `Connection to deployment ${deployment.name} dropped.`,

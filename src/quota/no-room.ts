@@ -1,3 +1,4 @@
+import { explanationText, type DeploymentExplanation } from '../placement/explanation';
 import type { Admission } from './admission';
 
 /** Errors the switchboard raised because no deployment had room; they are never retried. */
@@ -14,7 +15,9 @@ export type RateLimitErrorClass = new (
 /**
  * The SDK's own `RateLimitError` (status 429) for a call that no deployment has room for:
  * `retry-after` (seconds) and `retry-after-ms` say when room is expected, the message names the
- * model, the charge and the wait. The switchboard sent nothing upstream.
+ * model, the charge, the wait and, in a few words, why each deployment was passed over. The
+ * error's `explanations` (and its body's) list them in full ({@link DeploymentExplanation}). The
+ * switchboard sent nothing upstream.
  *
  * @example
  * ```ts
@@ -28,23 +31,48 @@ export function noRoomError(
   admission: Admission,
   waitMs: number,
   waited = 0,
-): Error {
+  explanations: readonly DeploymentExplanation[] = [],
+): Error & { explanations: readonly DeploymentExplanation[] } {
+  const wait = Math.max(1, Math.ceil(waitMs));
+  const charge = admission.input + admission.output;
+  const message =
+    `No deployment of ${model} has room for this call (${charge} tokens at admission: ` +
+    `${admission.input} input + ${admission.output} reserved output) by the upstreams' own count` +
+    `${waited > 0 ? ` after waiting ${Math.round(waited)} ms` : ''}: room expected in ${wait} ms` +
+    (explanations.length > 0 ? ` (${explanationText(explanations)})` : '');
+  return heldBackError(RateLimitError, 'switchboard_no_room', message, wait, explanations);
+}
+
+/**
+ * The SDK's own `RateLimitError` (status 429) for a call the switchboard held back itself, with
+ * `retry-after` (seconds) and `retry-after-ms` set from `waitMs`, and the deployments'
+ * `explanations` when there are any; {@link isNoRoom} knows it, so it is never retried.
+ *
+ * @example
+ * ```ts
+ * throw heldBackError(OpenAI.RateLimitError, 'switchboard_tenant_limit', 'Tenant acme is over its tpm', 12_000);
+ * ```
+ */
+export function heldBackError(
+  RateLimitError: RateLimitErrorClass,
+  code: string,
+  message: string,
+  waitMs: number,
+  explanations: readonly DeploymentExplanation[] = [],
+): Error & { explanations: readonly DeploymentExplanation[] } {
   const wait = Math.max(1, Math.ceil(waitMs));
   const headers = new Headers({
     'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
     'retry-after-ms': String(wait),
   });
-  const charge = admission.input + admission.output;
-  const message =
-    `No deployment of ${model} has room for this call (${charge} tokens at admission: ` +
-    `${admission.input} input + ${admission.output} reserved output) by the upstreams' own count` +
-    `${waited > 0 ? ` after waiting ${Math.round(waited)} ms` : ''}: room expected in ${wait} ms`;
-  const error = new RateLimitError(
-    429,
-    { type: 'rate_limit_error', code: 'switchboard_no_room', message },
-    message,
-    headers,
-  );
+  const body =
+    explanations.length > 0
+      ? { type: 'rate_limit_error', code, message, explanations }
+      : { type: 'rate_limit_error', code, message };
+  const error = new RateLimitError(429, body, message, headers) as Error & {
+    explanations: readonly DeploymentExplanation[];
+  };
+  error.explanations = explanations;
   raised.add(error);
   return error;
 }

@@ -1,3 +1,6 @@
+import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
+import { upstreamCount, upstreamWait } from '../runtime/upstream-numbers';
+
 /**
  * When the upstream's current window ends, by its `x-ratelimit-reset-*` header: in `ms` from when
  * the header was written, to the header's precision `grain` (ms): `15` says 15 000 to the second,
@@ -41,12 +44,6 @@ export interface RateLimitReading {
 /** Something with `get(name)`, as `Headers` is. */
 export interface HeaderSource {
   get(name: string): string | null;
-}
-
-function num(raw: string | null): number | undefined {
-  if (raw === null || raw === '') return undefined;
-  const n = Number(raw);
-  return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
 /** Whose rate-limit headers to read: Azure OpenAI's `x-ratelimit-*` or Anthropic's. */
@@ -116,8 +113,8 @@ function readAnthropic(headers: HeaderSource, withLimits: boolean): RateLimitRea
 }
 
 function reported(remaining: string | null, limit: string | null): ReportedLimit | undefined {
-  const r = num(remaining);
-  const l = num(limit);
+  const r = upstreamCount(remaining);
+  const l = upstreamCount(limit);
   if (r === undefined && l === undefined) return undefined;
   return { limit: l, remaining: r };
 }
@@ -163,7 +160,7 @@ function parseReset(raw: string): ReportedReset | undefined {
     if (n < 0) return undefined;
     const dot = raw.indexOf('.');
     const decimals = dot < 0 ? 0 : raw.length - dot - 1;
-    return { ms: n * 1000, grain: decimals >= 3 ? 1 : 1000 / 10 ** decimals };
+    return { ms: bounded(n * 1000), grain: decimals >= 3 ? 1 : 1000 / 10 ** decimals };
   }
   let ms = 0;
   let matched = 0;
@@ -173,5 +170,10 @@ function parseReset(raw: string): ReportedReset | undefined {
     matched += m[0].length;
     grain = m[2] === 'ms' || m[1]!.includes('.') ? 1 : UNIT_MS[m[2]!]!;
   }
-  return matched === raw.length && Number.isFinite(ms) ? { ms, grain } : undefined;
+  return matched === raw.length && Number.isFinite(ms) ? { ms: bounded(ms), grain } : undefined;
+}
+
+/** A window that ends later than the longest cooldown is read as ending then. */
+function bounded(ms: number): number {
+  return upstreamWait(ms, DEFAULT_MAX_COOLDOWN) ?? 0;
 }

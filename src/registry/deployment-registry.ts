@@ -7,6 +7,7 @@ import { SessionAffinity } from '../selection/session-affinity';
 import { tiersOf } from '../selection/tiers';
 import type { Selector } from '../selection/selector';
 import { clip } from '../errors/clip';
+import { carries, type TagSet } from '../placement/tags';
 import { plainHttpWarning } from './plain-http';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, Provider } from './deployment';
@@ -37,6 +38,8 @@ export interface ModelStats {
   inFlight?: string;
   /** Recent latency, once measured: time to first token of streams, per output token otherwise. */
   latency?: LatencySnapshot;
+  /** The deployment's tags, when it has any: calls that require tags go only where they are all. */
+  tags?: readonly string[];
 }
 
 /** Listens to mark-downs and mark-ups of every model. */
@@ -51,6 +54,17 @@ export interface RegistryContext {
   /** The longest cooldown of any model (ms). */
   maxCooldown?: number;
 }
+
+/** Pools kept per model and set of tags; past it they are forgotten and made again when asked. */
+const MAX_TAGGED_POOLS = 1024;
+
+/** A model's deployments that carry a set of tags, and their tiers. */
+interface TaggedPool {
+  pool: readonly Deployment[];
+  tiers: readonly (readonly Deployment[])[] | undefined;
+}
+
+const NO_POOL: TaggedPool = Object.freeze({ pool: Object.freeze([]), tiers: undefined });
 
 /** How often, at most, the best-effort warning is logged for one model. */
 const BEST_EFFORT_WARN_INTERVAL = 10_000;
@@ -76,6 +90,13 @@ export class DeploymentRegistry implements PickTable {
   /** Session id -> deployment name. */
   readonly sessions: SessionAffinity;
   private readonly providers = new Map<string, Provider>();
+  /**
+   * `model` + NUL + tag key -> the model's deployments carrying every tag: made once per set of
+   * tags asked for, and the same array every time, so a selector keeps what it draws from it.
+   */
+  private readonly tagged = new Map<string, TaggedPool>();
+  /** Every tag some deployment carries. */
+  readonly knownTags: ReadonlySet<string>;
   private readonly listeners: ModelListener[] = [];
   private readonly lastBestEffortWarning = new Map<string, number>();
   /** Learned or corrected limits already logged. */
@@ -135,6 +156,7 @@ export class DeploymentRegistry implements PickTable {
       if (t !== undefined) tiers.set(model, t);
     }
     this.tiers = tiers;
+    this.knownTags = new Set([...deployments.values()].flatMap((d) => d.tags));
   }
 
   /** Models by name with the provider that serves them. */
@@ -164,7 +186,8 @@ export class DeploymentRegistry implements PickTable {
    * The deployments serving `model` through `api`, or a {@link SwitchboardError} that says why
    * there are none.
    */
-  poolFor(model: unknown): readonly Deployment[] {
+  poolFor(model: unknown, tags?: TagSet): readonly Deployment[] {
+    if (tags !== undefined) return this.taggedPool(model, tags).pool;
     if (typeof model !== 'string' || model === '') {
       throw new SwitchboardError('model is required: pass the model name as `model`');
     }
@@ -180,6 +203,29 @@ export class DeploymentRegistry implements PickTable {
   }
 
   /**
+   * The tiers of `model`'s deployments (carrying every one of `tags`, when given), most preferred
+   * first; `undefined` when they share one priority.
+   */
+  tiersFor(model: string, tags?: TagSet): readonly (readonly Deployment[])[] | undefined {
+    return tags === undefined ? this.tiers.get(model) : this.taggedPool(model, tags).tiers;
+  }
+
+  private taggedPool(model: unknown, tags: TagSet): TaggedPool {
+    const all = this.poolFor(model);
+    const key = `${model as string}\0${tags.key}`;
+    let found = this.tagged.get(key);
+    if (found === undefined) {
+      // A tag no deployment carries leaves no deployment for any model: nothing to keep.
+      if (!tags.tags.every((t) => this.knownTags.has(t))) return NO_POOL;
+      const pool = all.filter((d) => carries(d, tags));
+      found = { pool, tiers: pool.length > 0 ? tiersOf(model as string, pool) : undefined };
+      if (this.tagged.size >= MAX_TAGGED_POOLS) this.tagged.clear();
+      this.tagged.set(key, found);
+    }
+    return found;
+  }
+
+  /**
    * The deployment for a call when room does not decide: the session's own while healthy, else
    * one the selector picks among healthy deployments not in `exclude`, in the most preferred tier
    * that has one (best effort among all when none is healthy); a session is then remembered on
@@ -190,8 +236,13 @@ export class DeploymentRegistry implements PickTable {
    * over its quota may still answer, while the one that just failed this call has already said it
    * will not. Only once every deployment was tried does the choice go back to them all.
    */
-  select(model: string, sessionId?: string, exclude?: ReadonlySet<Deployment>): Deployment {
-    return pickDeployment(this, model, sessionId, exclude, this.onBestEffort);
+  select(
+    model: string,
+    sessionId?: string,
+    exclude?: ReadonlySet<Deployment>,
+    tags?: TagSet,
+  ): Deployment {
+    return pickDeployment(this, model, sessionId, exclude, this.onBestEffort, tags);
   }
 
   /** Forget usage on every deployment. */
@@ -230,6 +281,7 @@ export class DeploymentRegistry implements PickTable {
         if (latency.firstTokenMs !== undefined || latency.perTokenMs !== undefined) {
           entry.latency = latency;
         }
+        if (d.tags.length > 0) entry.tags = d.tags;
         models[model] = entry;
       }
       out[name] = models;

@@ -63,6 +63,11 @@ export abstract class Deployment {
     readonly models: ReadonlyMap<string, ModelState>,
     /** Per-request deadline in ms. */
     readonly timeout: number,
+    /**
+     * What it is, for calls that require it (`tags: ['eu']`): a call with tags only goes to a
+     * deployment carrying every one of them.
+     */
+    readonly tags: readonly string[] = [],
   ) {}
 
   /** @internal The SDK's error classes. */
@@ -82,6 +87,7 @@ export abstract class Deployment {
     return {
       name: this.name,
       provider: this.provider,
+      ...(this.tags.length > 0 ? { tags: this.tags } : {}),
       models: Object.fromEntries([...this.models].map(([k, v]) => [k, v.toJSON()])),
     };
   }

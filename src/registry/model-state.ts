@@ -7,6 +7,7 @@ import { ConsecutiveBreaker } from './consecutive-breaker';
 import { Cooldown, DEFAULT_MAX_COOLDOWN } from './cooldown';
 import { InFlight } from './in-flight';
 import { LatencyTracker } from './latency';
+import { upstreamUsage } from '../runtime/upstream-numbers';
 
 export type { ReportedRemaining } from '../quota/reading';
 export type { SharedUsage } from '../quota/quota-ledger';
@@ -80,6 +81,12 @@ export class ModelState {
   readonly inFlight: InFlight;
   /** Recent time to first token and time per output token. */
   readonly latency: LatencyTracker;
+  /** Tokens a call's prompt estimate plus `max_tokens` may come to (`Infinity`: not checked). */
+  readonly contextWindow: number;
+  /** This model's own `firstTokenTimeout` (ms; 0: the switchboard's). */
+  readonly firstTokenTimeout: number;
+  /** This model's own `streamIdleTimeout` (ms; 0: the switchboard's). */
+  readonly streamIdleTimeout: number;
   /** Its end as last set is also in the hot row (`COOL`): cooling at `now` iff `now` is before it. */
   private readonly cooling: Cooldown;
   /** Why the current cooldown was set (`markDown`'s reason). */
@@ -110,6 +117,9 @@ export class ModelState {
     this.cooling = new Cooldown(options.maxCooldown ?? DEFAULT_MAX_COOLDOWN);
     this.inFlight = new InFlight(config.maxInFlight, () => this.listener?.(this, { type: 'free' }));
     this.latency = new LatencyTracker(clock);
+    this.contextWindow = config.contextWindow ?? Infinity;
+    this.firstTokenTimeout = config.firstTokenTimeout ?? 0;
+    this.streamIdleTimeout = config.streamIdleTimeout ?? 0;
     this.quota = new QuotaLedger(config, clock, {
       charge: options.charge,
       headers: options.headers,
@@ -217,7 +227,7 @@ export class ModelState {
 
   /** @internal Reconcile an admitted call with what its answer says it used; see {@link QuotaLedger.settle}. */
   settle(admission: Admission, usage: TokenUsage | undefined): void {
-    this.spent(this.quota.settle(admission, usage), 0);
+    this.spent(this.quota.settle(admission, upstreamUsage(usage)), 0);
   }
 
   /**
@@ -226,8 +236,9 @@ export class ModelState {
    */
   answered(admission: Admission, usage: TokenUsage | undefined, sentAt: number): void {
     const now = this.clock();
-    this.spent(this.quota.settle(admission, usage, now), 0);
-    this.latency.answered(sentAt, usage?.output, now);
+    const used = upstreamUsage(usage);
+    this.spent(this.quota.settle(admission, used, now), 0);
+    this.latency.answered(sentAt, used?.output, now);
   }
 
   /** @internal An admitted call failed before the upstream produced anything: its tokens go back. */

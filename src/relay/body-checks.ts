@@ -99,3 +99,35 @@ export const checkCountTokens: BodyCheck = (body) => {
   }
   return undefined;
 };
+
+/**
+ * The deepest nesting of objects and arrays a body the relay re-serializes may have. `JSON.parse`
+ * reads any depth, `JSON.stringify` recurses and runs out of stack near ten thousand; no API
+ * body comes near a hundred.
+ */
+export const MAX_BODY_DEPTH = 512;
+
+/**
+ * Whether the JSON `text` nests objects and arrays deeper than `max`: one pass over its
+ * characters, no recursion, brackets inside strings ignored.
+ *
+ * @example
+ * ```ts
+ * nestedDeeperThan('{"a":[[1]]}', 2); // true
+ * ```
+ */
+export function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* backslash: skip what it escapes */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) depth--;
+  }
+  return false;
+}

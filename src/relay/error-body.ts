@@ -1,3 +1,5 @@
+import { ECHO_LIMIT } from '../errors/clip';
+import { scrub, UPSTREAM_TEXT_LIMIT } from '../errors/scrub';
 import type { Provider } from '../types';
 
 /**
@@ -92,9 +94,30 @@ export function errorBody(provider: Provider, problem: Problem): object {
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** A field of an upstream's error body as it is passed on: a string scrubbed, else null. */
+const field = (value: unknown, max: number): string | null =>
+  typeof value === 'string' ? scrub(value, max) : null;
+
+/**
+ * Azure's `innererror` (its content filter's verdict per category: `{ code, content_filter_result:
+ * { hate: { filtered, severity } } }`) as it is passed on: flags, numbers and short scrubbed
+ * strings, three levels deep and 32 keys a level at most; nothing else an upstream put there.
+ */
+function verdicts(value: Record<string, unknown>, depth: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value).slice(0, 32)) {
+    if (typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) out[key] = v;
+    else if (typeof v === 'string') out[key] = scrub(v, ECHO_LIMIT);
+    else if (isRecord(v) && depth < 2) out[key] = verdicts(v, depth + 1);
+  }
+  return out;
+}
+
 /**
  * The upstream's own error body, as the SDK kept it, when it has the API's shape: the openai SDK
- * keeps the `error` member, the Anthropic SDK the whole body.
+ * keeps the `error` member, the Anthropic SDK the whole body. Only the API's own fields (and
+ * Azure's content-filter verdicts, `innererror`) are passed on, each {@link scrub}bed of anything shaped like a credential and clipped: an upstream
+ * that echoes the request's headers, or names the key it refused, passes none of it on.
  *
  * @example
  * ```ts
@@ -107,7 +130,23 @@ export function upstreamErrorBody(
 ): object | undefined {
   const e = error.error;
   if (provider === 'openai') {
-    return isRecord(e) && typeof e.message === 'string' ? { error: e } : undefined;
+    if (!isRecord(e) || typeof e.message !== 'string') return undefined;
+    return {
+      error: {
+        message: scrub(e.message),
+        type: field(e.type, ECHO_LIMIT),
+        param: field(e.param, ECHO_LIMIT),
+        code: field(e.code, ECHO_LIMIT),
+        ...(isRecord(e.innererror) ? { innererror: verdicts(e.innererror, 0) } : {}),
+      },
+    };
   }
-  return isRecord(e) && e.type === 'error' && isRecord(e.error) ? e : undefined;
+  if (!isRecord(e) || e.type !== 'error' || !isRecord(e.error)) return undefined;
+  return {
+    type: 'error',
+    error: {
+      type: field(e.error.type, ECHO_LIMIT),
+      message: field(e.error.message, UPSTREAM_TEXT_LIMIT),
+    },
+  };
 }

@@ -57,7 +57,7 @@ const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /** Keys of a body that the switchboard takes out before sending. */
-const OWN_KEYS = new Set(['session_id', 'fallbacks', 'lane', 'tenant']);
+const OWN_KEYS = new Set(['session_id', 'fallbacks', 'lane', 'tenant', 'tags']);
 
 /**
  * Whether `body`, as the switchboard is about to send it, still says what the client's bytes

@@ -2,9 +2,11 @@ import type { ApiAdapter, ApiOperation } from '../providers/adapter';
 import type { Answer } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { SwitchboardError } from '../switchboard.error';
+import { headerTags } from '../placement/tags';
 import type { Provider } from '../types';
 import { clip } from '../errors/clip';
 import { errorBody, upstreamErrorBody, type Problem } from './error-body';
+import { MAX_BODY_DEPTH, nestedDeeperThan } from './body-checks';
 import { httpErrorFor } from '../errors/http-error';
 import { RELAY_APIS, RESPONSES, RETRIEVE_RESPONSE, routeOf, type RelayApi } from './relay-apis';
 import { RELAY_BODY, rawAnswer, type RelayBody, type RelayOptions } from './relay-operations';
@@ -27,6 +29,8 @@ export type SwitchboardFetch = (input: RequestInfo | URL, init?: RequestInit) =>
  */
 export interface RelayPort {
   readonly registry: DeploymentRegistry;
+  /** Where a request refused for what no client should send is logged, one line each. */
+  warn?(line: string): void;
   /** A balanced call, as `sb.chat.completions.create(params, options)` makes it. */
   call(
     adapter: ApiAdapter,
@@ -62,7 +66,8 @@ const encoder = new TextEncoder();
  * Builds a switchboard's `fetch`: the path names the API (`…/chat/completions`,
  * `…/responses[/:id]`, `…/embeddings`, `…/messages[/count_tokens]`, `…/models[/:id]`), the host
  * and the client's key are ignored, `x-session-id` is the call's `session_id`,
- * `x-switchboard-lane` its `lane` and `x-switchboard-tenant` its `tenant` (none of them sent
+ * `x-switchboard-lane` its `lane`, `x-switchboard-tenant` its `tenant` and `x-switchboard-tags`
+ * (`eu,gdpr`) its `tags` (none of them sent
  * upstream, nor any other header of the client's but `anthropic-beta`); the answer is the
  * upstream's own status, headers and body (SSE passed on event by event), or an error in the
  * API's own shape.
@@ -116,13 +121,27 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
 
     // A body carrying the switchboard's own fields goes upstream re-serialized, without them.
     const own =
-      'session_id' in params || 'fallbacks' in params || 'lane' in params || 'tenant' in params;
+      'session_id' in params ||
+      'fallbacks' in params ||
+      'lane' in params ||
+      'tenant' in params ||
+      'tags' in params;
+    // Re-serializing recurses: a body nested past what the stack holds is refused, not a 500.
+    if (own && nestedDeeperThan(body!.text, MAX_BODY_DEPTH)) {
+      port.warn?.(`sb.fetch refused a request body nested deeper than ${MAX_BODY_DEPTH} levels`);
+      return problem(api.provider, {
+        status: 400,
+        message: `The request body is nested deeper than ${MAX_BODY_DEPTH} levels.`,
+      });
+    }
     const sessionId = headerOf(parts.headers, 'x-session-id');
     if (sessionId !== undefined && sessionId !== '') params.session_id = sessionId;
     const lane = headerOf(parts.headers, 'x-switchboard-lane');
     if (lane !== undefined && lane !== '') params.lane = lane;
     const tenant = headerOf(parts.headers, 'x-switchboard-tenant');
     if (tenant !== undefined && tenant !== '') params.tenant = tenant;
+    const tags = headerTags(headerOf(parts.headers, 'x-switchboard-tags'));
+    if (tags !== undefined) params.tags = tags;
     const relayBody: RelayBody = {
       raw: own ? undefined : body!.raw,
       parsed: params,
@@ -230,7 +249,14 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
       ? upstreamErrorBody(api.provider, error as { error?: unknown })
       : undefined;
     const problem = { status: http.status, message: http.message };
-    return json(http.status, upstream ?? errorBody(api.provider, problem), http.headers);
+    const body = upstream ?? errorBody(api.provider, problem);
+    // The switchboard's own refusal says why each deployment was passed over (names, reasons and
+    // times only); both APIs' bodies keep the details in their `error` member.
+    const explanations = (error as { explanations?: unknown } | null)?.explanations;
+    if (upstream === undefined && Array.isArray(explanations) && explanations.length > 0) {
+      (body as { error: Record<string, unknown> }).error.explanations = explanations;
+    }
+    return json(http.status, body, http.headers);
   }
 
   function streamed(api: RelayApi, data: unknown): Response {

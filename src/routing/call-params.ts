@@ -1,11 +1,12 @@
 import type { CallTags } from '../scheduling/lanes';
 import { sessionKey } from '../selection/session-affinity';
 import type { SessionParams } from '../types';
+import { tagSet, type TagSet } from '../placement/tags';
 
 /**
  * The params of a call as its caller passed them, read once at the door: the SDK's own body, and
- * the switchboard's fields taken out of it (`session_id`, `fallbacks`, `lane`, `tenant`). The params object is
- * copied only when it carries such a field.
+ * the switchboard's fields taken out of it (`session_id`, `fallbacks`, `lane`, `tenant`, `tags`).
+ * The params object is copied only when it carries such a field.
  *
  * @example
  * ```ts
@@ -21,7 +22,8 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
     !('session_id' in params) &&
     !('fallbacks' in params) &&
     !('lane' in params) &&
-    !('tenant' in params)
+    !('tenant' in params) &&
+    !('tags' in params)
   ) {
     return params as Record<string, unknown>;
   }
@@ -30,8 +32,10 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
     fallbacks,
     lane,
     tenant,
+    tags,
     ...body
   } = params as Record<string, unknown>;
+  tagSet(tags);
   if (sessionId !== undefined && typeof sessionId !== 'string') {
     throw new TypeError(`session_id must be a string, got ${typeof sessionId}`);
   }
@@ -71,6 +75,21 @@ export function tagsOf(params: object): CallTags {
 export function sessionIdOf(params: object): string | undefined {
   const raw = (params as SessionParams).session_id;
   return raw === undefined ? undefined : sessionKey(raw);
+}
+
+/**
+ * The tags a deployment must carry to take the call (checked by {@link callBody}): the call's own
+ * `tags`, and `more` that apply to all of its caller's calls (a tenant's, say). Every place that
+ * reads a call's tags reads them here, so a new source of tags is one more argument.
+ *
+ * @example
+ * ```ts
+ * requiredTags({ model, messages, tags: ['eu'] }); // { tags: ['eu'], key: 'eu' }
+ * ```
+ */
+export function requiredTags(params: object, more?: readonly string[]): TagSet | undefined {
+  const own = (params as SessionParams).tags;
+  return own === undefined && more === undefined ? undefined : tagSet(own, more);
 }
 
 /** Whether the call may fall back to other models (`fallbacks: false` says no). */

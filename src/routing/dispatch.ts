@@ -1,6 +1,7 @@
 import type { SwitchboardLogger } from '../config/switchboard-options';
 import { classify } from '../failover/classify';
 import { failover, type FailoverPolicy } from '../failover/failover';
+import { isFilteredAnswer, refusalOf, type Refusal } from '../failover/refusals';
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
 import {
   runAttempt,
@@ -22,8 +23,11 @@ import { SwitchboardError } from '../switchboard.error';
 import type { Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
+import { fits, tokensNeeded } from './context-windows';
 import type { TrafficRecorder } from '../traffic/traffic-recorder';
 import { routeCall, type NoRoom, type Route } from './route-call';
+import { explain } from '../placement/explanations';
+import type { TagSet } from '../placement/tags';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 const UNTAGGED: CallTags = Object.freeze({ lane: 'interactive', tenant: '' });
@@ -51,6 +55,8 @@ export interface DispatchShared {
   readonly hooks: AttemptHooks;
   /** The models' clock (epoch ms), read once per routing. */
   readonly clock: () => number;
+  /** Per model with a `contextWindow`, its window; `undefined` when none has one. */
+  readonly windows: ReadonlyMap<string, number> | undefined;
   /** Count a call that failed for its caller. */
   countFailure(model: string, error: unknown): void;
   /** Writes one line per finished call, when `recordTraffic` is set. */
@@ -95,6 +101,18 @@ export interface Pin {
 export class Dispatch implements AttemptOutcome, CallGate {
   private readonly model: string;
   /**
+   * The model the call is routed to as its own, with its deployments and fallbacks: the requested
+   * one, until a refusal no deployment of it would lift (a prompt beyond its context window,
+   * Azure's content filter) moved the call on ({@link leaveModel}).
+   */
+  private target: string;
+  private targetPool: readonly Deployment[];
+  private targetFallbacks: readonly string[] | undefined;
+  /** Why the call left the requested model; undefined while it has not. */
+  private refusal: Refusal | undefined = undefined;
+  /** The models that refused the call (made on the first refusal). */
+  private refusedBy: Set<string> | undefined = undefined;
+  /**
    * The charge the call must find room for; `undefined` for calls that use no quota (room =
    * healthy). A batch call's carries the headroom it leaves while interactive traffic is present.
    */
@@ -119,10 +137,17 @@ export class Dispatch implements AttemptOutcome, CallGate {
     private readonly fallbacks?: readonly string[],
     private readonly pin?: Pin,
     private readonly tags: CallTags = UNTAGGED,
+    /** The tags a deployment must carry to take the call; `pool` holds only such deployments. */
+    private readonly required?: TagSet,
+    /** The models tried when Azure's content filter refuses the call (`contentFilterFallbacks`). */
+    private readonly filterFallbacks?: readonly string[],
   ) {
     // A call without a model (a retrieval) is pinned, and its model is never asked for.
     this.model = (pin !== undefined ? pin.model : request.body.model) as string;
     this.admission = request.metered ? request.admission : undefined;
+    this.target = this.model;
+    this.targetPool = pool;
+    this.targetFallbacks = fallbacks;
     // Only a recorded call carries its arrival and tags to its attempts.
     if (shared.traffic !== undefined) {
       this.context = {
@@ -130,6 +155,19 @@ export class Dispatch implements AttemptOutcome, CallGate {
         call: { t: shared.clock(), lane: tags.lane, tenant: tags.tenant },
       };
     }
+  }
+
+  /**
+   * The call leaves the model it is routed to, for `reason`, and goes to `models` (in order,
+   * the first with room): no other deployment of the model it leaves is tried, and none is
+   * marked down, since each would refuse it alike.
+   */
+  leaveModel(reason: Refusal, models: readonly string[]): void {
+    (this.refusedBy ??= new Set()).add(this.target);
+    this.refusal = reason;
+    this.target = models[0]!;
+    this.targetPool = this.shared.registry.poolFor(this.target, this.required);
+    this.targetFallbacks = models.length > 1 ? models.slice(1) : undefined;
   }
 
   /** Starts the call; the promise settles with its answer, or the error its caller sees. */
@@ -151,11 +189,16 @@ export class Dispatch implements AttemptOutcome, CallGate {
 
   /** The first attempt answered. */
   resolve(answer: Answer): void {
+    // An answer the content filter withheld, when another model may give it.
+    if (this.filterFallbacks !== undefined && isFilteredAnswer(answer.data)) {
+      if (this.movedOn('content_filter')) return;
+    }
     this.resolveCall(answer);
   }
 
   /** The first attempt failed: failover, when allowed, has the rest of the call. */
   reject(error: Error): void {
+    if (this.refusedHere(error)) return;
     const policy = this.shared.policy;
     if (policy.attempts <= 1 || this.pin !== undefined) {
       this.fail(error);
@@ -173,7 +216,12 @@ export class Dispatch implements AttemptOutcome, CallGate {
           const last = this.last;
           if (last) this.shared.metrics.retry(last.deployment.models.get(last.model)!, why);
         },
-      ).then(this.resolveCall, (final: unknown) => this.fail(final));
+      ).then(
+        (answer) => this.resolve(answer),
+        (final: unknown) => {
+          if (!this.refusedHere(final)) this.fail(final);
+        },
+      );
     } catch (thrown) {
       // A caller's retryIf that throws ends the call with what it threw.
       this.fail(thrown);
@@ -181,7 +229,38 @@ export class Dispatch implements AttemptOutcome, CallGate {
   }
 
   private get errors(): ProviderErrors {
-    return this.pool[0]!.errors;
+    // Tags may leave the call's own model no deployment (a fallback has one).
+    return (this.pool[0] ?? this.shared.registry.poolFor(this.model)[0]!).errors;
+  }
+
+  /**
+   * A refusal of the model the call is routed to (see {@link refusalOf}) that a fallback may not
+   * share: the call moves on and a new attempt starts. False when there is nowhere to go.
+   */
+  private refusedHere(error: unknown): boolean {
+    if (this.pin !== undefined) return false;
+    const refusal = refusalOf(error, this.errors);
+    return refusal !== undefined && this.movedOn(refusal);
+  }
+
+  /** Moves the call to the next models that may take it despite `refusal`, and sends it. */
+  private movedOn(refusal: Refusal): boolean {
+    const list = refusal === 'content_filter' ? this.filterFallbacks : this.fallbacks;
+    if (list === undefined) return false;
+    const refused = this.refusedBy;
+    const windows = this.shared.windows;
+    const need = tokensNeeded(this.request.admission);
+    const next = list.filter(
+      (m) =>
+        m !== this.target &&
+        m !== this.model &&
+        !(refused?.has(m) ?? false) &&
+        (refusal !== 'context_window' || fits(windows, m, need)),
+    );
+    if (next.length === 0) return false;
+    this.leaveModel(refusal, next);
+    this.begin(this);
+    return true;
   }
 
   /** A further attempt, for failover. */
@@ -193,6 +272,9 @@ export class Dispatch implements AttemptOutcome, CallGate {
     // The caller's own abort is not a call that failed; a call without a model is no model's.
     if (this.model !== undefined && classify(error, this.errors).reason !== 'aborted') {
       this.shared.countFailure(this.model, error);
+      if (this.required !== undefined && refusedForTags(error)) {
+        this.shared.metrics.refusedForTags(this.model);
+      }
     }
     this.shared.traffic?.failed(
       this.model,
@@ -243,11 +325,12 @@ export class Dispatch implements AttemptOutcome, CallGate {
     this.now = this.shared.clock();
     return routeCall(
       this.shared.registry,
-      this.model,
-      this.fallbacks,
+      this.target,
+      this.targetFallbacks,
       this.sessionId,
       this,
-      this.pool,
+      this.targetPool,
+      this.required,
     );
   }
 
@@ -296,11 +379,15 @@ export class Dispatch implements AttemptOutcome, CallGate {
       let hooks = shared.hooks;
       let prepared = request;
       if (to.model !== model) {
+        const refusal = this.refusal;
         shared.logger.debug?.(
-          `No deployment of ${model} can take the call: falling back to ${to.model} on ${deployment.name}`,
+          refusal === undefined
+            ? `No deployment of ${model} can take the call: falling back to ${to.model} on ${deployment.name}`
+            : `${model} cannot take the call (${refusal}): falling back to ${to.model} on ${deployment.name}`,
         );
         const metrics = shared.metrics;
-        hooks = { ...hooks, sent: (s) => metrics.request(s, model) };
+        const reason = refusal ?? 'unavailable';
+        hooks = { ...hooks, sent: (s) => metrics.request(s, model, reason) };
         prepared = { ...request, body: { ...request.body, model: to.model } };
       }
       const state = this.pin?.state ?? deployment.models.get(to.model)!;
@@ -319,6 +406,18 @@ export class Dispatch implements AttemptOutcome, CallGate {
       // Nothing above calls `outcome` and then throws: it hears of this once.
       outcome.reject(error as Error);
     }
+  }
+
+  /** Why each deployment of the call's model and fallbacks did not take it (on failure only). */
+  private explain() {
+    return explain(
+      this.shared.registry,
+      this.model,
+      this.fallbacks,
+      this.required,
+      this.admission,
+      this.exclude,
+    );
   }
 
   /** A batch call held to the headroom that a deployment of its model has room for without it. */
@@ -365,7 +464,9 @@ export class Dispatch implements AttemptOutcome, CallGate {
         queue.maxWaitOf(tags.lane) <= 0
       ) {
         const wait = routed === QUEUED ? expected() : routed.waitMs;
-        return Promise.reject(noRoomError(errors.RateLimitError, model, admission, wait));
+        return Promise.reject(
+          noRoomError(errors.RateLimitError, model, admission, wait, 0, this.explain()),
+        );
       }
       metrics?.queued(model, tags);
       return queue.wait(
@@ -381,7 +482,14 @@ export class Dispatch implements AttemptOutcome, CallGate {
           onAdmit: metrics && ((ms) => metrics.waited(model, tags, ms)),
           onAbort: () => new errors.APIUserAbortError(),
           onTimeout: (waited) =>
-            noRoomError(errors.RateLimitError, model, admission, expected(), waited),
+            noRoomError(
+              errors.RateLimitError,
+              model,
+              admission,
+              expected(),
+              waited,
+              this.explain(),
+            ),
         },
       );
     } catch (error) {
@@ -391,6 +499,12 @@ export class Dispatch implements AttemptOutcome, CallGate {
 }
 
 function noop(): void {}
+
+/** The switchboard refused the call, and some deployment it passed over lacked the call's tags. */
+function refusedForTags(error: unknown): boolean {
+  const list = (error as { explanations?: unknown } | null)?.explanations;
+  return Array.isArray(list) && list.some((e) => (e as { reason?: unknown }).reason === 'tags');
+}
 
 /** The dispatch whose promise is being made: an executor runs at once, so one serves every call. */
 let opening: Dispatch | undefined;

@@ -2,9 +2,11 @@ import type { SwitchboardOptions } from '../config/switchboard-options';
 import type { ConfigProblem } from '../types';
 
 /**
- * Problems with `options.fallbacks`, each at the entry it is about: a model nobody serves, a
- * fallback served through the other provider's API (the call's params would not fit it), a chain
- * that comes back to where it started. Run it on options that passed the schema.
+ * Problems with `options.fallbacks` and `options.contentFilterFallbacks`, each at the entry it
+ * is about: a model nobody serves, a fallback served through the other provider's API (the
+ * call's params would not fit it), a chain that comes back to where it started (a content-filter
+ * list is not chained: there, only a model naming itself). Run it on options that passed the
+ * schema.
  *
  * @example
  * ```ts
@@ -13,38 +15,28 @@ import type { ConfigProblem } from '../types';
  * ```
  */
 export function checkFallbacks(options: SwitchboardOptions): ConfigProblem[] {
-  const fallbacks = options.fallbacks;
-  if (fallbacks === undefined) return [];
+  const { fallbacks, contentFilterFallbacks } = options;
+  if (fallbacks === undefined && contentFilterFallbacks === undefined) return [];
   const providers = new Map<string, string>();
   for (const d of options.deployments) {
     for (const m of d.models) if (!providers.has(m.name)) providers.set(m.name, d.provider);
   }
-  const served = [...providers.keys()].join(', ');
   const problems: ConfigProblem[] = [];
-  for (const [model, list] of Object.entries(fallbacks)) {
-    const provider = providers.get(model);
-    if (provider === undefined) {
-      problems.push({
-        path: ['fallbacks', model],
-        message: `names a model no deployment serves: use one of ${served}, or add a deployment for it`,
+  if (contentFilterFallbacks !== undefined) {
+    problems.push(...checkEntries(contentFilterFallbacks, 'contentFilterFallbacks', providers));
+    // Not chained (each list is tried as it stands), so only a model naming itself is a mistake.
+    for (const [model, list] of Object.entries(contentFilterFallbacks)) {
+      list.forEach((fallback, i) => {
+        if (fallback !== model) return;
+        problems.push({
+          path: ['contentFilterFallbacks', model, i],
+          message: `'${model}' names itself: list other models, whose deployments filter by another policy`,
+        });
       });
     }
-    list.forEach((fallback, i) => {
-      const path = ['fallbacks', model, i];
-      const other = providers.get(fallback);
-      if (other === undefined) {
-        problems.push({
-          path,
-          message: `'${fallback}' is served by no deployment: add a deployment that serves it, or remove it from the list (served: ${served})`,
-        });
-      } else if (provider !== undefined && other !== provider) {
-        problems.push({
-          path,
-          message: `'${fallback}' is served by ${other} deployments but ${model} by ${provider} ones: a fallback must take the same API's params`,
-        });
-      }
-    });
   }
+  if (fallbacks === undefined) return problems;
+  problems.push(...checkEntries(fallbacks, 'fallbacks', providers));
   // Depth-first over the fallback graph: a model met again on the current path closes a cycle.
   const done = new Set<string>();
   const reported = new Set<string>();
@@ -112,4 +104,39 @@ function listOf(
   model: string,
 ): readonly string[] {
   return Object.hasOwn(fallbacks, model) ? fallbacks[model]! : [];
+}
+
+/** Each entry of a map of fallbacks names models that are served, through the same API. */
+function checkEntries(
+  map: Readonly<Record<string, readonly string[]>>,
+  key: string,
+  providers: ReadonlyMap<string, string>,
+): ConfigProblem[] {
+  const served = [...providers.keys()].join(', ');
+  const problems: ConfigProblem[] = [];
+  for (const [model, list] of Object.entries(map)) {
+    const provider = providers.get(model);
+    if (provider === undefined) {
+      problems.push({
+        path: [key, model],
+        message: `names a model no deployment serves: use one of ${served}, or add a deployment for it`,
+      });
+    }
+    list.forEach((fallback, i) => {
+      const path = [key, model, i];
+      const other = providers.get(fallback);
+      if (other === undefined) {
+        problems.push({
+          path,
+          message: `'${fallback}' is served by no deployment: add a deployment that serves it, or remove it from the list (served: ${served})`,
+        });
+      } else if (provider !== undefined && other !== provider) {
+        problems.push({
+          path,
+          message: `'${fallback}' is served by ${other} deployments but ${model} by ${provider} ones: a fallback must take the same API's params`,
+        });
+      }
+    });
+  }
+  return problems;
 }

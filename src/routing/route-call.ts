@@ -3,6 +3,9 @@ import type { Deployment } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { pickWithRoom, RoomGate, type CallGate } from '../selection/pick';
 import { SwitchboardError } from '../switchboard.error';
+import { explanationText } from '../placement/explanation';
+import { explain } from '../placement/explanations';
+import type { TagSet } from '../placement/tags';
 
 /** Where one attempt of a call goes: a deployment, and the model it is asked for there. */
 export interface Route {
@@ -39,6 +42,10 @@ export interface NoRoom {
  * healthy and the call is held back only by `maxInFlight` caps. A session keeps its deployment while that has room for
  * the model asked of it; once the requested model has room again, the session comes back to it.
  *
+ * With `tags`, every step above looks only at deployments carrying each of them, fallbacks and
+ * best effort included: no room there is {@link NoRoom}, never a call elsewhere; when neither the
+ * model nor a fallback has such a deployment, a {@link SwitchboardError} says so.
+ *
  * @example
  * ```ts
  * const gate = new RoomGate({ input: 900, output: 256 }, tried);
@@ -52,32 +59,61 @@ export function routeCall(
   fallbacks: readonly string[] | undefined,
   sessionId: string | undefined,
   gate: CallGate,
-  pool: readonly Deployment[] = registry.poolFor(model),
+  pool?: readonly Deployment[],
+  tags?: TagSet,
 ): Route | NoRoom {
-  const own = pickWithRoom(registry, model, sessionId, gate, pool);
+  pool ??= registry.poolFor(model, tags);
+  const own = pickWithRoom(registry, model, sessionId, gate, pool, tags);
   if (own !== undefined) return { deployment: own, model };
   if (fallbacks !== undefined) {
     for (const fallback of fallbacks) {
-      const d = pickWithRoom(registry, fallback, sessionId, gate);
+      const d = pickWithRoom(registry, fallback, sessionId, gate, undefined, tags);
       if (d !== undefined) return { deployment: d, model: fallback };
     }
   }
   const { admission, exclude: tried } = gate;
   if (tried !== undefined && tried.size > 0) {
     if (untriedAllDown(pool, model, tried, admission)) {
-      return { deployment: registry.select(model, sessionId, tried), model };
+      return { deployment: registry.select(model, sessionId, tried, tags), model };
     }
     const anyTried = new RoomGate(admission);
-    const again = pickWithRoom(registry, model, sessionId, anyTried);
+    const again = pickWithRoom(registry, model, sessionId, anyTried, pool, tags);
     if (again !== undefined) return { deployment: again, model };
     for (const fallback of fallbacks ?? []) {
-      const d = pickWithRoom(registry, fallback, sessionId, anyTried);
+      const d = pickWithRoom(registry, fallback, sessionId, anyTried, undefined, tags);
       if (d !== undefined) return { deployment: d, model: fallback };
     }
   }
-  const wait = noRoom(registry, model, fallbacks, admission);
+  const wait = noRoom(registry, model, fallbacks, admission, tags);
   if (wait !== undefined) return wait;
-  return { deployment: registry.select(model, sessionId, tried), model };
+  return bestEffort(registry, model, fallbacks, sessionId, tried, tags);
+}
+
+/**
+ * Every deployment that may take the call is down: one of the requested model's, else (when
+ * tags leave the model none) of the first fallback that has one.
+ */
+function bestEffort(
+  registry: DeploymentRegistry,
+  model: string,
+  fallbacks: readonly string[] | undefined,
+  sessionId: string | undefined,
+  tried: ReadonlySet<Deployment> | undefined,
+  tags: TagSet | undefined,
+): Route {
+  if (tags === undefined) return { deployment: registry.select(model, sessionId, tried), model };
+  for (const m of fallbacks === undefined ? [model] : [model, ...fallbacks]) {
+    if (registry.poolFor(m, tags).length > 0) {
+      return { deployment: registry.select(m, sessionId, tried, tags), model: m };
+    }
+  }
+  const explanations = explain(registry, model, fallbacks, tags, undefined);
+  throw new SwitchboardError(
+    `No deployment of ${model}${fallbacks === undefined ? '' : ` or its fallbacks`} carries the tags ` +
+      `${tags.key} this call requires (${explanationText(explanations)}). Tag a deployment that may ` +
+      `serve it (deployments[].tags), or call without those tags.`,
+    { code: 'model_not_found', explanations },
+  );
 }
 
 const NOTHING: Admission = Object.freeze({ input: 0, output: 0 });
@@ -114,13 +150,14 @@ function noRoom(
   model: string,
   fallbacks: readonly string[] | undefined,
   admission: Admission | undefined,
+  tags: TagSet | undefined,
 ): NoRoom | undefined {
   let wait = Infinity;
   let full = false;
   let fits = false;
   let largest: { limit: string; value: number; charge: number } | undefined;
   for (const m of fallbacks === undefined ? [model] : [model, ...fallbacks]) {
-    for (const d of registry.poolFor(m)) {
+    for (const d of registry.poolFor(m, tags)) {
       const state = d.models.get(m)!;
       if (admission === undefined) {
         if (state.isHealthy() && !state.inFlight.hasRoom()) {
@@ -146,11 +183,13 @@ function noRoom(
     }
   }
   if (!fits && largest !== undefined && admission !== undefined) {
+    const explanations = explain(registry, model, fallbacks, tags, admission);
     throw new SwitchboardError(
       `A call to ${model} can never fit: the upstream charges it ${largest.charge} tokens of ` +
         `${largest.limit} at admission (${admission.input} input + ${admission.output} reserved ` +
         `output), above the largest ${largest.limit} of its deployments, ${largest.value}. ` +
         `Shorten the prompt or lower its max_tokens; no deployment was marked down.`,
+      { explanations },
     );
   }
   return full ? { waitMs: Number.isFinite(wait) ? wait : 0 } : undefined;

@@ -3,7 +3,7 @@ import { failoverPolicy, type FailoverPolicy } from '../failover/failover';
 import type { ApiAdapter, ApiOperation, Surface } from '../providers/adapter';
 import type { AttemptHooks, PreparedRequest } from '../providers/attempt-types';
 import { PROVIDERS } from '../providers/index';
-import { CapacityQueue } from '../scheduling/capacity-queue';
+import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../scheduling/capacity-queue';
 import { LaneActivity } from '../scheduling/lanes';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
@@ -13,13 +13,22 @@ import type { StateStore } from '../state/state-store';
 import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
-import type { AttemptTrace } from '../telemetry/gen-ai-telemetry';
-import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
+import { GEN_AI_VALUES } from '../telemetry/gen-ai-conventions';
+import type { AttemptTrace, GenAiOperationName } from '../telemetry/gen-ai-telemetry';
+import type {
+  SwitchboardMetrics,
+  SwitchboardMetricsOptions,
+} from '../telemetry/switchboard-metrics';
+import { LocalTenantCounts } from '../tenants/tenant-counts';
+import { Tenants } from '../tenants/tenants';
+import type { SessionParams } from '../types';
+import { allowsFallbacks, callBody, requiredTags, sessionIdOf, tagsOf } from './call-params';
+import { contextWindows, fits, tokensNeeded, tooLongError } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
-import { allowsFallbacks, callBody, sessionIdOf, tagsOf } from './call-params';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
 import { prepareRequest } from './prepare-request';
+import { prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
 
 /** Calls that failed for their callers, per model. */
@@ -62,8 +71,16 @@ export class Router implements DispatchShared {
    * (`options.fallbacks` with chains followed).
    */
   readonly fallbacks: ReadonlyMap<string, readonly string[]>;
+  /** Tenants' limits and the prices, when `options.tenants` or `options.pricing` is set. */
+  readonly tenants: Tenants | undefined;
+  /** Per model, the models tried when Azure's content filter refuses it (`options.contentFilterFallbacks`). */
+  readonly contentFilterFallbacks: ReadonlyMap<string, readonly string[]>;
+  /** Per model with a `contextWindow`, its window; `undefined` when none has one. */
+  readonly windows: ReadonlyMap<string, number> | undefined;
   private readonly chains: ResponseChains;
   private readonly defaultReservation: number;
+  /** Whether calls without a session keep to where their prompt prefix is cached. */
+  private readonly cacheAffinity: boolean;
   readonly clock: () => number;
   /** Adapters with a surface, for the message of a call on the wrong one. */
   private readonly adapters: ApiAdapter[] = [];
@@ -82,6 +99,7 @@ export class Router implements DispatchShared {
       metrics: (
         queue: CapacityQueue | undefined,
         fallbacks: ReadonlyMap<string, readonly string[]>,
+        costs?: SwitchboardMetricsOptions['costs'],
       ) => SwitchboardMetrics;
     },
   ) {
@@ -91,8 +109,11 @@ export class Router implements DispatchShared {
     this.logger = context.logger;
     this.policy = failoverPolicy(options.failover);
     this.fallbacks = resolveFallbacks(options.fallbacks);
+    this.contentFilterFallbacks = new Map(Object.entries(options.contentFilterFallbacks ?? {}));
+    this.windows = contextWindows(registry);
     this.chains = new ResponseChains(options.maxResponses ?? 10_000, registry, state);
     this.defaultReservation = options.defaultReservation ?? 0;
+    this.cacheAffinity = options.cacheAffinity ?? true;
     this.clock = options.clock ?? Date.now;
     const queue = options.queue
       ? new CapacityQueue({ ...options.queue, clock: this.clock })
@@ -104,8 +125,23 @@ export class Router implements DispatchShared {
       clock: this.clock,
       waiting: queue === undefined ? undefined : (model) => queue.length(model, 'interactive'),
     });
-    const metrics = context.metrics(queue, this.fallbacks);
+    const tenants = new Tenants(options, {
+      counts: state.tenantCounts?.() ?? new LocalTenantCounts(),
+      clock: this.clock,
+      wait: options.queue && {
+        maxWait: options.queue.maxWait,
+        maxQueued: options.queue.maxQueued ?? DEFAULT_MAX_QUEUED,
+      },
+    });
+    // Without tenants or prices a call has no account: its path is unchanged.
+    this.tenants = tenants.idle ? undefined : tenants;
+    const metrics = context.metrics(
+      queue,
+      this.fallbacks,
+      tenants.prices.empty ? undefined : { prices: tenants.prices, tenants: tenants.named },
+    );
     this.metrics = metrics;
+    tenants.metrics = metrics;
     if (queue !== undefined) {
       // Room may have come back (a cooldown ended, a limit rose, a call ended at its cap): try the
       // model's line now rather than when it was expected.
@@ -126,17 +162,27 @@ export class Router implements DispatchShared {
     this.traffic = traffic;
     this.hooks = {
       sent: (model) => metrics.request(model),
-      failed: (model, reason) => metrics.failure(model, reason),
+      failed: (model, reason) => {
+        metrics.failure(model, reason);
+        // Nothing else says which deployment sent it: the caller sees the last attempt's error.
+        if (reason === 'malformed_response') {
+          this.logger.warn(
+            `${model.deployment}/${model.name} answered with a body that is not valid JSON`,
+          );
+        }
+      },
       staleSocketRetried: (model) => metrics.retry(model, 'stale_socket'),
       started: traffic
-        ? (deployment, model, request, attempt) =>
+        ? (deployment, model, request, attempt, api) =>
             bothTraces(
-              genAi.forDeployment(deployment, model.name, request.body, attempt),
+              genAi.forDeployment(deployment, model.name, request.body, attempt, operationOf(api)),
               traffic.attempt(deployment, model.name, request, attempt.call),
             )
-        : (deployment, model, request, attempt) =>
-            genAi.forDeployment(deployment, model.name, request.body, attempt),
+        : (deployment, model, request, attempt, api) =>
+            genAi.forDeployment(deployment, model.name, request.body, attempt, operationOf(api)),
       deadlines: new Deadlines(),
+      firstTokenTimeout: options.firstTokenTimeout,
+      streamIdleTimeout: options.streamIdleTimeout,
       observed: queue
         ? (model, headers, admission, sentAt) => {
             model.quota.observe(headers, admission, sentAt);
@@ -204,6 +250,7 @@ export class Router implements DispatchShared {
   close(closedWaiting: () => unknown): Promise<void> {
     this.closed = true;
     this.queue?.close(closedWaiting);
+    this.tenants?.close(closedWaiting);
     return this.traffic?.close() ?? Promise.resolve();
   }
 
@@ -223,33 +270,105 @@ export class Router implements DispatchShared {
       const sessionId = sessionIdOf(params as object);
       const pool = this.registry.poolFor(body.model);
       if (pool[0]!.provider !== adapter.provider) throw this.wrongProvider(adapter, body.model);
-      const request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
+      let request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
       const sdkOptions = options as SdkRequestOptions | undefined;
       const model = body.model as string;
+      const tenants = this.tenants;
+      const tenant = (params as SessionParams).tenant;
+      const account =
+        tenants === undefined || !request.metered ? undefined : tenants.open(tenant, model);
+      if (account !== undefined) request = { ...request, account };
       const chained = adapter.chain?.refersTo(body);
-      if (chained !== undefined) {
+      if (chained !== undefined && account?.key === undefined) {
         return this.pinned(adapter, op, chained, request, sdkOptions, model, sessionId);
       }
-      const fallbacks =
-        this.fallbacks.size > 0 && allowsFallbacks(params as object)
-          ? this.fallbacks.get(model)
+      const allowed = allowsFallbacks(params as object);
+      const fallbacks = this.fallbacks.size > 0 && allowed ? this.fallbacks.get(model) : undefined;
+      const filterFallbacks =
+        this.contentFilterFallbacks.size > 0 && allowed
+          ? this.contentFilterFallbacks.get(model)
           : undefined;
+      // A call too long for its model goes to the first fallback whose window holds it.
+      const windows = this.windows;
+      let wider: string[] | undefined;
+      if (windows !== undefined && request.metered) {
+        const need = tokensNeeded(request.admission);
+        if (!fits(windows, model, need)) {
+          wider = (fallbacks ?? []).filter((m) => fits(windows, m, need));
+          if (wider.length === 0) throw tooLongError(model, request.admission, windows, fallbacks);
+        }
+      }
       const tags = tagsOf(params as object);
-      const pending = sessionFromStore(this.registry, this.state, sessionId);
-      const dispatch = () =>
-        new Dispatch(
+      // A tenant's tags bind every call it makes, metered or not: a prompt stays where it may go.
+      const required = requiredTags(params as object, tenants?.tagsOf(tenant));
+      // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached.
+      const sticky =
+        sessionId ??
+        (this.cacheAffinity && request.metered && adapter.path[0] !== 'embeddings'
+          ? prefixKey(body, request.admission.input)
+          : undefined);
+      const pending = sessionFromStore(this.registry, this.state, sticky);
+      const dispatch = () => {
+        const call = new Dispatch(
           this,
           adapter,
           op,
           request,
           sdkOptions,
-          sessionId,
-          pool,
+          sticky,
+          required === undefined ? pool : this.registry.poolFor(model, required),
           fallbacks,
           undefined,
           tags,
-        ).run();
-      return pending === undefined ? dispatch() : pending.then(dispatch);
+          required,
+          filterFallbacks,
+        );
+        if (wider !== undefined) call.leaveModel('context_window', wider);
+        return call.run();
+      };
+      if (account?.key === undefined) {
+        return pending === undefined ? dispatch() : pending.then(dispatch);
+      }
+      // A tenant with limits: its charge is taken first, for the call's model or, over the
+      // budget, the first fallback whose price fits; what the call does not use goes back.
+      const models = fallbacks === undefined ? [model] : [model, ...fallbacks];
+      const admitted = tenants!.admit(
+        account,
+        request.admission,
+        models,
+        pool[0]!.errors.RateLimitError,
+        sdkOptions?.signal,
+      );
+      const held = request;
+      return admitted
+        .then((chosen) => {
+          if (chained !== undefined) {
+            return this.pinned(adapter, op, chained, held, sdkOptions, model, sessionId);
+          }
+          if (chosen === model) return pending === undefined ? dispatch() : pending.then(dispatch);
+          const rest = models.slice(models.indexOf(chosen) + 1);
+          const instead = { ...held, body: { ...held.body, model: chosen } };
+          const run = () =>
+            new Dispatch(
+              this,
+              adapter,
+              op,
+              instead,
+              sdkOptions,
+              sessionId,
+              this.registry.poolFor(chosen, required),
+              rest.length > 0 ? rest : undefined,
+              undefined,
+              tags,
+              required,
+              allowed ? this.contentFilterFallbacks.get(chosen) : undefined,
+            ).run();
+          return pending === undefined ? run() : pending.then(run);
+        })
+        .catch((error: unknown) => {
+          account.end(error);
+          throw error;
+        });
     } catch (error) {
       return Promise.reject(error);
     }
@@ -379,6 +498,11 @@ export class Router implements DispatchShared {
   }
 }
 
+/** The GenAI operation of an API surface's calls. */
+function operationOf(api: string | undefined): GenAiOperationName {
+  return api === 'embeddings' ? GEN_AI_VALUES.OPERATION_EMBEDDINGS : GEN_AI_VALUES.OPERATION_CHAT;
+}
+
 /** One trace that tells both of an attempt's observers (the span, the traffic record). */
 function bothTraces(span: AttemptTrace, record: AttemptTrace | undefined): AttemptTrace {
   if (record === undefined) return span;
@@ -387,6 +511,7 @@ function bothTraces(span: AttemptTrace, record: AttemptTrace | undefined): Attem
     event: (event) => (span.event(event), record.event(event)),
     streamEnded: () => (span.streamEnded(), record.streamEnded()),
     failed: (error, reason) => (span.failed(error, reason), record.failed(error, reason)),
+    cost: (usd) => span.cost(usd),
   };
 }
 

@@ -1,6 +1,9 @@
 /** What waits in a {@link FairLine}: whose it is, and what serving it costs. */
 export interface FairItem {
-  /** The tenant key; every item with the same key shares one turn. */
+  /**
+   * The tenant key; every item of the same tenant shares one turn. `a/b` is a part of tenant `a`
+   * and shares `a`'s turn (see {@link tenantScope}).
+   */
   readonly tenant: string;
   /** What serving it takes from its tenant's share (tokens of its admission charge); > 0. */
   readonly cost: number;
@@ -15,10 +18,27 @@ interface SubLine<T> {
 }
 
 /**
+ * The tenant whose turns a tenant id takes: the id up to its first `/`. A tenant may name parts of
+ * itself (`acme/batch-7`, the gateway's `key-0/<name>`), and however many it names, they wait in
+ * its one turn: naming more parts never takes a larger share of the line.
+ *
+ * @example
+ * ```ts
+ * tenantScope('key-0/reports'); // 'key-0'
+ * tenantScope('acme'); // 'acme'
+ * ```
+ */
+export function tenantScope(tenant: string): string {
+  const slash = tenant.indexOf('/');
+  return slash < 0 ? tenant : tenant.slice(0, slash);
+}
+
+/**
  * One lane of waiting items, fair across tenants by deficit round robin: tenants take turns, and
  * each turn adds a quantum (the largest cost seen, so one turn always serves at least one item)
  * to the tenant's deficit, which pays for its items in order. A tenant of large calls thus gets
- * no more tokens than a tenant of small ones; within a tenant, first come first served.
+ * no more tokens than a tenant of small ones; within a tenant (its parts included, see
+ * {@link tenantScope}), first come first served.
  *
  * Memory is bounded by the items waiting: a tenant's sub-line is dropped (with its deficit) as
  * soon as it is empty, so a stream of one-off tenants leaves nothing behind.
@@ -48,10 +68,12 @@ export class FairLine<T extends FairItem> {
     return this.tenants.size;
   }
 
-  /** Items waiting per tenant. */
+  /** Items waiting per tenant id, as the items name it (a tenant's parts apart). */
   byTenant(): Map<string, number> {
     const out = new Map<string, number>();
-    for (const [tenant, sub] of this.tenants) out.set(tenant, sub.items.length);
+    for (const sub of this.tenants.values()) {
+      for (const item of sub.items) out.set(item.tenant, (out.get(item.tenant) ?? 0) + 1);
+    }
     return out;
   }
 
@@ -62,10 +84,11 @@ export class FairLine<T extends FairItem> {
 
   push(item: T): void {
     if (item.cost > this.quantum) this.quantum = item.cost;
-    let sub = this.tenants.get(item.tenant);
+    const scope = tenantScope(item.tenant);
+    let sub = this.tenants.get(scope);
     if (sub === undefined) {
       sub = { items: [], deficit: 0, turn: false };
-      this.tenants.set(item.tenant, sub);
+      this.tenants.set(scope, sub);
     }
     sub.items.push(item);
     this.count++;
@@ -92,17 +115,19 @@ export class FairLine<T extends FairItem> {
 
   /** `item` (the one {@link peek} returned) was served: its cost comes off its tenant's deficit. */
   take(item: T): void {
-    const sub = this.tenants.get(item.tenant);
+    const scope = tenantScope(item.tenant);
+    const sub = this.tenants.get(scope);
     if (sub === undefined || !this.drop(sub, item)) return;
     sub.deficit -= item.cost;
-    if (sub.items.length === 0) this.tenants.delete(item.tenant);
+    if (sub.items.length === 0) this.tenants.delete(scope);
   }
 
   /** `item` left without being served; false when it was not waiting. */
   remove(item: T): boolean {
-    const sub = this.tenants.get(item.tenant);
+    const scope = tenantScope(item.tenant);
+    const sub = this.tenants.get(scope);
     if (sub === undefined || !this.drop(sub, item)) return false;
-    if (sub.items.length === 0) this.tenants.delete(item.tenant);
+    if (sub.items.length === 0) this.tenants.delete(scope);
     return true;
   }
 

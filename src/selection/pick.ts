@@ -2,6 +2,7 @@ import type { Admission } from '../quota/admission';
 import { keptRoom } from '../quota/hot-row';
 import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
+import { carries, type TagSet } from '../placement/tags';
 import type { SessionAffinity } from './session-affinity';
 import type { Gate, Selector } from './selector';
 
@@ -16,14 +17,17 @@ import type { Gate, Selector } from './selector';
  */
 export interface PickTable {
   readonly deployments: ReadonlyMap<string, Deployment>;
-  /** Models whose deployments have more than one `priority`: their tiers, most preferred first. */
-  readonly tiers: ReadonlyMap<string, readonly (readonly Deployment[])[]>;
   readonly sessions: SessionAffinity;
   readonly selector: Selector;
   /** Admits the healthy deployments, at the table's clock. */
   readonly healthy: Gate;
-  /** The deployments serving `model`, or an error that says why there are none. */
-  poolFor(model: unknown): readonly Deployment[];
+  /**
+   * The deployments serving `model` (those carrying every one of `tags`, when given: possibly
+   * none), or an error that says why no deployment serves it.
+   */
+  poolFor(model: unknown, tags?: TagSet): readonly Deployment[];
+  /** The tiers of {@link poolFor}'s pool, most preferred first; `undefined` for one priority. */
+  tiersFor(model: string, tags?: TagSet): readonly (readonly Deployment[])[] | undefined;
 }
 
 /**
@@ -104,8 +108,8 @@ const ANY: Gate = { admits: () => true };
 /**
  * A deployment of `model` that `gate` admits: the session's own while it does, else the
  * selector's pick in the most preferred tier that has one; `undefined` when none does (no best
- * effort). A session is remembered on what is picked. `pool` is `model`'s, when the caller has
- * it already.
+ * effort). A session is remembered on what is picked. `pool` is `model`'s (carrying `tags`), when
+ * the caller has it already.
  *
  * @example
  * ```ts
@@ -117,14 +121,15 @@ export function pickWithRoom(
   model: string,
   sessionId: string | undefined,
   gate: Gate,
-  pool: readonly Deployment[] = table.poolFor(model),
+  pool?: readonly Deployment[],
+  tags?: TagSet,
 ): Deployment | undefined {
-  const held = heldBySession(table, model, sessionId, gate);
+  const held = heldBySession(table, model, sessionId, gate, tags);
   if (held !== undefined) return held;
-  const tiers = table.tiers.get(model);
+  const tiers = table.tiersFor(model, tags);
   const chosen =
     tiers === undefined
-      ? table.selector.pick(model, pool, gate)
+      ? table.selector.pick(model, pool ?? table.poolFor(model, tags), gate)
       : inTiers(table, model, tiers, gate);
   if (chosen !== undefined && sessionId !== undefined) table.sessions.set(sessionId, chosen.name);
   return chosen;
@@ -148,15 +153,16 @@ export function pickDeployment(
   sessionId?: string,
   exclude?: ReadonlySet<Deployment>,
   onBestEffort?: (model: string, chosen: Deployment) => void,
+  tags?: TagSet,
 ): Deployment {
-  const pool = table.poolFor(model);
+  const pool = table.poolFor(model, tags);
   const retrying = exclude !== undefined && exclude.size > 0;
   const fresh = retrying ? untried(pool, exclude) : pool;
   const healthy = table.healthy;
   const untriedGate = retrying ? new RoomGate(undefined, exclude) : healthy;
-  const held = heldBySession(table, model, sessionId, untriedGate);
+  const held = heldBySession(table, model, sessionId, untriedGate, tags);
   if (held !== undefined) return held;
-  const tiers = table.tiers.get(model);
+  const tiers = table.tiersFor(model, tags);
   const { selector } = table;
   let chosen =
     tiers === undefined
@@ -179,13 +185,14 @@ function heldBySession(
   model: string,
   sessionId: string | undefined,
   gate: Gate,
+  tags: TagSet | undefined,
 ): Deployment | undefined {
   if (sessionId === undefined) return undefined;
   const name = table.sessions.get(sessionId);
   if (name === undefined) return undefined;
   const d = table.deployments.get(name);
   const state = d?.models.get(model);
-  return state !== undefined && gate.admits(state, d!) ? d : undefined;
+  return state !== undefined && carries(d!, tags) && gate.admits(state, d!) ? d : undefined;
 }
 
 /** The most preferred tier the gate admits a deployment of takes the call. */

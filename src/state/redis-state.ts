@@ -27,6 +27,8 @@ import { knownLimits, ownUsage, type Entry } from './redis/own-usage';
 import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
 import { DEFAULT_SKEW, readSyncReply, SYNC_SCRIPT, syncCommand } from './redis/sync-script';
 import type { StateContext, StateStore, StateStoreHealth } from './state-store';
+import { SharedTenantCounts } from './redis/tenant-script';
+import type { TenantCounts } from '../tenants/tenant-counts';
 
 export type { RedisClientLike } from './redis/redis-connection';
 export type { RedisStateOptions } from './redis/redis-options';
@@ -219,6 +221,21 @@ class RedisStateStore implements StateStore {
 
   rememberResponse(responseId: string, deployment: string): void {
     this.pointers.rememberResponse(responseId, deployment);
+  }
+
+  tenantCounts(): TenantCounts {
+    return new SharedTenantCounts({
+      ready: () => {
+        const client = this.client;
+        return client?.status === 'ready' && this.problem === undefined && !this.closed
+          ? client
+          : undefined;
+      },
+      prefix: () => this.prefix,
+      timeout: this.options.timeout,
+      degrade: (error) => this.degrade(error),
+      skipped: (what) => this.problems.key(what),
+    });
   }
 
   health(): StateStoreHealth {

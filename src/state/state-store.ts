@@ -1,4 +1,5 @@
 import type { DeploymentRegistry } from '../registry/deployment-registry';
+import type { TenantCounts } from '../tenants/tenant-counts';
 import type { SwitchboardLogger } from '../types';
 import { emptyPeerReport, type PeerReport } from './peer-report';
 
@@ -88,6 +89,12 @@ export interface StateStore {
    * it from any instance reach it; called once per stored response, so it must be cheap.
    */
   rememberResponse?(responseId: string, deployment: string): void;
+  /**
+   * Where tenants' counts live when the store shares them ({@link TenantCounts}): each call of a
+   * tenant with limits then waits for one atomic round trip at admission, so that replicas never
+   * let a tenant through past its limits together. Absent: counted in this process.
+   */
+  tenantCounts?(): TenantCounts;
   /** Current health of the store. */
   health(): StateStoreHealth;
   /** Stop syncing and release connections; idempotent. */

@@ -1,6 +1,10 @@
 import { SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
+import { scrub, STACK_LIMIT } from '../errors/scrub';
 import { GEN_AI } from './gen-ai-conventions';
 import { errorTypeOf, finishReasons, usageOf, type GenAiUsage } from './gen-ai-attributes';
+
+/** The span attribute of what an attempt cost, in USD (with `pricing`). */
+export const COST_ATTRIBUTE = 'switchboard.cost_usd';
 
 /**
  * One attempt's span and measurements; every method after the first `succeeded` / `failed` is a
@@ -28,6 +32,8 @@ export interface GenAiAttempt {
   succeeded(usage?: GenAiUsage, responseModel?: string): void;
   /** Ends the span as a failure: `error.type`, the switchboard's reason, the exception. */
   failed(error: unknown, reason: string): void;
+  /** What the attempt cost (USD, from the answer's usage and the model's price), before it ends. */
+  cost(usd: number): void;
 }
 
 /**
@@ -124,16 +130,26 @@ export class Attempt implements GenAiAttempt {
     this.end({ usage, responseModel });
   }
 
+  cost(usd: number): void {
+    if (!this.done) this.span.setAttribute(COST_ATTRIBUTE, usd);
+  }
+
   failed(error: unknown, reason: string): void {
     if (this.done) return;
     const errorType = errorTypeOf(error);
     this.span.setAttribute(GEN_AI.ERROR_TYPE, errorType);
     this.span.setAttribute('switchboard.failure.reason', reason);
-    if (error instanceof Error) this.span.recordException(error);
-    this.span.setStatus({
-      code: SpanStatusCode.ERROR,
-      message: error instanceof Error ? error.message : String(error),
-    });
+    // An upstream's error text may echo the request's headers or name the key it refused: the
+    // span (and whatever collector it is exported to) gets it scrubbed.
+    const message = scrub(error instanceof Error ? error.message : error);
+    if (error instanceof Error) {
+      this.span.recordException({
+        name: error.name,
+        message,
+        stack: error.stack === undefined ? undefined : scrub(error.stack, STACK_LIMIT),
+      });
+    }
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message });
     this.end({
       errorType,
       responseModel: this.responseModel,

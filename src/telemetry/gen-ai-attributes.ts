@@ -1,5 +1,6 @@
 import type { Attributes, Span } from '@opentelemetry/api';
 import { GEN_AI, GEN_AI_VALUES } from './gen-ai-conventions';
+import { upstreamCount } from '../runtime/upstream-numbers';
 
 /**
  * Token usage as the GenAI conventions count it: input includes cached input.
@@ -53,20 +54,24 @@ export function usageOf(provider: 'openai' | 'anthropic', raw: unknown): GenAiUs
   const u = raw as Record<string, unknown>;
   const out: GenAiUsage = {};
   if (provider === 'openai') {
-    if (typeof u.prompt_tokens === 'number') out.inputTokens = u.prompt_tokens;
-    if (typeof u.completion_tokens === 'number') out.outputTokens = u.completion_tokens;
-    const cached = (u.prompt_tokens_details as { cached_tokens?: unknown } | undefined)
-      ?.cached_tokens;
-    if (typeof cached === 'number') out.cacheReadInputTokens = cached;
+    const input = upstreamCount(u.prompt_tokens);
+    const output = upstreamCount(u.completion_tokens);
+    const cached = upstreamCount(
+      (u.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens,
+    );
+    if (input !== undefined) out.inputTokens = input;
+    if (output !== undefined) out.outputTokens = output;
+    if (cached !== undefined) out.cacheReadInputTokens = cached;
     return out;
   }
-  const read = typeof u.cache_read_input_tokens === 'number' ? u.cache_read_input_tokens : 0;
-  const write =
-    typeof u.cache_creation_input_tokens === 'number' ? u.cache_creation_input_tokens : 0;
-  if (typeof u.input_tokens === 'number') out.inputTokens = u.input_tokens + read + write;
-  if (typeof u.output_tokens === 'number') out.outputTokens = u.output_tokens;
-  if (typeof u.cache_read_input_tokens === 'number') out.cacheReadInputTokens = read;
-  if (typeof u.cache_creation_input_tokens === 'number') out.cacheCreationInputTokens = write;
+  const read = upstreamCount(u.cache_read_input_tokens);
+  const write = upstreamCount(u.cache_creation_input_tokens);
+  const input = upstreamCount(u.input_tokens);
+  const output = upstreamCount(u.output_tokens);
+  if (input !== undefined) out.inputTokens = input + (read ?? 0) + (write ?? 0);
+  if (output !== undefined) out.outputTokens = output;
+  if (read !== undefined) out.cacheReadInputTokens = read;
+  if (write !== undefined) out.cacheCreationInputTokens = write;
   return out;
 }
 

@@ -59,6 +59,7 @@ export const GEN_AI_LATEST = {
  */
 export const GEN_AI_VALUES = {
   OPERATION_CHAT: 'chat',
+  OPERATION_EMBEDDINGS: 'embeddings',
   PROVIDER_OPENAI: 'openai',
   PROVIDER_AZURE_OPENAI: 'azure.ai.openai',
   PROVIDER_ANTHROPIC: 'anthropic',

@@ -44,7 +44,20 @@ const NOTHING: GenAiAttempt = Object.freeze({
   streamEnded: () => undefined,
   succeeded: () => undefined,
   failed: () => undefined,
+  cost: () => undefined,
 });
+
+/**
+ * The `gen_ai.operation.name` of an attempt: `chat` (Chat Completions, Responses, Messages) or
+ * `embeddings`.
+ *
+ * @example
+ * ```ts
+ * const operation: GenAiOperationName = 'embeddings';
+ * ```
+ */
+export type GenAiOperationName =
+  typeof GEN_AI_VALUES.OPERATION_CHAT | typeof GEN_AI_VALUES.OPERATION_EMBEDDINGS;
 
 /**
  * What an attempt is, for its span and histograms.
@@ -72,6 +85,8 @@ export interface GenAiAttemptInfo {
   failoverReason?: string;
   /** The request body as sent (for max_tokens, stream, and content when captured). */
   body?: Readonly<Record<string, unknown>>;
+  /** `gen_ai.operation.name`: `embeddings` for an embeddings call; default `chat`. */
+  operation?: GenAiOperationName;
 }
 
 /**
@@ -100,7 +115,10 @@ export interface AttemptContext {
  * trace?.response(result);
  * ```
  */
-export type AttemptTrace = Pick<GenAiAttempt, 'response' | 'event' | 'streamEnded' | 'failed'>;
+export type AttemptTrace = Pick<
+  GenAiAttempt,
+  'response' | 'event' | 'streamEnded' | 'failed' | 'cost'
+>;
 
 /**
  * Options of {@link GenAiTelemetry}; all default to the global OpenTelemetry providers and
@@ -208,8 +226,9 @@ export class GenAiTelemetry {
       };
       this.endpoints.set(key, endpoint);
     }
+    const operation = info.operation ?? GEN_AI_VALUES.OPERATION_CHAT;
     const common: Attributes = {
-      [GEN_AI.OPERATION_NAME]: GEN_AI_VALUES.OPERATION_CHAT,
+      [GEN_AI.OPERATION_NAME]: operation,
       [GEN_AI.REQUEST_MODEL]: info.model,
       ...endpoint,
     };
@@ -229,7 +248,7 @@ export class GenAiTelemetry {
     if (this.content && body !== undefined) {
       attributes[GEN_AI.INPUT_MESSAGES] = JSON.stringify(body.messages ?? []);
     }
-    const span = this.tracer.startSpan(`${GEN_AI_VALUES.OPERATION_CHAT} ${info.model}`, {
+    const span = this.tracer.startSpan(`${operation} ${info.model}`, {
       kind: SpanKind.CLIENT,
       attributes,
     });
@@ -249,6 +268,7 @@ export class GenAiTelemetry {
     model: string,
     body: Readonly<Record<string, unknown>>,
     context: AttemptContext,
+    operation?: GenAiOperationName,
   ): GenAiAttempt {
     if (this.idle()) return NOTHING;
     let baseURL = this.baseURLs.get(deployment.name);
@@ -266,6 +286,7 @@ export class GenAiTelemetry {
       attempt: context.attempt,
       failoverReason: context.failoverReason,
       body,
+      operation,
     });
   }
 

@@ -30,7 +30,10 @@ export const SWITCHBOARD_METRICS = {
   RETRIES: 'switchboard.retries',
   /** Counter {model, deployment, priority}: attempts sent below the model's most preferred tier. */
   SPILLOVERS: 'switchboard.spillovers',
-  /** Counter {model, fallback, deployment}: attempts a fallback model took for `model`. */
+  /**
+   * Counter {model, fallback, deployment, reason}: attempts a fallback model took for `model`;
+   * reason `unavailable`, `context_window` or `content_filter`.
+   */
   FALLBACKS: 'switchboard.fallbacks',
   /**
    * Counter {model, deployment}: answers an Azure OpenAI provisioned deployment passed on to its
@@ -45,6 +48,18 @@ export const SWITCHBOARD_METRICS = {
    * `other`.
    */
   CALL_FAILURES: 'switchboard.call_failures',
+  /**
+   * Counter {model}: calls that require tags (`tags`, `x-switchboard-tags`) and failed with the
+   * switchboard's own 429 or error while deployments without those tags were passed over: what
+   * residency refused, which plain routing would have sent elsewhere.
+   */
+  TAG_REFUSALS: 'switchboard.tag_refusals',
+  /**
+   * Counter {model, deployment, tenant}, USD (with `pricing`): what answers cost, priced from the
+   * usage each reported. `tenant` is a tenant named in `tenants`, else `other`. Scraped as
+   * `switchboard_cost_usd_total`.
+   */
+  COST: 'switchboard.cost_usd',
   /** Gauge {model}: deployments that would take a call for the model now. */
   HEALTHY_DEPLOYMENTS: 'switchboard.healthy_deployments',
   /** Gauge {model, deployment}: utilization, max of each limit's share, 1 while cooling. */

@@ -4,6 +4,7 @@ import type { CapacityQueue } from '../scheduling/capacity-queue';
 import { isNoRoom } from '../quota/no-room';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
+import type { PriceTable } from '../tenants/price';
 import { LaneMetrics } from './lane-metrics';
 import { METER_NAME, SWITCHBOARD_METRICS as M } from './metric-names';
 import { SwitchboardGauges } from './switchboard-gauges';
@@ -21,6 +22,7 @@ const REASONS: readonly FailureReason[] = [
   'not_deployed',
   'connection',
   'timeout',
+  'first_token_timeout',
   'aborted',
   'server_error',
   'malformed_response',
@@ -28,6 +30,14 @@ const REASONS: readonly FailureReason[] = [
   'switchboard',
   'other',
 ];
+
+/**
+ * Why a fallback model took a call, as {@link SWITCHBOARD_METRICS.FALLBACKS} counts it:
+ * `unavailable` (no deployment of the requested model had room, or all were down),
+ * `context_window` (the prompt does not fit the requested model's window), `content_filter`
+ * (Azure's content filter refused it on the requested model).
+ */
+export type FallbackReason = 'unavailable' | 'context_window' | 'content_filter';
 
 /** Why a call failed for its caller, as {@link SWITCHBOARD_METRICS.CALL_FAILURES} counts it. */
 export type CallFailureReason = 'no_room' | 'rate_limit' | 'other';
@@ -45,6 +55,10 @@ export interface SwitchboardMetricsOptions {
   queue?: CapacityQueue;
   /** Per model, the models its calls fall back to (their counters start at 0). */
   fallbacks?: ReadonlyMap<string, readonly string[]>;
+  /** With `pricing`: the priced models (their cost counters start at 0) and the tenants named. */
+  costs?: { prices: PriceTable; tenants: readonly string[] };
+  /** Per model, the models tried when the content filter refuses it (counters start at 0). */
+  contentFilterFallbacks?: Readonly<Record<string, readonly string[]>>;
 }
 
 /**
@@ -67,8 +81,10 @@ export class SwitchboardMetrics {
   private readonly retries: Counter;
   private readonly spillovers: Counter;
   private readonly fallbacks: Counter;
+  private readonly tagRefusals: Counter;
   private readonly callFailures: Counter;
   private readonly spilledAnswers: Counter;
+  private readonly costs: Counter;
   /** Azure OpenAI states with the header a spilled answer of theirs carries. */
   private readonly spillHeaders = new Map<ModelState, string>();
   /** States below their model's most preferred tier, with the attributes of their spillovers. */
@@ -100,15 +116,23 @@ export class SwitchboardMetrics {
     });
     this.fallbacks = meter.createCounter(M.FALLBACKS, {
       description:
-        'Requests a fallback model took because no deployment of the requested one could',
+        'Requests a fallback model took for the requested one, by reason: unavailable (no deployment of it could), context_window, content_filter',
     });
     this.callFailures = meter.createCounter(M.CALL_FAILURES, {
       description:
         'Calls that failed for their callers after failover: no_room (429 held back, nothing sent), rate_limit (429 from the upstream), other',
     });
+    this.tagRefusals = meter.createCounter(M.TAG_REFUSALS, {
+      description:
+        'Calls requiring tags that failed for want of room (or of a deployment) among the deployments carrying them',
+    });
     this.spilledAnswers = meter.createCounter(M.SPILLED_ANSWERS, {
       description:
         'Answers an Azure OpenAI provisioned deployment passed on to its standard deployment (spillover)',
+    });
+    this.costs = meter.createCounter(M.COST, {
+      description: 'USD spent, priced from the usage each answer reported (with pricing)',
+      unit: 'USD',
     });
     // The API's meters stay no-ops once taken (it has no proxy meter provider): without an SDK
     // registered, no answer's headers need a look for a spillover that would count nothing.
@@ -130,7 +154,7 @@ export class SwitchboardMetrics {
       }
     }
     this.models = new Set(registry.pools.keys());
-    this.zero(registry, options.fallbacks);
+    this.zero(registry, options.fallbacks, options.costs, options.contentFilterFallbacks);
     this.gauges = new SwitchboardGauges(meter, registry, options.queue);
     this.lanes =
       options.queue === undefined
@@ -138,8 +162,11 @@ export class SwitchboardMetrics {
         : new LaneMetrics(meter, [...registry.pools.keys()], options.queue);
   }
 
-  /** An attempt sent to `state`; `fallbackFor` names the requested model a fallback stands in for. */
-  request(state: ModelState, fallbackFor?: string): void {
+  /**
+   * An attempt sent to `state`; `fallbackFor` names the requested model a fallback stands in for,
+   * and `reason` why it does.
+   */
+  request(state: ModelState, fallbackFor?: string, reason: FallbackReason = 'unavailable'): void {
     if (fallbackFor === undefined) this.requests.add(1, state.attributes);
     else {
       this.requests.add(1, {
@@ -151,6 +178,7 @@ export class SwitchboardMetrics {
         model: fallbackFor,
         fallback: state.name,
         deployment: state.deployment,
+        reason,
       });
     }
     if (this.lowerTiers.size !== 0) {
@@ -168,6 +196,14 @@ export class SwitchboardMetrics {
     if (header !== undefined && headers.has(header)) this.spilledAnswers.add(1, state.attributes);
   }
 
+  /**
+   * What an answer of `state` cost (USD), for `tenant`: a tenant named in `tenants`, else
+   * `other`, so that the labels stay bounded.
+   */
+  cost(state: ModelState, tenant: string, usd: number): void {
+    this.costs.add(usd, { ...state.attributes, tenant });
+  }
+
   failure(state: ModelState, reason: FailureReason): void {
     this.failures.add(1, { ...state.attributes, reason });
   }
@@ -183,6 +219,11 @@ export class SwitchboardMetrics {
     this.callFailures.add(1, { model, reason: callFailureReason(error) });
   }
 
+  /** A call that requires tags failed where deployments without them were passed over. */
+  refusedForTags(model: string): void {
+    if (this.models.has(model)) this.tagRefusals.add(1, { model });
+  }
+
   /** Detach the gauges from the registry. */
   close(): void {
     this.gauges.close();
@@ -193,9 +234,14 @@ export class SwitchboardMetrics {
   private zero(
     registry: DeploymentRegistry,
     fallbacks: ReadonlyMap<string, readonly string[]> | undefined,
+    costs: SwitchboardMetricsOptions['costs'],
+    contentFilterFallbacks: Readonly<Record<string, readonly string[]>> | undefined,
   ): void {
     for (const d of registry.deployments.values()) {
       for (const state of d.models.values()) {
+        if (costs?.prices.on(d.name, state.name) !== undefined) {
+          for (const tenant of [...costs.tenants, 'other']) this.cost(state, tenant, 0);
+        }
         this.requests.add(0, state.attributes);
         for (const reason of REASONS) {
           this.failures.add(0, { ...state.attributes, reason });
@@ -209,10 +255,19 @@ export class SwitchboardMetrics {
       for (const reason of ['no_room', 'rate_limit', 'other'] satisfies CallFailureReason[]) {
         this.callFailures.add(0, { model, reason });
       }
-      for (const fallback of fallbacks?.get(model) ?? []) {
-        for (const d of registry.pools.get(fallback) ?? []) {
-          this.fallbacks.add(0, { model, fallback, deployment: d.name });
+      this.tagRefusals.add(0, { model });
+      const zero = (list: readonly string[] | undefined, reasons: readonly FallbackReason[]) => {
+        for (const fallback of list ?? []) {
+          for (const d of registry.pools.get(fallback) ?? []) {
+            for (const reason of reasons) {
+              this.fallbacks.add(0, { model, fallback, deployment: d.name, reason });
+            }
+          }
         }
+      };
+      zero(fallbacks?.get(model), ['unavailable', 'context_window']);
+      if (contentFilterFallbacks !== undefined && Object.hasOwn(contentFilterFallbacks, model)) {
+        zero(contentFilterFallbacks[model], ['content_filter']);
       }
     }
   }

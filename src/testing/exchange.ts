@@ -135,6 +135,8 @@ export class Exchange {
     if (!this.deployment) return;
     const byStatus = this.deployment.stats.byStatus;
     byStatus[status] = (byStatus[status] ?? 0) + 1;
+    // A stream's status is sent long before it ends: waiters may be waiting for it.
+    notifyWaiters(this.deployment);
   }
 
   /** Sends a complete JSON answer; errors settle as `failed` (429: `rateLimited`). */

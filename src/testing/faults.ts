@@ -16,6 +16,16 @@
  *   half of the body.
  * - `malformed`: a 200 whose JSON body is cut short, or for streams one good event followed by a
  *   `data:` line with broken JSON.
+ * - `stall`: the answer starts and then stops: streamed requests get the headers and
+ *   `afterEvents` SSE events (default 0: a stream that never starts), other requests the headers
+ *   alone; then nothing for `ms` (default: until the client closes the connection), after which
+ *   the rest of the answer follows as usual.
+ * - `content-filter`: Azure OpenAI's content filter refuses. `on: 'prompt'` (default) answers
+ *   Azure's 400 `content_filter` with its `innererror.content_filter_result`; `on: 'completion'`
+ *   answers 200 with the output withheld and `finish_reason: 'content_filter'` (Chat Completions;
+ *   Responses: `status: 'incomplete'`, reason `content_filter`). `category` names the category
+ *   that was filtered (default `'hate'`). On Anthropic routes the prompt form is a 400
+ *   `invalid_request_error`.
  *
  * @example
  * ```ts
@@ -23,6 +33,8 @@
  * deployment.fail({ kind: 'reset' }, 3);
  * deployment.fail({ kind: 'status', status: 404, code: 'DeploymentNotFound' });
  * deployment.fail({ kind: 'drop-mid-stream', afterEvents: 4 });
+ * deployment.fail({ kind: 'stall', afterEvents: 2, ms: 5_000 });
+ * deployment.fail({ kind: 'content-filter', category: 'violence' });
  * ```
  */
 export type SimulatedFault =
@@ -38,7 +50,20 @@ export type SimulatedFault =
   | { kind: 'reset' }
   | { kind: 'hang' }
   | { kind: 'drop-mid-stream'; afterEvents?: number }
-  | { kind: 'malformed' };
+  | { kind: 'malformed' }
+  | { kind: 'stall'; afterEvents?: number; ms?: number }
+  | { kind: 'content-filter'; on?: 'prompt' | 'completion'; category?: ContentFilterCategory };
+
+/** The categories of Azure OpenAI's content filter that grade a severity. */
+export type ContentFilterCategory = 'hate' | 'self_harm' | 'sexual' | 'violence';
+
+/** Every category {@link SimulatedFault} `content-filter` may name. */
+export const CONTENT_FILTER_CATEGORIES: readonly ContentFilterCategory[] = [
+  'hate',
+  'self_harm',
+  'sexual',
+  'violence',
+];
 
 /** A queued fault and how many more requests it affects (internal). */
 export interface QueuedFault {
@@ -68,6 +93,22 @@ export function validateFault(fault: SimulatedFault, times: number): void {
       break;
     case 'drop-mid-stream':
       checkNonNegative(fault.afterEvents, 'afterEvents');
+      break;
+    case 'stall':
+      checkNonNegative(fault.afterEvents, 'afterEvents');
+      checkNonNegative(fault.ms, 'ms');
+      break;
+    case 'content-filter':
+      if (fault.on !== undefined && fault.on !== 'prompt' && fault.on !== 'completion') {
+        throw new RangeError(
+          `content-filter on must be 'prompt' or 'completion', got ${String(fault.on)}`,
+        );
+      }
+      if (fault.category !== undefined && !CONTENT_FILTER_CATEGORIES.includes(fault.category)) {
+        throw new RangeError(
+          `content-filter category must be one of ${CONTENT_FILTER_CATEGORIES.join(', ')}, got ${String(fault.category)}`,
+        );
+      }
       break;
     case 'reset':
     case 'hang':

@@ -41,6 +41,7 @@ export const simulatedDeploymentSchema = z.strictObject({
   quota: z.enum(['faithful', 'friendly'], { error: `must be 'faithful' or 'friendly'` }).optional(),
   inferredMaxTokens: wholeNonNegative('a whole number of tokens >= 0').optional(),
   requestWindow: z.enum(['10s', '1s'], { error: `must be '10s' or '1s'` }).optional(),
+  contextWindow: wholeNonNegative('a whole number of tokens >= 0 (0 = no limit)').optional(),
   chargeMaxTokens: z.boolean({ error: 'must be true or false' }).optional(),
   models: z
     .array(z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }), {

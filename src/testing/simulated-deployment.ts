@@ -2,6 +2,7 @@
  * One named simulated deployment: its options, URLs, run-time knobs, fault queue, counters,
  * request log, stored responses and prompt cache.
  */
+import { touchPrefix } from './prompt-cache';
 import { validateFault, type QueuedFault, type SimulatedFault } from './faults';
 import { checkOptions, simulatedDeploymentSchema } from './options';
 import { DeploymentQuota, type QuotaFamily, type QuotaSettings } from './quota';
@@ -73,6 +74,13 @@ export interface SimulatedDeploymentOptions {
   chargeMaxTokens?: boolean;
   /** Model ids `GET models` lists (default `gpt-4o`, `gpt-4o-mini`, `text-embedding-3-small`). */
   models?: string[];
+  /**
+   * The context window in tokens (default 0: none): a request whose prompt plus output cap
+   * (`max_tokens` and the like) exceeds it gets the API's own 400 (OpenAI and Azure
+   * `context_length_exceeded`, Anthropic `prompt is too long`), before any quota counts it.
+   * Mutable at run time.
+   */
+  contextWindow?: number;
   /**
    * The names this deployment answers to as a request's `model`, as an Azure resource knows its
    * deployments (`['gpt4o-east']`): a request naming another gets Azure's 404
@@ -286,13 +294,17 @@ export function notifyWaiters(deployment: SimulatedDeployment): void {
  * windows, only the two `x-ratelimit-remaining-*` headers. {@link SimulatedDeployment.consume}
  * charges another application's usage.
  *
- * **Prompt caching** (Anthropic routes): a request whose system or message blocks carry
- * `cache_control` caches its prompt up to the last marked block, per deployment: the first such
- * request reports it as `cache_creation_input_tokens`, later ones as `cache_read_input_tokens`.
+ * **Prompt caching**, per deployment, of prefixes of at least 1 024 tokens, each forgotten 5
+ * minutes after its last use. Anthropic routes: a request whose system or message blocks carry
+ * `cache_control` caches its prompt up to the last marked block: the first such request reports
+ * it as `cache_creation_input_tokens`, later ones as `cache_read_input_tokens`. OpenAI routes
+ * (chat, responses): every prompt is cached automatically, and the longest cached prefix (1 024
+ * tokens, then steps of 128) is reported as `prompt_tokens_details.cached_tokens` /
+ * `input_tokens_details.cached_tokens`.
  *
  * **Order of handling** of an API request: body read and recorded, next fault taken from the
- * queue, `latency`, then the fault if any, else authentication (401), validation (400), quota
- * (429) and the answer.
+ * queue, `latency`, then the fault if any, else authentication (401), validation (400), the
+ * context window (400), quota (429) and the answer.
  *
  * @example
  * ```ts
@@ -344,6 +356,8 @@ export class SimulatedDeployment {
   completionTokens: number | undefined;
   /** Friendly quota: charge `max_tokens` instead of the completion. */
   chargeMaxTokens: boolean;
+  /** The context window in tokens (0 = none). */
+  contextWindow: number;
   /** Speed-up of the quota windows. */
   readonly timeScale: number;
   /** Model ids `GET models` lists. */
@@ -383,6 +397,7 @@ export class SimulatedDeployment {
     this.completionTokens =
       options.completionTokens === undefined ? undefined : Math.floor(options.completionTokens);
     this.chargeMaxTokens = options.chargeMaxTokens ?? false;
+    this.contextWindow = options.contextWindow ?? 0;
     this.timeScale = timeScale;
     this.models = [...(options.models ?? DEFAULT_MODELS)];
     this.deploymentNames = options.deploymentNames && [...options.deploymentNames];
@@ -565,8 +580,8 @@ export class SimulatedDeployment {
   }
 
   /**
-   * Resolves once `predicate(this)` holds, checked now and whenever a request arrives or ends;
-   * rejects if the upstream closes first. Sets no timer.
+   * Resolves once `predicate(this)` holds, checked now and whenever a request arrives, has its
+   * status sent, or ends; rejects if the upstream closes first. Sets no timer.
    *
    * @example
    * ```ts
@@ -633,17 +648,9 @@ export function storeResponse(
   }
 }
 
-/**
- * Looks `key` up in the prompt cache of `deployment` and writes it when missing: true when it
- * was there (a cache read), false when this request writes it (internal).
- */
-export function usePromptCache(deployment: SimulatedDeployment, key: string, now: number): boolean {
-  const cache = internalsOf(deployment).promptCache;
-  const hit = cache.has(key);
-  cache.delete(key);
-  cache.set(key, now);
-  if (cache.size > MAX_CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
-  return hit;
+/** Marks the prefix `key` cached on `deployment` and used at `now` (internal). */
+export function usePromptCache(deployment: SimulatedDeployment, key: string, now: number): void {
+  touchPrefix(internalsOf(deployment).promptCache, key, now, MAX_CACHE_ENTRIES);
 }
 
 /** Appends `record` to the request log of `deployment`, keeping the last 1000 (internal). */

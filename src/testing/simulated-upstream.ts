@@ -5,6 +5,7 @@
  * injectable faults. The wire formats live in `wire/`, quotas in `quota.ts`, faults in
  * `faults.ts`, paths in `routing.ts`; this module reads a request and puts them together.
  */
+import { automaticPrefixes, explicitPrefix } from './prompt-cache';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
@@ -39,6 +40,8 @@ import {
   readChatRequest,
 } from './wire/chat-completions';
 import { isRecord, type CompletionPlan, type PlanResult } from './wire/common';
+import { filteredChatBody, filteredChatFrames, promptFilteredBody } from './wire/content-filter';
+import { contextWindowError } from './wire/errors';
 import { embeddingsBody, readEmbeddingsRequest } from './wire/embeddings';
 import {
   malformedMessageFrame,
@@ -537,11 +540,27 @@ export class SimulatedUpstream {
       });
     }
     const plan = result.plan;
-    const cacheKey = plan.cachePrefix?.key;
+    const window = deployment.contextWindow;
+    const completion = plan.maxTokens ?? 0;
+    if (window > 0 && plan.promptTokens + completion > window) {
+      const tooLong = contextWindowError(exchange.provider, window, plan.promptTokens, completion);
+      return exchange.sendError(400, tooLong.message, {
+        param: tooLong.param ?? null,
+        code: tooLong.code ?? null,
+      });
+    }
+    // Prefixes this request caches once admitted, each used now.
+    let cacheKeys: readonly string[] = [];
     if (plan.cachePrefix) {
-      const hit = state.promptCache.has(plan.cachePrefix.key);
-      plan.cacheReadTokens = hit ? plan.cachePrefix.tokens : 0;
-      plan.cacheCreationTokens = hit ? 0 : plan.cachePrefix.tokens;
+      const { key, tokens } = plan.cachePrefix;
+      const use = explicitPrefix(state.promptCache, key, tokens, state.clock());
+      plan.cacheReadTokens = use === 'read' ? tokens : 0;
+      plan.cacheCreationTokens = use === 'write' ? tokens : 0;
+      if (use !== undefined) cacheKeys = [key];
+    } else if (plan.prompt !== undefined && exchange.provider === 'openai') {
+      const auto = automaticPrefixes(state.promptCache, plan.model, plan.prompt, state.clock());
+      plan.cacheReadTokens = auto.cachedTokens;
+      cacheKeys = auto.keys;
     }
 
     const family: QuotaFamily = exchange.provider;
@@ -559,7 +578,7 @@ export class SimulatedUpstream {
     const charge = admission.charge;
     exchange.onSettle = () =>
       state.quota.settle(charge, plan.completionTokens, internalsOf(deployment).clock());
-    if (cacheKey !== undefined) usePromptCache(deployment, cacheKey, state.clock());
+    for (const key of cacheKeys) usePromptCache(deployment, key, state.clock());
 
     const id = wire.id(deployment.name, sequence);
     if (plan.api === 'responses') {
@@ -608,7 +627,7 @@ export class SimulatedUpstream {
     frames: string[],
     headers: Record<string, string | number>,
     plan: CompletionPlan | undefined,
-    fault?: { dropAfter?: number; malformed?: string },
+    fault?: { dropAfter?: number; malformed?: string; stallAfter?: number; stallMs?: number },
   ): Promise<void> {
     if (exchange.done) return;
     exchange.res.writeHead(200, {
@@ -623,7 +642,12 @@ export class SimulatedUpstream {
     const dropAfter =
       fault?.dropAfter === undefined ? undefined : Math.min(Math.floor(fault.dropAfter), last);
     const malformedAt = fault?.malformed === undefined ? undefined : Math.min(1, last);
+    const stallAt =
+      fault?.stallAfter === undefined ? undefined : Math.min(Math.floor(fault.stallAfter), last);
     for (let i = 0; i < frames.length; i++) {
+      if (i === stallAt && !(await stall(fault?.stallMs, exchange.signal))) {
+        return exchange.abort();
+      }
       if (i > 0 && !(await delay(deployment.chunkDelay, exchange.signal))) return exchange.abort();
       if (i === dropAfter) return exchange.destroyConnection(false);
       if (i === malformedAt && fault?.malformed !== undefined) {
@@ -659,6 +683,9 @@ export class SimulatedUpstream {
       }
       case 'reset':
         return exchange.destroyConnection(true);
+      case 'content-filter':
+        return this.filter(exchange, deployment, fault, route, body, sequence, created);
+      case 'stall':
       case 'drop-mid-stream':
       case 'malformed': {
         let json: unknown;
@@ -671,6 +698,12 @@ export class SimulatedUpstream {
           const plan = fallback.plan;
           if (plan.stream) {
             const frames = wire.frames(plan, id, created);
+            if (fault.kind === 'stall') {
+              return this.stream(exchange, deployment, frames, {}, plan, {
+                stallAfter: fault.afterEvents ?? 0,
+                stallMs: fault.ms,
+              });
+            }
             return this.stream(exchange, deployment, frames, {}, undefined, {
               dropAfter: fault.kind === 'drop-mid-stream' ? (fault.afterEvents ?? 2) : undefined,
               malformed: fault.kind === 'malformed' ? wire.malformedFrame(id) : undefined,
@@ -682,6 +715,18 @@ export class SimulatedUpstream {
           json = answer.ok ? answer.body : {};
         }
         const payload = Buffer.from(JSON.stringify(json));
+        if (fault.kind === 'stall') {
+          if (exchange.done) return;
+          exchange.res.writeHead(200, {
+            'content-type': 'application/json',
+            'content-length': payload.length,
+          });
+          exchange.countStatus(200);
+          exchange.res.flushHeaders();
+          if (!(await stall(fault.ms, exchange.signal))) return exchange.abort();
+          exchange.res.end(payload);
+          return exchange.settle('ok');
+        }
         const half = payload.subarray(0, Math.floor(payload.length / 2));
         if (exchange.done) return;
         exchange.res.writeHead(200, {
@@ -698,6 +743,40 @@ export class SimulatedUpstream {
       }
     }
   }
+
+  /** Azure's content filter refuses: the prompt (a 400) or the output (withheld from a 200). */
+  private async filter(
+    exchange: Exchange,
+    deployment: SimulatedDeployment,
+    fault: Extract<SimulatedFault, { kind: 'content-filter' }>,
+    route: Route,
+    body: unknown,
+    sequence: number,
+    created: number,
+  ): Promise<void> {
+    const category = fault.category ?? 'hate';
+    if (exchange.provider === 'anthropic') {
+      return exchange.sendError(400, 'Output blocked by content filtering policy');
+    }
+    if (fault.on !== 'completion' || route.kind !== 'chat') {
+      return exchange.sendJson(400, promptFilteredBody(category));
+    }
+    const read = WIRES.chat.read(body, deployment);
+    const plan = read.ok ? read.plan : undefined;
+    if (plan === undefined) return exchange.sendJson(400, promptFilteredBody(category));
+    const id = WIRES.chat.id(deployment.name, sequence);
+    if (!plan.stream) {
+      return exchange.sendJson(200, filteredChatBody(plan, id, created, category), {}, plan);
+    }
+    return this.stream(exchange, deployment, filteredChatFrames(plan, id, created), {}, plan);
+  }
+}
+
+/** Waits `ms`, or until the client closes when `ms` is undefined; false once it closed. */
+async function stall(ms: number | undefined, signal: AbortSignal): Promise<boolean> {
+  if (ms !== undefined) return delay(ms, signal);
+  await untilAborted(signal);
+  return false;
 }
 
 type PlainAnswer =

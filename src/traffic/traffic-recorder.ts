@@ -127,6 +127,9 @@ class RecordedAttempt implements AttemptTrace {
     this.end(200);
   }
 
+  /** Money is not in the record: the plan prices nothing. */
+  cost(): void {}
+
   failed(error: unknown): void {
     // Before any event, the dispatch has the call (failover, or its caller's error); a stream
     // that broke off later was answered, and is written with what it reported.

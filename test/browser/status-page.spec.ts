@@ -156,6 +156,31 @@ suite(title, () => {
     expect(Number.isFinite(Number(await page.textContent('#rate')))).toBe(true);
   });
 
+  it('shows the USD spent per tenant that /switchboard reports, priced from the burst', async () => {
+    const now = await refreshes();
+    await page.waitForFunction((n) => Number(document.body.dataset.refreshes) > n, now);
+    const expected = await snapshot();
+    const rows = await page.$$eval('#costs tbody tr', (trs) =>
+      trs.map((tr) => {
+        const cell = tr.querySelector('.usd') as HTMLElement | null;
+        return {
+          tenant: (tr as HTMLElement).dataset.tenant ?? '',
+          usd: Number(cell?.dataset.usd),
+          text: cell?.textContent ?? '',
+        };
+      }),
+    );
+    // The simulated deployments have list prices; the burst named no tenant: all of it is other's.
+    expect(rows.map(({ tenant, usd }) => ({ tenant, usd }))).toEqual(expected.costs);
+    const other = rows.find((r) => r.tenant === 'other')!;
+    expect(other.usd).toBeGreaterThan(0);
+    expect(other.text).toMatch(/^\$\d+\.\d{2,6}$/);
+    expect(await page.isHidden('#costs-none')).toBe(true);
+    await expect(
+      page.getByRole('table', { name: 'USD spent per tenant since the gateway started' }).count(),
+    ).resolves.toBe(1);
+  });
+
   it('draws the last minutes itself: utilization per deployment, requests and 429s per second', async () => {
     const now = await refreshes();
     await page.waitForFunction((n) => Number(document.body.dataset.refreshes) >= n + 2, now);
@@ -256,6 +281,9 @@ suite(title, () => {
       expect(await other.isHidden('#controls')).toBe(true);
       expect(await other.getByRole('button', { name: /Mark .* down/ }).count()).toBe(0);
       expect(await other.$$eval('#deployments tbody tr', (rows) => rows.length)).toBe(1);
+      // No prices configured: nothing is priced, and the page says so.
+      expect(await other.isVisible('#costs-none')).toBe(true);
+      expect(await other.isHidden('#costs')).toBe(true);
       await other.close();
     } finally {
       process.env = saved;

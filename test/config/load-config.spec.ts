@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -9,6 +9,7 @@ import {
   SwitchboardError,
   type SwitchboardOptions,
 } from '../../src';
+import { MAX_CONFIG_FILE_BYTES } from '../../src/config/read-bounded-file';
 
 let dir: string;
 beforeAll(() => {
@@ -443,5 +444,90 @@ describe('loadSwitchboardConfig (environment)', () => {
     const error = problemsOf(() => loadSwitchboardConfig(env));
     expect(error.source).toBe('environment');
     expect(error.message).toMatch(message);
+  });
+});
+
+describe('files and values a config error must not take in or print', () => {
+  it('refuses a 50 MB file from its size alone, before reading it', () => {
+    const path = join(dir, 'huge.yaml');
+    // Sparse: 50 MB by its size, nothing on disk, and nothing that a read would find parseable.
+    const fd = openSync(path, 'w');
+    ftruncateSync(fd, 50 * 1024 * 1024);
+    closeSync(fd);
+    const error = problemsOf(() => loadSwitchboardConfigFile(path));
+    expect(error.problems).toEqual([
+      `${path}: cannot read the switchboard config: the file is 52428800 bytes, more than the ${MAX_CONFIG_FILE_BYTES} read at most`,
+    ]);
+  });
+
+  it('refuses /dev/zero (size 0, endless) as not a regular file', () => {
+    const error = problemsOf(() => loadSwitchboardConfigFile('/dev/zero'));
+    expect(error.message).toMatch(
+      /^\/dev\/zero: cannot read the switchboard config: not a regular file/,
+    );
+  });
+
+  it('reads a file just under the limit', () => {
+    const text = `${YAML}\n#${'x'.repeat(MAX_CONFIG_FILE_BYTES - YAML.length - 3)}\n`;
+    expect(text.length).toBeLessThanOrEqual(MAX_CONFIG_FILE_BYTES);
+    const options = loadSwitchboardConfigFile(file('near-limit.yaml', text), ENV);
+    expect(options.deployments.length).toBeGreaterThan(0);
+  });
+
+  it('never prints what a variable named key, secret, token or password held', () => {
+    const env = {
+      EAST_API_KEY: 'sk-proj-AAAAsecretBBBB',
+      CLIENT_SECRET: 'cs-CCCCsecretDDDD',
+      AUTH_TOKEN: 'tok-EEEEsecretFFFF',
+      DB_PASSWORD: 'pw-GGGGsecretHHHH',
+    };
+    // Each by mistake where validation quotes a value: a model listed twice, a duplicate name.
+    const text = `deployments:
+  - provider: openai
+    name: "\${EAST_API_KEY}"
+    baseURL: https://east.example/openai/v1
+    apiKey: k
+    models: [{ name: "\${CLIENT_SECRET}" }, { name: "\${CLIENT_SECRET}" }]
+  - provider: openai
+    name: "\${EAST_API_KEY}"
+    baseURL: https://west.example/openai/v1
+    apiKey: k
+    models: [{ name: "\${AUTH_TOKEN}" }, { name: "\${AUTH_TOKEN}" }, { name: "\${DB_PASSWORD}" }, { name: "\${DB_PASSWORD}" }]
+`;
+    const error = problemsOf(() => parseSwitchboardConfig(text, { source: 's.yaml', env }));
+    expect(error.problems.length).toBeGreaterThanOrEqual(3);
+    expect(error.message).not.toMatch(/secret/);
+    expect(error.message).toContain("'***' duplicates deployments[0].name");
+  });
+
+  it('clips a long value it quotes', () => {
+    const long = 'm'.repeat(100_000);
+    const text = JSON.stringify({
+      deployments: [
+        {
+          provider: 'openai',
+          name: 'east',
+          baseURL: 'https://east.example/openai/v1',
+          apiKey: 'k',
+          models: [{ name: long }, { name: long }],
+        },
+      ],
+    });
+    const error = problemsOf(() =>
+      parseSwitchboardConfig(text, { source: 's.json', format: 'json' }),
+    );
+    expect(error.message).toContain('… (100000 characters)');
+    expect(error.message.length).toBeLessThan(500);
+  });
+
+  it('does not print an AZURE_OPENAI_ENDPOINT that is not a URL (it may hold the key)', () => {
+    const error = problemsOf(() =>
+      loadSwitchboardConfig({
+        AZURE_OPENAI_ENDPOINT: 'sk-proj-SECRETKEY',
+        AZURE_OPENAI_API_KEY: 'k',
+      }),
+    );
+    expect(error.message).toMatch(/AZURE_OPENAI_ENDPOINT must be an http\(s\) URL/);
+    expect(error.message).not.toContain('SECRETKEY');
   });
 });

@@ -318,7 +318,11 @@ describe('TypeScript blocks of README.md and docs/*.md', () => {
   });
 
   it('"Testing your app" runs', async () => {
-    await run(find("from 'nestjs-switchboard/testing'"));
+    await run(find('east answers 429 once'));
+  });
+
+  it('the stream that never starts, of docs/failures.md, runs', async () => {
+    await run(find('firstTokenTimeout: 200'));
   });
 
   /** The block run against a sample gateway on loopback, its URL put where the block has its own. */
@@ -434,7 +438,8 @@ describe('TypeScript blocks of README.md and docs/*.md', () => {
       'class HealthController',
       'PrometheusExporter',
       'redisState({',
-      "from 'nestjs-switchboard/testing'",
+      'east answers 429 once',
+      'firstTokenTimeout: 200',
       'new Anthropic({ baseURL: gateway',
       'process.env.GATEWAY_KEY',
       'generateText({ model: openai.chat',

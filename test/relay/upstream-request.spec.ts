@@ -6,6 +6,7 @@
 import OpenAI from 'openai';
 import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
+import { CREDENTIALS_REFUSED } from '../../src/errors/http-error';
 
 const GPT = 'gpt-4o-mini';
 const BODY = {
@@ -123,18 +124,27 @@ describe('the relay to openai-client deployments', () => {
     expect(sb.deployments.get('west')!.models.get(GPT)!.rpmUsage).toBe(1);
   });
 
-  it("answers an upstream's error with its status and body, as the SDK reads it", async () => {
+  it("answers an upstream's error with its status and body, as the SDK reads it; a refusal of its own key as 502", async () => {
     sb = createSwitchboard({
       deployments: [openaiAt('west', upstream.deployment('west').openaiBaseURL, 'wrong-key')],
       failover: { attempts: 1 },
     });
     const client = new OpenAI({ apiKey: 'client', fetch: sb.fetch, maxRetries: 0 });
-    const error = await client.chat.completions.create(BODY as never).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
-    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(401);
+    const call = () =>
+      client.chat.completions.create(BODY as never).then(
+        () => undefined,
+        (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+      );
+    // The deployment refused the switchboard's key, not the client's: not a 401 to the client.
+    const refused = await call();
+    expect(refused).toBeInstanceOf(OpenAI.InternalServerError);
+    expect(refused!.status).toBe(502);
+    expect(refused!.error).toMatchObject({ message: CREDENTIALS_REFUSED });
+    sb.deployments.get('west')!.models.get(GPT)!.markUp();
+    upstream.deployment('west').fail({ kind: 'status', status: 400, message: 'bad', code: 'x' });
+    const bad = await call();
+    expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(bad!.error).toMatchObject({ message: 'bad', code: 'x' });
   });
 
   it('fails over from a deployment that refuses connections, which is marked down', async () => {

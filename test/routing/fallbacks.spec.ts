@@ -131,7 +131,7 @@ describe('model fallbacks', () => {
     );
     expect(
       points.fallbacks!.filter((p) => p.value !== 0).map((p) => [p.attributes, p.value]),
-    ).toEqual([[{ model: BIG, fallback: SMALL, deployment: 'small' }, 42]]);
+    ).toEqual([[{ model: BIG, fallback: SMALL, deployment: 'small', reason: 'unavailable' }, 42]]);
     expect(points.requests!.find((p) => p.attributes.fallback === SMALL)?.attributes).toEqual({
       model: BIG,
       deployment: 'small',

@@ -2,11 +2,11 @@
  * The gateway's guard, part by part: keys (constant-time match, never shown), the key a request
  * carries, loopback names, and per-key limits on an injected clock.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
-import { GatewayKeys, presentedKey } from '../../sample/guard/gateway-keys';
+import { GatewayKeys, MAX_KEYS_FILE_BYTES, presentedKey } from '../../sample/guard/gateway-keys';
 import { keyLimitsFromEnv } from '../../sample/guard/guard.module';
 import { isLoopbackHost } from '../../sample/guard/host-check';
 import { KeyLimits } from '../../sample/guard/key-limits';
@@ -31,6 +31,25 @@ describe('GatewayKeys', () => {
       expect(keys.match('# team A')).toBeUndefined();
       expect(() => GatewayKeys.fromEnv({ GATEWAY_API_KEYS_FILE: join(dir, 'missing') })).toThrow(
         /GATEWAY_API_KEYS_FILE could not be read: ENOENT/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a key file over the limit by its size, and /dev/zero, before reading them', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchboard-keys-'));
+    try {
+      const file = join(dir, 'keys');
+      // Sparse: 50 MB by its size, nothing on disk.
+      const fd = openSync(file, 'w');
+      ftruncateSync(fd, 50 * 1024 * 1024);
+      closeSync(fd);
+      expect(() => GatewayKeys.fromEnv({ GATEWAY_API_KEYS_FILE: file })).toThrow(
+        `GATEWAY_API_KEYS_FILE is 52428800 bytes, more than the ${MAX_KEYS_FILE_BYTES} read at most`,
+      );
+      expect(() => GatewayKeys.fromEnv({ GATEWAY_API_KEYS_FILE: '/dev/zero' })).toThrow(
+        'GATEWAY_API_KEYS_FILE is not a regular file',
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -37,6 +37,9 @@ const REAL_TIMERS = [
   'clearTimeout',
 ] as const;
 
+/** USD per million tokens of gpt-4o-mini in the gateway's configuration. */
+const MINI_PRICE = { input: 0.15, output: 0.6, cachedInput: 0.075 };
+
 const dir = mkdtempSync(join(tmpdir(), 'switchboard-status-'));
 const saved = process.env.SWITCHBOARD_CONFIG;
 let upstream: SimulatedUpstream;
@@ -69,6 +72,9 @@ beforeAll(async () => {
       },
     ],
     queue: { maxWait: 600_000, maxQueued: 1 },
+    pricing: { 'gpt-4o-mini': MINI_PRICE, 'claude-sonnet-5': { input: 3, output: 15 } },
+    // acme is named: its spend is shown apart; every other tenant's is `other`.
+    tenants: { acme: { tpm: 1_000_000 } },
   };
   const file = join(dir, 'switchboard.json');
   writeFileSync(file, JSON.stringify(config));
@@ -225,4 +231,38 @@ it('shows a utilization that is the largest of the shares its bars show', async 
       expect(q.share).toBeCloseTo(Math.max(q.used / q.limit, recent), 2);
     }
   }
+});
+
+it('shows USD spent per tenant, priced from the usage each answer reported', async () => {
+  const spent = (s: SwitchboardStatus) => Object.fromEntries(s.costs.map((c) => [c.tenant, c.usd]));
+  const before = spent(await status());
+  // The named tenant and `other` are listed from the start; the calls above were `other`'s.
+  expect(Object.keys(before).sort()).toEqual(['acme', 'other']);
+  expect(before.acme).toBe(0);
+  expect(before.other).toBeGreaterThan(0);
+  const priced = (u: OpenAI.CompletionUsage) => {
+    const cached = u.prompt_tokens_details?.cached_tokens ?? 0;
+    return (
+      ((u.prompt_tokens - cached) * MINI_PRICE.input +
+        cached * MINI_PRICE.cachedInput +
+        u.completion_tokens * MINI_PRICE.output) /
+      1e6
+    );
+  };
+  const asTenant = (tenant: string, content: string) =>
+    openai.chat.completions.create(
+      { model: 'gpt-4o-mini', max_tokens: 32, messages: [{ role: 'user', content }] },
+      { headers: { 'x-switchboard-tenant': tenant } },
+    );
+  let acme = 0;
+  for (let i = 0; i < 3; i++) acme += priced((await asTenant('acme', `acme ${i}`)).usage!);
+  // A tenant not named is counted as `other`, so that the list stays short.
+  const other = priced((await asTenant('initech', 'initech')).usage!);
+  const s = await status();
+  const after = spent(s);
+  expect(Object.keys(after).sort()).toEqual(['acme', 'other']);
+  expect(Math.abs(after.acme! - acme)).toBeLessThan(1e-9);
+  expect(Math.abs(after.other! - before.other! - other)).toBeLessThan(1e-9);
+  // Largest first.
+  expect(s.costs.map((c) => c.usd)).toEqual([...s.costs.map((c) => c.usd)].sort((a, b) => b - a));
 });

@@ -30,6 +30,38 @@ describe('FairLine: deficit round robin across tenants', () => {
     expect(line.size).toBe(0);
   });
 
+  it("a tenant's parts (a/x) share its one turn: naming twelve parts takes no larger share", () => {
+    const line = new FairLine<Item>();
+    for (let i = 0; i < 12; i++) line.push(item(`a/part-${i}`, `a${i}`));
+    for (let i = 0; i < 12; i++) line.push(item('b', `b${i}`));
+    const first12 = drain(line).slice(0, 12);
+    expect(first12.filter((id) => id.startsWith('a'))).toHaveLength(6);
+    expect(first12.filter((id) => id.startsWith('b'))).toHaveLength(6);
+    // Within the tenant, first come first served, whatever part each call named.
+    expect(first12.filter((id) => id.startsWith('a'))).toEqual([
+      'a0',
+      'a1',
+      'a2',
+      'a3',
+      'a4',
+      'a5',
+    ]);
+  });
+
+  it('counts what waits per tenant id as named, parts apart', () => {
+    const line = new FairLine<Item>();
+    line.push(item('a/x', '1'));
+    line.push(item('a/x', '2'));
+    line.push(item('a', '3'));
+    expect(line.byTenant()).toEqual(
+      new Map([
+        ['a/x', 2],
+        ['a', 1],
+      ]),
+    );
+    expect(line.tenantCount).toBe(1);
+  });
+
   it('shares tokens, not calls: a tenant of small calls gets as many tokens per turn as one of large calls', () => {
     const line = new FairLine<Item>();
     for (let i = 0; i < 3; i++) line.push(item('big', `B${i}`, 400));

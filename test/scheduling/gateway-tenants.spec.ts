@@ -1,7 +1,7 @@
 /**
  * The gateway's calls reach the switchboard's queue with their lane and tenant: the headers
- * `x-switchboard-lane` and `x-switchboard-tenant`, and with GATEWAY_API_KEYS the key (by its place
- * in the list, never the key itself) when no tenant is named.
+ * `x-switchboard-lane` and `x-switchboard-tenant`; with GATEWAY_API_KEYS the key is the tenant (by
+ * its place in the list, never the key itself), and a named tenant is a part of the key's own.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,7 +47,7 @@ describe('the gateway: lanes and tenants', () => {
       body: chat,
     });
 
-  it('each key is a tenant unless x-switchboard-tenant names one; x-switchboard-lane picks the lane', async () => {
+  it("each key is a tenant; x-switchboard-tenant names a part of the key's own; x-switchboard-lane picks the lane", async () => {
     const sb = gateway.app.get(Switchboard);
     expect((await post(KEYS[0]!)).status).toBe(200);
     // The one request of the minute is spent: the next calls wait, each under its tenant.
@@ -61,7 +61,7 @@ describe('the gateway: lanes and tenants', () => {
     expect(queued.interactive).toEqual(
       new Map([
         ['key-1', 1],
-        ['acme', 1],
+        ['key-0/acme', 1],
       ]),
     );
     expect(queued.batch).toEqual(new Map([['key-2', 1]]));
@@ -73,18 +73,43 @@ describe('the gateway: lanes and tenants', () => {
     expect(JSON.parse(text)).toMatchObject({
       queue: [
         { model: GPT, lane: 'interactive', tenant: 'key-1', waiting: 1 },
-        { model: GPT, lane: 'interactive', tenant: 'acme', waiting: 1 },
+        { model: GPT, lane: 'interactive', tenant: 'key-0/acme', waiting: 1 },
         { model: GPT, lane: 'batch', tenant: 'key-2', waiting: 1 },
       ],
     });
     for (const key of KEYS) expect(text).not.toContain(key);
+
+    // A key cannot wait as another key's tenant, by header or by body field: what it names is a
+    // part of its own, which waits in its own turn.
+    waiting.push(post(KEYS[2]!, { 'x-switchboard-tenant': 'key-0' }));
+    waiting.push(
+      fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${KEYS[2]}` },
+        body: JSON.stringify({ ...(JSON.parse(chat) as object), tenant: 'key-1' }),
+      }),
+    );
+    await eventually(() => sb.queue!.length(GPT) === 5, { what: 'two more calls to queue' });
+    expect(sb.queue!.waiting(GPT).interactive).toEqual(
+      new Map([
+        ['key-1', 1],
+        ['key-0/acme', 1],
+        ['key-2/key-0', 1],
+        ['key-2', 1],
+      ]),
+    );
+    for (const named of ['x'.repeat(65), 'two words', 'a/b']) {
+      const refused = await post(KEYS[0]!, { 'x-switchboard-tenant': named });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({ error: { code: 'invalid_tenant' } });
+    }
 
     const unknown = await post(KEYS[0]!, { 'x-switchboard-lane': 'urgent' });
     expect(unknown.status).toBe(400);
     expect(await unknown.text()).toContain("lane must be 'interactive' or 'batch'");
 
     await sb.close();
-    expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([503, 503, 503]);
+    expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([503, 503, 503, 503, 503]);
     // The headers went no further than the switchboard.
     const sentHeaders = upstream.deployment('solo').requests.map((r) => JSON.stringify(r));
     expect(sentHeaders.join('\n')).not.toContain('x-switchboard');

@@ -84,7 +84,48 @@ describe('the Redis password', () => {
     expect(down.logger.warnings(/Redis/)).toHaveLength(1);
   });
 
+  // Every form ioredis takes a password in, connected (the test server takes any password) or
+  // not (TLS to a plain server): the health and every view of the store are checked.
+  it.each([
+    ['before the host', (hp: string) => `redis://:hunter2@${hp}`],
+    ['with a user', (hp: string) => `redis://default:hunter2@${hp}/0`],
+    ['in the query', (hp: string) => `redis://${hp}/0?password=hunter2`],
+    [
+      'among other query parameters',
+      (hp: string) => `redis://${hp}/0?db=0&password=hunter2&family=4`,
+    ],
+    ['with an unencoded @', (hp: string) => `redis://:hun@ter2@${hp}`],
+    ['over TLS', (hp: string) => `rediss://u:hunter2@${hp}`],
+  ])('given %s, never shows in inspect, JSON, health or logs', async (_form, url) => {
+    const { sb, state, logger } = replica(undefined, undefined, url(`127.0.0.1:${server.port}`));
+    // Synced (a server without a password takes any) or failed (TLS to a plain server).
+    await eventually(
+      () => state.health().lastSync !== undefined || state.health().status === 'degraded',
+    );
+    const shown = [
+      inspect(sb, { depth: Infinity, showHidden: true }),
+      inspect(state, { depth: Infinity }),
+      JSON.stringify(state),
+      JSON.stringify(state.health()),
+      JSON.stringify(logger.lines),
+      String(state.health().lastError ?? ''),
+    ].join('\n');
+    expect(shown).not.toMatch(/hunter2|hun@ter2|ter2@/);
+    expect(inspect(state)).toContain('127.0.0.1');
+  });
+
   it('is taken out of URLs and of any text', () => {
+    expect(redactUrl('redis://redis:6379/0?password=hunter2')).toBe(
+      'redis://redis:6379/0?password=***',
+    );
+    expect(redactUrl('redis://:p@ss@redis:6379')).toBe('redis://***@redis:6379');
+    expect(redactUrl('redis://u:pw@redis/0?username=u&password=x%40y')).toBe(
+      'redis://***@redis/0?username=***&password=***',
+    );
+    expect(secretScrubber('redis://redis/0?password=x%40y')('AUTH x@y; AUTH x%40y')).toBe(
+      'AUTH ***; AUTH ***',
+    );
+    expect(secretScrubber('redis://:p@ss@redis')('AUTH p@ss')).toBe('AUTH ***');
     expect(redactUrl('redis://user:pa%3Ass@redis:6379/0')).toBe('redis://***@redis:6379/0');
     expect(redactUrl('rediss://redis:6380')).toBe('rediss://redis:6380');
     const scrub = secretScrubber('redis://user:pa%3Ass@redis:6379');

@@ -15,14 +15,17 @@ const GATEWAY_ENV = [
 /**
  * The sample gateway on 127.0.0.1 with `env` as its only gateway settings (whatever the test
  * process has is put back afterwards); on its simulated deployments unless `SWITCHBOARD_CONFIG`
- * names a file.
+ * names a file; on `options.platform` when given.
  *
  * @example
  * ```ts
  * const gateway = await gatewayWith({ GATEWAY_API_KEYS: 'k1,k2' });
  * ```
  */
-export async function gatewayWith(env: Record<string, string>): Promise<Gateway> {
+export async function gatewayWith(
+  env: Record<string, string>,
+  options: { platform?: 'express' | 'fastify' } = {},
+): Promise<Gateway> {
   const saved = Object.fromEntries(GATEWAY_ENV.map((name) => [name, process.env[name]]));
   for (const name of GATEWAY_ENV) delete process.env[name];
   Object.assign(process.env, env);
@@ -32,6 +35,7 @@ export async function gatewayWith(env: Record<string, string>): Promise<Gateway>
       host: '127.0.0.1',
       simulation: env.SWITCHBOARD_CONFIG ? undefined : { latencyFactor: 0, chunkDelay: 0 },
       logger: false,
+      platform: options.platform,
     });
   } finally {
     for (const [name, value] of Object.entries(saved)) {

@@ -49,6 +49,18 @@ function expressions(dashboard: { panels: unknown[] }): string[] {
   return out;
 }
 
+/** Each panel's title and its first expression, panels in rows included. */
+function panels(dashboard: { panels: unknown[] }): Map<string, string> {
+  const out = new Map<string, string>();
+  const visit = (p: { title?: string; targets?: Array<{ expr?: string }>; panels?: unknown[] }) => {
+    const expr = p.targets?.[0]?.expr;
+    if (p.title !== undefined && expr !== undefined) out.set(p.title, expr);
+    for (const inner of p.panels ?? []) visit(inner as typeof p);
+  };
+  for (const p of dashboard.panels) visit(p as Parameters<typeof visit>[0]);
+  return out;
+}
+
 /** The metric names of a Prometheus text exposition (histograms: their `_bucket` etc. lines). */
 function exported(text: string): Set<string> {
   const names = new Set<string>();
@@ -136,6 +148,17 @@ describe('the Grafana dashboard queries only what the sample gateway exports', (
     for (const name of used) expect(name).toMatch(/^(switchboard_|gen_ai_client_)/);
     expect(text).toMatch(/^switchboard_spillovers_total\{[^}]*deployment="aoai-paygo"[^}]*\} 0$/m);
     expect(text).toMatch(/^switchboard_fallbacks_total\{[^}]*fallback="gpt-4o-mini"[^}]*\} 0$/m);
+    // The simulated deployments have list prices: the calls above were priced, as other's (they
+    // named no tenant), and the cost panels read them; the tag refusals start at 0.
+    const spent = text
+      .split('\n')
+      .filter((l) => l.startsWith('switchboard_cost_usd_total{') && l.includes('tenant="other"'))
+      .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    expect(spent).toBeGreaterThan(0);
+    expect(text).toMatch(/^switchboard_tag_refusals_total\{[^}]*model="gpt-4o"[^}]*\} 0$/m);
+    const byTitle = panels(dashboard);
+    expect(byTitle.get('Cost per tenant')).toMatch(/sum by \(tenant\).*switchboard_cost_usd_total/);
+    expect(byTitle.get('Calls refused for tags')).toContain('switchboard_tag_refusals_total');
     for (const line of text.split('\n').filter((l) => /^(switchboard_|gen_ai_)/.test(l))) {
       expect(line).toContain('otel_scope_name="nestjs-switchboard"');
     }

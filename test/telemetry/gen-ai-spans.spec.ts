@@ -130,6 +130,26 @@ describe('GenAI spans and histograms of real calls', () => {
     });
   });
 
+  it("keeps an upstream's key-shaped words out of the span: status and exception scrubbed", async () => {
+    const key = '0123456789abcdef0123456789abcdef';
+    upstream.deployment('east').fail({
+      kind: 'status',
+      status: 400,
+      message: `Invalid header api-key: ${key}; Authorization: Bearer sk-proj-AbCdEf123456`,
+    });
+    sb.deployments.get('west')!.models.get(GPT)!.markDown(60_000);
+    await expect(
+      sb.chat.completions.create({ model: GPT, messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toMatchObject({ status: 400 });
+    const [span] = ours(exporter);
+    expect(span!.status.code).toBe(SpanStatusCode.ERROR);
+    expect(span!.status.message).toContain('Invalid header api-key: [redacted]');
+    const recorded = JSON.stringify({ status: span!.status, events: span!.events });
+    expect(recorded).toContain('exception');
+    expect(recorded).not.toContain(key);
+    expect(recorded).not.toContain('sk-proj-AbCdEf');
+  });
+
   it('ends a stream’s span with the usage its events reported', async () => {
     const stream = await sb.messages.create({
       model: CLAUDE,
@@ -158,5 +178,34 @@ describe('GenAI spans and histograms of real calls', () => {
       'switchboard.attempt': 1,
     });
     expect(output).toBeGreaterThan(0);
+  });
+
+  it('names an embeddings call’s span and measurements after the embeddings operation', async () => {
+    const embedder = createSwitchboard({
+      deployments: [
+        {
+          provider: 'openai',
+          name: 'east',
+          baseURL: upstream.deployment('east').openaiBaseURL,
+          apiKey: 'k',
+          models: [{ name: 'text-embedding-3-small' }],
+        },
+      ],
+    });
+    try {
+      await embedder.embeddings.create({ model: 'text-embedding-3-small', input: 'hello' });
+    } finally {
+      await embedder.close();
+    }
+    const [span] = ours(exporter);
+    expect(span!.name).toBe('embeddings text-embedding-3-small');
+    expect(span!.attributes['gen_ai.operation.name']).toBe('embeddings');
+    const duration = (await reader.collect()).resourceMetrics.scopeMetrics
+      .flatMap((m) => m.metrics)
+      .find((m) => m.descriptor.name === 'gen_ai.client.operation.duration') as
+      HistogramMetricData | undefined;
+    expect(duration!.dataPoints.map((p) => p.attributes['gen_ai.operation.name'])).toEqual([
+      'embeddings',
+    ]);
   });
 });

@@ -240,7 +240,7 @@ describe("simulated quotas, 'faithful' (the default)", () => {
       const system = [
         {
           type: 'text' as const,
-          text: 's'.repeat(800),
+          text: 's'.repeat(4400),
           cache_control: { type: 'ephemeral' as const },
         },
       ];
@@ -253,25 +253,25 @@ describe("simulated quotas, 'faithful' (the default)", () => {
       const first = await anthropic(d).messages.create(params).withResponse();
       expect(first.data.usage).toMatchObject({
         input_tokens: 10,
-        cache_creation_input_tokens: 200,
+        cache_creation_input_tokens: 1100,
         cache_read_input_tokens: 0,
       });
       expect(first.response.headers.get('anthropic-ratelimit-input-tokens-remaining')).toBe(
-        String(2000 - 210),
+        String(2000 - 1110),
       );
       const second = await anthropic(d).messages.create(params).withResponse();
       expect(second.data.usage).toMatchObject({
         input_tokens: 10,
         cache_creation_input_tokens: 0,
-        cache_read_input_tokens: 200,
+        cache_read_input_tokens: 1100,
       });
       // cache reads are free: only the 10 uncached tokens are charged
       expect(second.response.headers.get('anthropic-ratelimit-input-tokens-remaining')).toBe(
-        String(2000 - 220),
+        String(2000 - 1120),
       );
       // another deployment has its own cache
       const plain = await anthropic(upstream.deployment('azure')).messages.create(params);
-      expect(plain.usage.cache_creation_input_tokens).toBe(200);
+      expect(plain.usage.cache_creation_input_tokens).toBe(1100);
       // no cache_control, no cache fields
       const uncached = await anthropic(d).messages.create({ ...params, system: 'plain' });
       expect(uncached.usage).toMatchObject({

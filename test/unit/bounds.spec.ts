@@ -15,6 +15,7 @@ import { clip } from '../../src/errors/clip';
 import { httpErrorFor, retryHeaders } from '../../src/errors/http-error';
 import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../../src/scheduling/capacity-queue';
 import { noRoomError } from '../../src/quota/no-room';
+import { MAX_BODY_DEPTH, nestedDeeperThan } from '../../src/relay/body-checks';
 import { plainHttpWarning } from '../../src/registry/plain-http';
 import {
   MAX_SESSION_ID_LENGTH,
@@ -328,5 +329,48 @@ describe('plain http:// to a remote host', () => {
     expect(warnings.filter((w) => w.includes('plain http://'))).toEqual([
       "deployment 'remote' sends its API key over plain http:// to gpu-box.internal: use https://",
     ]);
+  });
+});
+
+describe('a deeply nested body', () => {
+  it('is measured in one pass, brackets inside strings left out', () => {
+    expect(nestedDeeperThan('{"a":[[1]]}', 2)).toBe(true);
+    expect(nestedDeeperThan('{"a":[[1]]}', 3)).toBe(false);
+    expect(nestedDeeperThan('{"a":"[[[[\\"[[["}', 1)).toBe(false);
+    expect(nestedDeeperThan(`${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}`, 512)).toBe(true);
+  });
+
+  it('100 000 levels deep with a switchboard field: a 400 through sb.fetch, logged once', async () => {
+    const warnings: string[] = [];
+    const sb = createSwitchboard({
+      deployments: [
+        {
+          provider: 'openai',
+          name: 'a',
+          baseURL: 'http://127.0.0.1:9/v1',
+          apiKey: 'k',
+          models: [{ name: 'gpt-4o-mini' }],
+        },
+      ],
+      logger: { ...quiet, warn: (line: string) => void warnings.push(line) },
+    });
+    try {
+      const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+      const res = await sb.fetch('https://sb.example/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: `{"model":"gpt-4o-mini","session_id":"s","messages":[],"metadata":${deep}}`,
+      });
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { error: { message: string } };
+      expect(body.error.message).toBe(
+        `The request body is nested deeper than ${MAX_BODY_DEPTH} levels.`,
+      );
+      expect(warnings).toEqual([
+        `sb.fetch refused a request body nested deeper than ${MAX_BODY_DEPTH} levels`,
+      ]);
+    } finally {
+      await sb.close();
+    }
   });
 });

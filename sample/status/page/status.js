@@ -5,6 +5,12 @@
 (() => {
   const REFRESH_MS = 1000;
   const number = new Intl.NumberFormat('en-US');
+  const usd = new Intl.NumberFormat('en-US', {
+    style: 'currency',
+    currency: 'USD',
+    minimumFractionDigits: 2,
+    maximumFractionDigits: 6,
+  });
   const $ = (id) => document.getElementById(id);
 
   // With GATEWAY_API_KEYS the gateway wants a key: open the page as /#key=<key> (a fragment never
@@ -131,6 +137,8 @@
         const name = cell('th', '', d.name);
         name.scope = 'row';
         name.append(cell('span', 'provider', d.provider === 'anthropic' ? 'Anthropic' : 'OpenAI'));
+        // Where calls that require tags may go: shown beside the provider.
+        if (d.tags && d.tags.length > 0) name.append(cell('span', 'tags', d.tags.join(', ')));
         const tier = cell('td', 'tier');
         const state = cell('span', 'state');
         const stateCell = cell('td');
@@ -298,6 +306,7 @@
       row.requests.textContent = number.format(m.requests);
     }
     renderQueue(snapshot.queue ?? []);
+    renderCosts(snapshot.costs ?? []);
     window.statusChart?.push(snapshot);
     refreshes += 1;
     document.body.dataset.refreshes = String(refreshes);
@@ -320,6 +329,25 @@
     );
     $('queue').hidden = lines.length === 0;
     $('queue-empty').hidden = lines.length > 0;
+  }
+
+  /** USD per tenant, the largest first: rebuilt on each refresh (named tenants and `other`). */
+  function renderCosts(costs) {
+    const body = $('costs').tBodies[0];
+    body.replaceChildren(
+      ...costs.map((c) => {
+        const tr = document.createElement('tr');
+        tr.dataset.tenant = c.tenant;
+        const name = cell('th', '', c.tenant);
+        name.scope = 'row';
+        const spent = cell('td', 'usd', usd.format(c.usd));
+        spent.dataset.usd = String(c.usd);
+        tr.append(name, spent);
+        return tr;
+      }),
+    );
+    $('costs').hidden = costs.length === 0;
+    $('costs-none').hidden = costs.length > 0;
   }
 
   function setConnection(text, offline) {

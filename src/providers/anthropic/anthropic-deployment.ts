@@ -8,6 +8,7 @@ import type { ModelState } from '../../registry/model-state';
 import type { AnthropicConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
 import { clientKey } from '../token-provider';
+import { NO_REDIRECTS } from '../redirect';
 import { toWire, wireNames, type WireOptions } from '../wire-model';
 
 const ERRORS: ProviderErrors = {
@@ -36,7 +37,7 @@ export class AnthropicDeployment extends Deployment {
   readonly client: AnthropicFoundry;
 
   constructor(config: AnthropicConfig, models: ReadonlyMap<string, ModelState>) {
-    super(config.name, models, config.timeout ?? 30_000);
+    super(config.name, models, config.timeout ?? 30_000, Object.freeze([...(config.tags ?? [])]));
     const key = clientKey(config.apiKey, config.name);
     const options: FoundryOptions = {
       ...(config.baseURL
@@ -45,6 +46,7 @@ export class AnthropicDeployment extends Deployment {
       ...(typeof key === 'function' ? { azureADTokenProvider: key } : { apiKey: key }),
       maxRetries: 0,
       timeout: this.timeout,
+      fetchOptions: NO_REDIRECTS,
     };
     const names = wireNames(config.models);
     this.client = names

@@ -7,6 +7,7 @@ import type { ModelState } from '../../registry/model-state';
 import type { OpenAIConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
 import { clientKey } from '../token-provider';
+import { NO_REDIRECTS } from '../redirect';
 import { toWire, wireNames, type WireOptions } from '../wire-model';
 
 const ERRORS: ProviderErrors = {
@@ -34,12 +35,13 @@ export class OpenAIDeployment extends Deployment {
   readonly client: OpenAI;
 
   constructor(config: OpenAIConfig, models: ReadonlyMap<string, ModelState>) {
-    super(config.name, models, config.timeout ?? 30_000);
+    super(config.name, models, config.timeout ?? 30_000, Object.freeze([...(config.tags ?? [])]));
     const options: ClientOptions = {
       baseURL: config.baseURL,
       apiKey: clientKey(config.apiKey, config.name),
       maxRetries: 0,
       timeout: this.timeout,
+      fetchOptions: NO_REDIRECTS,
     };
     const names = wireNames(config.models);
     this.client = names

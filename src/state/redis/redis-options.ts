@@ -139,21 +139,45 @@ export function defaultPrefix(
   return `switchboard:${digest}:`;
 }
 
+/*
+ * ioredis reads a URL with Node's legacy `url.parse`, then takes every query parameter as an
+ * option: a password may come as `redis://:pw@h`, `redis://user:pw@h`, `redis://h/0?password=pw`,
+ * and unencoded characters in it (`redis://:p@ss@h`, where the last `@` ends the credentials)
+ * still connect. Redaction covers every form: wrong by excess (a host hidden with a password)
+ * rather than by default.
+ */
+
+/** The credentials of `url`: from after `//` to its last `@`, or undefined. */
+function userinfoSpan(url: string): { start: number; end: number } | undefined {
+  const slashes = url.indexOf('//');
+  if (slashes === -1) return undefined;
+  const at = url.lastIndexOf('@');
+  return at > slashes ? { start: slashes + 2, end: at } : undefined;
+}
+
+/** Query parameters ioredis would read a credential from. */
+const SECRET_PARAM = /([?&](?:password|pass|username|user)=)([^&#]*)/gi;
+
 /**
- * `url` with its credentials replaced by `***`, for logs and `inspect`.
+ * `url` with its credentials replaced by `***`, for logs and `inspect`: the user and password
+ * before the host (up to the last `@`, as ioredis reads them) and any `password=` or `username=`
+ * query parameter.
  *
  * @example
  * ```ts
  * redactUrl('redis://:hunter2@redis:6379/0'); // 'redis://***@redis:6379/0'
+ * redactUrl('redis://redis:6379/0?password=hunter2'); // 'redis://redis:6379/0?password=***'
  * ```
  */
 export function redactUrl(url: string): string {
-  return url.replace(/^(rediss?:\/\/)[^@/]*@/, '$1***@');
+  const span = userinfoSpan(url);
+  const hidden = span === undefined ? url : `${url.slice(0, span.start)}***${url.slice(span.end)}`;
+  return hidden.replace(SECRET_PARAM, '$1***');
 }
 
 /**
- * A function that takes the password of `url` (as written and decoded) out of any
- * text, for log lines and health details that quote what a library said.
+ * A function that takes the password of `url` (every form {@link redactUrl} knows, as written
+ * and decoded) out of any text, for log lines and health details that quote what a library said.
  *
  * @example
  * ```ts
@@ -162,17 +186,28 @@ export function redactUrl(url: string): string {
  * ```
  */
 export function secretScrubber(url: string | undefined): (text: string) => string {
-  const userinfo = url === undefined ? undefined : /^rediss?:\/\/([^@/]*)@/.exec(url)?.[1];
-  if (userinfo === undefined || userinfo === '') return (text) => text;
-  const colon = userinfo.indexOf(':');
-  const password = colon === -1 ? userinfo : userinfo.slice(colon + 1);
-  if (password === '') return (text) => text;
-  const secrets = new Set<string>([password]);
-  try {
-    secrets.add(decodeURIComponent(password));
-  } catch {
-    // Not URI-encoded: the raw form is covered.
+  if (url === undefined) return (text) => text;
+  const found: string[] = [];
+  const span = userinfoSpan(url);
+  if (span !== undefined) {
+    const userinfo = url.slice(span.start, span.end);
+    const colon = userinfo.indexOf(':');
+    found.push(colon === -1 ? userinfo : userinfo.slice(colon + 1));
   }
+  for (const m of url.matchAll(SECRET_PARAM)) {
+    if (/pass/i.test(m[1]!)) found.push(m[2]!);
+  }
+  const secrets = new Set<string>();
+  for (const secret of found) {
+    if (secret === '') continue;
+    secrets.add(secret);
+    try {
+      secrets.add(decodeURIComponent(secret));
+    } catch {
+      // Not URI-encoded: the raw form is covered.
+    }
+  }
+  if (secrets.size === 0) return (text) => text;
   const ordered = [...secrets].sort((a, b) => b.length - a.length);
   return (text) => ordered.reduce((t, secret) => t.split(secret).join('***'), text);
 }

@@ -54,7 +54,7 @@ export function readChatRequest(body: unknown, fixedCompletionTokens?: number): 
       code: 'empty_array',
     };
   }
-  let promptChars = 0;
+  let prompt = '';
   let lastUser: unknown = undefined;
   for (const [i, message] of messages.entries()) {
     if (!isRecord(message) || typeof message['role'] !== 'string') {
@@ -65,7 +65,7 @@ export function readChatRequest(body: unknown, fixedCompletionTokens?: number): 
         code: 'missing_required_parameter',
       };
     }
-    promptChars += contentText(message['content']).length;
+    prompt += contentText(message['content']);
     if (message['role'] === 'user') lastUser = message['content'];
   }
   const stream = body['stream'];
@@ -93,10 +93,11 @@ export function readChatRequest(body: unknown, fixedCompletionTokens?: number): 
     stream: stream === true,
     includeUsage,
     text: sized.text,
-    promptTokens: Math.max(1, Math.ceil(promptChars / 4)),
+    promptTokens: Math.max(1, Math.ceil(prompt.length / 4)),
     completionTokens: sized.completionTokens,
     truncated: sized.truncated,
     maxTokens: maxTokens.value,
+    prompt,
   };
   return { ok: true, plan };
 }
@@ -117,7 +118,7 @@ function usageOf(plan: CompletionPlan): Record<string, unknown> {
     prompt_tokens: plan.promptTokens,
     completion_tokens: plan.completionTokens,
     total_tokens: plan.promptTokens + plan.completionTokens,
-    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: plan.cacheReadTokens ?? 0, audio_tokens: 0 },
     completion_tokens_details: {
       reasoning_tokens: 0,
       audio_tokens: 0,

@@ -33,6 +33,8 @@ export interface CompletionPlan {
   truncated: boolean;
   /** `max_tokens` / `max_completion_tokens` / `max_output_tokens` of the request, if any. */
   maxTokens: number | undefined;
+  /** OpenAI automatic prompt caching: the prompt's text in order (instructions, then messages). */
+  prompt?: string;
   /** Anthropic prompt caching: the cacheable prefix (by `cache_control` marks), if any. */
   cachePrefix?: { key: string; tokens: number };
   /** Prompt tokens read from the deployment's prompt cache (set at admission). */

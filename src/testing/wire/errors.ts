@@ -90,3 +90,37 @@ export function anthropicErrorBody(
     ...(requestId !== undefined ? { request_id: requestId } : {}),
   };
 }
+
+/**
+ * The 400 of a request too long for the model's context window, as each API words it: OpenAI and
+ * Azure OpenAI `code: 'context_length_exceeded'`; Anthropic `prompt is too long` (the prompt alone)
+ * or `input length and \`max_tokens\` exceed context limit`.
+ *
+ * @example
+ * ```ts
+ * contextWindowError('openai', 8_000, 20_000, 16).code; // => 'context_length_exceeded'
+ * ```
+ */
+export function contextWindowError(
+  provider: 'openai' | 'anthropic',
+  window: number,
+  prompt: number,
+  completion: number,
+): { message: string; code?: string; param?: string } {
+  if (provider === 'anthropic') {
+    return {
+      message:
+        prompt > window
+          ? `prompt is too long: ${prompt} tokens > ${window} maximum`
+          : `input length and \`max_tokens\` exceed context limit: ${prompt} + ${completion} > ${window}, decrease input length or \`max_tokens\` and try again`,
+    };
+  }
+  return {
+    message:
+      `This model's maximum context length is ${window} tokens. However, you requested ` +
+      `${prompt + completion} tokens (${prompt} in the messages, ${completion} in the completion). ` +
+      'Please reduce the length of the messages or completion.',
+    code: 'context_length_exceeded',
+    param: 'messages',
+  };
+}

@@ -151,14 +151,14 @@ export function readResponsesRequest(
     contextTokens = found.contextTokens;
   }
 
-  let promptChars = typeof instructions === 'string' ? instructions.length : 0;
+  let prompt = typeof instructions === 'string' ? instructions : '';
   let lastUser = '';
   if (typeof input === 'string') {
-    promptChars += input.length;
+    prompt += input;
     lastUser = input;
   } else {
     for (const item of input) {
-      promptChars += itemText(item).length;
+      prompt += itemText(item);
       if (isRecord(item) && item['role'] === 'user') lastUser = partsText(item['content']);
     }
   }
@@ -180,7 +180,9 @@ export function readResponsesRequest(
       stream: stream === true,
       includeUsage: true,
       text: sized.text,
-      promptTokens: Math.max(1, Math.ceil(promptChars / 4)) + contextTokens,
+      promptTokens: Math.max(1, Math.ceil(prompt.length / 4)) + contextTokens,
+      // A chained call's context is not text here: only a fresh prompt is cached.
+      ...(contextTokens === 0 ? { prompt } : {}),
       completionTokens: sized.completionTokens,
       truncated: sized.truncated,
       maxTokens: maxTokens.value,
@@ -248,7 +250,7 @@ function responseObject(
     usage: done
       ? {
           input_tokens: plan.promptTokens,
-          input_tokens_details: { cached_tokens: 0 },
+          input_tokens_details: { cached_tokens: plan.cacheReadTokens ?? 0 },
           output_tokens: plan.completionTokens,
           output_tokens_details: { reasoning_tokens: 0 },
           total_tokens: plan.promptTokens + plan.completionTokens,

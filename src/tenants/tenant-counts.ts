@@ -1,0 +1,234 @@
+/**
+ * The counts of one tenant and how a call is let through them, the same in every store: a minute
+ * of tokens and requests in one-second buckets (the window holds the 61 newest, so any 60 s span
+ * an upstream counts over lies inside it), tokens of the UTC day, and USD of the budget's UTC day
+ * or month. A call is taken whole or not at all; its answer adjusts the counts it was taken into.
+ */
+
+/** Which limit of a tenant's policy. */
+export type TenantLimitName = 'tpm' | 'rpm' | 'tokensPerDay' | 'budget';
+
+/** A tenant's limits in force (0 or absent: none). `period`: the budget's (`'day'`/`'month'`). */
+export interface TenantLimits {
+  tpm?: number;
+  rpm?: number;
+  tokensPerDay?: number;
+  usd?: number;
+  period?: 'day' | 'month';
+}
+
+/** What a call takes: tokens at admission, one request, USD reserved. */
+export interface TenantCharge {
+  tokens: number;
+  requests: number;
+  usd: number;
+}
+
+/** A call let through (`at`: when it was taken), or the limit in its way and how long until room. */
+export type TenantVerdict =
+  | { ok: true; at: number }
+  | { ok: false; limit: TenantLimitName; waitMs: number; used: number; value: number };
+
+/**
+ * Where a tenant's counts live: this process ({@link LocalTenantCounts}) or a shared store, where
+ * {@link take} is one atomic step so that two replicas cannot both take the last room.
+ *
+ * @example
+ * ```ts
+ * const v = await counts.take('acme', { tpm: 2000 }, { tokens: 500, requests: 1, usd: 0 }, now);
+ * if (v.ok) counts.adjust('acme', { tokens: -120, requests: 0, usd: 0 }, v.at, { tpm: 2000 });
+ * ```
+ */
+export interface TenantCounts {
+  take(
+    key: string,
+    limits: TenantLimits,
+    charge: TenantCharge,
+    now: number,
+  ): TenantVerdict | Promise<TenantVerdict>;
+  /** Add `delta` (negative: give back) to the counts a call taken at `at` went into. */
+  adjust(key: string, delta: TenantCharge, at: number, limits: TenantLimits): void;
+}
+
+/** Length of a minute bucket (ms). */
+export const BUCKET_MS = 1_000;
+/** Buckets a minute's window holds: the current one and the 60 before it. */
+export const WINDOW_BUCKETS = 61;
+const DAY_MS = 86_400_000;
+
+/** The UTC day number of `t` (epoch ms). */
+export function dayOf(t: number): number {
+  return Math.floor(t / DAY_MS);
+}
+
+/**
+ * The budget period `t` falls in, as a key (`d<day>` or `m<months since 1970>`), and when it ends
+ * (epoch ms).
+ *
+ * @example
+ * ```ts
+ * periodOf(Date.UTC(2025, 5, 30, 23), 'month'); // { key: 'm665', end: Date.UTC(2025, 6, 1) }
+ * ```
+ */
+export function periodOf(t: number, per: 'day' | 'month'): { key: string; end: number } {
+  if (per === 'day') {
+    const day = dayOf(t);
+    return { key: `d${day}`, end: (day + 1) * DAY_MS };
+  }
+  const date = new Date(t);
+  const y = date.getUTCFullYear();
+  const m = date.getUTCMonth();
+  return { key: `m${(y - 1970) * 12 + m}`, end: Date.UTC(y, m + 1, 1) };
+}
+
+/**
+ * ms from `now` until `buckets` (bucket number -> count, the minute's window) has let go of at
+ * least `excess`, as the oldest buckets leave it.
+ */
+export function minuteWait(
+  buckets: Iterable<[number, number]>,
+  excess: number,
+  now: number,
+): number {
+  const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
+  let freed = 0;
+  for (const [n, v] of sorted) {
+    freed += v;
+    if (freed >= excess - 1e-9) return Math.max(1, (n + WINDOW_BUCKETS) * BUCKET_MS - now);
+  }
+  return Math.max(1, (Math.floor(now / BUCKET_MS) + WINDOW_BUCKETS) * BUCKET_MS - now);
+}
+
+/** One tenant's counts in this process. */
+interface Entry {
+  tokens: Map<number, number>;
+  requests: Map<number, number>;
+  day: number;
+  dayTokens: number;
+  period: string;
+  usd: number;
+  /** Newest time anything was taken (for forgetting idle tenants). */
+  last: number;
+}
+
+/**
+ * Tenants' counts in this process: exact for one replica, and what a shared store falls back to
+ * while it cannot be reached. Tenants idle for longer than their longest period are forgotten.
+ *
+ * @example
+ * ```ts
+ * const counts = new LocalTenantCounts();
+ * counts.take('acme', { tpm: 2000 }, { tokens: 500, requests: 1, usd: 0 }, Date.now()); // { ok: true, ... }
+ * ```
+ */
+export class LocalTenantCounts implements TenantCounts {
+  private readonly entries = new Map<string, Entry>();
+  private takes = 0;
+
+  take(key: string, limits: TenantLimits, charge: TenantCharge, now: number): TenantVerdict {
+    if (++this.takes % 1024 === 0) this.forget(now);
+    let e = this.entries.get(key);
+    if (e === undefined) {
+      e = {
+        tokens: new Map(),
+        requests: new Map(),
+        day: 0,
+        dayTokens: 0,
+        period: '',
+        usd: 0,
+        last: now,
+      };
+      this.entries.set(key, e);
+    }
+    const bucket = Math.floor(now / BUCKET_MS);
+    const tokens = slide(e.tokens, bucket);
+    const requests = slide(e.requests, bucket);
+    const day = dayOf(now);
+    if (e.day !== day) {
+      e.day = day;
+      e.dayTokens = 0;
+    }
+    const period = limits.period === undefined ? undefined : periodOf(now, limits.period);
+    if (period !== undefined && e.period !== period.key) {
+      e.period = period.key;
+      e.usd = 0;
+    }
+    const tpm = limits.tpm ?? 0;
+    if (tpm > 0 && tokens + charge.tokens > tpm) {
+      const waitMs = minuteWait(e.tokens, tokens + charge.tokens - tpm, now);
+      return { ok: false, limit: 'tpm', waitMs, used: tokens, value: tpm };
+    }
+    const rpm = limits.rpm ?? 0;
+    if (rpm > 0 && requests + charge.requests > rpm) {
+      const waitMs = minuteWait(e.requests, requests + charge.requests - rpm, now);
+      return { ok: false, limit: 'rpm', waitMs, used: requests, value: rpm };
+    }
+    const tpd = limits.tokensPerDay ?? 0;
+    if (tpd > 0 && e.dayTokens + charge.tokens > tpd) {
+      const waitMs = Math.max(1, (day + 1) * DAY_MS - now);
+      return { ok: false, limit: 'tokensPerDay', waitMs, used: e.dayTokens, value: tpd };
+    }
+    const usd = limits.usd ?? 0;
+    if (period !== undefined && usd > 0 && e.usd + charge.usd > usd + 1e-12) {
+      const waitMs = Math.max(1, period.end - now);
+      return { ok: false, limit: 'budget', waitMs, used: e.usd, value: usd };
+    }
+    add(e.tokens, bucket, charge.tokens);
+    add(e.requests, bucket, charge.requests);
+    e.dayTokens += charge.tokens;
+    e.usd += charge.usd;
+    e.last = now;
+    return { ok: true, at: now };
+  }
+
+  adjust(key: string, delta: TenantCharge, at: number, limits: TenantLimits): void {
+    const e = this.entries.get(key);
+    if (e === undefined) return;
+    const bucket = Math.floor(at / BUCKET_MS);
+    // Only into the counts the call was taken into: a window or period that has moved on keeps
+    // what it counts now.
+    if (e.tokens.has(bucket)) add(e.tokens, bucket, delta.tokens);
+    if (e.requests.has(bucket)) add(e.requests, bucket, delta.requests);
+    if (e.day === dayOf(at)) e.dayTokens = Math.max(0, e.dayTokens + delta.tokens);
+    if (limits.period !== undefined && e.period === periodOf(at, limits.period).key) {
+      e.usd = Math.max(0, e.usd + delta.usd);
+    }
+  }
+
+  /** What `key` has taken at `now`: the minute's tokens and requests, the day's tokens, the period's USD. */
+  used(
+    key: string,
+    now: number,
+  ): { tokens: number; requests: number; dayTokens: number; usd: number } {
+    const e = this.entries.get(key);
+    if (e === undefined) return { tokens: 0, requests: 0, dayTokens: 0, usd: 0 };
+    const bucket = Math.floor(now / BUCKET_MS);
+    return {
+      tokens: slide(e.tokens, bucket),
+      requests: slide(e.requests, bucket),
+      dayTokens: e.day === dayOf(now) ? e.dayTokens : 0,
+      usd: e.usd,
+    };
+  }
+
+  private forget(now: number): void {
+    // A month is the longest period anything is counted over.
+    for (const [key, e] of this.entries) if (now - e.last > 32 * DAY_MS) this.entries.delete(key);
+  }
+}
+
+/** Drops the buckets that left the window by `bucket`; returns what the window holds. */
+function slide(buckets: Map<number, number>, bucket: number): number {
+  let sum = 0;
+  for (const [n, v] of buckets) {
+    if (n <= bucket - WINDOW_BUCKETS) buckets.delete(n);
+    else sum += v;
+  }
+  return sum;
+}
+
+function add(buckets: Map<number, number>, bucket: number, amount: number): void {
+  if (amount === 0) return;
+  const v = (buckets.get(bucket) ?? 0) + amount;
+  buckets.set(bucket, v > 0 ? v : 0);
+}

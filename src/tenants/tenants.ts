@@ -1,0 +1,466 @@
+import { reconcile, type Admission, type TokenUsage } from '../quota/admission';
+import { heldBackError, isNoRoom, type RateLimitErrorClass } from '../quota/no-room';
+import type { Deployment } from '../registry/deployment';
+import type { ModelState } from '../registry/model-state';
+import { sessionKey } from '../selection/session-affinity';
+import { SwitchboardError } from '../switchboard.error';
+import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
+import type { DeploymentConfig, Price, TenantPolicy } from '../types';
+import { costOf, PriceTable } from './price';
+import type {
+  TenantCharge,
+  TenantCounts,
+  TenantLimitName,
+  TenantLimits,
+  TenantVerdict,
+} from './tenant-counts';
+
+/** What a tenant's limit counts, for messages. */
+const UNITS: Record<TenantLimitName, string> = {
+  tpm: 'tokens per minute',
+  rpm: 'requests per minute',
+  tokensPerDay: 'tokens per UTC day',
+  budget: 'USD',
+};
+
+/** How a call of a limited tenant waits for its room; absent: it fails at once. */
+export interface TenantWait {
+  maxWait: number;
+  maxQueued: number;
+}
+
+/**
+ * One call's account: its tenant (when a policy applies), what it took at admission, and what
+ * its answer settles. An attempt that produced usage settles it ({@link settled}): the tokens as
+ * the upstream counts them, the cost at the price of the deployment that answered. A call that
+ * failed without an answer gives back what it took ({@link end}).
+ */
+export class CallAccount {
+  /** When its charge was taken (epoch ms of the switchboard's clock); 0: not taken. */
+  at = 0;
+  /** What it took. */
+  taken: TenantCharge = { tokens: 0, requests: 0, usd: 0 };
+  private done = false;
+
+  constructor(
+    private readonly tenants: Tenants,
+    /** The store key of a tenant with limits; `undefined` when no policy applies. */
+    readonly key: string | undefined,
+    /** The tenant's name as the cost metric labels it: a named tenant, or `other`. */
+    readonly label: string,
+    readonly limits: TenantLimits,
+    readonly name: string,
+  ) {}
+
+  /**
+   * An attempt on `state` of `deployment` produced `usage` (`undefined`: the answer did not say,
+   * its admission charge stands). Returns the USD it cost, when the model has a price there.
+   */
+  settled(
+    deployment: Deployment,
+    state: ModelState,
+    admission: Admission,
+    usage: TokenUsage | undefined,
+  ): number | undefined {
+    if (this.done) return undefined;
+    this.done = true;
+    const used = usage ?? { input: admission.input, output: admission.output };
+    const price = this.tenants.prices.on(deployment.name, state.name);
+    const usd = price === undefined ? 0 : costOf(price, used, deployment.provider);
+    if (price !== undefined) this.tenants.spent(state, this.label, usd);
+    if (this.key !== undefined && this.at !== 0) {
+      const d = reconcile(state.quota.charge, admission, used);
+      const tokens = admission.input + admission.output + d.input + d.output;
+      this.tenants.adjust(this, {
+        tokens: tokens - this.taken.tokens,
+        requests: 0,
+        usd: usd - this.taken.usd,
+      });
+    }
+    return price === undefined ? undefined : usd;
+  }
+
+  /** The call ended with `error` and no attempt settled: what it took goes back. */
+  end(error: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.key === undefined || this.at === 0) return;
+    // A call the switchboard held back reached no upstream: its request goes back too.
+    this.tenants.adjust(this, {
+      tokens: -this.taken.tokens,
+      requests: isNoRoom(error) ? -this.taken.requests : 0,
+      usd: -this.taken.usd,
+    });
+  }
+}
+
+/** A tenant's policy as calls read it: its limits (none set: `undefined`) and its tags. */
+interface Policy {
+  limits: TenantLimits | undefined;
+  tags: readonly string[] | undefined;
+}
+
+interface Waiter {
+  account: CallAccount;
+  charges: { model: string; charge: TenantCharge }[];
+  resolve: (model: string) => void;
+  reject: (error: unknown) => void;
+  RateLimitError: RateLimitErrorClass;
+  deadline: NodeJS.Timeout | undefined;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  joined: number;
+  last: TenantVerdict | undefined;
+  /** Its longest wait passed while its take was under way. */
+  expired: boolean;
+}
+
+interface Line {
+  waiters: Waiter[];
+  /** A take of its head is under way. */
+  busy: boolean;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * The tenants of a switchboard: their policies (`options.tenants`), the prices
+ * (`options.pricing`), and the counts they are held to ({@link TenantCounts}: this process, or a
+ * shared store). A call of a tenant with a policy takes its charge (prompt estimate + max_tokens,
+ * one request, the USD that prices, at the dearest deployment of its model) before it is routed;
+ * over a limit it fails at once with the SDK's `RateLimitError`, or waits in its tenant's line,
+ * first come first served, until the room its limit gives back. Over a budget, a fallback model
+ * whose price fits takes the call, when `options.fallbacks` names one.
+ *
+ * @example
+ * ```ts
+ * const tenants = new Tenants(options, { counts: new LocalTenantCounts(), clock: Date.now });
+ * const account = tenants.open('acme', 'gpt-4o')!;
+ * const model = await tenants.admit(account, admission, ['gpt-4o', 'gpt-4o-mini'], OpenAI.RateLimitError);
+ * ```
+ */
+export class Tenants {
+  readonly prices: PriceTable;
+  metrics: SwitchboardMetrics | undefined;
+  private readonly policies = new Map<string, Policy>();
+  private readonly fallbackPolicy: Policy | undefined;
+  private readonly lines = new Map<string, Line>();
+  /** USD per cost label (a named tenant, or `other`) since the start. */
+  private readonly costByTenant = new Map<string, number>();
+  private readonly counts: TenantCounts;
+  private readonly clock: () => number;
+  private readonly wait: TenantWait | undefined;
+  private closed = false;
+
+  constructor(
+    options: {
+      deployments: readonly DeploymentConfig[];
+      tenants?: Readonly<Record<string, TenantPolicy>>;
+      pricing?: Readonly<Record<string, Price>>;
+    },
+    context: { counts: TenantCounts; clock: () => number; wait?: TenantWait },
+  ) {
+    this.prices = new PriceTable(options.deployments, options.pricing);
+    this.counts = context.counts;
+    this.clock = context.clock;
+    this.wait = context.wait;
+    let star: Policy | undefined;
+    for (const [name, policy] of Object.entries(options.tenants ?? {})) {
+      const limited =
+        policy.tpm !== undefined ||
+        policy.rpm !== undefined ||
+        policy.tokensPerDay !== undefined ||
+        policy.budget !== undefined;
+      const read: Policy = {
+        // A policy of tags alone counts nothing: its calls take no charge, in no store.
+        limits: limited
+          ? {
+              tpm: policy.tpm,
+              rpm: policy.rpm,
+              tokensPerDay: policy.tokensPerDay,
+              usd: policy.budget?.usd,
+              period: policy.budget?.per,
+            }
+          : undefined,
+        tags: policy.tags !== undefined && policy.tags.length > 0 ? policy.tags : undefined,
+      };
+      if (name === '*') star = read;
+      else this.policies.set(name, read);
+    }
+    this.fallbackPolicy = star;
+    if (!this.prices.empty) {
+      for (const label of [...this.policies.keys(), 'other']) this.costByTenant.set(label, 0);
+    }
+  }
+
+  /** The tenants named in the options (not `'*'`), as the cost metric labels them. */
+  get named(): string[] {
+    return [...this.policies.keys()];
+  }
+
+  /** True when neither tenants nor prices are configured: calls need no account. */
+  get idle(): boolean {
+    return this.policies.size === 0 && this.fallbackPolicy === undefined && this.prices.empty;
+  }
+
+  /**
+   * The deployment tags every call of `tenant` requires (its policy's, else `'*'`'s), or
+   * `undefined` when its policy names none. A call without a tenant has no policy.
+   *
+   * @example
+   * ```ts
+   * // tenants: { acme: { tags: ['eu'] } }
+   * tenants.tagsOf('acme'); // ['eu']
+   * ```
+   */
+  tagsOf(tenant: string | undefined): readonly string[] | undefined {
+    return this.policyOf(tenant)?.tags;
+  }
+
+  /**
+   * The account of a call of `tenant` (as the caller named it) to `model`: with the tenant's
+   * limits (its policy's, else `'*'`'s), or without, when only its cost is counted.
+   */
+  open(tenant: string | undefined, model: string): CallAccount {
+    const label = tenant !== undefined && this.policies.has(tenant) ? tenant : 'other';
+    const limits = this.policyOf(tenant)?.limits;
+    if (limits === undefined) return new CallAccount(this, undefined, label, {}, tenant ?? '');
+    if (limits.usd !== undefined && this.prices.dearest(model, { input: 1, output: 1 }) === 0) {
+      throw new SwitchboardError(
+        `Tenant ${tenant} has a budget, but ${model} has no price: add it to options.pricing (USD per million tokens)`,
+      );
+    }
+    return new CallAccount(this, sessionKey(tenant!), label, limits, tenant!);
+  }
+
+  /**
+   * Take the charge of `admission` for the account's tenant, for the first of `models` (the
+   * call's model, then its fallbacks) whose price fits the budget; resolves with that model.
+   * Over a limit: the SDK's `RateLimitError` at once, or after waiting in the tenant's line.
+   */
+  admit(
+    account: CallAccount,
+    admission: Admission,
+    models: readonly string[],
+    RateLimitError: RateLimitErrorClass,
+    signal?: AbortSignal | null,
+  ): Promise<string> {
+    const tokens = admission.input + admission.output;
+    const limits = account.limits;
+    for (const limit of ['tpm', 'tokensPerDay'] as const) {
+      const value = limits[limit] ?? 0;
+      if (value > 0 && tokens > value) {
+        return Promise.reject(
+          new SwitchboardError(
+            `A call of tenant ${account.name} can never fit its ${limit} limit: it takes ${tokens} tokens at admission (${admission.input} input + ${admission.output} reserved output), above ${value} ${UNITS[limit]}. Shorten the prompt or lower its max_tokens.`,
+          ),
+        );
+      }
+    }
+    const charges = (limits.usd === undefined ? models.slice(0, 1) : models).map((model) => ({
+      model,
+      charge: { tokens, requests: 1, usd: this.prices.dearest(model, admission) },
+    }));
+    return new Promise<string>((resolve, reject) => {
+      const w: Waiter = {
+        account,
+        charges,
+        resolve,
+        reject,
+        RateLimitError,
+        deadline: undefined,
+        signal: signal ?? undefined,
+        onAbort: undefined,
+        joined: this.clock(),
+        last: undefined,
+        expired: false,
+      };
+      if (this.closed) {
+        reject(new SwitchboardError('switchboard is closed', { code: 'unavailable' }));
+        return;
+      }
+      const wait = this.wait;
+      if (wait === undefined || wait.maxWait <= 0) {
+        // Nobody waits: each call takes its room or fails on its own.
+        this.attempt(w).then(
+          (v) => (v.ok ? undefined : reject(this.overLimit(w, v))),
+          (error: unknown) => reject(error),
+        );
+        return;
+      }
+      let line = this.lines.get(account.key!);
+      if (line === undefined) {
+        line = { waiters: [], busy: false, timer: undefined };
+        this.lines.set(account.key!, line);
+      }
+      if (line.waiters.length >= wait.maxQueued) {
+        reject(this.overLimit(w, undefined));
+        return;
+      }
+      const leave = (error: unknown) => {
+        const l = this.lines.get(account.key!);
+        const i = l?.waiters.indexOf(w) ?? -1;
+        if (l === undefined || i < 0) return;
+        if (i === 0 && l.busy) {
+          // Its take is under way: it leaves when that answers, unless it got the room.
+          w.expired = true;
+          return;
+        }
+        l.waiters.splice(i, 1);
+        this.forget(w);
+        reject(error);
+        this.pump(account.key!);
+      };
+      w.deadline = setTimeout(() => leave(this.overLimit(w, w.last)), wait.maxWait);
+      if (w.signal !== undefined) {
+        if (w.signal.aborted) {
+          clearTimeout(w.deadline);
+          reject(w.signal.reason);
+          return;
+        }
+        w.onAbort = () => leave(w.signal!.reason);
+        w.signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      line.waiters.push(w);
+      this.pump(account.key!);
+    });
+  }
+
+  /**
+   * USD spent per tenant since the start, as the cost metric labels them (a named tenant, or
+   * `other`); empty without prices.
+   *
+   * @example
+   * ```ts
+   * tenants.costs(); // { acme: 0.0421, other: 0.0007 }
+   * ```
+   */
+  costs(): Record<string, number> {
+    return Object.fromEntries(this.costByTenant);
+  }
+
+  /** @internal What an answer of `state` cost, for the tenant labelled `label`. */
+  spent(state: ModelState, label: string, usd: number): void {
+    this.costByTenant.set(label, (this.costByTenant.get(label) ?? 0) + usd);
+    this.metrics?.cost(state, label, usd);
+  }
+
+  /** @internal What an account adjusts; a refund wakes its tenant's line. */
+  adjust(account: CallAccount, delta: TenantCharge): void {
+    this.counts.adjust(account.key!, delta, account.at, account.limits);
+    if (delta.tokens < 0 || delta.requests < 0 || delta.usd < 0) this.kick(account.key!);
+  }
+
+  /** Fail everyone waiting and stop the timers. */
+  close(error: () => unknown): void {
+    this.closed = true;
+    for (const line of this.lines.values()) {
+      clearTimeout(line.timer);
+      for (const w of line.waiters.splice(0)) {
+        this.forget(w);
+        w.reject(error());
+      }
+    }
+    this.lines.clear();
+  }
+
+  /** The policy of `tenant`: its own, else `'*'`'s; none for a call without a tenant. */
+  private policyOf(tenant: string | undefined): Policy | undefined {
+    if (tenant === undefined) return undefined;
+    return this.policies.get(tenant) ?? this.fallbackPolicy;
+  }
+
+  private kick(key: string): void {
+    const line = this.lines.get(key);
+    if (line === undefined || line.busy) return;
+    clearTimeout(line.timer);
+    line.timer = undefined;
+    this.pump(key);
+  }
+
+  /** Try the head of `key`'s line; on room, the next one; else again when room is expected. */
+  private pump(key: string): void {
+    const line = this.lines.get(key);
+    if (line === undefined || line.busy || line.timer !== undefined) return;
+    const head = line.waiters[0];
+    if (head === undefined) {
+      this.lines.delete(key);
+      return;
+    }
+    line.busy = true;
+    this.attempt(head).then(
+      (v) => {
+        line.busy = false;
+        head.last = v;
+        if (v.ok) {
+          line.waiters.shift();
+          this.forget(head);
+        } else if (head.expired) {
+          line.waiters.shift();
+          this.forget(head);
+          head.reject(this.overLimit(head, v));
+        } else {
+          line.timer = setTimeout(() => {
+            line.timer = undefined;
+            this.pump(key);
+          }, v.waitMs);
+        }
+        this.pump(key);
+      },
+      (error: unknown) => {
+        line.busy = false;
+        line.waiters.shift();
+        this.forget(head);
+        head.reject(error);
+        this.pump(key);
+      },
+    );
+  }
+
+  /**
+   * Take a waiter's charge for its model, or over the budget for a fallback whose price fits:
+   * the first refused verdict when none can be taken.
+   */
+  private async attempt(w: Waiter): Promise<TenantVerdict> {
+    const { account } = w;
+    let first: TenantVerdict | undefined;
+    for (const { model, charge } of w.charges) {
+      const v = await this.counts.take(account.key!, account.limits, charge, this.clock());
+      if (v.ok) {
+        account.at = v.at;
+        account.taken = charge;
+        w.resolve(model);
+        return v;
+      }
+      first ??= v;
+      if (v.limit !== 'budget') break;
+    }
+    return first!;
+  }
+
+  private forget(w: Waiter): void {
+    clearTimeout(w.deadline);
+    if (w.onAbort !== undefined) w.signal?.removeEventListener('abort', w.onAbort);
+  }
+
+  /** The 429 of a call its tenant's limit holds back. */
+  private overLimit(w: Waiter, v: TenantVerdict | undefined): Error {
+    const name = w.account.name;
+    const waited = this.clock() - w.joined;
+    const after = waited > 0 ? ` after waiting ${Math.round(waited)} ms` : '';
+    if (v === undefined || v.ok) {
+      return heldBackError(
+        w.RateLimitError,
+        'switchboard_tenant_limit',
+        `Tenant ${name} has ${this.wait?.maxQueued ?? 0} calls waiting for room already${after}`,
+        1_000,
+      );
+    }
+    const charge = w.charges[0]!.charge;
+    const wants = v.limit === 'budget' ? charge.usd : v.limit === 'rpm' ? 1 : charge.tokens;
+    const fmt = (n: number) => (v.limit === 'budget' ? `${+n.toFixed(6)}` : String(n));
+    const message =
+      `Tenant ${name} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
+      `taken, this call needs ${fmt(wants)}${after}; room again in ${Math.ceil(v.waitMs)} ms`;
+    return heldBackError(w.RateLimitError, 'switchboard_tenant_limit', message, v.waitMs);
+  }
+}
