@@ -1,5 +1,5 @@
 /**
- * Section 10: capacity planning. A day of bursty traffic (a daily curve, a ten-fold burst of one
+ * Section 11: capacity planning. A day of bursty traffic (a daily curve, a ten-fold burst of one
  * minute every hour, two models, two lanes, eight tenants) is written as a `recordTraffic` file
  * and planned with `nestjs-switchboard plan` in a child process of its own, so that its time and
  * its peak memory are the command's alone; then with `--find-tpm`. Beside it, the cost per call of
