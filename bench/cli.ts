@@ -16,6 +16,7 @@ export const SECTIONS = [
   'scheduling',
   'latency',
   'placement',
+  'planning',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 

@@ -19,6 +19,7 @@ import { tiers } from './tiers';
 import { hasGc } from './util';
 import { latencyBench } from './latency';
 import { placement } from './placement';
+import { planning } from './planning';
 
 async function main(): Promise<void> {
   const args: BenchArgs = parseArgs(process.argv.slice(2));
@@ -150,6 +151,14 @@ async function main(): Promise<void> {
   if (want('placement')) {
     console.log('\n== 10. Placement: prompt-cache affinity and tags ==\n');
     figures.placement = await placement({ calls: args.smoke ? 60 : 600, seed: args.seed });
+  }
+  if (want('planning')) {
+    console.log('\n== 11. Capacity planning: a day of recorded traffic, replayed ==\n');
+    figures.planning = await planning({
+      calls: args.smoke ? 5_000 : 1_000_000,
+      seed: args.seed,
+      findTpm: !args.smoke,
+    });
   }
   if (args.soak !== undefined || args.smoke) {
     if (args.soak === undefined) console.log('\n== Soak (smoke: a few seconds) ==\n');

@@ -280,13 +280,13 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     clearInterval(this.resetTimer);
     this.resetTimer = undefined;
     this.metrics.close();
-    this.router.close(
+    const written = this.router.close(
       () =>
         new SwitchboardError('The switchboard closed while the call waited for room', {
           code: 'unavailable',
         }),
     );
-    await this.state.close();
+    await Promise.all([written, this.state.close()]);
   }
 
   /**

@@ -138,4 +138,16 @@ export interface SwitchboardOptions {
    * SDK's `BadRequestError` as Azure sent it (`error.innererror.content_filter_result`).
    */
   contentFilterFallbacks?: Record<string, string[]>;
+  /**
+   * A JSONL file to append one line per finished call to (arrival, model, deployment, tokens as
+   * the upstream reported them, `max_tokens`, lane, tenant, status, latency; never any content),
+   * for `npx nestjs-switchboard plan`. Written off the call path, in one append per second; the
+   * last lines on `close()`. See docs/capacity-planning.md.
+   *
+   * @example
+   * ```ts
+   * createSwitchboard({ deployments, recordTraffic: '/var/log/switchboard/traffic.jsonl' });
+   * ```
+   */
+  recordTraffic?: string;
 }

@@ -298,6 +298,11 @@ export const switchboardOptionsSchema = z.strictObject({
       error: 'must be a logger with log/warn/error methods',
     })
     .optional(),
+  recordTraffic: z
+    .string({ error: 'must be the path of a file to append JSON lines to, such as traffic.jsonl' })
+    .trim()
+    .min(1, { error: 'must be the path of a file to append JSON lines to, such as traffic.jsonl' })
+    .optional(),
   clock: fn('a function returning milliseconds').optional(),
   random: fn('a function returning a number in [0, 1)').optional(),
 });

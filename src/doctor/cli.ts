@@ -3,12 +3,17 @@
  * `npx nestjs-switchboard doctor <config.yaml|json> [--json] [--timeout <ms>]`: checks a
  * configuration against the real deployments before the first call. Exit 0 when every row
  * answered, 1 when any failed, 2 when the command or the configuration is wrong.
+ *
+ * `npx nestjs-switchboard plan <traffic.jsonl> --config <file> [--scale N] [--find-tpm] [--json]
+ * [--html <file>]`: replays recorded traffic against a configuration in virtual time.
  */
-import { runDoctorCli } from './run';
+import { runPlanCli } from '../planning/run-plan';
+import { runDoctorCli, STDIO } from './run';
 
+const args = process.argv.slice(2);
 // Run as the package's `bin` (this module is imported by nothing else).
 // Exits once the output is written: a socket an upstream holds open must not keep it running.
-runDoctorCli(process.argv.slice(2)).then(
+(args[0] === 'plan' ? runPlanCli(args, STDIO) : runDoctorCli(args)).then(
   (status) => {
     process.stdout.write('', () => process.exit(status));
   },

@@ -16,7 +16,9 @@ upstream reports beside the configured ones. \${VAR} in the file is read from th
   --json          print the rows as JSON: [{ deployment, model, ok, status?, error?, latencyMs?, limits? }]
   --timeout <ms>  how long each request may take (default: the deployment's timeout, at most 10000)
 
-Exit status: 0 when every row answered, 1 when any failed, 2 on a usage or configuration error.`;
+Exit status: 0 when every row answered, 1 when any failed, 2 on a usage or configuration error.
+
+To plan quota from recorded traffic: nestjs-switchboard plan --help`;
 
 /** Where the command writes; process.stdout / stderr by default. */
 export interface DoctorOutput {
@@ -24,7 +26,8 @@ export interface DoctorOutput {
   err(text: string): void;
 }
 
-const STDIO: DoctorOutput = {
+/** Standard output and error. */
+export const STDIO: DoctorOutput = {
   out: (text) => void process.stdout.write(`${text}\n`),
   err: (text) => void process.stderr.write(`${text}\n`),
 };

@@ -24,6 +24,7 @@ import type { Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { fits, tokensNeeded } from './context-windows';
+import type { TrafficRecorder } from '../traffic/traffic-recorder';
 import { routeCall, type NoRoom, type Route } from './route-call';
 import { explain } from '../placement/explanations';
 import type { TagSet } from '../placement/tags';
@@ -58,6 +59,8 @@ export interface DispatchShared {
   readonly windows: ReadonlyMap<string, number> | undefined;
   /** Count a call that failed for its caller. */
   countFailure(model: string, error: unknown): void;
+  /** Writes one line per finished call, when `recordTraffic` is set. */
+  readonly traffic?: TrafficRecorder;
 }
 
 /**
@@ -145,6 +148,13 @@ export class Dispatch implements AttemptOutcome, CallGate {
     this.target = this.model;
     this.targetPool = pool;
     this.targetFallbacks = fallbacks;
+    // Only a recorded call carries its arrival and tags to its attempts.
+    if (shared.traffic !== undefined) {
+      this.context = {
+        attempt: 1,
+        call: { t: shared.clock(), lane: tags.lane, tenant: tags.tenant },
+      };
+    }
   }
 
   /**
@@ -202,7 +212,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
         this.errors,
         this.options?.signal,
         (n, _d, why) => {
-          this.context = { attempt: n, failoverReason: why };
+          this.context = { attempt: n, failoverReason: why, call: this.context.call };
           const last = this.last;
           if (last) this.shared.metrics.retry(last.deployment.models.get(last.model)!, why);
         },
@@ -266,6 +276,13 @@ export class Dispatch implements AttemptOutcome, CallGate {
         this.shared.metrics.refusedForTags(this.model);
       }
     }
+    this.shared.traffic?.failed(
+      this.model,
+      this.request,
+      this.context.call,
+      this.last?.deployment,
+      error,
+    );
     this.rejectCall(error);
   }
 

@@ -14,6 +14,7 @@ import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import { GenAiTelemetry } from '../telemetry/gen-ai-telemetry';
 import { GEN_AI_VALUES } from '../telemetry/gen-ai-conventions';
+import type { AttemptTrace, GenAiOperationName } from '../telemetry/gen-ai-telemetry';
 import type {
   SwitchboardMetrics,
   SwitchboardMetricsOptions,
@@ -23,6 +24,7 @@ import { Tenants } from '../tenants/tenants';
 import type { SessionParams } from '../types';
 import { allowsFallbacks, callBody, requiredTags, sessionIdOf, tagsOf } from './call-params';
 import { contextWindows, fits, tokensNeeded, tooLongError } from './context-windows';
+import { TrafficRecorder } from '../traffic/traffic-recorder';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
 import { prepareRequest } from './prepare-request';
@@ -62,6 +64,8 @@ export class Router implements DispatchShared {
   /** Calls waiting for room, when `options.queue` is set: the one place calls wait. */
   readonly queue: CapacityQueue | undefined;
   readonly lanes: LaneActivity;
+  /** Writes one line per finished call, when `options.recordTraffic` names a file. */
+  readonly traffic: TrafficRecorder | undefined;
   /**
    * Per model with fallbacks, every model its calls may fall back to, in the order they are tried
    * (`options.fallbacks` with chains followed).
@@ -152,6 +156,10 @@ export class Router implements DispatchShared {
     }
     // Tracer and meter taken now, as for the metrics: providers registered in main.ts count.
     const genAi = new GenAiTelemetry();
+    const traffic = options.recordTraffic
+      ? new TrafficRecorder(options.recordTraffic, this.logger, this.clock)
+      : undefined;
+    this.traffic = traffic;
     this.hooks = {
       sent: (model) => metrics.request(model),
       failed: (model, reason) => {
@@ -164,14 +172,14 @@ export class Router implements DispatchShared {
         }
       },
       staleSocketRetried: (model) => metrics.retry(model, 'stale_socket'),
-      started: (deployment, model, request, attempt, api) =>
-        genAi.forDeployment(
-          deployment,
-          model.name,
-          request.body,
-          attempt,
-          api === 'embeddings' ? GEN_AI_VALUES.OPERATION_EMBEDDINGS : GEN_AI_VALUES.OPERATION_CHAT,
-        ),
+      started: traffic
+        ? (deployment, model, request, attempt, api) =>
+            bothTraces(
+              genAi.forDeployment(deployment, model.name, request.body, attempt, operationOf(api)),
+              traffic.attempt(deployment, model.name, request, attempt.call),
+            )
+        : (deployment, model, request, attempt, api) =>
+            genAi.forDeployment(deployment, model.name, request.body, attempt, operationOf(api)),
       deadlines: new Deadlines(),
       firstTokenTimeout: options.firstTokenTimeout,
       streamIdleTimeout: options.streamIdleTimeout,
@@ -235,11 +243,15 @@ export class Router implements DispatchShared {
     else counts.other++;
   }
 
-  /** Every later call fails at once; calls waiting for room fail with `closedWaiting`. */
-  close(closedWaiting: () => unknown): void {
+  /**
+   * Every later call fails at once; calls waiting for room fail with `closedWaiting`. Resolves
+   * when the traffic record, if any, is written.
+   */
+  close(closedWaiting: () => unknown): Promise<void> {
     this.closed = true;
     this.queue?.close(closedWaiting);
     this.tenants?.close(closedWaiting);
+    return this.traffic?.close() ?? Promise.resolve();
   }
 
   /** One balanced call, as `sb.<surface>.<opName>(params, options)` makes it (and `sb.fetch`). */
@@ -484,6 +496,23 @@ export class Router implements DispatchShared {
       `${String(model)} is served by ${provider} deployments only and cannot take a sb.${adapter.path.join('.')} call: use ${right.join(' or ')}`,
     );
   }
+}
+
+/** The GenAI operation of an API surface's calls. */
+function operationOf(api: string | undefined): GenAiOperationName {
+  return api === 'embeddings' ? GEN_AI_VALUES.OPERATION_EMBEDDINGS : GEN_AI_VALUES.OPERATION_CHAT;
+}
+
+/** One trace that tells both of an attempt's observers (the span, the traffic record). */
+function bothTraces(span: AttemptTrace, record: AttemptTrace | undefined): AttemptTrace {
+  if (record === undefined) return span;
+  return {
+    response: (result) => (span.response(result), record.response(result)),
+    event: (event) => (span.event(event), record.event(event)),
+    streamEnded: () => (span.streamEnded(), record.streamEnded()),
+    failed: (error, reason) => (span.failed(error, reason), record.failed(error, reason)),
+    cost: (usd) => span.cost(usd),
+  };
 }
 
 function closedError(what: string): SwitchboardError {

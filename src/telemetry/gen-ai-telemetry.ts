@@ -24,6 +24,7 @@ import {
 } from './gen-ai-conventions';
 
 import { METER_NAME } from './metric-names';
+import type { RecordedCall } from '../traffic/traffic-line';
 
 export type { GenAiAttempt } from './gen-ai-attempt';
 export { providerName, usageOf, type GenAiUsage } from './gen-ai-attributes';
@@ -101,6 +102,8 @@ export interface AttemptContext {
   attempt: number;
   /** Why the previous attempt failed. */
   failoverReason?: string;
+  /** The call the attempt belongs to, when `recordTraffic` writes it down. */
+  call?: RecordedCall;
 }
 
 /**
