@@ -12,7 +12,13 @@ import { IoCounter } from './io-counter';
 import type { SharedUsage } from './peer-usage';
 import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';
 import { AnswerLog } from './answer-log';
-import type { HeaderSource, RateLimitFamily, RateLimitReading } from './rate-limit-headers';
+import {
+  requestsPerMinute,
+  type HeaderSource,
+  type RateLimitFamily,
+  type RateLimitReading,
+  type ReportedLimit,
+} from './rate-limit-headers';
 import {
   liveParts,
   type QuotaLedgerOptions,
@@ -347,11 +353,29 @@ export class QuotaLedger {
   private apply(reading: RateLimitReading, context: Anchoring): void {
     if (reading.tokens) this.tokens.anchor(reading.tokens, context);
     if (reading.requests) {
-      if (this.burst.claims(reading.requests)) this.burst.anchor(reading.requests, context);
+      if (this.family === 'openai') this.anchorShortWindow(reading.requests, context);
+      else if (this.burst.claims(reading.requests)) this.burst.anchor(reading.requests, context);
       else this.requests.anchor(reading.requests, context);
     }
     if (reading.input) this.input.anchor(reading.input, context);
     if (reading.output) this.output.anchor(reading.output, context);
+  }
+
+  /**
+   * Azure's requests header speaks of its 10 s window: its limit teaches `rpm` (six of them) when
+   * none is configured, never replaces a configured one, and its remaining corrects the count of
+   * that window only, never the minute's.
+   */
+  private anchorShortWindow(reported: ReportedLimit, context: Anchoring): void {
+    const rpm = this.limits.rpm;
+    if (
+      reported.limit !== undefined &&
+      context.peer === undefined &&
+      !(rpm.configured !== undefined && rpm.configured > 0)
+    ) {
+      this.scope.learned(rpm, requestsPerMinute(reported.limit, 'openai'));
+    }
+    if (this.burst.claims(reported)) this.burst.anchor(reported, context);
   }
 
   /**
