@@ -61,6 +61,7 @@ const model = z.strictObject({
   rpm: quota.optional(),
   itpm: quota.optional(),
   otpm: quota.optional(),
+  requestWindow: z.enum(['1s', '10s'], { error: "must be '1s' or '10s'" }).optional(),
   cooldown: millis('a non-negative number of milliseconds').optional(),
   priority: priority.optional(),
   weight: weight.optional(),

@@ -10,6 +10,7 @@ import { INPUT, OUTPUT } from './hot-row';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
 import type { CountWindow } from './count-window';
+import { SendOrder } from './send-order';
 
 /**
  * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own window,
@@ -25,6 +26,8 @@ import type { CountWindow } from './count-window';
 export class IoCounter implements LimitCounter {
   /** Input (or output) tokens of calls sent and not yet answered. */
   private inFlight = 0;
+  /** The order calls were sent in: an answer is matched to what was sent before its call. */
+  private readonly order: SendOrder;
   readonly hotColumn: number;
 
   constructor(
@@ -35,6 +38,7 @@ export class IoCounter implements LimitCounter {
     private readonly scope: CounterScope,
   ) {
     this.hotColumn = side === 'input' ? INPUT : OUTPUT;
+    this.order = new SendOrder(side);
   }
 
   /** Tokens counted at `now` by the anchored view, never below 0. */
@@ -84,6 +88,7 @@ export class IoCounter implements LimitCounter {
     const charge = admission[this.side];
     this.window.add(charge, now);
     this.inFlight += charge;
+    this.order.sent(admission, charge);
   }
 
   admitted(admission: Admission): void {
@@ -108,9 +113,13 @@ export class IoCounter implements LimitCounter {
     const { now, peer } = context;
     // Another instance's reading is of the moment its call was sent: ours is what we sent before.
     const local = peer ? this.window.before(context.sentAt, now) : this.window.at(now);
-    const own = context.own === undefined ? 0 : context.own[this.side];
-    const inFlight = peer ? 0 : Math.max(0, this.inFlight - own);
-    const delta = this.limit.value - reported.remaining - (local - inFlight);
+    // The upstream had counted every call sent before the answered one, and none sent after it.
+    const own = context.own;
+    const charge = own === undefined ? 0 : own[this.side];
+    const unseen = peer
+      ? 0
+      : ((own && this.order.after(own, charge)) ?? Math.max(0, this.inFlight - charge));
+    const delta = this.limit.value - reported.remaining - Math.max(0, local - unseen);
     if (delta < 0 && this.window.bucketMs !== 0) {
       this.window.trimOldest(-delta, now);
       this.limit.anchor(0, now);
@@ -122,5 +131,6 @@ export class IoCounter implements LimitCounter {
   reset(): void {
     this.window.reset();
     this.limit.clear();
+    this.order.reset();
   }
 }

@@ -27,6 +27,7 @@ import {
 } from './reading';
 import { CountWindow } from './count-window';
 import { fitsRoom, forget, hotRow, keptUtil, measure, type HotRow } from './hot-row';
+import { shortLimit } from './request-window';
 import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
@@ -77,11 +78,13 @@ export class QuotaLedger {
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
   private readonly answers: AnswerLog;
+  /** Whether the request window was configured: then no header changes it. */
+  private readonly requestWindowSet: boolean;
   /** @internal {@link util} as last computed, and the clock readings it holds for ({@link HotRow}). */
   readonly hot: HotRow = hotRow();
 
   constructor(
-    limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm'>,
+    limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm' | 'requestWindow'>,
     private readonly clock: () => number = Date.now,
     options: QuotaLedgerOptions = {},
   ) {
@@ -99,7 +102,9 @@ export class QuotaLedger {
     const requests = new CountWindow(clock, true);
     this.tokens = new WindowCounter(this.limits.tpm, tokens, 'tokens', scope);
     this.requests = new WindowCounter(this.limits.rpm, requests, 'requests', scope);
-    this.burst = new BurstCounter(this.limits.rpm, requests, scope);
+    this.burst = new BurstCounter(this.limits.rpm, requests, scope, this.requests.order);
+    this.requestWindowSet = limits.requestWindow !== undefined;
+    if (limits.requestWindow !== undefined) this.burst.period = limits.requestWindow;
     this.input = new IoCounter(this.limits.itpm, new CountWindow(clock), 'input', scope);
     this.output = new IoCounter(this.limits.otpm, new CountWindow(clock), 'output', scope);
     this.usage = new UsageWindow(clock, tokens, requests);
@@ -362,18 +367,26 @@ export class QuotaLedger {
   }
 
   /**
-   * Azure's requests header speaks of its 10 s window: its limit teaches `rpm` (six of them) when
-   * none is configured, never replaces a configured one, and its remaining corrects the count of
-   * that window only, never the minute's.
+   * Azure's requests header speaks of its short window: its limit teaches `rpm` (six 10 s windows)
+   * when none is configured, never replaces a configured one, and its remaining corrects the count
+   * of that window only, never the minute's. A limit of `rpm / 60` where `rpm / 6` was expected
+   * says the window is 1 s (unless `requestWindow` is configured).
    */
   private anchorShortWindow(reported: ReportedLimit, context: Anchoring): void {
     const rpm = this.limits.rpm;
-    if (
-      reported.limit !== undefined &&
-      context.peer === undefined &&
-      !(rpm.configured !== undefined && rpm.configured > 0)
-    ) {
-      this.scope.learned(rpm, requestsPerMinute(reported.limit, 'openai'));
+    const limit = reported.limit;
+    if (limit !== undefined && context.peer === undefined) {
+      if (!(rpm.configured !== undefined && rpm.configured > 0)) {
+        this.scope.learned(rpm, requestsPerMinute(limit, 'openai'));
+      } else if (
+        !this.requestWindowSet &&
+        limit !== shortLimit(rpm.value, this.burst.period) &&
+        (limit === shortLimit(rpm.value, '1s') || limit === shortLimit(rpm.value, '10s'))
+      ) {
+        this.burst.period = limit === shortLimit(rpm.value, '1s') ? '1s' : '10s';
+        this.gating = undefined;
+        forget(this.hot);
+      }
     }
     if (this.burst.claims(reported)) this.burst.anchor(reported, context);
   }
