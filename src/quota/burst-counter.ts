@@ -6,7 +6,7 @@ import { QuotaLimit } from './quota-limit';
 import { shortLimit, type RequestWindow } from './request-window';
 import type { ReportedLimit } from './rate-limit-headers';
 import type { CountWindow } from './count-window';
-import type { SendOrder } from './send-order';
+import { agreed, type SendOrder } from './send-order';
 
 /**
  * The requests of Azure's short window: it enforces RPM as `rpm / 6` per 10 s (or `rpm / 60` per
@@ -143,10 +143,14 @@ export class BurstCounter implements LimitCounter {
     this.scope.reported.rpm = { remaining: reported.remaining, at: now };
     // The upstream had counted every call sent before the answered one, and none sent after it.
     const own = context.own;
-    const unseen =
-      (own && this.order.after(own, 1)) ?? Math.max(0, this.inFlight - (own === undefined ? 0 : 1));
+    const counted = this.limit - reported.remaining;
     const recent = this.window.recentAt(now);
-    this.correction.anchor(this.limit - reported.remaining - Math.max(0, recent - unseen), now);
+    const inFlight = Math.max(0, this.inFlight - (own === undefined ? 0 : 1));
+    const byArrival = counted - Math.max(0, recent - inFlight);
+    const after = own && this.order.after(own, 1);
+    const delta =
+      after === undefined ? byArrival : agreed(counted - Math.max(0, recent - after), byArrival);
+    this.correction.anchor(delta, now);
   }
 
   reset(): void {

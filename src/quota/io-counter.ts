@@ -10,7 +10,7 @@ import { INPUT, OUTPUT } from './hot-row';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
 import type { CountWindow } from './count-window';
-import { SendOrder } from './send-order';
+import { agreed, SendOrder } from './send-order';
 
 /**
  * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own window,
@@ -115,11 +115,13 @@ export class IoCounter implements LimitCounter {
     const local = peer ? this.window.before(context.sentAt, now) : this.window.at(now);
     // The upstream had counted every call sent before the answered one, and none sent after it.
     const own = context.own;
+    const counted = this.limit.value - reported.remaining;
     const charge = own === undefined ? 0 : own[this.side];
-    const unseen = peer
-      ? 0
-      : ((own && this.order.after(own, charge)) ?? Math.max(0, this.inFlight - charge));
-    const delta = this.limit.value - reported.remaining - Math.max(0, local - unseen);
+    const byArrival =
+      counted - Math.max(0, local - (peer ? 0 : Math.max(0, this.inFlight - charge)));
+    const after = peer ? undefined : own && this.order.after(own, charge);
+    const delta =
+      after === undefined ? byArrival : agreed(counted - Math.max(0, local - after), byArrival);
     if (delta < 0 && this.window.bucketMs !== 0) {
       this.window.trimOldest(-delta, now);
       this.limit.anchor(0, now);

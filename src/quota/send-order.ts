@@ -7,6 +7,9 @@ import type { Admission, SentMarks } from './admission';
  * calls), so what arrived before an answer says nothing of what the upstream had counted. The
  * calls sent after the answered one are what our count holds and the upstream's did not.
  *
+ * Calls sent together reach the upstream in any order, so the matching by send order is taken
+ * as far as the one by arrival (our count less the calls in flight) agrees with it ({@link agreed}).
+ *
  * Only admission charges are summed: a later call's refund or settlement leaves its charge here,
  * so the upstream then looks to count a little more than it does, never less.
  *
@@ -43,4 +46,22 @@ export class SendOrder {
   reset(): void {
     this.total = 0;
   }
+}
+
+/**
+ * The correction two matchings of one answer agree on: `bySend` compares the upstream's count
+ * with what was sent before the call, `byArrival` with our count less the calls still in flight.
+ * Calls sent together reach the upstream in any order, so neither alone is sure: where both say
+ * the upstream counts more (or less), the smaller difference is taken; where they disagree, none.
+ *
+ * @example
+ * ```ts
+ * agreed(-18, -1); // -1
+ * agreed(-3, 2); // 0
+ * ```
+ */
+export function agreed(bySend: number, byArrival: number): number {
+  if (bySend > 0 && byArrival > 0) return bySend < byArrival ? bySend : byArrival;
+  if (bySend < 0 && byArrival < 0) return bySend > byArrival ? bySend : byArrival;
+  return 0;
 }

@@ -11,7 +11,7 @@ import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';
 import type { CountWindow } from './count-window';
-import { SendOrder } from './send-order';
+import { agreed, SendOrder } from './send-order';
 import type { UsageColumn } from './usage-window';
 import { WindowEnd } from './window-end';
 
@@ -210,17 +210,21 @@ export class WindowCounter implements LimitCounter {
   /**
    * The upstream's count when it wrote the answer, less ours of the same calls (kept in
    * {@link local}): the upstream had counted every call sent before the answered one, and none
-   * sent after it, answered or not. An answer to a call this counter did not send is compared
-   * with ours less the calls in flight, which it may not have seen.
+   * sent after it, answered or not, as far as our count less the calls in flight (which it may
+   * not have seen) agrees ({@link agreed}). An answer to a call this counter did not send is
+   * compared with ours less the calls in flight alone.
    */
   private delta(remaining: number, context: Anchoring): number {
     const local = (this.local = this.anchorCount(context));
     const { own, peer } = context;
+    const counted = this.limit.value - remaining;
+    if (peer) return counted - local;
     const charge = own === undefined ? 0 : this.charge(own);
-    const unseen = peer
-      ? 0
-      : ((own && this.order.after(own, charge)) ?? Math.max(0, this.inFlight - charge));
-    return this.limit.value - remaining - Math.max(0, local - unseen);
+    const byArrival = counted - Math.max(0, local - Math.max(0, this.inFlight - charge));
+    const after = own && this.order.after(own, charge);
+    return after === undefined
+      ? byArrival
+      : agreed(counted - Math.max(0, local - after), byArrival);
   }
 
   /**

@@ -94,6 +94,10 @@ describe('answers out of order', () => {
         ),
       );
       const upstream429s = s.sim.stats.byStatus[429] ?? 0;
+      process.stdout.write(
+        `second wave (seed ${seed}): ${upstream429s} upstream 429s, ` +
+          `${second.filter((r) => r === 'held back').length} held back\n`,
+      );
       expect(upstream429s).toBeLessThanOrEqual(1);
       expect(second.filter((r) => r === 'held back').length).toBeGreaterThanOrEqual(59);
     },
