@@ -42,6 +42,12 @@ export interface ModelConfig {
    * `x-ratelimit-limit-requests` (which speaks of that window), else `'10s'`.
    */
   requestWindow?: '1s' | '10s';
+  /**
+   * Output tokens the upstream reserves for a call that sets no `max_tokens` (Azure OpenAI
+   * reserves a model-dependent default: 16 measured on gpt-3.5, 648 on gpt-4o). Default: learned
+   * from how far remaining-tokens drops for such a call; until an answer shows it, none.
+   */
+  outputReservation?: number;
   /** How long (ms) the model is avoided after a 429 or a dropped connection. Default 10 000. */
   cooldown?: number;
   /** Overrides the deployment's `priority` for this model: its tier, 0 = most preferred. */

@@ -23,6 +23,12 @@ export interface Admission {
    * answer's reading is matched to what was sent before it (see `send-order.ts`).
    */
   sent?: SentMarks;
+  /**
+   * The call sets no output cap: the upstream reserves its own default for each of this many
+   * outputs (chat's `n`). The quota charges its `outputReservation` for each, written into
+   * `output` when the call is admitted to a deployment.
+   */
+  uncapped?: number;
 }
 
 /**

@@ -38,6 +38,13 @@ export type { QuotaLedgerOptions } from './reading';
 const DEFAULT_SPAN = 60_000;
 
 /**
+ * Output tokens charged for a call without a cap until the upstream's answers show its own
+ * reservation: none is invented (Azure's differs per model: 16 measured on gpt-3.5, 648 on
+ * gpt-4o), so an uncapped call is charged its prompt alone until an answer teaches more.
+ */
+export const DEFAULT_OUTPUT_RESERVATION = 0;
+
+/**
  * The quota accounting of one model on one deployment: one counter per limit (tokens, requests,
  * the requests of Azure's 10 s window, input and output tokens), each with its usage, its
  * correction from the upstream's rate-limit headers, its window roll and the peers' usage. The
@@ -80,11 +87,18 @@ export class QuotaLedger {
   private readonly answers: AnswerLog;
   /** Whether the request window was configured: then no header changes it. */
   private readonly requestWindowSet: boolean;
+  /** Output tokens the upstream reserves for each output of a call without a cap. */
+  private reservation: number;
+  /** Whether {@link reservation} was configured: then no answer changes it. */
+  private readonly reservationSet: boolean;
   /** @internal {@link util} as last computed, and the clock readings it holds for ({@link HotRow}). */
   readonly hot: HotRow = hotRow();
 
   constructor(
-    limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm' | 'requestWindow'>,
+    limits: Pick<
+      ModelConfig,
+      'tpm' | 'rpm' | 'itpm' | 'otpm' | 'requestWindow' | 'outputReservation'
+    >,
     private readonly clock: () => number = Date.now,
     options: QuotaLedgerOptions = {},
   ) {
@@ -104,6 +118,8 @@ export class QuotaLedger {
     this.requests = new WindowCounter(this.limits.rpm, requests, 'requests', scope);
     this.burst = new BurstCounter(this.limits.rpm, requests, scope, this.requests.order);
     this.requestWindowSet = limits.requestWindow !== undefined;
+    this.reservationSet = limits.outputReservation !== undefined;
+    this.reservation = limits.outputReservation ?? DEFAULT_OUTPUT_RESERVATION;
     if (limits.requestWindow !== undefined) this.burst.period = limits.requestWindow;
     this.input = new IoCounter(this.limits.itpm, new CountWindow(clock), 'input', scope);
     this.output = new IoCounter(this.limits.otpm, new CountWindow(clock), 'output', scope);
@@ -234,7 +250,23 @@ export class QuotaLedger {
   }
 
   /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
+  /** Output tokens charged now for each output of a call that sets no cap. */
+  get outputReservation(): number {
+    return this.reservation;
+  }
+
+  /**
+   * What a call is charged here: its own admission, or for a call without an output cap, the
+   * upstream's reservation for each of its outputs.
+   */
+  private priced(admission: Admission): Admission {
+    const n = admission.uncapped;
+    if (n === undefined) return admission;
+    return { input: admission.input, output: this.reservation * n, reserve: admission.reserve };
+  }
+
   hasRoom(admission: Admission, now = this.clock()): boolean {
+    admission = this.priced(admission);
     // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
     // they hold, room is read from there.
     if (this.scope.peers === undefined && (admission.reserve ?? 0) <= 0) {
@@ -253,6 +285,7 @@ export class QuotaLedger {
    * corrections fade out sooner than it assumes.
    */
   roomAt(admission: Admission, now = this.clock()): number {
+    admission = this.priced(admission);
     if (this.exceeds(admission) !== undefined) return Infinity;
     if (this.hasRoom(admission, now)) return 0;
     let wait = 0;
@@ -269,6 +302,7 @@ export class QuotaLedger {
    * limit itself), or `undefined` when it fits an empty window.
    */
   exceeds(admission: Admission): { limit: LimitName; value: number; charge: number } | undefined {
+    admission = this.priced(admission);
     for (const counter of this.capped) {
       const charge = counter.exceeds(admission);
       if (charge !== undefined)
@@ -284,6 +318,8 @@ export class QuotaLedger {
    */
   admit(admission: Admission): number {
     const now = this.clock();
+    // An uncapped call is charged this deployment's reservation from now on (settle and release too).
+    if (admission.uncapped !== undefined) admission.output = this.reservation * admission.uncapped;
     forget(this.hot);
     for (const counter of this.counters) counter.admit(admission, now);
     this.answers.admitted(admission, now);
@@ -349,9 +385,34 @@ export class QuotaLedger {
     forget(this.hot);
     const now = this.clock();
     this.catchUp(now);
+    if (own?.uncapped !== undefined) this.learnReservation(reading, own, now);
     const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span);
     if (this.family !== 'anthropic') context.headers = headers;
     this.apply(reading, context);
+  }
+
+  /**
+   * An uncapped call's own answer, read while no other call of ours was on its way: how far the
+   * upstream's remaining tokens dropped beyond our count is what it reserved for the call's
+   * output beyond what we charged. The reservation becomes what it reserved, and the call's
+   * charge follows (unless `outputReservation` is configured).
+   */
+  private learnReservation(reading: RateLimitReading, own: Admission, now: number): void {
+    const reported = reading.tokens;
+    const tpm = this.limits.tpm.value;
+    const n = own.uncapped!;
+    if (this.reservationSet || reported?.remaining === undefined || !(tpm > 0)) return;
+    if (this.tokens.inFlight !== own.input + own.output) return;
+    const ours = this.tokens.counted(now) + this.limits.tpm.correction(now, this.scope.span);
+    const more = tpm - reported.remaining - ours;
+    const reservation = Math.round(own.output / n + more / n);
+    if (!(reservation >= 0) || reservation === this.reservation) return;
+    this.reservation = reservation;
+    const charge = reservation * n - own.output;
+    own.output += charge;
+    this.tokens.window.add(charge, now);
+    this.tokens.inFlight += charge;
+    this.output.window.add(charge, now);
   }
 
   /** Hand each value of a reading to its limit's counter. */
