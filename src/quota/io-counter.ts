@@ -9,13 +9,14 @@ import {
 import { INPUT, OUTPUT } from './hot-row';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
-import type { CountWindow } from './count-window';
+import type { UsageCount } from './drain-count';
 import { agreed, SendOrder } from './send-order';
 
 /**
- * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own window,
- * and a correction from the upstream's `anthropic-ratelimit-{input,output}-tokens-remaining` that
- * fades over the window (the upstream's buckets refill continuously: no window end to wait for).
+ * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own count (for
+ * Claude a `DrainCount`, as the upstream's buckets refill continuously), and a correction
+ * from the upstream's `anthropic-ratelimit-{input,output}-tokens-remaining` that fades over the
+ * window (no window end to wait for).
  *
  * @example
  * ```ts
@@ -33,7 +34,7 @@ export class IoCounter implements LimitCounter {
   constructor(
     readonly limit: QuotaLimit,
     /** This instance's input (or output) tokens, its own. */
-    readonly window: CountWindow,
+    readonly window: UsageCount,
     private readonly side: 'input' | 'output',
     private readonly scope: CounterScope,
   ) {

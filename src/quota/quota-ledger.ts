@@ -26,6 +26,7 @@ import {
   type SharedReading,
 } from './reading';
 import { CountWindow } from './count-window';
+import { DrainCount } from './drain-count';
 import { fitsRoom, forget, hotRow, keptUtil, measure, type HotRow } from './hot-row';
 import { shortLimit } from './request-window';
 import { UsageWindow } from './usage-window';
@@ -121,8 +122,13 @@ export class QuotaLedger {
     this.reservationSet = limits.outputReservation !== undefined;
     this.reservation = limits.outputReservation ?? DEFAULT_OUTPUT_RESERVATION;
     if (limits.requestWindow !== undefined) this.burst.period = limits.requestWindow;
-    this.input = new IoCounter(this.limits.itpm, new CountWindow(clock), 'input', scope);
-    this.output = new IoCounter(this.limits.otpm, new CountWindow(clock), 'output', scope);
+    // Anthropic's input and output limits are token buckets: usage drains at the limit a minute.
+    const io = (limit: QuotaLimit) =>
+      options.headers === 'anthropic'
+        ? new DrainCount(() => limit.value, clock)
+        : new CountWindow(clock);
+    this.input = new IoCounter(this.limits.itpm, io(this.limits.itpm), 'input', scope);
+    this.output = new IoCounter(this.limits.otpm, io(this.limits.otpm), 'output', scope);
     this.usage = new UsageWindow(clock, tokens, requests);
     this.counters = [this.tokens, this.requests, this.burst, this.input, this.output];
     this.capped = [this.tokens, this.input, this.output];
@@ -415,9 +421,24 @@ export class QuotaLedger {
     this.output.window.add(charge, now);
   }
 
+  /**
+   * Anthropic's `tokens-*` is the most restrictive limit in effect: the sum of the input and
+   * output buckets (then it says nothing their counters do not, and is not a limit of its own),
+   * or a workspace's combined limit below it.
+   */
+  private isIoSum(reading: RateLimitReading): boolean {
+    if (this.family !== 'anthropic') return false;
+    const limit = reading.tokens?.limit;
+    if (limit === undefined) return !(this.limits.tpm.value > 0);
+    const io =
+      (reading.input?.limit ?? this.limits.itpm.value) +
+      (reading.output?.limit ?? this.limits.otpm.value);
+    return io > 0 && limit >= io;
+  }
+
   /** Hand each value of a reading to its limit's counter. */
   private apply(reading: RateLimitReading, context: Anchoring): void {
-    if (reading.tokens) this.tokens.anchor(reading.tokens, context);
+    if (reading.tokens && !this.isIoSum(reading)) this.tokens.anchor(reading.tokens, context);
     if (reading.requests) {
       if (this.family === 'openai') this.anchorShortWindow(reading.requests, context);
       else if (this.burst.claims(reading.requests)) this.burst.anchor(reading.requests, context);
