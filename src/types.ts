@@ -36,6 +36,18 @@ export interface ModelConfig {
   itpm?: number;
   /** Output tokens per minute (Claude on Foundry), reserved from `max_tokens` at admission. */
   otpm?: number;
+  /**
+   * The short window the upstream enforces `rpm` over: `'10s'` (`rpm / 6` per 10 s, Azure
+   * OpenAI's usual) or `'1s'` (`rpm / 60` per second). Default: learned from Azure's
+   * `x-ratelimit-limit-requests` (which speaks of that window), else `'10s'`.
+   */
+  requestWindow?: '1s' | '10s';
+  /**
+   * Output tokens the upstream reserves for a call that sets no `max_tokens` (Azure OpenAI
+   * reserves a model-dependent default: 16 measured on gpt-3.5, 648 on gpt-4o). Default: learned
+   * from how far remaining-tokens drops for such a call; until an answer shows it, none.
+   */
+  outputReservation?: number;
   /** How long (ms) the model is avoided after a 429 or a dropped connection. Default 10 000. */
   cooldown?: number;
   /** Overrides the deployment's `priority` for this model: its tier, 0 = most preferred. */

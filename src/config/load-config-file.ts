@@ -54,6 +54,7 @@ const NUMERIC_KEYS = new Set([
   'rpm',
   'itpm',
   'otpm',
+  'outputReservation',
   'cooldown',
   'maxCooldown',
   'timeout',

@@ -109,6 +109,12 @@ const model = z.strictObject({
   rpm: quota.optional(),
   itpm: quota.optional(),
   otpm: quota.optional(),
+  requestWindow: z.enum(['1s', '10s'], { error: "must be '1s' or '10s'" }).optional(),
+  outputReservation: z
+    .number({ error: 'must be a non-negative whole number of tokens' })
+    .int({ error: 'must be a non-negative whole number of tokens' })
+    .nonnegative({ error: 'must be a non-negative whole number of tokens' })
+    .optional(),
   cooldown: millis('a non-negative number of milliseconds').optional(),
   priority: priority.optional(),
   weight: weight.optional(),

@@ -1,7 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import type { SwitchboardOptions } from '../config/switchboard-options';
 import { clip } from '../errors/clip';
-import { readRateLimits, type RateLimitReading } from '../quota/rate-limit-headers';
+import {
+  readRateLimits,
+  requestsPerMinute,
+  type RateLimitReading,
+} from '../quota/rate-limit-headers';
 import type { Deployment } from '../registry/deployment';
 import { createSwitchboard, type Switchboard } from '../switchboard';
 import type { DeploymentConfig, ModelConfig, SwitchboardLogger } from '../types';
@@ -196,7 +200,9 @@ function setLimits(row: DoctorRow, headers: Headers, config: DeploymentConfig): 
   if (reading === undefined) return;
   const limits: DoctorLimits = {};
   if (reading.tokens?.limit !== undefined) limits.tpm = reading.tokens.limit;
-  if (reading.requests?.limit !== undefined) limits.rpm = reading.requests.limit;
+  if (reading.requests?.limit !== undefined) {
+    limits.rpm = requestsPerMinute(reading.requests.limit, config.provider);
+  }
   if (reading.input?.limit !== undefined) limits.itpm = reading.input.limit;
   if (reading.output?.limit !== undefined) limits.otpm = reading.output.limit;
   if (Object.keys(limits).length > 0) row.limits = limits;

@@ -18,6 +18,33 @@ export interface Admission {
    * traffic. Absent: the call may take the whole limit.
    */
   reserve?: number;
+  /**
+   * @internal Where each counter stood when the call was admitted, set by the quota: its
+   * answer's reading is matched to what was sent before it (see `send-order.ts`).
+   */
+  sent?: SentMarks;
+  /**
+   * The call sets no output cap: the upstream reserves its own default for each of this many
+   * outputs (chat's `n`). The quota charges its `outputReservation` for each, written into
+   * `output` when the call is admitted to a deployment.
+   */
+  uncapped?: number;
+}
+
+/**
+ * Where each counter stood when a call was admitted: what it had charged before it, in its unit.
+ * Set at admission on the call's {@link Admission}.
+ *
+ * @example
+ * ```ts
+ * const marks: SentMarks = { tokens: 12_000, requests: 12, input: 0, output: 0 };
+ * ```
+ */
+export interface SentMarks {
+  tokens: number;
+  requests: number;
+  input: number;
+  output: number;
 }
 
 /**

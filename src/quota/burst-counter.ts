@@ -3,14 +3,17 @@ import type { Anchoring, CounterScope, LimitCounter } from './counter';
 import { REQUESTS } from './hot-row';
 import { recentRequests } from './peer-usage';
 import { QuotaLimit } from './quota-limit';
+import { shortLimit, type RequestWindow } from './request-window';
 import type { ReportedLimit } from './rate-limit-headers';
 import type { CountWindow } from './count-window';
+import { agreed, type SendOrder } from './send-order';
 
 /**
- * The requests of Azure's short window: it enforces RPM as `rpm / 6` per 10 s, so a burst fills
- * that long before the minute does. Counted over the newest sixth of a sliding usage window
- * (ours, and the peers' by when they sent), corrected by an answer whose requests header speaks
- * of that window (its limit says `rpm / 6`); inactive without a sliding window or an `rpm`.
+ * The requests of Azure's short window: it enforces RPM as `rpm / 6` per 10 s (or `rpm / 60` per
+ * 1 s, `requestWindow`), so a burst fills that long before the minute does. Counted over the
+ * newest sixth (or sixtieth) of a sliding usage window (ours, and the peers' by when they sent),
+ * corrected by an answer's requests header, which speaks of that window; inactive without a
+ * sliding window or an `rpm`.
  *
  * @example
  * ```ts
@@ -24,6 +27,8 @@ export class BurstCounter implements LimitCounter {
   /** Requests sent and not yet answered. */
   private inFlight = 0;
   readonly hotColumn = REQUESTS;
+  /** Short windows in the usage window: 6 for Azure's 10 s, 60 for its 1 s. */
+  private windows = 6;
 
   constructor(
     /** The per-minute limit this window is a sixth of. */
@@ -35,12 +40,27 @@ export class BurstCounter implements LimitCounter {
      */
     private readonly window: CountWindow,
     private readonly scope: CounterScope,
+    /** The order the requests counter saw calls sent in (each is one request there too). */
+    private readonly order: SendOrder,
   ) {}
 
-  /** Requests the upstream allows in a sixth of the window: `rpm / 6`, at least 1. */
+  /** The window the upstream enforces requests over. */
+  get period(): RequestWindow {
+    return this.windows === 60 ? '1s' : '10s';
+  }
+
+  /** Enforce requests over `window` from now on (what was counted stays). */
+  set period(window: RequestWindow) {
+    const windows = window === '1s' ? 60 : 6;
+    if (windows === this.windows) return;
+    this.windows = windows;
+    this.correction.clear();
+    this.window.divideRecent(windows);
+  }
+
+  /** Requests the upstream allows in its short window: `rpm / 6` (or `rpm / 60`), at least 1. */
   get limit(): number {
-    const burst = Math.floor(this.rpm.value / 6);
-    return burst > 1 ? burst : 1;
+    return shortLimit(this.rpm.value, this.period);
   }
 
   /** True with a sliding window and an `rpm`: only then is the newest sixth counted apart. */
@@ -53,7 +73,7 @@ export class BurstCounter implements LimitCounter {
     return (
       this.window.recentAt(now) +
       this.peersRecent(now) +
-      this.correction.correction(now, this.scope.span / 6)
+      this.correction.correction(now, this.scope.span / this.windows)
     );
   }
 
@@ -76,12 +96,12 @@ export class BurstCounter implements LimitCounter {
 
   wait(admission: Admission, now: number): number {
     if (!this.active) return 0;
-    const sixth = this.scope.span / 6;
-    const c = Math.max(0, this.correction.correction(now, sixth));
+    const short = this.scope.span / this.windows;
+    const c = Math.max(0, this.correction.correction(now, short));
     const target = usable(this.limit, admission) - 1 - c - this.peersRecent(now);
     const w = this.window.timeUntil(Infinity, target, now);
-    // A correction of the newest sixth fades out within a sixth of the window.
-    return Math.min(w, c > 0 ? sixth : w);
+    // A correction of the short window fades out within it.
+    return Math.min(w, c > 0 ? short : w);
   }
 
   admit(): void {
@@ -121,9 +141,16 @@ export class BurstCounter implements LimitCounter {
     if (reported.remaining === undefined || context.peer !== undefined) return;
     const { now } = context;
     this.scope.reported.rpm = { remaining: reported.remaining, at: now };
-    const inFlight = Math.max(0, this.inFlight - (context.own === undefined ? 0 : 1));
+    // The upstream had counted every call sent before the answered one, and none sent after it.
+    const own = context.own;
+    const counted = this.limit - reported.remaining;
     const recent = this.window.recentAt(now);
-    this.correction.anchor(this.limit - reported.remaining - (recent - inFlight), now);
+    const inFlight = Math.max(0, this.inFlight - (own === undefined ? 0 : 1));
+    const byArrival = counted - Math.max(0, recent - inFlight);
+    const after = own && this.order.after(own, 1);
+    const delta =
+      after === undefined ? byArrival : agreed(counted - Math.max(0, recent - after), byArrival);
+    this.correction.anchor(delta, now);
   }
 
   reset(): void {
@@ -139,6 +166,6 @@ export class BurstCounter implements LimitCounter {
     const peers = this.scope.peers;
     if (peers === undefined) return 0;
     if (peers.sent === undefined) return peers.recentRequests ?? 0;
-    return recentRequests(peers.sent.spans, now - this.scope.span / 6);
+    return recentRequests(peers.sent.spans, now - this.scope.span / this.windows);
   }
 }

@@ -44,6 +44,8 @@ export class CountWindow {
   /** The count of the newest `recentBuckets` buckets (the last sixth of the window plus the head). */
   private recent = 0;
   private recentBuckets = 0;
+  /** How many short windows make the window: 6 (Azure's 10 s in a minute) or 60 (its 1 s). */
+  private shortWindows = 6;
 
   constructor(
     private readonly clock: () => number = Date.now,
@@ -94,9 +96,25 @@ export class CountWindow {
     this.setHead(Math.floor(this.clock() / this.bucketLength));
     this.lastIndex = this.total !== 0 ? this.headIndex : -Infinity;
     if (this.tracksRecent) {
-      this.recentBuckets = buckets / 6 + 1;
+      this.recentBuckets = Math.max(1, Math.floor(buckets / this.shortWindows)) + 1;
       this.recent = this.total;
     }
+  }
+
+  /**
+   * Count the newest `1 / windows` of a sliding window apart (6: Azure's 10 s requests window in
+   * a minute; 60: its 1 s one), from the buckets already kept.
+   */
+  divideRecent(windows: number): void {
+    this.shortWindows = windows;
+    const b = this.buckets;
+    if (!this.tracksRecent || b === undefined) return;
+    this.slide(this.clock());
+    const n = b.length;
+    this.recentBuckets = Math.max(1, Math.floor((n - 1) / windows)) + 1;
+    let sum = 0;
+    for (let k = 0; k < this.recentBuckets; k++) sum += b[(this.head - k + n) % n]!;
+    this.recent = sum;
   }
 
   /** The count in the window at `now` (epoch ms, the caller's one reading of the clock). */

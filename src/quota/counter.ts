@@ -3,7 +3,7 @@ import type { SharedUsage } from './peer-usage';
 import type { LimitName, QuotaLimit } from './quota-limit';
 import type { HeaderSource, ReportedLimit } from './rate-limit-headers';
 import type { LimitListener, ReportedRemaining, SharedReading } from './reading';
-import type { CountWindow } from './count-window';
+import type { UsageCount } from './drain-count';
 
 /**
  * What the counters of one ledger share, written by the ledger only: the window length and the
@@ -118,7 +118,7 @@ export interface LimitCounter {
  * ```
  */
 export function waitFor(
-  window: CountWindow,
+  window: UsageCount,
   limit: QuotaLimit,
   target: number,
   now: number,

@@ -9,12 +9,14 @@ import {
 import { INPUT, OUTPUT } from './hot-row';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
-import type { CountWindow } from './count-window';
+import type { UsageCount } from './drain-count';
+import { agreed, SendOrder } from './send-order';
 
 /**
- * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own window,
- * and a correction from the upstream's `anthropic-ratelimit-{input,output}-tokens-remaining` that
- * fades over the window (the upstream's buckets refill continuously: no window end to wait for).
+ * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own count (for
+ * Claude a `DrainCount`, as the upstream's buckets refill continuously), and a correction
+ * from the upstream's `anthropic-ratelimit-{input,output}-tokens-remaining` that fades over the
+ * window (no window end to wait for).
  *
  * @example
  * ```ts
@@ -25,16 +27,19 @@ import type { CountWindow } from './count-window';
 export class IoCounter implements LimitCounter {
   /** Input (or output) tokens of calls sent and not yet answered. */
   private inFlight = 0;
+  /** The order calls were sent in: an answer is matched to what was sent before its call. */
+  private readonly order: SendOrder;
   readonly hotColumn: number;
 
   constructor(
     readonly limit: QuotaLimit,
     /** This instance's input (or output) tokens, its own. */
-    readonly window: CountWindow,
+    readonly window: UsageCount,
     private readonly side: 'input' | 'output',
     private readonly scope: CounterScope,
   ) {
     this.hotColumn = side === 'input' ? INPUT : OUTPUT;
+    this.order = new SendOrder(side);
   }
 
   /** Tokens counted at `now` by the anchored view, never below 0. */
@@ -84,6 +89,7 @@ export class IoCounter implements LimitCounter {
     const charge = admission[this.side];
     this.window.add(charge, now);
     this.inFlight += charge;
+    this.order.sent(admission, charge);
   }
 
   admitted(admission: Admission): void {
@@ -108,9 +114,15 @@ export class IoCounter implements LimitCounter {
     const { now, peer } = context;
     // Another instance's reading is of the moment its call was sent: ours is what we sent before.
     const local = peer ? this.window.before(context.sentAt, now) : this.window.at(now);
-    const own = context.own === undefined ? 0 : context.own[this.side];
-    const inFlight = peer ? 0 : Math.max(0, this.inFlight - own);
-    const delta = this.limit.value - reported.remaining - (local - inFlight);
+    // The upstream had counted every call sent before the answered one, and none sent after it.
+    const own = context.own;
+    const counted = this.limit.value - reported.remaining;
+    const charge = own === undefined ? 0 : own[this.side];
+    const byArrival =
+      counted - Math.max(0, local - (peer ? 0 : Math.max(0, this.inFlight - charge)));
+    const after = peer ? undefined : own && this.order.after(own, charge);
+    const delta =
+      after === undefined ? byArrival : agreed(counted - Math.max(0, local - after), byArrival);
     if (delta < 0 && this.window.bucketMs !== 0) {
       this.window.trimOldest(-delta, now);
       this.limit.anchor(0, now);
@@ -122,5 +134,6 @@ export class IoCounter implements LimitCounter {
   reset(): void {
     this.window.reset();
     this.limit.clear();
+    this.order.reset();
   }
 }

@@ -12,7 +12,13 @@ import { IoCounter } from './io-counter';
 import type { SharedUsage } from './peer-usage';
 import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';
 import { AnswerLog } from './answer-log';
-import type { HeaderSource, RateLimitFamily, RateLimitReading } from './rate-limit-headers';
+import {
+  requestsPerMinute,
+  type HeaderSource,
+  type RateLimitFamily,
+  type RateLimitReading,
+  type ReportedLimit,
+} from './rate-limit-headers';
 import {
   liveParts,
   type QuotaLedgerOptions,
@@ -20,7 +26,9 @@ import {
   type SharedReading,
 } from './reading';
 import { CountWindow } from './count-window';
+import { DrainCount } from './drain-count';
 import { fitsRoom, forget, hotRow, keptUtil, measure, type HotRow } from './hot-row';
+import { shortLimit } from './request-window';
 import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
@@ -29,6 +37,13 @@ export type { QuotaLedgerOptions } from './reading';
 
 /** Span of the anchoring correction when usage is counted in a fixed window. */
 const DEFAULT_SPAN = 60_000;
+
+/**
+ * Output tokens charged for a call without a cap until the upstream's answers show its own
+ * reservation: none is invented (Azure's differs per model: 16 measured on gpt-3.5, 648 on
+ * gpt-4o), so an uncapped call is charged its prompt alone until an answer teaches more.
+ */
+export const DEFAULT_OUTPUT_RESERVATION = 0;
 
 /**
  * The quota accounting of one model on one deployment: one counter per limit (tokens, requests,
@@ -71,11 +86,20 @@ export class QuotaLedger {
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
   private readonly answers: AnswerLog;
+  /** Whether the request window was configured: then no header changes it. */
+  private readonly requestWindowSet: boolean;
+  /** Output tokens the upstream reserves for each output of a call without a cap. */
+  private reservation: number;
+  /** Whether {@link reservation} was configured: then no answer changes it. */
+  private readonly reservationSet: boolean;
   /** @internal {@link util} as last computed, and the clock readings it holds for ({@link HotRow}). */
   readonly hot: HotRow = hotRow();
 
   constructor(
-    limits: Pick<ModelConfig, 'tpm' | 'rpm' | 'itpm' | 'otpm'>,
+    limits: Pick<
+      ModelConfig,
+      'tpm' | 'rpm' | 'itpm' | 'otpm' | 'requestWindow' | 'outputReservation'
+    >,
     private readonly clock: () => number = Date.now,
     options: QuotaLedgerOptions = {},
   ) {
@@ -93,9 +117,18 @@ export class QuotaLedger {
     const requests = new CountWindow(clock, true);
     this.tokens = new WindowCounter(this.limits.tpm, tokens, 'tokens', scope);
     this.requests = new WindowCounter(this.limits.rpm, requests, 'requests', scope);
-    this.burst = new BurstCounter(this.limits.rpm, requests, scope);
-    this.input = new IoCounter(this.limits.itpm, new CountWindow(clock), 'input', scope);
-    this.output = new IoCounter(this.limits.otpm, new CountWindow(clock), 'output', scope);
+    this.burst = new BurstCounter(this.limits.rpm, requests, scope, this.requests.order);
+    this.requestWindowSet = limits.requestWindow !== undefined;
+    this.reservationSet = limits.outputReservation !== undefined;
+    this.reservation = limits.outputReservation ?? DEFAULT_OUTPUT_RESERVATION;
+    if (limits.requestWindow !== undefined) this.burst.period = limits.requestWindow;
+    // Anthropic's input and output limits are token buckets: usage drains at the limit a minute.
+    const io = (limit: QuotaLimit) =>
+      options.headers === 'anthropic'
+        ? new DrainCount(() => limit.value, clock)
+        : new CountWindow(clock);
+    this.input = new IoCounter(this.limits.itpm, io(this.limits.itpm), 'input', scope);
+    this.output = new IoCounter(this.limits.otpm, io(this.limits.otpm), 'output', scope);
     this.usage = new UsageWindow(clock, tokens, requests);
     this.counters = [this.tokens, this.requests, this.burst, this.input, this.output];
     this.capped = [this.tokens, this.input, this.output];
@@ -223,7 +256,23 @@ export class QuotaLedger {
   }
 
   /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
+  /** Output tokens charged now for each output of a call that sets no cap. */
+  get outputReservation(): number {
+    return this.reservation;
+  }
+
+  /**
+   * What a call is charged here: its own admission, or for a call without an output cap, the
+   * upstream's reservation for each of its outputs.
+   */
+  private priced(admission: Admission): Admission {
+    const n = admission.uncapped;
+    if (n === undefined) return admission;
+    return { input: admission.input, output: this.reservation * n, reserve: admission.reserve };
+  }
+
   hasRoom(admission: Admission, now = this.clock()): boolean {
+    admission = this.priced(admission);
     // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
     // they hold, room is read from there.
     if (this.scope.peers === undefined && (admission.reserve ?? 0) <= 0) {
@@ -242,6 +291,7 @@ export class QuotaLedger {
    * corrections fade out sooner than it assumes.
    */
   roomAt(admission: Admission, now = this.clock()): number {
+    admission = this.priced(admission);
     if (this.exceeds(admission) !== undefined) return Infinity;
     if (this.hasRoom(admission, now)) return 0;
     let wait = 0;
@@ -258,6 +308,7 @@ export class QuotaLedger {
    * limit itself), or `undefined` when it fits an empty window.
    */
   exceeds(admission: Admission): { limit: LimitName; value: number; charge: number } | undefined {
+    admission = this.priced(admission);
     for (const counter of this.capped) {
       const charge = counter.exceeds(admission);
       if (charge !== undefined)
@@ -273,6 +324,8 @@ export class QuotaLedger {
    */
   admit(admission: Admission): number {
     const now = this.clock();
+    // An uncapped call is charged this deployment's reservation from now on (settle and release too).
+    if (admission.uncapped !== undefined) admission.output = this.reservation * admission.uncapped;
     forget(this.hot);
     for (const counter of this.counters) counter.admit(admission, now);
     this.answers.admitted(admission, now);
@@ -338,20 +391,86 @@ export class QuotaLedger {
     forget(this.hot);
     const now = this.clock();
     this.catchUp(now);
+    if (own?.uncapped !== undefined) this.learnReservation(reading, own, now);
     const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span);
     if (this.family !== 'anthropic') context.headers = headers;
     this.apply(reading, context);
   }
 
+  /**
+   * An uncapped call's own answer, read while no other call of ours was on its way: how far the
+   * upstream's remaining tokens dropped beyond our count is what it reserved for the call's
+   * output beyond what we charged. The reservation becomes what it reserved, and the call's
+   * charge follows (unless `outputReservation` is configured).
+   */
+  private learnReservation(reading: RateLimitReading, own: Admission, now: number): void {
+    const reported = reading.tokens;
+    const tpm = this.limits.tpm.value;
+    const n = own.uncapped!;
+    if (this.reservationSet || reported?.remaining === undefined || !(tpm > 0)) return;
+    if (this.tokens.inFlight !== own.input + own.output) return;
+    const ours = this.tokens.counted(now) + this.limits.tpm.correction(now, this.scope.span);
+    const more = tpm - reported.remaining - ours;
+    const reservation = Math.round(own.output / n + more / n);
+    if (!(reservation >= 0) || reservation === this.reservation) return;
+    this.reservation = reservation;
+    const charge = reservation * n - own.output;
+    own.output += charge;
+    this.tokens.window.add(charge, now);
+    this.tokens.inFlight += charge;
+    this.output.window.add(charge, now);
+  }
+
+  /**
+   * Anthropic's `tokens-*` is the most restrictive limit in effect: the sum of the input and
+   * output buckets (then it says nothing their counters do not, and is not a limit of its own),
+   * or a workspace's combined limit below it.
+   */
+  private isIoSum(reading: RateLimitReading): boolean {
+    if (this.family !== 'anthropic') return false;
+    const limit = reading.tokens?.limit;
+    if (limit === undefined) return !(this.limits.tpm.value > 0);
+    const io =
+      (reading.input?.limit ?? this.limits.itpm.value) +
+      (reading.output?.limit ?? this.limits.otpm.value);
+    return io > 0 && limit >= io;
+  }
+
   /** Hand each value of a reading to its limit's counter. */
   private apply(reading: RateLimitReading, context: Anchoring): void {
-    if (reading.tokens) this.tokens.anchor(reading.tokens, context);
+    if (reading.tokens && !this.isIoSum(reading)) this.tokens.anchor(reading.tokens, context);
     if (reading.requests) {
-      if (this.burst.claims(reading.requests)) this.burst.anchor(reading.requests, context);
+      if (this.family === 'openai') this.anchorShortWindow(reading.requests, context);
+      else if (this.burst.claims(reading.requests)) this.burst.anchor(reading.requests, context);
       else this.requests.anchor(reading.requests, context);
     }
     if (reading.input) this.input.anchor(reading.input, context);
     if (reading.output) this.output.anchor(reading.output, context);
+  }
+
+  /**
+   * Azure's requests header speaks of its short window: its limit teaches `rpm` (six 10 s windows)
+   * when none is configured, never replaces a configured one, and its remaining corrects the count
+   * of that window only, never the minute's. A limit of `rpm / 60` where `rpm / 6` was expected
+   * says the window is 1 s (unless `requestWindow` is configured).
+   */
+  private anchorShortWindow(reported: ReportedLimit, context: Anchoring): void {
+    const rpm = this.limits.rpm;
+    const limit = reported.limit;
+    if (limit !== undefined && context.peer === undefined) {
+      if (!(rpm.configured !== undefined && rpm.configured > 0)) {
+        this.scope.learned(rpm, requestsPerMinute(limit, 'openai'));
+      } else if (
+        !this.requestWindowSet &&
+        limit !== shortLimit(rpm.value, this.burst.period) &&
+        (limit === shortLimit(rpm.value, '1s') || limit === shortLimit(rpm.value, '10s'))
+      ) {
+        this.burst.period = limit === shortLimit(rpm.value, '1s') ? '1s' : '10s';
+        this.gating = undefined;
+        forget(this.hot);
+      }
+    }
+    if (this.burst.claims(reported)) this.burst.anchor(reported, context);
   }
 
   /**

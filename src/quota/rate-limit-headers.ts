@@ -50,6 +50,26 @@ export interface HeaderSource {
 export type RateLimitFamily = 'openai' | 'anthropic';
 
 /**
+ * Azure OpenAI's short request windows in a minute: its `x-ratelimit-limit-requests` and
+ * `-remaining-requests` speak of the 10 s window it enforces requests over, not of the minute
+ * (20 for 120 RPM).
+ */
+export const AZURE_REQUEST_WINDOWS = 6;
+
+/**
+ * The per-minute request limit a requests header's `limit` stands for: Anthropic's speaks of
+ * the minute, Azure's of its 10 s window.
+ *
+ * @example
+ * ```ts
+ * requestsPerMinute(20, 'openai'); // 120
+ * ```
+ */
+export function requestsPerMinute(limit: number, family: RateLimitFamily): number {
+  return family === 'anthropic' ? limit : limit * AZURE_REQUEST_WINDOWS;
+}
+
+/**
  * Reads the rate-limit headers of an answer, or returns `undefined` when it has none: a pure
  * parser, no state. Each lookup in a fetch `Headers` costs about a µs, so the family is read
  * alone when known: an answer without them then costs one or two lookups, one with them two

@@ -11,6 +11,7 @@ import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';
 import type { CountWindow } from './count-window';
+import { agreed, SendOrder } from './send-order';
 import type { UsageColumn } from './usage-window';
 import { WindowEnd } from './window-end';
 
@@ -32,6 +33,8 @@ export class WindowCounter implements LimitCounter {
   readonly end = new WindowEnd();
   /** Tokens (or requests) of calls sent and not yet answered. */
   inFlight = 0;
+  /** The order calls were sent in: an answer is matched to what was sent before its call. */
+  readonly order: SendOrder;
   /**
    * Send time before which the upstream's window that last ended forgot everything: the peers'
    * usage sent before it no longer counts, nor does a peer's reading of a call sent before it.
@@ -55,6 +58,7 @@ export class WindowCounter implements LimitCounter {
     this.spanColumn = column === 'tokens' ? 2 : 3;
     this.hotColumn = column === 'tokens' ? TOKENS : REQUESTS;
     this.peerSum = new PeerSum(this.spanColumn);
+    this.order = new SendOrder(column);
   }
 
   /** What one call charges this limit. */
@@ -129,6 +133,7 @@ export class WindowCounter implements LimitCounter {
     const charge = this.column === 'tokens' ? admission.input + admission.output : 1;
     this.window.add(charge, now);
     this.inFlight += charge;
+    this.order.sent(admission, charge);
   }
 
   admitted(admission: Admission): void {
@@ -204,13 +209,22 @@ export class WindowCounter implements LimitCounter {
 
   /**
    * The upstream's count when it wrote the answer, less ours of the same calls (kept in
-   * {@link local}): calls in flight other than the answered one may not be in its count.
+   * {@link local}): the upstream had counted every call sent before the answered one, and none
+   * sent after it, answered or not, as far as our count less the calls in flight (which it may
+   * not have seen) agrees ({@link agreed}). An answer to a call this counter did not send is
+   * compared with ours less the calls in flight alone.
    */
   private delta(remaining: number, context: Anchoring): number {
     const local = (this.local = this.anchorCount(context));
-    const own = context.own === undefined ? 0 : this.charge(context.own);
-    const inFlight = context.peer ? 0 : Math.max(0, this.inFlight - own);
-    return this.limit.value - remaining - (local - inFlight);
+    const { own, peer } = context;
+    const counted = this.limit.value - remaining;
+    if (peer) return counted - local;
+    const charge = own === undefined ? 0 : this.charge(own);
+    const byArrival = counted - Math.max(0, local - Math.max(0, this.inFlight - charge));
+    const after = own && this.order.after(own, charge);
+    return after === undefined
+      ? byArrival
+      : agreed(counted - Math.max(0, local - after), byArrival);
   }
 
   /**
@@ -282,6 +296,7 @@ export class WindowCounter implements LimitCounter {
     this.window.reset();
     this.limit.clear();
     this.end.clear();
+    this.order.reset();
     this.rolledAt = this.anchoredAt = 0;
   }
 }

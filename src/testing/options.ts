@@ -43,6 +43,15 @@ export const simulatedDeploymentSchema = z.strictObject({
   requestWindow: z.enum(['10s', '1s'], { error: `must be '10s' or '1s'` }).optional(),
   contextWindow: wholeNonNegative('a whole number of tokens >= 0 (0 = no limit)').optional(),
   chargeMaxTokens: z.boolean({ error: 'must be true or false' }).optional(),
+  rules: z
+    .enum(['azure', 'azure-ptu', 'openai'], { error: `must be 'azure', 'azure-ptu' or 'openai'` })
+    .optional(),
+  outputWeight: z
+    .number({ error: 'must be a finite number > 0' })
+    .refine((value) => Number.isFinite(value) && value > 0, {
+      error: 'must be a finite number > 0',
+    })
+    .optional(),
   models: z
     .array(z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }), {
       error: 'must be a list of model ids',

@@ -5,7 +5,12 @@
 import { touchPrefix } from './prompt-cache';
 import { validateFault, type QueuedFault, type SimulatedFault } from './faults';
 import { checkOptions, simulatedDeploymentSchema } from './options';
-import { DeploymentQuota, type QuotaFamily, type QuotaSettings } from './quota';
+import {
+  DeploymentQuota,
+  type OpenAIRulesKind,
+  type QuotaFamily,
+  type QuotaSettings,
+} from './quota';
 import { SwitchboardError } from '../switchboard.error';
 import type { StoredResponse } from './wire/responses';
 
@@ -45,11 +50,20 @@ export interface SimulatedDeploymentOptions {
   rpm?: number;
   /** Anthropic routes: input tokens per minute (uncached input + cache writes); 0 = unlimited. */
   itpm?: number;
-  /** Anthropic routes: output tokens per minute (reserved from `max_tokens`); 0 = unlimited. */
+  /** Anthropic routes: output tokens per minute (actual output); 0 = unlimited. */
   otpm?: number;
   /**
-   * `'faithful'` (default): the rules Azure OpenAI and Anthropic document (output cap charged at
-   * admission, headers on every answer, see {@link SimulatedDeployment}). `'friendly'`: the
+   * Whose documented rules the OpenAI routes (`/openai/`) follow: `'azure'` (default, Azure
+   * OpenAI standard deployments), `'azure-ptu'` (Azure provisioned deployments: `tpm` is the
+   * input-equivalent capacity per minute) or `'openai'` (OpenAI's API). Anthropic routes follow
+   * Anthropic's. See docs/quota-counters.md for each rule and its source.
+   */
+  rules?: OpenAIRulesKind;
+  /** `rules: 'azure-ptu'`: an output token counts this many input tokens (default 1). */
+  outputWeight?: number;
+  /**
+   * `'faithful'` (default): the rules the vendors document (see `rules` and
+   * {@link SimulatedDeployment}). `'friendly'`: the
    * simulator's older model, prompt + actual completion charged (or + `max_tokens` with
    * `chargeMaxTokens`), fixed windows on both routes, only the `remaining` headers.
    */
@@ -175,7 +189,7 @@ export interface SimulatedUsage {
   tokens?: number;
   /** Anthropic routes: input tokens (default `tokens`). */
   inputTokens?: number;
-  /** Anthropic routes: output tokens reserved (default 0). */
+  /** Anthropic routes: output tokens produced (default 0). */
   outputTokens?: number;
   /** Which limits: `'openai'` (Azure routes, default) or `'anthropic'`. */
   family?: QuotaFamily;
@@ -212,6 +226,8 @@ export interface DeploymentInternals {
   promptCache: Map<string, number>;
   /** The upstream has closed: waiters that do not hold right away reject. */
   closed: boolean;
+  /** While set, admitted answers wait here until released (see `holdAnswers`). */
+  held: (() => void)[] | undefined;
 }
 
 const internals = new WeakMap<SimulatedDeployment, DeploymentInternals>();
@@ -274,25 +290,30 @@ export function notifyWaiters(deployment: SimulatedDeployment): void {
  * at least 1; completion tokens = `completionTokens` or ceil(answer characters / 4), at least 1,
  * at most `max_tokens`.
  *
- * **Quotas** (`quota: 'faithful'`, the default; every window divided by `timeScale`).
- * Azure routes (`/openai/`): a request is charged at admission its prompt tokens plus its output
+ * **Quotas** (`quota: 'faithful'`, the default; every window divided by `timeScale`): each
+ * kind of upstream's documented rules, one file each in `rules/` (sources and tables in
+ * docs/quota-counters.md). Azure routes (`/openai/`) follow `rules`: by default Azure OpenAI
+ * standard deployments, where a request is charged at admission its prompt tokens plus its output
  * cap (`max_completion_tokens` / `max_tokens` / `max_output_tokens`, else `inferredMaxTokens`,
  * default 4096; embeddings: the input only) in a fixed 60 s window that opens with the first
- * request after the previous one expired, with no refund; requests are limited to
- * `max(1, floor(rpm / 6))` per 10 s (or `rpm / 60` per 1 s with `requestWindow: '1s'`). Every
- * answer carries `x-ratelimit-limit-requests` / `-tokens` (the per-minute `rpm` / `tpm`),
- * `x-ratelimit-remaining-requests` / `-tokens` (left in the current minute) and
- * `x-ratelimit-reset-requests` / `-tokens` (seconds until that minute ends, to the millisecond).
- * Anthropic routes (`/anthropic/`): token buckets refilled continuously over 60 s for `rpm`,
- * `itpm` (uncached input + cache writes; cache reads are free), `otpm` (reserved from
- * `max_tokens`, the unused part given back when the answer ends) and `tpm` (input + output), with
+ * request after the previous one expired, with no refund, and requests are limited to
+ * `max(1, floor(rpm / 6))` per 10 s (or `rpm / 60` per 1 s with `requestWindow: '1s'`); every
+ * answer carries `x-ratelimit-limit-requests` / `-remaining-requests` / `-reset-requests` of that
+ * short window and `x-ratelimit-*-tokens` of the minute (resets in seconds, to the millisecond).
+ * `rules: 'openai'` enforces OpenAI's continuously refilled buckets, `rules: 'azure-ptu'` Azure's
+ * provisioned utilization (`tpm` input-equivalent tokens a minute, output times `outputWeight`,
+ * cached input free, no `x-ratelimit-*` headers). Anthropic routes (`/anthropic/`): token buckets
+ * refilled continuously over 60 s for `rpm`, `itpm` (uncached input + cache writes; cache reads
+ * are free), `otpm` (the output produced, charged when the answer ends; a request is refused on
+ * it only when the bucket is empty) and `tpm` (a workspace's combined limit), with
  * `anthropic-ratelimit-{requests,input-tokens,output-tokens,tokens}-{limit,remaining,reset}`
- * (reset as an RFC 3339 time; `tokens-*` is the combined bucket, else the tighter of input and
- * output). A request that does not fit gets a 429 with `retry-after` (whole seconds, at least 1;
- * Azure routes also `retry-after-ms`). `quota: 'friendly'` keeps the simulator's older model on
- * both routes: prompt + actual completion (or + `max_tokens` with `chargeMaxTokens`), fixed
- * windows, only the two `x-ratelimit-remaining-*` headers. {@link SimulatedDeployment.consume}
- * charges another application's usage.
+ * (reset as an RFC 3339 time; `tokens-*` is the sum of input and output, or the combined limit,
+ * its remaining rounded down to thousands). A request that does not fit gets a 429 with
+ * `retry-after` (whole seconds, at least 1; Azure routes also `retry-after-ms`).
+ * `quota: 'friendly'` keeps the simulator's older model on both routes: prompt + actual
+ * completion (or + `max_tokens` with `chargeMaxTokens`), fixed windows, only the two
+ * `x-ratelimit-remaining-*` headers. {@link SimulatedDeployment.consume} charges another
+ * application's usage.
  *
  * **Prompt caching**, per deployment, of prefixes of at least 1 024 tokens, each forgotten 5
  * minutes after its last use. Anthropic routes: a request whose system or message blocks carry
@@ -344,6 +365,10 @@ export class SimulatedDeployment {
   itpm: number;
   /** Anthropic output tokens per minute (0 = unlimited). Mutable at run time. */
   otpm: number;
+  /** Whose rules the OpenAI routes follow (see {@link SimulatedDeploymentOptions.rules}). */
+  readonly rules: OpenAIRulesKind;
+  /** Azure PTU: input-equivalent tokens per output token. */
+  readonly outputWeight: number;
   /** Which quota rules apply (see {@link SimulatedDeploymentOptions.quota}). Mutable. */
   quota: 'faithful' | 'friendly';
   /** Output tokens reserved when a request sets no cap (faithful Azure routes). Mutable. */
@@ -390,6 +415,8 @@ export class SimulatedDeployment {
     this.rpm = options.rpm ?? 0;
     this.itpm = options.itpm ?? 0;
     this.otpm = options.otpm ?? 0;
+    this.rules = options.rules ?? 'azure';
+    this.outputWeight = options.outputWeight ?? 1;
     this.quota = options.quota ?? 'faithful';
     this.inferredMaxTokens = options.inferredMaxTokens ?? DEFAULT_INFERRED_MAX_TOKENS;
     this.requestWindow = options.requestWindow ?? '10s';
@@ -414,6 +441,7 @@ export class SimulatedDeployment {
       responses: new Map(),
       promptCache: new Map(),
       closed: false,
+      held: undefined,
     });
   }
 
@@ -514,6 +542,7 @@ export class SimulatedDeployment {
     const input = usage.inputTokens ?? usage.tokens ?? 0;
     const output = usage.outputTokens ?? 0;
     const state = internalsOf(this);
+    const now = state.clock();
     const admission = state.quota.admit(
       family,
       {
@@ -522,9 +551,11 @@ export class SimulatedDeployment {
         inputTokens: input,
         outputTokens: output,
       },
-      state.clock(),
+      now,
       usage.force === true,
     );
+    // The usage is done: rules that count actual output count it now.
+    if (admission.ok) state.quota.settle(admission.charge, output, now);
     return { admitted: admission.ok, retryAfterMs: admission.ok ? 0 : admission.retryMs };
   }
 
@@ -550,7 +581,51 @@ export class SimulatedDeployment {
       otpm: this.otpm,
       inferredMaxTokens: this.inferredMaxTokens,
       chargeMaxTokens: this.chargeMaxTokens,
+      rules: this.rules,
+      outputWeight: this.outputWeight,
     };
+  }
+
+  /**
+   * Holds every answer admitted from now on after its quota charge, as a model still generating
+   * would, until {@link releaseAnswer} lets it go: the upstream counts calls in the order they
+   * arrive and answers them in any order.
+   *
+   * @example
+   * ```ts
+   * deployment.holdAnswers();
+   * // ... send calls, wait for deployment.heldAnswers to reach their number ...
+   * deployment.releaseAnswer(3); // the fourth call admitted is answered first
+   * ```
+   */
+  holdAnswers(): void {
+    internalsOf(this).held ??= [];
+  }
+
+  /** Answers held by {@link holdAnswers} and not released yet (released ones leave a gap). */
+  get heldAnswers(): number {
+    return internalsOf(this).held?.length ?? 0;
+  }
+
+  /**
+   * Lets the held answer admitted `index`-th (from 0, in admission order) go; a released or
+   * missing one is ignored. Returns whether it was held.
+   */
+  releaseAnswer(index: number): boolean {
+    const held = internalsOf(this).held;
+    const release = held?.[index];
+    if (!held || release === undefined) return false;
+    held[index] = () => undefined;
+    release();
+    return true;
+  }
+
+  /** Stops holding answers and lets every held one go. */
+  releaseAll(): void {
+    const state = internalsOf(this);
+    const held = state.held ?? [];
+    state.held = undefined;
+    for (const release of held) release();
   }
 
   /**

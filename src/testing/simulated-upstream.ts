@@ -21,7 +21,7 @@ import {
 } from './exchange';
 import { takeFault, type SimulatedFault } from './faults';
 import { checkOptions, simulatedUpstreamSchema } from './options';
-import { demandOf, type Admission, type QuotaDemand, type QuotaFamily } from './quota';
+import type { Admission, QuotaDemand, QuotaFamily } from './quota';
 import { matchRoute, type Route } from './routing';
 import {
   internalsOf,
@@ -152,17 +152,6 @@ const RECORD_API: Record<Route['kind'], SimulatedRequestRecord['api']> = {
   'retrieve-response': 'response',
   'delete-response': 'response',
 };
-
-/** The `retry-after` headers of a quota 429: Anthropic sends seconds only. */
-function retryHeaders(
-  deployment: SimulatedDeployment,
-  family: QuotaFamily,
-  retryMs: number,
-): Record<string, number> {
-  const seconds = Math.max(1, Math.ceil(retryMs / 1000));
-  if (family === 'anthropic' && deployment.quota === 'faithful') return { 'retry-after': seconds };
-  return { 'retry-after': seconds, 'retry-after-ms': Math.max(1, Math.ceil(retryMs)) };
-}
 
 const LIMIT_NAMES = {
   requests: 'request',
@@ -564,14 +553,14 @@ export class SimulatedUpstream {
     }
 
     const family: QuotaFamily = exchange.provider;
-    const demand = demandOf(plan, family, deployment);
+    const demand = state.quota.demand(family, plan);
     const admission = state.quota.admit(family, demand, state.clock());
     if (!admission.ok) {
       return exchange.sendError(429, rateLimitMessage(deployment, family, demand, admission), {
         type: admission.reason,
         headers: {
           ...admission.headers,
-          ...retryHeaders(deployment, family, admission.retryMs),
+          ...state.quota.retryHeaders(family, admission.retryMs),
         },
       });
     }
@@ -579,6 +568,16 @@ export class SimulatedUpstream {
     exchange.onSettle = () =>
       state.quota.settle(charge, plan.completionTokens, internalsOf(deployment).clock());
     for (const key of cacheKeys) usePromptCache(deployment, key, state.clock());
+    // Admitted and counted: a held answer waits, as a model still generating would.
+    const held = state.held;
+    if (held !== undefined) {
+      const released = await new Promise<boolean>((resolve) => {
+        held.push(() => resolve(true));
+        notifyWaiters(deployment);
+        exchange.signal.addEventListener('abort', () => resolve(false), { once: true });
+      });
+      if (!released || exchange.done) return exchange.abort();
+    }
 
     const id = wire.id(deployment.name, sequence);
     if (plan.api === 'responses') {

@@ -170,9 +170,10 @@ it("shows our count beside the upstream's remaining, and limits it learned as le
   expect(claude.itpm!.upstreamRemaining).toBe(
     Number(foundry['anthropic-ratelimit-input-tokens-remaining']),
   );
-  expect(claude.otpm!.upstreamRemaining).toBe(
-    Number(foundry['anthropic-ratelimit-output-tokens-remaining']),
-  );
+  // Output counts when it is produced, after the answer's headers were written: they said
+  // the bucket was full, and now it holds the answer's output less.
+  expect(claude.otpm!.upstreamRemaining).toBe(1_000);
+  expect(Number(foundry['anthropic-ratelimit-output-tokens-remaining'])).toBeLessThan(1_000);
   expect(claude.itpm!.share).toBeGreaterThan(0);
 });
 

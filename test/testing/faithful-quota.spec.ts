@@ -67,9 +67,10 @@ describe("simulated quotas, 'faithful' (the default)", () => {
         'x-ratelimit-limit-tokens': '10000',
         'x-ratelimit-remaining-tokens': '9490',
         'x-ratelimit-reset-tokens': '60',
-        'x-ratelimit-limit-requests': '60',
-        'x-ratelimit-remaining-requests': '59',
-        'x-ratelimit-reset-requests': '60',
+        // Azure's request headers speak of its 10 s window: 60 RPM is 10 per 10 s
+        'x-ratelimit-limit-requests': '10',
+        'x-ratelimit-remaining-requests': '9',
+        'x-ratelimit-reset-requests': '10',
       });
       now += 15_000;
       const next = await openai(d)
@@ -150,8 +151,9 @@ describe("simulated quotas, 'faithful' (the default)", () => {
       )) as RateLimitError;
       expect(err.error).toMatchObject({ type: 'requests' });
       expect(err.headers.get('retry-after-ms')).toBe('10000');
-      // the per-minute view: 50 of 60 left, though the 10 s window is full
-      expect(err.headers.get('x-ratelimit-remaining-requests')).toBe('50');
+      // the 10 s window's view, as Azure reports it: none left of 10
+      expect(err.headers.get('x-ratelimit-limit-requests')).toBe('10');
+      expect(err.headers.get('x-ratelimit-remaining-requests')).toBe('0');
       now += 10_000;
       await openai(d).chat.completions.create(chat('x', { max_tokens: 1 }));
 
@@ -174,7 +176,8 @@ describe("simulated quotas, 'faithful' (the default)", () => {
         .chat.completions.create(chat('x', { max_tokens: 99 }))
         .withResponse();
       expect(response.headers.get('x-ratelimit-remaining-tokens')).toBe('300');
-      expect(response.headers.get('x-ratelimit-remaining-requests')).toBe(String(600 - 4));
+      // 600 RPM is 100 per 10 s window
+      expect(response.headers.get('x-ratelimit-remaining-requests')).toBe(String(100 - 4));
       // the other application is refused like a 429 when it does not fit, unless forced
       expect(d.consume({ tokens: 301 })).toMatchObject({ admitted: false });
       expect(d.consume({ tokens: 301, force: true })).toMatchObject({ admitted: true });
@@ -184,7 +187,7 @@ describe("simulated quotas, 'faithful' (the default)", () => {
   });
 
   describe('Anthropic routes (Claude on Foundry)', () => {
-    it('reserves max_tokens, adjusts to the actual output, and reports the three limits', async () => {
+    it('counts actual output, not max_tokens, and reports the three limits and their sum', async () => {
       const d = upstream.deployment('claude');
       const { data, response } = await anthropic(d)
         .messages.create({
@@ -201,16 +204,17 @@ describe("simulated quotas, 'faithful' (the default)", () => {
         'anthropic-ratelimit-input-tokens-limit': '2000',
         'anthropic-ratelimit-input-tokens-remaining': '1900',
         'anthropic-ratelimit-output-tokens-limit': '1000',
-        // written at admission: the whole max_tokens is reserved
-        'anthropic-ratelimit-output-tokens-remaining': '400',
-        'anthropic-ratelimit-tokens-limit': '1000',
-        'anthropic-ratelimit-tokens-remaining': '400',
+        // written at admission: max_tokens does not factor into OTPM
+        'anthropic-ratelimit-output-tokens-remaining': '1000',
+        // the sum of input and output, remaining rounded down to thousands
+        'anthropic-ratelimit-tokens-limit': '3000',
+        'anthropic-ratelimit-tokens-remaining': '2000',
       });
       expect(headers['anthropic-ratelimit-input-tokens-reset']).toBe(
         new Date(now + 3_000).toISOString(),
       );
       expect(headers['x-ratelimit-remaining-tokens']).toBeUndefined();
-      // once the answer ended, only the 100 output tokens used stay charged
+      // once the answer ended, the 100 output tokens it produced are charged
       expect(d.rateLimitHeaders('anthropic')['anthropic-ratelimit-output-tokens-remaining']).toBe(
         900,
       );

@@ -93,9 +93,10 @@ describe('DeploymentQuota, Azure rules', () => {
     const { quota } = quotaWith({ tpm: 1000, rpm: 60 });
     quota.admit('openai', demand(250), 0);
     expect(quota.headers('openai', 2_500)).toEqual({
-      'x-ratelimit-limit-requests': 60,
-      'x-ratelimit-remaining-requests': 59,
-      'x-ratelimit-reset-requests': 57.5,
+      // the requests of Azure's 10 s window: 60 RPM is 10 there
+      'x-ratelimit-limit-requests': 10,
+      'x-ratelimit-remaining-requests': 9,
+      'x-ratelimit-reset-requests': 7.5,
       'x-ratelimit-limit-tokens': 1000,
       'x-ratelimit-remaining-tokens': 750,
       'x-ratelimit-reset-tokens': 57.5,
@@ -132,18 +133,29 @@ describe('DeploymentQuota, Anthropic rules', () => {
     expect(later).toMatchObject({ ok: true });
   });
 
-  it('reserves max_tokens and gives back what the answer did not use', () => {
+  it('counts the output an answer produced, not max_tokens, and refuses only an empty bucket', () => {
     const { quota } = quotaWith({ otpm: 1000 });
     const admitted = quota.admit('anthropic', demand(0, { inputTokens: 5, outputTokens: 800 }), 0);
     if (!admitted.ok) throw new Error('expected admission');
-    expect(quota.headers('anthropic', 0)['anthropic-ratelimit-output-tokens-remaining']).toBe(200);
+    expect(quota.headers('anthropic', 0)['anthropic-ratelimit-output-tokens-remaining']).toBe(1000);
     quota.settle(admitted.charge, 50, 0);
     expect(quota.headers('anthropic', 0)['anthropic-ratelimit-output-tokens-remaining']).toBe(950);
+    const second = quota.admit('anthropic', demand(0, { inputTokens: 5 }), 0);
+    if (!second.ok) throw new Error('expected admission');
+    quota.settle(second.charge, 1_000, 0);
+    // 50 over: refused until the bucket holds a token again, at 1000 a minute
+    expect(quota.admit('anthropic', demand(0, { inputTokens: 5 }), 0)).toMatchObject({
+      ok: false,
+      reason: 'output_tokens',
+      retryMs: 3_060,
+    });
   });
 
   it('reports the anthropic-ratelimit headers with RFC 3339 resets', () => {
     const { quota } = quotaWith({ rpm: 60, itpm: 6000, otpm: 600 });
-    quota.admit('anthropic', demand(0, { inputTokens: 600, outputTokens: 300 }), 0);
+    const admitted = quota.admit('anthropic', demand(0, { inputTokens: 600 }), 0);
+    if (!admitted.ok) throw new Error('expected admission');
+    quota.settle(admitted.charge, 300, 0);
     const headers = quota.headers('anthropic', 0);
     expect(headers).toMatchObject({
       'anthropic-ratelimit-requests-limit': 60,
@@ -155,9 +167,10 @@ describe('DeploymentQuota, Anthropic rules', () => {
       'anthropic-ratelimit-output-tokens-limit': 600,
       'anthropic-ratelimit-output-tokens-remaining': 300,
       'anthropic-ratelimit-output-tokens-reset': new Date(30_000).toISOString(),
-      // the most restrictive of the token limits: output, 300 left
-      'anthropic-ratelimit-tokens-limit': 600,
-      'anthropic-ratelimit-tokens-remaining': 300,
+      // the sum of input and output, remaining rounded down to thousands
+      'anthropic-ratelimit-tokens-limit': 6600,
+      'anthropic-ratelimit-tokens-remaining': 5000,
+      'anthropic-ratelimit-tokens-reset': new Date(30_000).toISOString(),
     });
   });
 

@@ -5,6 +5,7 @@ import { IoCounter } from '../../src/quota/io-counter';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { QuotaLimit, type LimitName } from '../../src/quota/quota-limit';
 import { readRateLimits, readResetBound } from '../../src/quota/rate-limit-headers';
+import { SendOrder } from '../../src/quota/send-order';
 import type { SharedReading } from '../../src/quota/reading';
 import { UsageWindow } from '../../src/quota/usage-window';
 import { WindowCounter } from '../../src/quota/window-counter';
@@ -365,7 +366,7 @@ describe('BurstCounter (Azure requests per 10 s)', () => {
     const usage = sliding(clock);
     const s = scope();
     const rpm = new QuotaLimit('rpm', 60);
-    const burst = new BurstCounter(rpm, usage.requestCount, s);
+    const burst = new BurstCounter(rpm, usage.requestCount, s, new SendOrder('requests'));
     expect(burst.limit).toBe(10);
     expect(burst.active).toBe(true);
     for (let i = 0; i < 9; i++) usage.add(0, 1, clock.ms);
@@ -380,7 +381,10 @@ describe('BurstCounter (Azure requests per 10 s)', () => {
     burst.anchor({ limit: 10, remaining: 0 }, ours(clock.ms));
     clock.advance(10_500);
     expect(burst.used(clock.ms)).toBe(0);
-    expect(new BurstCounter(new QuotaLimit('rpm', 0), usage.requestCount, s).active).toBe(false);
+    expect(
+      new BurstCounter(new QuotaLimit('rpm', 0), usage.requestCount, s, new SendOrder('requests'))
+        .active,
+    ).toBe(false);
   });
 });
 

@@ -24,6 +24,8 @@ function coarse(headers: Record<string, string | number>): Headers {
 }
 
 interface Flight {
+  /** The call's own admission: its answer is matched to what was sent before it. */
+  admission: { input: number; output: number };
   sentAt: number;
   arrive: number;
   answer: number;
@@ -90,11 +92,11 @@ function burst(offset: number): Outcome {
         continue;
       }
       flights.splice(i, 1);
-      state.quota.observe(f.headers!, call, f.sentAt);
-      if (f.ok) state.settle(call, { input: CALL, output: 0 });
+      state.quota.observe(f.headers!, f.admission, f.sentAt);
+      if (f.ok) state.settle(f.admission, { input: CALL, output: 0 });
       else {
         outcome.rejected++;
-        state.release(call);
+        state.release(f.admission);
       }
     }
     while (next <= now && next < end) {
@@ -103,9 +105,15 @@ function burst(offset: number): Outcome {
     }
     while (waiting.length > 0 && state.hasRoom(call)) {
       waiting.shift();
-      const sentAt = state.admit(call);
+      const admission = { ...call };
+      const sentAt = state.admit(admission);
       outcome.sent++;
-      flights.push({ sentAt, arrive: sentAt + ARRIVE, answer: sentAt + ARRIVE + ANSWER });
+      flights.push({
+        admission,
+        sentAt,
+        arrive: sentAt + ARRIVE,
+        answer: sentAt + ARRIVE + ANSWER,
+      });
     }
     // Would the upstream, as it counts now, take the next call after those on their way?
     const coming = flights.filter((f) => f.headers === undefined).length * CALL;

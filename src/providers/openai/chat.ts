@@ -114,10 +114,10 @@ export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>
   },
   admission(body, defaultOutput) {
     const n = typeof body.n === 'number' && body.n > 1 ? body.n : 1;
-    return {
-      input: Math.ceil(textLength(body.messages) / 4),
-      output: (tokenField(body.max_completion_tokens ?? body.max_tokens) || defaultOutput) * n,
-    };
+    const output = (tokenField(body.max_completion_tokens ?? body.max_tokens) || defaultOutput) * n;
+    const input = Math.ceil(textLength(body.messages) / 4);
+    // No cap: each choice is charged the deployment's own reservation (`outputReservation`).
+    return output > 0 ? { input, output } : { input, output, uncapped: n };
   },
   usage: usageOf,
   streamUsage: (event) => usageOf(event),

@@ -122,10 +122,10 @@ export const responses = defineAdapter<SwitchboardResponses, OpenAI>()({
     },
   },
   admission(body, defaultOutput) {
-    return {
-      input: Math.ceil((contentLength(body.instructions) + inputLength(body.input)) / 4),
-      output: tokenField(body.max_output_tokens) || defaultOutput,
-    };
+    const input = Math.ceil((contentLength(body.instructions) + inputLength(body.input)) / 4);
+    const output = tokenField(body.max_output_tokens) || defaultOutput;
+    // No cap: charged the deployment's own reservation (`outputReservation`).
+    return output > 0 ? { input, output } : { input, output, uncapped: 1 };
   },
   usage: (data) => usageOf(data as { usage?: ResponseUsage }),
   streamUsage(event) {

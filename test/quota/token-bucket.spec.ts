@@ -1,0 +1,82 @@
+import { createSwitchboard, type Switchboard } from '../../src';
+import { SimulatedUpstream } from '../../src/testing';
+import { FakeClock } from '../support/random';
+import { CLAUDE } from '../support/upstream';
+
+/** Virtual time moves in steps of this many ms while calls wait in the queue. */
+const STEP = 100;
+/** 6 000 characters: 1 500 input tokens a call; 40 empty a 60 000-ITPM bucket. */
+const PROMPT = 'x'.repeat(6_000);
+
+/** Claude on Foundry with a 60 000-ITPM bucket, and a switchboard with a queue, on one clock. */
+async function setup() {
+  const clock = new FakeClock();
+  const upstream = await SimulatedUpstream.start({
+    clock: clock.now,
+    deployments: [{ name: 'claude0', rpm: 10_000, itpm: 60_000 }],
+  });
+  const sb: Switchboard = createSwitchboard({
+    clock: clock.now,
+    ratelimitWindow: 60_000,
+    queue: { maxWait: 3_600_000 },
+    deployments: [
+      {
+        provider: 'anthropic',
+        name: 'claude0',
+        baseURL: upstream.deployment('claude0').anthropicBaseURL,
+        apiKey: 'foundry-claude0',
+        models: [{ name: CLAUDE, rpm: 10_000, itpm: 60_000 }],
+      },
+    ],
+  });
+  const state = sb.deployments.get('claude0')!.models.get(CLAUDE)!;
+  const call = (i: number) =>
+    sb.messages.create({
+      model: CLAUDE,
+      max_tokens: 16,
+      messages: [{ role: 'user', content: `${i} ${PROMPT}`.slice(0, PROMPT.length) }],
+    });
+  return { clock, upstream, sb, state, call, sim: upstream.deployment('claude0') };
+}
+
+describe('token buckets', () => {
+  jest.setTimeout(60_000);
+  let s: Awaited<ReturnType<typeof setup>>;
+  afterEach(async () => {
+    await s.sb.close();
+    await s.upstream.close();
+  });
+
+  /** Sends `n` calls at once and moves time until all are answered: ms each took (virtual). */
+  async function wave(first: number, n: number): Promise<number[]> {
+    const start = s.clock.ms;
+    const done: number[] = [];
+    const calls = Array.from({ length: n }, (_, i) =>
+      s.call(first + i).then(() => done.push(s.clock.ms - start)),
+    );
+    while (done.length < n && s.clock.ms - start < 120_000) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      // Time moves once every call sent has been answered: none is on its way meanwhile.
+      if (s.sb.queue!.length(CLAUDE) > 0 && s.state.inFlight.count === 0) {
+        s.clock.advance(STEP);
+        s.sb.queue!.kick(CLAUDE);
+      }
+    }
+    await Promise.all(calls);
+    return done;
+  }
+
+  it('lets queued calls in as the emptied bucket refills, not a minute later', async () => {
+    s = await setup();
+    // The burst: as many calls as the bucket holds.
+    await wave(0, 40);
+    const done = await wave(100, 20);
+    const within = done.filter((ms) => ms <= 25_000).length;
+    process.stdout.write(
+      `after an emptied 60 000-ITPM bucket: ${within} of 20 queued calls within 25 s, ` +
+        `${s.sim.stats.rateLimited} upstream 429s\n`,
+    );
+    expect(within).toBeGreaterThanOrEqual(15);
+    expect(s.sim.stats.rateLimited).toBeLessThanOrEqual(1);
+  });
+});
