@@ -1,4 +1,7 @@
 import { createSwitchboard, type Switchboard } from '../../src';
+import type { Admission } from '../../src/quota/admission';
+import { START_OUTPUT_ESTIMATE } from '../../src/quota/output-estimate';
+import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { SimulatedUpstream, type SimulatedDeployment } from '../../src/testing';
 import { FakeClock } from '../support/random';
 import { CLAUDE } from '../support/upstream';
@@ -143,5 +146,74 @@ describe("Claude's current rules", () => {
     );
     expect(within).toBe(10);
     expect(s.sim.stats.rateLimited).toBe(0);
+  });
+});
+
+describe("Claude's charges, per deployment", () => {
+  const prefix = { key: 'cache:handbook', tokens: 50_000 };
+  const ledger = (cacheReadsCountInput?: boolean) =>
+    new QuotaLedger(
+      { itpm: 60_000, otpm: 8_000, ...(cacheReadsCountInput ? { cacheReadsCountInput } : {}) },
+      new FakeClock().now,
+      { charge: 'actual', headers: 'anthropic' },
+    );
+
+  it('charges the output recent answers produced, at most the cap, settled to the real one', () => {
+    const quota = ledger();
+    const first: Admission = { input: 10, output: 4_096 };
+    quota.admit(first);
+    expect(first.output).toBe(START_OUTPUT_ESTIMATE);
+    quota.settle(first, { input: 10, output: 100 });
+    expect(quota.ioUsage().output).toBe(100);
+    const next: Admission = { input: 10, output: 4_096 };
+    quota.admit(next);
+    expect(next.output).toBe(100);
+    const small: Admission = { input: 10, output: 40 };
+    quota.admit(small);
+    expect(small.output).toBe(40);
+  });
+
+  it('leaves a prefix cached on the deployment out of the input charge, once an answer shows it', () => {
+    const quota = ledger();
+    const cold: Admission = { input: 50_010, output: 10, cachePrefix: prefix };
+    quota.admit(cold);
+    expect(cold.input).toBe(50_010);
+    quota.settle(cold, { input: 10, output: 10, cacheWrite: 50_000 });
+    const warm: Admission = { input: 50_010, output: 10, cachePrefix: prefix };
+    expect(quota.hasRoom(warm)).toBe(true);
+    quota.admit(warm);
+    expect(warm.input).toBe(10);
+    quota.settle(warm, { input: 10, output: 10, cacheRead: 50_000 });
+    // The write counted, the read did not.
+    expect(quota.ioUsage().input).toBe(50_020);
+  });
+
+  it('keeps the old rule for a model with cacheReadsCountInput', () => {
+    const quota = ledger(true);
+    const cold: Admission = { input: 50_010, output: 10, cachePrefix: prefix };
+    quota.admit(cold);
+    quota.settle(cold, { input: 10, output: 10, cacheWrite: 50_000 });
+    const warm: Admission = { input: 50_010, output: 10, cachePrefix: prefix };
+    expect(quota.hasRoom(warm)).toBe(false);
+    quota.admit(warm);
+    expect(warm.input).toBe(50_010);
+    quota.settle(warm, { input: 10, output: 10, cacheRead: 50_000 });
+    expect(quota.ioUsage().input).toBe(100_020);
+  });
+
+  it('refuses a cacheReadsCountInput that is not a boolean, naming the field', () => {
+    const build = () =>
+      createSwitchboard({
+        deployments: [
+          {
+            provider: 'anthropic',
+            name: 'f0',
+            baseURL: 'http://127.0.0.1:1/anthropic',
+            apiKey: 'k',
+            models: [{ name: CLAUDE, cacheReadsCountInput: 'yes' as unknown as boolean }],
+          },
+        ],
+      });
+    expect(build).toThrow(/models\[0\]\.cacheReadsCountInput must be true or false/);
   });
 });
