@@ -48,6 +48,14 @@ export interface ModelConfig {
    * from how far remaining-tokens drops for such a call; until an answer shows it, none.
    */
   outputReservation?: number;
+  /**
+   * Claude: whether prompt-cache reads count toward `itpm`. Anthropic's current rule, for most
+   * models, leaves them out (only uncached input and cache writes count), and so does the quota
+   * by default; set `true` for a model that still counts them.
+   *
+   * @example `{ name: 'claude-3-haiku', itpm: 50_000, cacheReadsCountInput: true }`
+   */
+  cacheReadsCountInput?: boolean;
   /** How long (ms) the model is avoided after a 429 or a dropped connection. Default 10 000. */
   cooldown?: number;
   /** Overrides the deployment's `priority` for this model: its tier, 0 = most preferred. */

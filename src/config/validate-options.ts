@@ -115,6 +115,7 @@ const model = z.strictObject({
     .int({ error: 'must be a non-negative whole number of tokens' })
     .nonnegative({ error: 'must be a non-negative whole number of tokens' })
     .optional(),
+  cacheReadsCountInput: z.boolean({ error: 'must be true or false' }).optional(),
   cooldown: millis('a non-negative number of milliseconds').optional(),
   priority: priority.optional(),
   weight: weight.optional(),

@@ -1,3 +1,5 @@
+import type { CachePrefix } from './cached-prefixes';
+
 /**
  * What the upstream charges a call at admission, in tokens: its prompt (`input`, the switchboard's
  * estimate) and the output it reserves (`output`: the call's `max_tokens` /
@@ -29,6 +31,18 @@ export interface Admission {
    * `output` when the call is admitted to a deployment.
    */
   uncapped?: number;
+  /**
+   * The prompt prefix the call asks the upstream to cache (Claude's `cache_control`
+   * breakpoints): where it is known to be cached, its tokens are read from the cache and, by
+   * Anthropic's rule, not charged as input.
+   */
+  cachePrefix?: CachePrefix;
+  /**
+   * @internal The call's own charge, before a deployment priced it: set when a deployment
+   * charges it otherwise (an uncapped call's reservation, Claude's expected output, a cached
+   * prefix), so that another deployment prices it afresh.
+   */
+  asked?: { input: number; output: number };
 }
 
 /**
@@ -81,8 +95,9 @@ export interface TokenUsage {
  * How an upstream reconciles its admission charge:
  * - `reserve` (Azure OpenAI): prompt + output cap is charged at admission and kept for the minute;
  *   the answer only corrects the prompt estimate, the unused part of the cap is not refunded;
- * - `actual` (Claude on Foundry): input and reserved output are charged at admission and adjusted
- *   to what the answer used.
+ * - `actual` (Claude on Foundry): input and the expected output are charged at admission and
+ *   adjusted to what the answer used; cache writes count as input, cache reads do not (unless
+ *   `cacheReadsCountInput`).
  *
  * @example
  * ```ts
@@ -137,6 +152,7 @@ export function reconcile(
   policy: ChargePolicy,
   admission: Admission,
   usage: TokenUsage,
+  cacheReadsCountInput = false,
 ): { input: number; output: number } {
   const input = usage.input - admission.input;
   if (policy === 'reserve') {
@@ -145,5 +161,6 @@ export function reconcile(
       admission.output > 0 ? Math.max(0, usage.output - admission.output) : usage.output;
     return { input, output };
   }
-  return { input: input + (usage.cacheWrite ?? 0), output: usage.output - admission.output };
+  const cached = (usage.cacheWrite ?? 0) + (cacheReadsCountInput ? (usage.cacheRead ?? 0) : 0);
+  return { input: input + cached, output: usage.output - admission.output };
 }

@@ -150,8 +150,15 @@ export function keptRoom(
   if (!holds(table, row, now)) return -1;
   if (admission === undefined) return table[row + UTIL]! < 1 ? 1 : 0;
   if (admission.reserve !== undefined && admission.reserve > 0) return -1;
-  // An uncapped call is charged each deployment's own reservation: the model prices it.
-  if (admission.uncapped !== undefined) return -1;
+  // An uncapped call is charged each deployment's own reservation, a call over a cached prefix
+  // what that deployment has not cached, a call priced by one deployment afresh: the model prices it.
+  if (
+    admission.uncapped !== undefined ||
+    admission.cachePrefix !== undefined ||
+    admission.asked !== undefined
+  ) {
+    return -1;
+  }
   return fitsRoom(table, row, admission) ? 1 : 0;
 }
 

@@ -7,6 +7,7 @@ import {
   type LimitCounter,
 } from './counter';
 import { INPUT, OUTPUT } from './hot-row';
+import type { OutputEstimate } from './output-estimate';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
 import type { UsageCount } from './drain-count';
@@ -37,6 +38,11 @@ export class IoCounter implements LimitCounter {
     readonly window: UsageCount,
     private readonly side: 'input' | 'output',
     private readonly scope: CounterScope,
+    /**
+     * Claude's output: the upstream counts what answers produce, when they end; calls are
+     * charged this estimate of it at admission, never more than the limit.
+     */
+    private readonly estimate?: OutputEstimate,
   ) {
     this.hotColumn = side === 'input' ? INPUT : OUTPUT;
     this.order = new SendOrder(side);
@@ -57,7 +63,9 @@ export class IoCounter implements LimitCounter {
   room(now: number): number {
     const value = this.limit.value;
     if (value <= 0) return Infinity;
-    return value - (this.window.at(now) + this.limit.correction(now, this.scope.span));
+    const room = value - (this.window.at(now) + this.limit.correction(now, this.scope.span));
+    // A call is charged at most the estimate, whatever its cap: with room for that, any call fits.
+    return this.estimate !== undefined && room >= this.estimate.of(Infinity) ? Infinity : room;
   }
 
   share(now: number): number {
@@ -81,6 +89,8 @@ export class IoCounter implements LimitCounter {
 
   /** The first limit `admission` can never fit, with its charge. */
   exceeds(admission: Admission): number | undefined {
+    // Expected output is charged at most the limit: the upstream refuses output only when empty.
+    if (this.estimate !== undefined) return undefined;
     const charge = admission[this.side];
     return this.limit.value > 0 && charge > this.limit.value ? charge : undefined;
   }
@@ -117,7 +127,8 @@ export class IoCounter implements LimitCounter {
     // The upstream had counted every call sent before the answered one, and none sent after it.
     const own = context.own;
     const counted = this.limit.value - reported.remaining;
-    const charge = own === undefined ? 0 : own[this.side];
+    // Output counted at the answer's end is not in the count of its own answer's headers.
+    const charge = own === undefined || this.estimate !== undefined ? 0 : own[this.side];
     const byArrival =
       counted - Math.max(0, local - (peer ? 0 : Math.max(0, this.inFlight - charge)));
     const after = peer ? undefined : own && this.order.after(own, charge);

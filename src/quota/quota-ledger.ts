@@ -25,9 +25,11 @@ import {
   type ReportedRemaining,
   type SharedReading,
 } from './reading';
+import { CachedPrefixes } from './cached-prefixes';
 import { CountWindow } from './count-window';
 import { DrainCount } from './drain-count';
 import { fitsRoom, forget, hotRow, keptUtil, measure, type HotRow } from './hot-row';
+import { OutputEstimate } from './output-estimate';
 import { shortLimit } from './request-window';
 import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
@@ -92,13 +94,28 @@ export class QuotaLedger {
   private reservation: number;
   /** Whether {@link reservation} was configured: then no answer changes it. */
   private readonly reservationSet: boolean;
+  /**
+   * Claude's output expected of a call (the upstream counts what answers produce, not
+   * `max_tokens`); `undefined` where the cap is charged.
+   */
+  private readonly expected: OutputEstimate | undefined;
+  /** The prompt prefixes cached on this deployment for this model, from its answers. */
+  private readonly cached = new CachedPrefixes();
+  /** Whether cache reads count toward `itpm` (the old rule, for models that keep it). */
+  private readonly cacheReadsCountInput: boolean;
   /** @internal {@link util} as last computed, and the clock readings it holds for ({@link HotRow}). */
   readonly hot: HotRow = hotRow();
 
   constructor(
     limits: Pick<
       ModelConfig,
-      'tpm' | 'rpm' | 'itpm' | 'otpm' | 'requestWindow' | 'outputReservation'
+      | 'tpm'
+      | 'rpm'
+      | 'itpm'
+      | 'otpm'
+      | 'requestWindow'
+      | 'outputReservation'
+      | 'cacheReadsCountInput'
     >,
     private readonly clock: () => number = Date.now,
     options: QuotaLedgerOptions = {},
@@ -128,7 +145,16 @@ export class QuotaLedger {
         ? new DrainCount(() => limit.value, clock)
         : new CountWindow(clock);
     this.input = new IoCounter(this.limits.itpm, io(this.limits.itpm), 'input', scope);
-    this.output = new IoCounter(this.limits.otpm, io(this.limits.otpm), 'output', scope);
+    this.cacheReadsCountInput = limits.cacheReadsCountInput === true;
+    // Where answers settle the actual output, a call is charged the output expected of it.
+    this.expected = this.charge === 'actual' ? new OutputEstimate() : undefined;
+    this.output = new IoCounter(
+      this.limits.otpm,
+      io(this.limits.otpm),
+      'output',
+      scope,
+      this.expected,
+    );
     this.usage = new UsageWindow(clock, tokens, requests);
     this.counters = [this.tokens, this.requests, this.burst, this.input, this.output];
     this.capped = [this.tokens, this.input, this.output];
@@ -226,7 +252,11 @@ export class QuotaLedger {
     if (kept >= 0) return kept;
     this.catchUp(now);
     // Others' usage (a store updates it in place) changes with time: it is not kept.
-    return measure(this.hot, (this.gating ??= gatingOf(this)), now, this.scope.peers === undefined);
+    // A combined limit charges the expected output, which its room in the row cannot say.
+    const keeps =
+      this.scope.peers === undefined &&
+      (this.expected === undefined || !(this.limits.tpm.value > 0));
+    return measure(this.hot, (this.gating ??= gatingOf(this)), now, keeps);
   }
 
   /**
@@ -262,17 +292,44 @@ export class QuotaLedger {
   }
 
   /**
-   * What a call is charged here: its own admission, or for a call without an output cap, the
-   * upstream's reservation for each of its outputs.
+   * What a call is charged here, at `now`: its own admission, except where this deployment
+   * charges otherwise. A call without an output cap is charged the upstream's reservation for
+   * each of its outputs; on Claude, the output expected of it (at most its cap and the limit), and
+   * its input less the prefix cached here (unless cache reads count toward `itpm`).
    */
-  private priced(admission: Admission): Admission {
-    const n = admission.uncapped;
-    if (n === undefined) return admission;
-    return { input: admission.input, output: this.reservation * n, reserve: admission.reserve };
+  private priced(admission: Admission, now: number): Admission {
+    const asked = admission.asked;
+    if (
+      asked === undefined &&
+      admission.uncapped === undefined &&
+      this.expected === undefined &&
+      admission.cachePrefix === undefined
+    ) {
+      return admission;
+    }
+    let input = asked?.input ?? admission.input;
+    let output = asked?.output ?? admission.output;
+    if (admission.uncapped !== undefined) output = this.reservation * admission.uncapped;
+    if (this.expected !== undefined) {
+      output = this.expected.of(output);
+      const otpm = this.limits.otpm.value;
+      if (otpm > 0 && output > otpm) output = otpm;
+    }
+    const prefix = admission.cachePrefix;
+    if (prefix !== undefined && !this.cacheReadsCountInput) {
+      input = Math.max(0, input - this.cached.tokensOf(prefix, now));
+    }
+    // Priced again (a deployment's roomAt asks exceeds), it comes to the same.
+    return {
+      ...admission,
+      input,
+      output,
+      asked: asked ?? { input: admission.input, output: admission.output },
+    };
   }
 
   hasRoom(admission: Admission, now = this.clock()): boolean {
-    admission = this.priced(admission);
+    admission = this.priced(admission, now);
     // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
     // they hold, room is read from there.
     if (this.scope.peers === undefined && (admission.reserve ?? 0) <= 0) {
@@ -291,8 +348,8 @@ export class QuotaLedger {
    * corrections fade out sooner than it assumes.
    */
   roomAt(admission: Admission, now = this.clock()): number {
-    admission = this.priced(admission);
-    if (this.exceeds(admission) !== undefined) return Infinity;
+    admission = this.priced(admission, now);
+    if (this.exceeds(admission, now) !== undefined) return Infinity;
     if (this.hasRoom(admission, now)) return 0;
     let wait = 0;
     for (const counter of this.counters) {
@@ -307,8 +364,11 @@ export class QuotaLedger {
    * The first limit a call with this admission charge can never fit (its charge is above the
    * limit itself), or `undefined` when it fits an empty window.
    */
-  exceeds(admission: Admission): { limit: LimitName; value: number; charge: number } | undefined {
-    admission = this.priced(admission);
+  exceeds(
+    admission: Admission,
+    now = this.clock(),
+  ): { limit: LimitName; value: number; charge: number } | undefined {
+    admission = this.priced(admission, now);
     for (const counter of this.capped) {
       const charge = counter.exceeds(admission);
       if (charge !== undefined)
@@ -324,8 +384,14 @@ export class QuotaLedger {
    */
   admit(admission: Admission): number {
     const now = this.clock();
-    // An uncapped call is charged this deployment's reservation from now on (settle and release too).
-    if (admission.uncapped !== undefined) admission.output = this.reservation * admission.uncapped;
+    // The call is charged as this deployment prices it from now on (settle and release too); its
+    // own charge is kept for another deployment to price afresh.
+    const priced = this.priced(admission, now);
+    if (priced !== admission) {
+      admission.asked ??= { input: admission.input, output: admission.output };
+      admission.input = priced.input;
+      admission.output = priced.output;
+    }
     forget(this.hot);
     for (const counter of this.counters) counter.admit(admission, now);
     this.answers.admitted(admission, now);
@@ -351,14 +417,29 @@ export class QuotaLedger {
   settle(admission: Admission, usage: TokenUsage | undefined, now?: number): number {
     this.answered(admission);
     if (usage === undefined) return 0;
-    const { input, output } = reconcile(this.charge, admission, usage);
+    const { input, output } = reconcile(this.charge, admission, usage, this.cacheReadsCountInput);
     const tokens = input + output;
+    if (this.expected !== undefined || admission.cachePrefix !== undefined) {
+      now ??= this.clock();
+      this.learn(admission, usage, now);
+    }
     if (input === 0 && output === 0) return 0;
     now ??= this.clock();
     if (input !== 0) this.input.window.add(input, now);
     if (output !== 0) this.output.window.add(output, now);
     if (tokens !== 0) this.tokens.window.add(tokens, now);
     return tokens;
+  }
+
+  /**
+   * What an answer teaches of the next calls: the output it produced, and that its prompt
+   * prefix is cached here (read or written, it lives five minutes from now).
+   */
+  private learn(admission: Admission, usage: TokenUsage, now: number): void {
+    this.expected?.answered(usage.output);
+    const prefix = admission.cachePrefix;
+    const tokens = (usage.cacheRead ?? 0) || (usage.cacheWrite ?? 0);
+    if (prefix !== undefined && tokens > 0) this.cached.used(prefix, tokens, now);
   }
 
   /**

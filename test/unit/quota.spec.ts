@@ -272,10 +272,12 @@ describe('anchoring on the upstream headers', () => {
       s.quota.limits.otpm.value,
       s.quota.limits.tpm.value,
     ]).toEqual([50, 30_000, 8000, 0]);
-    expect(s.quota.exceeds({ input: 100, output: 9000 })).toEqual({
-      limit: 'otpm',
-      value: 8000,
-      charge: 9000,
+    // OTPM counts what answers produce: a cap above it is no reason never to send the call.
+    expect(s.quota.exceeds({ input: 100, output: 9000 })).toBeUndefined();
+    expect(s.quota.exceeds({ input: 31_000, output: 9000 })).toEqual({
+      limit: 'itpm',
+      value: 30_000,
+      charge: 31_000,
     });
   });
 });

@@ -17,11 +17,12 @@ import type {
   MessageTokensCount,
   RawMessageStreamEvent,
 } from '@anthropic-ai/sdk/resources/messages';
-import type { TokenUsage as Usage } from '../../quota/admission';
+import type { Admission, TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
 import { defineAdapter } from '../adapter';
 import { contentLength, textLength, tokenField } from '../text-length';
 import type { AnthropicRequestOptions } from './anthropic-deployment';
+import { cachePrefixOf } from './cache-prefix';
 
 /** `sb.messages`: the `@anthropic-ai/sdk` client's `messages`, balanced. */
 export interface SwitchboardMessages {
@@ -99,10 +100,14 @@ export const messages = defineAdapter<SwitchboardMessages, Anthropic>()({
     },
   },
   admission(body, defaultOutput) {
-    return {
+    const admission: Admission = {
       input: Math.ceil((textLength(body.messages) + contentLength(body.system)) / 4),
       output: tokenField(body.max_tokens) || defaultOutput,
     };
+    // Where the prefix is cached, reading it costs no input quota.
+    const prefix = cachePrefixOf(body);
+    if (prefix !== undefined) admission.cachePrefix = prefix;
+    return admission;
   },
   usage: (data) => usageOf((data as { usage?: MessageUsage }).usage),
   streamUsage(event, memo) {
