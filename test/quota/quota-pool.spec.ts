@@ -120,4 +120,64 @@ describe('quota pools', () => {
     );
     expect(r.rejected).toBeGreaterThan(r.sent * 0.01);
   });
+
+  it("one call admitted in a region charges the pool, and any member's answer corrects it", async () => {
+    s = await setup(true);
+    const [east, west] = s.states as [(typeof s.states)[0], (typeof s.states)[0]];
+    expect(east.quota).toBe(west.quota);
+    // Another application takes half of the pool through the east region.
+    expect(s.sims[0]!.consume({ family: 'anthropic', inputTokens: 30_000 }).admitted).toBe(true);
+    expect(
+      s.sims[1]!.rateLimitHeaders('anthropic')['anthropic-ratelimit-input-tokens-remaining'],
+    ).toBe(30_000);
+    await s.sb.messages.create({
+      model: CLAUDE,
+      max_tokens: 16,
+      messages: [{ role: 'user', content: BIG }],
+    });
+    // Whichever region answered, its headers showed the pool's count: both see it.
+    expect(east.quota.anchoredUsage().itpm).toBeGreaterThanOrEqual(31_000);
+    expect(west.util).toBeCloseTo(east.util, 6);
+    expect(east.util).toBeGreaterThan(0.5);
+  });
+
+  it('refuses members whose limits or providers differ, naming both', () => {
+    const member = (name: string, itpm: number) => ({
+      provider: 'anthropic' as const,
+      name,
+      baseURL: 'http://127.0.0.1:9/anthropic/',
+      models: [{ name: CLAUDE, itpm, quotaPool: 'sub' }],
+    });
+    expect(() =>
+      createSwitchboard({ deployments: [member('east', 60_000), member('west', 40_000)] }),
+    ).toThrow(
+      /deployments\[1\]\.models\[0\]\.itpm is 40000 for 'claude-sonnet-5' on 'west' but 60000 for 'claude-sonnet-5' on 'east' \(deployments\[0\]\.models\[0\]\), both in quota pool 'sub'/,
+    );
+    expect(() =>
+      createSwitchboard({
+        deployments: [
+          member('east', 60_000),
+          {
+            provider: 'openai',
+            name: 'azure',
+            baseURL: 'http://127.0.0.1:9/openai/v1/',
+            models: [{ name: 'gpt-4o', itpm: 60_000, quotaPool: 'sub' }],
+          },
+        ],
+      }),
+    ).toThrow(
+      /quota pool 'sub' with 'claude-sonnet-5' on 'east' \(anthropic.*a pool belongs to one provider/,
+    );
+  });
+
+  it('the simulated upstream refuses pool members with different limits', async () => {
+    await expect(
+      SimulatedUpstream.start({
+        deployments: [
+          { name: 'east', itpm: 60_000, quotaPool: 'sub' },
+          { name: 'west', itpm: 40_000, quotaPool: 'sub' },
+        ],
+      }),
+    ).rejects.toThrow(/deployments\[1\]\.itpm differs from deployments\[0\]\.itpm/);
+  });
 });
