@@ -10,7 +10,7 @@ import {
   type PreparedRequest,
 } from '../providers/attempt';
 import type { CapacityQueue } from '../scheduling/capacity-queue';
-import type { CallTags, LaneActivity } from '../scheduling/lanes';
+import { UNTAGGED, type CallTags, type LaneActivity } from '../scheduling/lanes';
 import { keptRoom } from '../quota/hot-row';
 import { noRoomError } from '../quota/no-room';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
@@ -30,7 +30,6 @@ import { explain } from '../placement/explanations';
 import type { TagSet } from '../placement/tags';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
-const UNTAGGED: CallTags = Object.freeze({ lane: 'interactive', tenant: '' });
 /** Stands for "others are already waiting for room": no routing is tried. */
 const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
 

@@ -1,5 +1,5 @@
 import { FairLine } from './fair-line';
-import { LANES, type CallTags, type Lane } from './lanes';
+import { LANES, UNTAGGED, type CallTags, type Lane } from './lanes';
 
 /** What routing a waiting call answers: a target, or how long until room is expected. */
 export type RouteAttempt<T> = { target: T } | { waitMs: number };
@@ -56,8 +56,6 @@ export interface WaitOptions {
   /** Told when the call leaves the line with a target, after `waitedMs`. */
   onAdmit?: (waitedMs: number) => void;
 }
-
-const UNTAGGED: CallTags = Object.freeze({ lane: 'interactive', tenant: '' });
 
 /**
  * Calls waiting for room, one line per model: the scheduler of the switchboard. Interactive
