@@ -74,7 +74,7 @@ describe('retry headers', () => {
       'over',
       3_600_500,
     );
-    const headers = (error as InstanceType<typeof OpenAI.RateLimitError>).headers;
+    const { headers } = error as unknown as { headers: Headers };
     const expected = retryHeaders(3_600_500, Infinity);
     expect(expected).toEqual({ 'retry-after': '3601', 'retry-after-ms': '3600500' });
     expect({
