@@ -269,11 +269,6 @@ export class ModelState {
     return this.cooling.at(this.clock());
   }
 
-  /** True while a cooldown set by hand ({@link markDown} without a reason) lasts. */
-  isMarkedDown(): boolean {
-    return this.cooling.at(this.clock()) && this.cooling.kind === 'manual';
-  }
-
   /** ms left of the current cooldown (0 when not cooling). */
   get cooldownRemaining(): number {
     return this.cooling.remaining(this.clock());

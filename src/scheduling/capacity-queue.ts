@@ -117,13 +117,6 @@ export class CapacityQueue {
     return joined === Infinity ? 0 : Math.max(0, this.clock() - joined);
   }
 
-  /** Calls waiting, per model (models with nobody waiting left out). */
-  lengths(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const model of this.lines.keys()) out[model] = this.length(model);
-    return out;
-  }
-
   /** Calls waiting for `model` per lane and tenant key (lanes with nobody waiting left out). */
   waiting(model: string): Partial<Record<Lane, Map<string, number>>> {
     const line = this.lines.get(model);
@@ -215,11 +208,6 @@ export class CapacityQueue {
   kick(model: string): void {
     const line = this.lines.get(model);
     if (line !== undefined && sizeOf(line) > 0) this.serve(model, line);
-  }
-
-  /** Try every line (a limit or a cooldown changed). */
-  kickAll(): void {
-    for (const model of [...this.lines.keys()]) this.kick(model);
   }
 
   /** Reject everyone still waiting and stop the timers. */
