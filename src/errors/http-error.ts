@@ -2,14 +2,10 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { isDroppedConnection, isMalformedResponse, retryAfterMs } from '../failover/classify';
 import { SwitchboardError } from '../switchboard.error';
+import { MAX_RETRY_AFTER_MS, retryHeaders } from './retry-headers';
 import { scrub } from './scrub';
 
-/**
- * The longest wait an HTTP answer asks a client for. Quotas are per-minute windows, so room comes
- * back within a minute unless a deployment was marked down for longer; a client that asks again
- * too early is told again, while one told to wait an hour (or `1e297` s) waits for nothing.
- */
-export const MAX_RETRY_AFTER_MS = 60_000;
+export { MAX_RETRY_AFTER_MS, retryHeaders };
 
 /** What a caller is told when a deployment refused the switchboard's own credentials (401, 403). */
 export const CREDENTIALS_REFUSED =
@@ -120,22 +116,5 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
   return {
     ...answer(500, 'The gateway failed to handle the request.'),
     unexpected: true,
-  };
-}
-
-/**
- * `retry-after` (whole seconds, rounded up, at least 1) and `retry-after-ms` (whole ms) for a wait
- * of `ms`, capped at `max`; a wait that is not a finite number counts as the cap.
- *
- * @example
- * ```ts
- * retryHeaders(1e300, 60_000); // { 'retry-after': '60', 'retry-after-ms': '60000' }
- * ```
- */
-export function retryHeaders(ms: number, max: number = MAX_RETRY_AFTER_MS): Record<string, string> {
-  const wait = Number.isFinite(ms) ? Math.min(max, Math.max(1, Math.ceil(ms))) : max;
-  return {
-    'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
-    'retry-after-ms': String(wait),
   };
 }

@@ -1,4 +1,5 @@
 import { explanationText, type DeploymentExplanation } from '../placement/explanation';
+import { retryHeaders } from '../errors/retry-headers';
 import type { Admission } from './admission';
 
 /** Errors the switchboard raised because no deployment had room; they are never retried. */
@@ -60,11 +61,7 @@ export function heldBackError(
   waitMs: number,
   explanations: readonly DeploymentExplanation[] = [],
 ): Error & { explanations: readonly DeploymentExplanation[] } {
-  const wait = Math.max(1, Math.ceil(waitMs));
-  const headers = new Headers({
-    'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
-    'retry-after-ms': String(wait),
-  });
+  const headers = new Headers(retryHeaders(waitMs, Infinity));
   const body =
     explanations.length > 0
       ? { type: 'rate_limit_error', code, message, explanations }
