@@ -2,6 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { isDroppedConnection, isMalformedResponse, retryAfterMs } from '../failover/classify';
 import { SwitchboardError } from '../switchboard.error';
+import { MAX_HELD_BACK_WAIT_MS, waitsForPeriodEnd } from './held-back';
 import { MAX_RETRY_AFTER_MS, retryHeaders } from './retry-headers';
 import { scrub } from './scrub';
 
@@ -44,7 +45,8 @@ export interface HttpErrorOptions {
  *   waited in, 500 for its configuration;
  * - a 429 (the switchboard's own no-room error, or the upstream's) carries `retry-after` and
  *   `retry-after-ms` from the error's own figure of when room is expected, at least 1 s and at
- *   most `maxRetryAfterMs`;
+ *   most `maxRetryAfterMs` (the switchboard's own refusal of a tenant over its budget: up to the
+ *   period's end);
  * - an upstream's 401 or 403 is 502 with a message of its own: the deployment refused the
  *   switchboard's credentials, not the caller's (the reason is in the logs, health and the
  *   deployment's mark-down, never the upstream's words, which may name the key);
@@ -102,9 +104,12 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
     if (typeof status === 'number') {
       const a = answer(status, scrub(error.message), status !== 429);
       if (status === 429 || status === 503) {
+        // A tenant's day or budget comes back only at the end of the UTC day or month: the
+        // switchboard's own figure, which the cap on other waits must not shorten.
+        const cap = waitsForPeriodEnd(error) ? Math.max(max, MAX_HELD_BACK_WAIT_MS) : max;
         const wait =
-          retryAfterMs(headers, options.now ?? Date.now(), max) ?? UNAVAILABLE_RETRY_AFTER_MS;
-        a.headers = retryHeaders(wait, max);
+          retryAfterMs(headers, options.now ?? Date.now(), cap) ?? UNAVAILABLE_RETRY_AFTER_MS;
+        a.headers = retryHeaders(wait, cap);
       }
       if (status === 429) {
         a.message = `Rate limited: retry after ${a.headers['retry-after']} s. ${scrub(error.message)}`;

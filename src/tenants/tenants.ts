@@ -469,6 +469,14 @@ export class Tenants {
     const message =
       `Tenant ${name} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
       `taken, this call needs ${fmt(wants)}${after}; room again in ${Math.ceil(v.waitMs)} ms`;
-    return heldBackError(w.RateLimitError, 'switchboard_tenant_limit', message, v.waitMs);
+    const periodEnd = v.limit === 'budget' || v.limit === 'tokensPerDay';
+    return heldBackError(
+      w.RateLimitError,
+      'switchboard_tenant_limit',
+      message,
+      v.waitMs,
+      [],
+      periodEnd,
+    );
   }
 }
