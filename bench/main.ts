@@ -124,6 +124,8 @@ async function main(): Promise<void> {
       kinds: oneOf('--fidelity-kinds', args.fidelityKinds, RULE_KINDS),
       shapes: oneOf('--fidelity-shapes', args.fidelityShapes, LOAD_SHAPES),
       minutes: args.fidelityMinutes,
+      // A smoke run goes through every kind's path: no warm-up minute.
+      warmupMinutes: args.smoke ? 0 : 1,
       create: createSwitchboard,
       ...(against && args.against ? { against: { label: args.against, create: against } } : {}),
     });
