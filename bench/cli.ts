@@ -12,6 +12,7 @@ export const SECTIONS = [
   'strategies',
   'tiers',
   'quota',
+  'fidelity',
   'gateway',
   'scheduling',
   'latency',
@@ -85,6 +86,12 @@ export interface BenchArgs {
   quotaModes: string[] | undefined;
   /** `--quota-trace`: print up to N upstream 429s per row with the switchboard's view. */
   quotaTrace: number;
+  /** `--fidelity-kinds`: which upstream rules of the fidelity matrix (default all). */
+  fidelityKinds: string[] | undefined;
+  /** `--fidelity-shapes`: which load shapes of the fidelity matrix (default all). */
+  fidelityShapes: string[] | undefined;
+  /** `--fidelity-minutes`: measured quota minutes of each row of the fidelity matrix. */
+  fidelityMinutes: number;
   /** `--smoke`: a short run of every section, to catch crashes (no timing is asserted). */
   smoke: boolean;
   /** `--seed`: seed of the load generators (not of the selectors). */
@@ -96,7 +103,10 @@ export interface BenchArgs {
   forcedGc: boolean;
   /** `--cpu-cycles`: recorded cycles of the CPU-per-call comparison (sections 2b, 2c, 2d). */
   cpuCycles: number;
-  /** `--against`: another checkout of the library, run beside this one in sections 2b-2d. */
+  /**
+   * `--against`: another checkout of the library (a directory, or a git revision of this one),
+   * run beside this one in sections 2b-2d and 6b.
+   */
   against: string | undefined;
 }
 
@@ -122,9 +132,10 @@ This benchmark's own:
                         traffic does)
       --cpu-cycles N    recorded cycles of the CPU-per-call comparison of sections 2b-2d
                         (default 240; 2c runs half as many per surface)
-      --against DIR     another checkout of this library (e.g. main's, exported with
-                        git archive, with a link to this checkout's node_modules), run
-                        beside this one in sections 2b-2d
+      --against DIR|REV another checkout of this library (e.g. main's, exported with
+                        git archive, with a link to this checkout's node_modules), or a git
+                        revision of this one (exported so, once, to the temporary directory),
+                        run beside this one in sections 2b-2d and 6b
       --only LIST       sections to run: ${SECTIONS.join(',')} (default all)
       --inproc          simulated upstreams in this process (default: a child process, so CPU
                         time per request measures the client side only)
@@ -159,6 +170,14 @@ This benchmark's own:
                         accountings of the quota section: today,new,queue (default all)
       --quota-trace N   print up to N upstream 429s per row, each with the switchboard's view of
                         that deployment when it sent the call
+      --fidelity-kinds LIST
+                        upstream rules of the fidelity matrix (section 6b):
+                        azure-10s,azure-1s,openai,anthropic,azure-ptu (default all)
+      --fidelity-shapes LIST
+                        load shapes of the fidelity matrix: burst,steady,over (default all)
+      --fidelity-minutes N
+                        measured quota minutes of each matrix row, after one of warm-up
+                        (default 3; virtual time, so a minute costs its calls, not 60 s)
       --smoke           short run of every section; fails only if the bench itself crashes
       --soak S          soak test for S seconds instead of the sections
       --soak-every S    seconds between soak reports (default 10)
@@ -207,6 +226,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     quotaMaxTokens: undefined,
     quotaModes: undefined,
     quotaTrace: 0,
+    fidelityKinds: undefined,
+    fidelityShapes: undefined,
+    fidelityMinutes: 3,
   };
   const given = new Set<string>();
   for (let k = 0; k < argv.length; k++) {
@@ -355,6 +377,15 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
       case '--quota-scenarios':
         args.quotaScenarios = value().split(',');
         break;
+      case '--fidelity-kinds':
+        args.fidelityKinds = value().split(',').filter(Boolean);
+        break;
+      case '--fidelity-shapes':
+        args.fidelityShapes = value().split(',').filter(Boolean);
+        break;
+      case '--fidelity-minutes':
+        args.fidelityMinutes = int(1);
+        break;
       case '--smoke':
         args.smoke = true;
         break;
@@ -395,6 +426,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     // One steady row goes through every path of the quota section; the others differ in sizes.
     if (!given.has('--quota-tpm')) args.quotaTpm = [10_000];
     if (!given.has('--quota-max-tokens')) args.quotaMaxTokens = [256];
+    // Every kind of upstream, one shape, one measured minute: the matrix's every path, small.
+    if (!given.has('--fidelity-shapes')) args.fidelityShapes = ['over'];
+    if (!given.has('--fidelity-minutes')) args.fidelityMinutes = 1;
     if (!given.has('--strategies')) args.strategies = ['2rc', '2rc-fixed', 'random', 'custom'];
   }
   return args;

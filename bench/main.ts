@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { redisState } from '../src';
+import { createSwitchboard, redisState } from '../src';
 import { parseArgs, type BenchArgs } from './cli';
 import { gatewayBench } from './gateway';
 import { clientOnly, compare, fixture, originalReport } from './overhead';
@@ -12,6 +12,8 @@ import { ownPath } from './own-path';
 import { perSurface } from './surfaces';
 import { selectionScaling } from './selection';
 import { quota, type Accounting } from './quota';
+import { fidelity, LOAD_SHAPES, RULE_KINDS } from './fidelity';
+import { loadAgainst } from './paired';
 import { scheduling } from './scheduling';
 import { soak } from './soak';
 import { DEFAULT_SETUP, strategies, type StateFactory } from './strategies';
@@ -112,6 +114,22 @@ async function main(): Promise<void> {
       trace: args.quotaTrace,
     });
     console.log(`\n(section 6 took ${Math.round((performance.now() - started) / 1000)} s)`);
+  }
+  if (want('fidelity')) {
+    console.log("\n== 6b. Quota fidelity matrix: each upstream's rules x load shape ==\n");
+    const started = performance.now();
+    const against = loadAgainst(args.against);
+    figures.fidelity = await fidelity({
+      seed: args.seed,
+      kinds: oneOf('--fidelity-kinds', args.fidelityKinds, RULE_KINDS),
+      shapes: oneOf('--fidelity-shapes', args.fidelityShapes, LOAD_SHAPES),
+      minutes: args.fidelityMinutes,
+      // A smoke run goes through every kind's path: no warm-up minute.
+      warmupMinutes: args.smoke ? 0 : 1,
+      create: createSwitchboard,
+      ...(against && args.against ? { against: { label: args.against, create: against } } : {}),
+    });
+    console.log(`\n(section 6b took ${Math.round((performance.now() - started) / 1000)} s)`);
   }
   if (want('gateway')) {
     console.log('\n== 7. The gateway beside the Portkey gateway and a bare proxy ==\n');
@@ -225,6 +243,19 @@ async function pingRedis(url: string): Promise<void> {
   } finally {
     client.disconnect();
   }
+}
+
+/** The values of a list flag, each checked against `known`. */
+function oneOf<T extends string>(
+  flag: string,
+  values: readonly string[] | undefined,
+  known: readonly T[],
+): T[] | undefined {
+  for (const v of values ?? []) {
+    if (!(known as readonly string[]).includes(v))
+      throw new Error(`${flag}: unknown ${v} (known: ${known.join(', ')})`);
+  }
+  return values as T[] | undefined;
 }
 
 const redact = (url: string): string => url.replace(/\/\/[^@]*@/, '//***@');

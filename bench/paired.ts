@@ -24,7 +24,10 @@
  * a wave with no collection in it) and promises and timers made per call (`async_hooks`).
  */
 import { createHook } from 'node:async_hooks';
-import { resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, realpathSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import * as v8 from 'node:v8';
 import type { createSwitchboard } from '../src';
 import { fixed, median, quantile } from './util';
@@ -309,16 +312,53 @@ export type CreateSwitchboard = typeof createSwitchboard;
  * `--against DIR`: the `createSwitchboard` of another checkout of this library (its `src/`,
  * compiled as this one is), to run beside this one in the same process: e.g. the main line's
  * code, exported with `git archive main | tar -x -C /tmp/main` and given this checkout's
- * `node_modules` (a symbolic link), so both use the same SDK modules.
+ * `node_modules` (a symbolic link), so both use the same SDK modules. `--against REV` (a git
+ * revision of this repository, `main`, `HEAD~1`, a hash) does that export itself, once per commit.
+ *
+ * @example
+ * ```ts
+ * const before = loadAgainst('HEAD~1'); // the commit before, beside this checkout
+ * ```
  */
-export function loadAgainst(dir: string | undefined): CreateSwitchboard | undefined {
-  if (dir === undefined) return undefined;
+export function loadAgainst(dirOrRev: string | undefined): CreateSwitchboard | undefined {
+  if (dirOrRev === undefined) return undefined;
+  const dir = checkoutOf(dirOrRev);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const lib = require(resolve(dir, 'src')) as {
     createSwitchboard?: CreateSwitchboard;
   };
   if (typeof lib.createSwitchboard !== 'function') {
-    throw new Error(`--against ${dir}: its src/ exports no createSwitchboard`);
+    throw new Error(`--against ${dirOrRev}: its src/ exports no createSwitchboard`);
   }
   return lib.createSwitchboard;
+}
+
+/**
+ * The directory of `dirOrRev`: itself when it is one, else the tree of that git revision,
+ * exported under the temporary directory with a link to this checkout's `node_modules`.
+ */
+function checkoutOf(dirOrRev: string): string {
+  if (existsSync(dirOrRev)) return dirOrRev;
+  let commit: string;
+  try {
+    commit = execFileSync('git', ['rev-parse', '--verify', '--quiet', `${dirOrRev}^{commit}`], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    throw new Error(`--against ${dirOrRev}: neither a directory nor a git revision of this one`);
+  }
+  const dir = join(tmpdir(), `switchboard-against-${commit.slice(0, 12)}`);
+  if (existsSync(join(dir, 'src'))) return dir;
+  // Exported beside its final place and renamed there: an interrupted export is never reused.
+  const partial = `${dir}.${process.pid}`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  const tree = execFileSync('git', ['archive', '--format=tar', commit], {
+    maxBuffer: 1 << 30,
+  });
+  execFileSync('tar', ['-x', '-C', partial], { input: tree });
+  symlinkSync(realpathSync('node_modules'), join(partial, 'node_modules'));
+  renameSync(partial, dir);
+  return dir;
 }

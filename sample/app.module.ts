@@ -3,7 +3,7 @@ import { ConfigModule } from '@nestjs/config';
 import { APP_FILTER } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
-import { SwitchboardModule, type SwitchboardOptions } from 'nestjs-switchboard';
+import { redisState, SwitchboardModule, type SwitchboardOptions } from 'nestjs-switchboard';
 import { OpenTelemetryModule } from 'nestjs-otel';
 import { ChatCompletionsController } from './gateway/chat-completions.controller';
 import { EmbeddingsController } from './gateway/embeddings.controller';
@@ -13,7 +13,9 @@ import { ProviderErrorFilter } from './gateway/provider-error.filter';
 import { RelayService } from './gateway/relay.service';
 import { ResponsesController } from './gateway/responses.controller';
 import { gatewayConfig, type GatewayConfig } from './gateway.config';
+import { GatewayKeys } from './guard/gateway-keys';
 import { GuardModule } from './guard/guard.module';
+import { withKeyTenants } from './guard/key-tenants';
 import { HealthController } from './health/health.controller';
 import { Simulation, type SimulationOptions } from './simulation/simulation';
 import { SimulationModule } from './simulation/simulation.module';
@@ -46,15 +48,22 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot({ isGlobal: true, load: [gatewayConfig] }),
         SwitchboardModule.forRootAsync({
-          imports: [simulation],
-          inject: [gatewayConfig.KEY, Simulation],
+          imports: [simulation, GuardModule],
+          inject: [gatewayConfig.KEY, Simulation, GatewayKeys],
           useFactory: async (
             config: GatewayConfig,
             simulated: Simulation,
+            keys: GatewayKeys,
           ): Promise<SwitchboardOptions> => {
             const configured = options.simulation ? undefined : config.switchboard;
             // Three simulated Azure OpenAI deployments: a call may try each of them.
-            return configured ?? { ...(await simulated.start()), failover: { attempts: 3 } };
+            const switchboard = configured ?? {
+              ...(await simulated.start()),
+              failover: { attempts: 3 },
+            };
+            const state =
+              config.redisUrl === undefined ? {} : { state: redisState({ url: config.redisUrl }) };
+            return withKeyTenants({ ...switchboard, ...state }, config.keyPolicy, keys.size > 0);
           },
         }),
         simulation,

@@ -1,5 +1,6 @@
 import { registerAs, type ConfigType } from '@nestjs/config';
 import { loadSwitchboardConfig } from 'nestjs-switchboard';
+import { keyPolicyFromEnv } from './guard/key-tenants';
 
 /** The gateway's settings: the `gateway` configuration namespace (read after `.env` files). */
 export const gatewayConfig = registerAs('gateway', () => ({
@@ -13,6 +14,16 @@ export const gatewayConfig = registerAs('gateway', () => ({
    * `OPENAI_API_KEY`. Undefined when none is set: the gateway then starts simulated deployments.
    */
   switchboard: loadSwitchboardConfig(),
+  /**
+   * `REDIS_URL`: the switchboard's state (usage, cooldowns, sessions, tenants' counts) is shared
+   * there with every replica configured alike; absent, each process keeps its own.
+   */
+  redisUrl: process.env.REDIS_URL?.trim() || undefined,
+  /**
+   * `GATEWAY_KEY_RPM` and `GATEWAY_KEY_TPM`: each key's limits per minute, held by the switchboard
+   * as the policy of the key's tenant (with keys only).
+   */
+  keyPolicy: keyPolicyFromEnv(),
 }));
 
 /** What the `gateway` namespace holds. */

@@ -43,8 +43,10 @@ export interface GuardEnv {
   GATEWAY_API_KEYS?: string;
   /** A file with one key per line (blank lines and `#` comments skipped), added to the above. */
   GATEWAY_API_KEYS_FILE?: string;
-  /** Requests per minute per key (absent: no limit). */
+  /** Model calls per minute per key, a tenant policy of the switchboard (absent: no limit). */
   GATEWAY_KEY_RPM?: string;
+  /** Tokens per minute per key, counted at admission, likewise (absent: no limit). */
+  GATEWAY_KEY_TPM?: string;
   /** Calls in flight per key (absent: no limit). */
   GATEWAY_KEY_MAX_IN_FLIGHT?: string;
   [name: string]: string | undefined;

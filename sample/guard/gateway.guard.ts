@@ -99,7 +99,8 @@ export interface GuardedRequest {
  *   reaches the port, but not with our name in `Host`; so is a request a page of another site
  *   sent (its `Origin`, or `Sec-Fetch-Site: cross-site`), and a `/v1` POST that is not JSON gets
  *   415 (a page can send text/plain anywhere without a CORS preflight);
- * - per key, optional requests per minute and calls in flight on `/v1`: 429 with `retry-after`;
+ * - per key, optional calls in flight on `/v1`: 429 with `retry-after` (a key's limits per
+ *   minute are its tenant's policy in the switchboard, which answers the 429 itself);
  * - each key is a tenant of the switchboard's queue (`key-<n>`, the key's place in the list,
  *   never the key); `x-switchboard-tenant` may name a part of it (`key-<n>/<part>`), which waits
  *   in the key's own turn, never another tenant;

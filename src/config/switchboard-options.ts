@@ -110,7 +110,8 @@ export interface SwitchboardOptions {
    * Limits per tenant (the `tenant` a call names), or under `'*'` for every tenant not named:
    * tokens and requests per minute, tokens per day and a budget, held across every deployment and
    * model and, with a shared state store, every replica. Over a limit a call fails at once with
-   * the SDK's `RateLimitError`, or waits in `queue`. See docs/tenants.md.
+   * the SDK's `RateLimitError`, or waits in `queue`. A tenant id `a/b` is a part of tenant `a`:
+   * `a`'s policy holds it, counted together with `a` and its other parts. See docs/tenants.md.
    */
   tenants?: Record<string, TenantPolicy>;
   /** USD per million tokens per model (overridable per deployment with `ModelConfig.pricing`). */

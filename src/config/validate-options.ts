@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { clip } from '../errors/clip';
 import { checkFallbacks } from '../routing/fallbacks';
 import { SwitchboardError } from '../switchboard.error';
+import { tenantScope } from '../tenants/tenant-scope';
 import type { SwitchboardOptions } from './switchboard-options';
 import type { ConfigProblem, ModelConfig } from '../types';
 
@@ -471,7 +472,25 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
   });
   problems.push(...checkFallbacks(options));
   problems.push(...checkTenantTags(options));
+  problems.push(...checkTenantNames(options));
   problems.push(...checkQuotaPools(options));
+  return problems;
+}
+
+/**
+ * A tenant id `a/b` is a part of tenant `a`, held by `a`'s policy: a policy named `a/b` would
+ * never apply, which is a mistake of the configuration, said at once.
+ */
+function checkTenantNames(options: SwitchboardOptions): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const name of Object.keys(options.tenants ?? {})) {
+    const scope = tenantScope(name);
+    if (scope === name) continue;
+    problems.push({
+      path: ['tenants', name],
+      message: `names a part of tenant ${scope}, whose policy holds it (counted together with ${scope}): name the policy ${scope}`,
+    });
+  }
   return problems;
 }
 

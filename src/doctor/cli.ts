@@ -8,7 +8,8 @@
  * [--html <file>]`: replays recorded traffic against a configuration in virtual time.
  */
 import { runPlanCli } from '../planning/run-plan';
-import { runDoctorCli, STDIO } from './run';
+import { STDIO } from '../runtime/cli-output';
+import { runDoctorCli } from './run';
 
 const args = process.argv.slice(2);
 // Run as the package's `bin` (this module is imported by nothing else).

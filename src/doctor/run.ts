@@ -2,6 +2,7 @@
  * The `doctor` command line: arguments in, text out, an exit status back. The executable is
  * ./cli.ts.
  */
+import { STDIO, type CliOutput } from '../runtime/cli-output';
 import { loadSwitchboardConfigFile } from '../config/load-config-file';
 import { checkDeployments } from './doctor';
 import type { DoctorRow } from './doctor-row';
@@ -20,18 +21,6 @@ Exit status: 0 when every row answered, 1 when any failed, 2 on a usage or confi
 
 To plan quota from recorded traffic: nestjs-switchboard plan --help`;
 
-/** Where the command writes; process.stdout / stderr by default. */
-export interface DoctorOutput {
-  out(text: string): void;
-  err(text: string): void;
-}
-
-/** Standard output and error. */
-export const STDIO: DoctorOutput = {
-  out: (text) => void process.stdout.write(`${text}\n`),
-  err: (text) => void process.stderr.write(`${text}\n`),
-};
-
 /**
  * Runs the command line `args` (without `node` and the script) and resolves its exit status.
  *
@@ -42,7 +31,7 @@ export const STDIO: DoctorOutput = {
  */
 export async function runDoctorCli(
   args: readonly string[],
-  output: DoctorOutput = STDIO,
+  output: CliOutput = STDIO,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<number> {
   const rest = [...args];

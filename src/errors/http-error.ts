@@ -2,14 +2,11 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { isDroppedConnection, isMalformedResponse, retryAfterMs } from '../failover/classify';
 import { SwitchboardError } from '../switchboard.error';
+import { MAX_HELD_BACK_WAIT_MS, waitsForPeriodEnd } from './held-back';
+import { MAX_RETRY_AFTER_MS, retryHeaders } from './retry-headers';
 import { scrub } from './scrub';
 
-/**
- * The longest wait an HTTP answer asks a client for. Quotas are per-minute windows, so room comes
- * back within a minute unless a deployment was marked down for longer; a client that asks again
- * too early is told again, while one told to wait an hour (or `1e297` s) waits for nothing.
- */
-export const MAX_RETRY_AFTER_MS = 60_000;
+export { MAX_RETRY_AFTER_MS, retryHeaders };
 
 /** What a caller is told when a deployment refused the switchboard's own credentials (401, 403). */
 export const CREDENTIALS_REFUSED =
@@ -48,7 +45,8 @@ export interface HttpErrorOptions {
  *   waited in, 500 for its configuration;
  * - a 429 (the switchboard's own no-room error, or the upstream's) carries `retry-after` and
  *   `retry-after-ms` from the error's own figure of when room is expected, at least 1 s and at
- *   most `maxRetryAfterMs`;
+ *   most `maxRetryAfterMs` (the switchboard's own refusal of a tenant over its budget: up to the
+ *   period's end);
  * - an upstream's 401 or 403 is 502 with a message of its own: the deployment refused the
  *   switchboard's credentials, not the caller's (the reason is in the logs, health and the
  *   deployment's mark-down, never the upstream's words, which may name the key);
@@ -106,9 +104,12 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
     if (typeof status === 'number') {
       const a = answer(status, scrub(error.message), status !== 429);
       if (status === 429 || status === 503) {
+        // A tenant's day or budget comes back only at the end of the UTC day or month: the
+        // switchboard's own figure, which the cap on other waits must not shorten.
+        const cap = waitsForPeriodEnd(error) ? Math.max(max, MAX_HELD_BACK_WAIT_MS) : max;
         const wait =
-          retryAfterMs(headers, options.now ?? Date.now(), max) ?? UNAVAILABLE_RETRY_AFTER_MS;
-        a.headers = retryHeaders(wait, max);
+          retryAfterMs(headers, options.now ?? Date.now(), cap) ?? UNAVAILABLE_RETRY_AFTER_MS;
+        a.headers = retryHeaders(wait, cap);
       }
       if (status === 429) {
         a.message = `Rate limited: retry after ${a.headers['retry-after']} s. ${scrub(error.message)}`;
@@ -120,22 +121,5 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
   return {
     ...answer(500, 'The gateway failed to handle the request.'),
     unexpected: true,
-  };
-}
-
-/**
- * `retry-after` (whole seconds, rounded up, at least 1) and `retry-after-ms` (whole ms) for a wait
- * of `ms`, capped at `max`; a wait that is not a finite number counts as the cap.
- *
- * @example
- * ```ts
- * retryHeaders(1e300, 60_000); // { 'retry-after': '60', 'retry-after-ms': '60000' }
- * ```
- */
-export function retryHeaders(ms: number, max: number = MAX_RETRY_AFTER_MS): Record<string, string> {
-  const wait = Number.isFinite(ms) ? Math.min(max, Math.max(1, Math.ceil(ms))) : max;
-  return {
-    'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
-    'retry-after-ms': String(wait),
   };
 }

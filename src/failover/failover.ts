@@ -69,7 +69,7 @@ export function failoverPolicy(options: FailoverOptions = {}): FailoverPolicy {
  * @example
  * ```ts
  * const result = await promise.catch((error) =>
- *   failover(error, () => attempt(select(), ...), policy, deployment.errors, options?.signal),
+ *   failover(error, () => call.again(), policy, deployment.errors, options?.signal),
  * );
  * ```
  */

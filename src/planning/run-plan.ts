@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import type { SwitchboardOptions } from '../config/switchboard-options';
 import { loadSwitchboardConfigFile } from '../config/load-config-file';
-import type { DoctorOutput } from '../doctor/run';
+import type { CliOutput } from '../runtime/cli-output';
 import { plan } from './plan';
 import { formatPlan, planHtml } from './plan-report';
 import { TrafficFileError } from './traffic-file.error';
@@ -37,7 +37,7 @@ Exit status: 0 when the plan was made, 2 on a usage, traffic file or configurati
  */
 export async function runPlanCli(
   args: readonly string[],
-  output: DoctorOutput,
+  output: CliOutput,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<number> {
   const rest = [...args];

@@ -18,6 +18,15 @@ export type { AttemptHooks, PreparedRequest, ResponseTracker } from './attempt-t
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 
 /**
+ * Who hears how an attempt ended: exactly one of its methods is called, once, maybe before
+ * {@link runAttempt} returns. Neither may throw.
+ */
+export interface AttemptOutcome {
+  resolve(answer: Answer): void;
+  reject(error: Error): void;
+}
+
+/**
  * One request to one deployment, with its accounting:
  * - before anything is awaited, 1 request and the admission charge are spent, so concurrent
  *   calls see them;
@@ -34,45 +43,10 @@ const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
  *   the same deployment and within the same deadline, without a mark-down: the first error is not
  *   the deployment's fault; whatever the second send does follows the usual rules;
  * - a failure is classified, and the model marked down where the design says so.
- */
-export function attempt(
-  deployment: Deployment,
-  state: ModelState,
-  adapter: ApiAdapter,
-  op: ApiOperation,
-  request: PreparedRequest,
-  options: SdkRequestOptions | undefined,
-  hooks: AttemptHooks,
-  context: AttemptContext = FIRST_ATTEMPT,
-): Promise<Answer> {
-  return new Promise<Answer>((resolve, reject) => {
-    runAttempt(
-      deployment,
-      state,
-      adapter,
-      op,
-      request,
-      options,
-      hooks,
-      { resolve, reject },
-      context,
-    );
-  });
-}
-
-/**
- * Who hears how an attempt ended: exactly one of its methods is called, once, maybe before
- * {@link runAttempt} returns. Neither may throw.
- */
-export interface AttemptOutcome {
-  resolve(answer: Answer): void;
-  reject(error: Error): void;
-}
-
-/**
- * {@link attempt} without a promise of its own: the outcome goes to `outcome`. A call's dispatch
- * is the outcome of its first attempt, so a call that succeeds at once makes one promise, the
- * one its caller holds.
+ *
+ * It has no promise of its own: the outcome goes to `outcome`. A call's dispatch is the outcome
+ * of its first attempt, so a call that succeeds at once makes one promise, the one its caller
+ * holds.
  *
  * @example
  * ```ts

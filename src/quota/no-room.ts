@@ -1,8 +1,7 @@
+import { heldBack, isHeldBack } from '../errors/held-back';
 import { explanationText, type DeploymentExplanation } from '../placement/explanation';
+import { retryHeaders } from '../errors/retry-headers';
 import type { Admission } from './admission';
-
-/** Errors the switchboard raised because no deployment had room; they are never retried. */
-const raised = new WeakSet<object>();
 
 /** The SDK's `RateLimitError` class (same constructor in `openai` and `@anthropic-ai/sdk`). */
 export type RateLimitErrorClass = new (
@@ -59,12 +58,9 @@ export function heldBackError(
   message: string,
   waitMs: number,
   explanations: readonly DeploymentExplanation[] = [],
+  untilPeriodEnd = false,
 ): Error & { explanations: readonly DeploymentExplanation[] } {
-  const wait = Math.max(1, Math.ceil(waitMs));
-  const headers = new Headers({
-    'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
-    'retry-after-ms': String(wait),
-  });
+  const headers = new Headers(retryHeaders(waitMs, Infinity));
   const body =
     explanations.length > 0
       ? { type: 'rate_limit_error', code, message, explanations }
@@ -73,8 +69,7 @@ export function heldBackError(
     explanations: readonly DeploymentExplanation[];
   };
   error.explanations = explanations;
-  raised.add(error);
-  return error;
+  return heldBack(error, untilPeriodEnd);
 }
 
 /**
@@ -86,5 +81,5 @@ export function heldBackError(
  * ```
  */
 export function isNoRoom(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && raised.has(error);
+  return isHeldBack(error);
 }

@@ -25,11 +25,6 @@ export class ConsecutiveBreaker {
     return this.count;
   }
 
-  /** True while the count is at or above the threshold. */
-  get isOpen(): boolean {
-    return this.count >= this.threshold;
-  }
-
   /** Count a failure; returns true when the breaker is (now) open. */
   failure(): boolean {
     return ++this.count >= this.threshold;

@@ -42,9 +42,11 @@ export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'> &
  * failures, and its quota accounting ({@link quota}, a {@link QuotaLedger}: usage, limits, the
  * anchoring on the upstream's rate-limit headers).
  *
- * `util` is the true utilization: `max(tpmUsage / tpm, rpmUsage / rpm)` (and the input and output
- * shares where `itpm` / `otpm` apply), or 1 while cooling. A model is healthy while its utilization
- * is below 1; it has room for a call ({@link hasRoom}) while the call's admission charge fits every
+ * `util` is the largest share of any limit (`tpm`, `rpm`, `itpm`, `otpm`) by the anchored view:
+ * usage as the upstream is believed to count it (this instance's, the other instances' through a
+ * shared store, and the correction its last headers called for), where `rpm` with a sliding window
+ * also weighs the newest sixth against `rpm / 6`; unlimited counts as 0, and it is 1 while
+ * cooling (see `QuotaLedger.shares`). A model is healthy while its utilization is below 1; it has room for a call ({@link hasRoom}) while the call's admission charge fits every
  * limit and it is not cooling.
  *
  * @example
@@ -178,8 +180,8 @@ export class ModelState {
   // Questions that weigh the cooldown with the quota, on one reading of the clock.
 
   /**
-   * `max(tpmUsage / tpm, rpmUsage / rpm, ...)` over the anchored view, 1 while cooling; unlimited
-   * quotas count as 0.
+   * The largest share of any limit by the anchored view (`QuotaLedger.util`), 1 while cooling;
+   * unlimited quotas count as 0.
    */
   get util(): number {
     const now = this.clock();
@@ -283,11 +285,6 @@ export class ModelState {
   /** True while a mark-down lasts. */
   isCooling(): boolean {
     return this.cooling.at(this.clock());
-  }
-
-  /** True while a cooldown set by hand ({@link markDown} without a reason) lasts. */
-  isMarkedDown(): boolean {
-    return this.cooling.at(this.clock()) && this.cooling.kind === 'manual';
   }
 
   /** ms left of the current cooldown (0 when not cooling). */

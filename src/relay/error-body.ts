@@ -15,11 +15,35 @@ export interface Problem {
   status: number;
   message: string;
   /** The body field at fault (OpenAI's `param`). */
-  param?: string;
-  /** OpenAI's `code` (`model_not_found`, `missing_required_parameter`, ...). */
-  code?: string;
+  param?: string | null;
+  /**
+   * OpenAI's `code` (`model_not_found`, `missing_required_parameter`, ...); `null` says none
+   * where the status has a default (`rate_limit_exceeded` on a 429).
+   */
+  code?: string | null;
+  /** The error's `type` when it is not the status's own (a 429 over `tokens`, say). */
+  type?: string;
+  /** Anthropic's `request_id`, beside the error. */
+  requestId?: string;
 }
 
+/** The OpenAI error body: `{ error: { message, type, param, code } }`. */
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+/** The Anthropic error body: `{ type: 'error', error: { type, message }, request_id? }`. */
+export interface AnthropicErrorBody {
+  type: 'error';
+  error: { type: string; message: string };
+  request_id?: string;
+}
+
+/**
+ * OpenAI's `error.type` per status (other 5xx: `server_error`, other 4xx:
+ * `invalid_request_error`). OpenAI's own rate-limit answers name what ran out (`requests`,
+ * `tokens`); an answer that names no limit says `rate_limit_error`.
+ */
 const OPENAI_TYPES: Readonly<Record<number, string>> = {
   400: 'invalid_request_error',
   401: 'invalid_request_error',
@@ -28,19 +52,49 @@ const OPENAI_TYPES: Readonly<Record<number, string>> = {
   429: 'rate_limit_error',
 };
 
+/**
+ * Anthropic's `error.type` per status, as its errors page lists them
+ * (https://docs.anthropic.com/en/api/errors): other 5xx are `api_error`, other 4xx
+ * `invalid_request_error`. 529, not 503, is `overloaded_error`.
+ */
 const ANTHROPIC_TYPES: Readonly<Record<number, string>> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
+  402: 'billing_error',
   403: 'permission_error',
   404: 'not_found_error',
+  409: 'conflict_error',
   413: 'request_too_large',
   429: 'rate_limit_error',
   500: 'api_error',
-  502: 'api_error',
-  503: 'overloaded_error',
   504: 'timeout_error',
   529: 'overloaded_error',
 };
+
+/**
+ * OpenAI's `error.type` for an answer with `status`.
+ *
+ * @example
+ * ```ts
+ * openaiErrorType(503); // 'server_error'
+ * ```
+ */
+export function openaiErrorType(status: number): string {
+  return OPENAI_TYPES[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
+}
+
+/**
+ * Anthropic's `error.type` for an answer with `status`.
+ *
+ * @example
+ * ```ts
+ * anthropicErrorType(529); // 'overloaded_error'
+ * anthropicErrorType(503); // 'api_error'
+ * ```
+ */
+export function anthropicErrorType(status: number): string {
+  return ANTHROPIC_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
 
 /**
  * The OpenAI error body: `{ error: { message, type, param, code } }`.
@@ -50,32 +104,36 @@ const ANTHROPIC_TYPES: Readonly<Record<number, string>> = {
  * openaiErrorBody({ status: 404, message: 'No such model', code: 'model_not_found' });
  * ```
  */
-export function openaiErrorBody({ status, message, param, code }: Problem): object {
+export function openaiErrorBody({ status, message, param, code, type }: Problem): OpenAIErrorBody {
   return {
     error: {
       message,
-      type: OPENAI_TYPES[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error'),
+      type: type ?? openaiErrorType(status),
       param: param ?? null,
-      code: code ?? (status === 429 ? 'rate_limit_exceeded' : null),
+      code: code !== undefined ? code : status === 429 ? 'rate_limit_exceeded' : null,
     },
   };
 }
 
 /**
- * The Anthropic error body: `{ type: 'error', error: { type, message } }`.
+ * The Anthropic error body: `{ type: 'error', error: { type, message } }`, and `request_id`
+ * when there is one.
  *
  * @example
  * ```ts
  * anthropicErrorBody({ status: 400, message: 'max_tokens: Field required' });
  * ```
  */
-export function anthropicErrorBody({ status, message }: Problem): object {
+export function anthropicErrorBody({
+  status,
+  message,
+  type,
+  requestId,
+}: Problem): AnthropicErrorBody {
   return {
     type: 'error',
-    error: {
-      type: ANTHROPIC_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'),
-      message,
-    },
+    error: { type: type ?? anthropicErrorType(status), message },
+    ...(requestId !== undefined ? { request_id: requestId } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { ApiOperation, ApiPromiseLike } from '../providers/adapter';
 import type { SdkRequestOptions } from '../registry/deployment';
 import { renamesModel } from '../providers/wire-model';
+import { isSwitchboardField } from '../routing/call-params';
 import { SseEvents } from './sse-events';
 import {
   readText,
@@ -56,9 +57,6 @@ const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'content-type': 'application/json',
 });
 
-/** Keys of a body that the switchboard takes out before sending. */
-const OWN_KEYS = new Set(['session_id', 'fallbacks', 'lane', 'tenant', 'tags']);
-
 /**
  * Whether `body`, as the switchboard is about to send it, still says what the client's bytes
  * say: the same object, or a copy with the same values without the switchboard's own fields. A
@@ -72,7 +70,7 @@ function unchanged(body: Record<string, unknown>, relay: RelayBody): boolean {
     if (body[key] !== parsed[key]) return false;
     n++;
   }
-  for (const key in parsed) if (!OWN_KEYS.has(key)) n--;
+  for (const key in parsed) if (!isSwitchboardField(key)) n--;
   return n === 0;
 }
 

@@ -3,6 +3,7 @@ import type { Answer } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { SwitchboardError } from '../switchboard.error';
 import { headerTags } from '../placement/tags';
+import { hasSwitchboardFields } from '../routing/call-params';
 import type { Provider } from '../types';
 import { clip } from '../errors/clip';
 import { errorBody, upstreamErrorBody, type Problem } from './error-body';
@@ -120,12 +121,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     if (invalid) return problem(api.provider, invalid);
 
     // A body carrying the switchboard's own fields goes upstream re-serialized, without them.
-    const own =
-      'session_id' in params ||
-      'fallbacks' in params ||
-      'lane' in params ||
-      'tenant' in params ||
-      'tags' in params;
+    const own = hasSwitchboardFields(params);
     // Re-serializing recurses: a body nested past what the stack holds is refused, not a 500.
     if (own && nestedDeeperThan(body!.text, MAX_BODY_DEPTH)) {
       port.warn?.(`sb.fetch refused a request body nested deeper than ${MAX_BODY_DEPTH} levels`);

@@ -1,7 +1,51 @@
-import type { CallTags } from '../scheduling/lanes';
+import { LANE_TAGS, type CallTags } from '../scheduling/lanes';
 import { sessionKey } from '../selection/session-affinity';
 import type { SessionParams } from '../types';
 import { tagSet, type TagSet } from '../placement/tags';
+
+/**
+ * The switchboard's own fields of a call's params: read by the switchboard, never sent upstream.
+ * Every place that tells them from the SDK's body reads this list.
+ */
+export const SWITCHBOARD_FIELDS = Object.freeze([
+  'session_id',
+  'fallbacks',
+  'lane',
+  'tenant',
+  'tags',
+] as const);
+
+/** One of {@link SWITCHBOARD_FIELDS}. */
+export type SwitchboardField = (typeof SWITCHBOARD_FIELDS)[number];
+
+const FIELD_SET: ReadonlySet<string> = new Set(SWITCHBOARD_FIELDS);
+
+/**
+ * Whether `key` is one of the switchboard's own fields.
+ *
+ * @example
+ * ```ts
+ * isSwitchboardField('tenant'); // true
+ * isSwitchboardField('model'); // false
+ * ```
+ */
+export function isSwitchboardField(key: string): key is SwitchboardField {
+  return FIELD_SET.has(key);
+}
+
+/**
+ * Whether `params` carries any of the switchboard's own fields (then its body must be copied
+ * without them before it goes upstream).
+ *
+ * @example
+ * ```ts
+ * hasSwitchboardFields({ model: 'gpt-4o', lane: 'batch' }); // true
+ * ```
+ */
+export function hasSwitchboardFields(params: object): boolean {
+  for (const field of SWITCHBOARD_FIELDS) if (field in params) return true;
+  return false;
+}
 
 /**
  * The params of a call as its caller passed them, read once at the door: the SDK's own body, and
@@ -18,15 +62,7 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
   if (params === null || typeof params !== 'object') {
     throw new TypeError(`${surface}.${op}() expects a params object as its first argument`);
   }
-  if (
-    !('session_id' in params) &&
-    !('fallbacks' in params) &&
-    !('lane' in params) &&
-    !('tenant' in params) &&
-    !('tags' in params)
-  ) {
-    return params as Record<string, unknown>;
-  }
+  if (!hasSwitchboardFields(params)) return params as Record<string, unknown>;
   const {
     session_id: sessionId,
     fallbacks,
@@ -55,16 +91,14 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
   return body;
 }
 
-const INTERACTIVE: CallTags = Object.freeze({ lane: 'interactive', tenant: '' });
-const BATCH: CallTags = Object.freeze({ lane: 'batch', tenant: '' });
-
 /**
  * The call's lane and tenant (checked by {@link callBody}); a long tenant id is kept as its
  * hash, as session ids are.
  */
 export function tagsOf(params: object): CallTags {
   const { lane, tenant } = params as SessionParams;
-  if (tenant === undefined || tenant === '') return lane === 'batch' ? BATCH : INTERACTIVE;
+  if (tenant === undefined || tenant === '')
+    return LANE_TAGS[lane === 'batch' ? 'batch' : 'interactive'];
   return { lane: lane ?? 'interactive', tenant: sessionKey(tenant) };
 }
 

@@ -10,7 +10,7 @@ import {
   type PreparedRequest,
 } from '../providers/attempt';
 import type { CapacityQueue } from '../scheduling/capacity-queue';
-import type { CallTags, LaneActivity } from '../scheduling/lanes';
+import { UNTAGGED, type CallTags, type LaneActivity } from '../scheduling/lanes';
 import { keptRoom } from '../quota/hot-row';
 import { noRoomError } from '../quota/no-room';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
@@ -30,7 +30,6 @@ import { explain } from '../placement/explanations';
 import type { TagSet } from '../placement/tags';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
-const UNTAGGED: CallTags = Object.freeze({ lane: 'interactive', tenant: '' });
 /** Stands for "others are already waiting for room": no routing is tried. */
 const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
 
@@ -82,6 +81,36 @@ export interface Pin {
 }
 
 /**
+ * What one call is: its operation and prepared request, and where it may go.
+ *
+ * @example
+ * ```ts
+ * const call: DispatchCall = { adapter, op, request, options, sessionId: 'user-42', pool, tags };
+ * ```
+ */
+export interface DispatchCall {
+  readonly adapter: ApiAdapter;
+  readonly op: ApiOperation;
+  readonly request: PreparedRequest;
+  /** The SDK's request options the caller passed (signal, timeout, headers). */
+  readonly options?: SdkRequestOptions;
+  /** The key the call sticks to a deployment by: its session, or its cacheable prefix. */
+  readonly sessionId?: string;
+  /** The deployments of the call's model that may take it. */
+  readonly pool: readonly Deployment[];
+  /** The models tried, in order, when the call's own has no room or fails. */
+  readonly fallbacks?: readonly string[];
+  /** The deployment holding the stored object the call builds on; then it goes nowhere else. */
+  readonly pin?: Pin;
+  /** Its lane and tenant; default: interactive, no tenant. */
+  readonly tags?: CallTags;
+  /** The tags a deployment must carry to take the call; `pool` holds only such deployments. */
+  readonly required?: TagSet;
+  /** The models tried when Azure's content filter refuses the call (`contentFilterFallbacks`). */
+  readonly filterFallbacks?: readonly string[];
+}
+
+/**
  * One call, from its first attempt to its answer or its last error. Every attempt is routed by
  * {@link routeCall} (room for its admission charge, tiers, fallbacks, the deployments it already
  * tried); when no deployment has room the call waits in the queue or fails at once with the
@@ -95,7 +124,7 @@ export interface Pin {
  *
  * @example
  * ```ts
- * const answer = await new Dispatch(shared, adapter, op, request, options, 'user-42', pool).run();
+ * const answer = await new Dispatch(shared, { adapter, op, request, sessionId: 'user-42', pool }).run();
  * ```
  */
 export class Dispatch implements AttemptOutcome, CallGate {
@@ -126,22 +155,34 @@ export class Dispatch implements AttemptOutcome, CallGate {
   private resolveCall: (answer: Answer) => void = noop;
   private rejectCall: (error: unknown) => void = noop;
 
+  private readonly adapter: ApiAdapter;
+  private readonly op: ApiOperation;
+  private readonly request: PreparedRequest;
+  private readonly options: SdkRequestOptions | undefined;
+  private readonly sessionId: string | undefined;
+  private readonly pool: readonly Deployment[];
+  private readonly fallbacks: readonly string[] | undefined;
+  private readonly pin: Pin | undefined;
+  private readonly tags: CallTags;
+  private readonly required: TagSet | undefined;
+  private readonly filterFallbacks: readonly string[] | undefined;
+
   constructor(
     private readonly shared: DispatchShared,
-    private readonly adapter: ApiAdapter,
-    private readonly op: ApiOperation,
-    private readonly request: PreparedRequest,
-    private readonly options: SdkRequestOptions | undefined,
-    private readonly sessionId: string | undefined,
-    private readonly pool: readonly Deployment[],
-    private readonly fallbacks?: readonly string[],
-    private readonly pin?: Pin,
-    private readonly tags: CallTags = UNTAGGED,
-    /** The tags a deployment must carry to take the call; `pool` holds only such deployments. */
-    private readonly required?: TagSet,
-    /** The models tried when Azure's content filter refuses the call (`contentFilterFallbacks`). */
-    private readonly filterFallbacks?: readonly string[],
+    call: DispatchCall,
   ) {
+    const { request, pin, fallbacks, pool } = call;
+    this.adapter = call.adapter;
+    this.op = call.op;
+    this.request = request;
+    this.options = call.options;
+    this.sessionId = call.sessionId;
+    this.pool = pool;
+    this.fallbacks = fallbacks;
+    this.pin = pin;
+    this.tags = call.tags ?? UNTAGGED;
+    this.required = call.required;
+    this.filterFallbacks = call.filterFallbacks;
     // A call without a model (a retrieval) is pinned, and its model is never asked for.
     this.model = (pin !== undefined ? pin.model : request.body.model) as string;
     this.admission = request.metered ? request.admission : undefined;
@@ -152,7 +193,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
     if (shared.traffic !== undefined) {
       this.context = {
         attempt: 1,
-        call: { t: shared.clock(), lane: tags.lane, tenant: tags.tenant },
+        call: { t: shared.clock(), lane: this.tags.lane, tenant: this.tags.tenant },
       };
     }
   }

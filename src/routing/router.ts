@@ -309,20 +309,18 @@ export class Router implements DispatchShared {
           : undefined);
       const pending = sessionFromStore(this.registry, this.state, sticky);
       const dispatch = () => {
-        const call = new Dispatch(
-          this,
+        const call = new Dispatch(this, {
           adapter,
           op,
           request,
-          sdkOptions,
-          sticky,
-          required === undefined ? pool : this.registry.poolFor(model, required),
+          options: sdkOptions,
+          sessionId: sticky,
+          pool: required === undefined ? pool : this.registry.poolFor(model, required),
           fallbacks,
-          undefined,
           tags,
           required,
           filterFallbacks,
-        );
+        });
         if (wider !== undefined) call.leaveModel('context_window', wider);
         return call.run();
       };
@@ -349,20 +347,18 @@ export class Router implements DispatchShared {
           const rest = models.slice(models.indexOf(chosen) + 1);
           const instead = { ...held, body: { ...held.body, model: chosen } };
           const run = () =>
-            new Dispatch(
-              this,
+            new Dispatch(this, {
               adapter,
               op,
-              instead,
-              sdkOptions,
+              request: instead,
+              options: sdkOptions,
               sessionId,
-              this.registry.poolFor(chosen, required),
-              rest.length > 0 ? rest : undefined,
-              undefined,
+              pool: this.registry.poolFor(chosen, required),
+              fallbacks: rest.length > 0 ? rest : undefined,
               tags,
               required,
-              allowed ? this.contentFilterFallbacks.get(chosen) : undefined,
-            ).run();
+              filterFallbacks: allowed ? this.contentFilterFallbacks.get(chosen) : undefined,
+            }).run();
           return pending === undefined ? run() : pending.then(run);
         })
         .catch((error: unknown) => {
@@ -429,18 +425,15 @@ export class Router implements DispatchShared {
   ): Promise<Answer> {
     try {
       const pin = this.pinFor(adapter, id, holder, model);
-      const pool = [pin.deployment];
-      return new Dispatch(
-        this,
+      return new Dispatch(this, {
         adapter,
         op,
         request,
         options,
         sessionId,
-        pool,
-        undefined,
+        pool: [pin.deployment],
         pin,
-      ).run();
+      }).run();
     } catch (error) {
       return Promise.reject(error);
     }

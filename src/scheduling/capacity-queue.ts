@@ -1,5 +1,5 @@
 import { FairLine } from './fair-line';
-import { LANES, type CallTags, type Lane } from './lanes';
+import { LANES, UNTAGGED, type CallTags, type Lane } from './lanes';
 
 /** What routing a waiting call answers: a target, or how long until room is expected. */
 export type RouteAttempt<T> = { target: T } | { waitMs: number };
@@ -56,8 +56,6 @@ export interface WaitOptions {
   /** Told when the call leaves the line with a target, after `waitedMs`. */
   onAdmit?: (waitedMs: number) => void;
 }
-
-const UNTAGGED: CallTags = Object.freeze({ lane: 'interactive', tenant: '' });
 
 /**
  * Calls waiting for room, one line per model: the scheduler of the switchboard. Interactive
@@ -117,13 +115,6 @@ export class CapacityQueue {
       for (const head of fair.heads()) if (head.joined < joined) joined = head.joined;
     }
     return joined === Infinity ? 0 : Math.max(0, this.clock() - joined);
-  }
-
-  /** Calls waiting, per model (models with nobody waiting left out). */
-  lengths(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const model of this.lines.keys()) out[model] = this.length(model);
-    return out;
   }
 
   /** Calls waiting for `model` per lane and tenant key (lanes with nobody waiting left out). */
@@ -217,11 +208,6 @@ export class CapacityQueue {
   kick(model: string): void {
     const line = this.lines.get(model);
     if (line !== undefined && sizeOf(line) > 0) this.serve(model, line);
-  }
-
-  /** Try every line (a limit or a cooldown changed). */
-  kickAll(): void {
-    for (const model of [...this.lines.keys()]) this.kick(model);
   }
 
   /** Reject everyone still waiting and stop the timers. */

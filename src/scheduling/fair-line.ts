@@ -1,3 +1,5 @@
+import { tenantScope } from '../tenants/tenant-scope';
+
 /** What waits in a {@link FairLine}: whose it is, and what serving it costs. */
 export interface FairItem {
   /**
@@ -15,22 +17,6 @@ interface SubLine<T> {
   deficit: number;
   /** Its turn has begun (its quantum was added). */
   turn: boolean;
-}
-
-/**
- * The tenant whose turns a tenant id takes: the id up to its first `/`. A tenant may name parts of
- * itself (`acme/batch-7`, the gateway's `key-0/<name>`), and however many it names, they wait in
- * its one turn: naming more parts never takes a larger share of the line.
- *
- * @example
- * ```ts
- * tenantScope('key-0/reports'); // 'key-0'
- * tenantScope('acme'); // 'acme'
- * ```
- */
-export function tenantScope(tenant: string): string {
-  const slash = tenant.indexOf('/');
-  return slash < 0 ? tenant : tenant.slice(0, slash);
 }
 
 /**

@@ -17,6 +17,24 @@ export interface CallTags {
   readonly tenant: string;
 }
 
+/**
+ * The tags of a call that names no tenant, per lane; a call that names neither lane nor tenant
+ * has `UNTAGGED` (interactive). Shared frozen objects, so reading a plain call's tags allocates
+ * nothing.
+ *
+ * @example
+ * ```ts
+ * LANE_TAGS.batch; // { lane: 'batch', tenant: '' }
+ * ```
+ */
+export const LANE_TAGS: Readonly<Record<Lane, CallTags>> = Object.freeze({
+  interactive: Object.freeze({ lane: 'interactive', tenant: '' }),
+  batch: Object.freeze({ lane: 'batch', tenant: '' }),
+});
+
+/** The tags of a call that names neither lane nor tenant. */
+export const UNTAGGED: CallTags = LANE_TAGS.interactive;
+
 /** Default share of each limit that batch calls leave free while interactive traffic is present. */
 export const DEFAULT_BATCH_HEADROOM = 0.15;
 

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
 import type { ModelState } from '../registry/model-state';
 import type { SharedReading } from '../quota/reading';
 
@@ -99,7 +100,7 @@ export interface PeerFoldOptions {
  *
  * @example
  * ```ts
- * const fold = peerFold(registry, { maxCooldown: 86_400_000 });
+ * const fold = peerFold(registry, { maxCooldown: DEFAULT_MAX_COOLDOWN });
  * fold(await store.sync!());
  * ```
  */
@@ -107,7 +108,7 @@ export function peerFold(
   target: PeerFoldTarget,
   options: PeerFoldOptions = {},
 ): (report: PeerReport) => void {
-  const maxCooldown = options.maxCooldown ?? 86_400_000;
+  const maxCooldown = options.maxCooldown ?? DEFAULT_MAX_COOLDOWN;
   /** Per model, the cooldown last taken from the store: its value there, and what was applied. */
   const taken = new Map<ModelState, { raw: number; applied: number }>();
 

@@ -7,6 +7,7 @@ import { SwitchboardError } from '../switchboard.error';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import type { DeploymentConfig, Price, TenantPolicy } from '../types';
 import { costOf, PriceTable } from './price';
+import { tenantScope } from './tenant-scope';
 import type {
   TenantCharge,
   TenantCounts,
@@ -203,13 +204,15 @@ export class Tenants {
   }
 
   /**
-   * The deployment tags every call of `tenant` requires (its policy's, else `'*'`'s), or
-   * `undefined` when its policy names none. A call without a tenant has no policy.
+   * The deployment tags every call of `tenant` requires (the policy of the tenant it belongs to,
+   * else `'*'`'s), or `undefined` when that policy names none. A call without a tenant has no
+   * policy.
    *
    * @example
    * ```ts
    * // tenants: { acme: { tags: ['eu'] } }
    * tenants.tagsOf('acme'); // ['eu']
+   * tenants.tagsOf('acme/batch'); // ['eu']: a part of acme
    * ```
    */
   tagsOf(tenant: string | undefined): readonly string[] | undefined {
@@ -217,19 +220,21 @@ export class Tenants {
   }
 
   /**
-   * The account of a call of `tenant` (as the caller named it) to `model`: with the tenant's
-   * limits (its policy's, else `'*'`'s), or without, when only its cost is counted.
+   * The account of a call of `tenant` (as the caller named it) to `model`: with the limits of the
+   * tenant it belongs to ({@link tenantScope}: `acme/batch` is `acme`'s part, counted with it),
+   * its policy's, else `'*'`'s; or without, when only its cost is counted.
    */
   open(tenant: string | undefined, model: string): CallAccount {
-    const label = tenant !== undefined && this.policies.has(tenant) ? tenant : 'other';
+    const scope = tenant === undefined ? undefined : tenantScope(tenant);
+    const label = scope !== undefined && this.policies.has(scope) ? scope : 'other';
     const limits = this.policyOf(tenant)?.limits;
-    if (limits === undefined) return new CallAccount(this, undefined, label, {}, tenant ?? '');
+    if (limits === undefined) return new CallAccount(this, undefined, label, {}, scope ?? '');
     if (limits.usd !== undefined && this.prices.dearest(model, { input: 1, output: 1 }) === 0) {
       throw new SwitchboardError(
-        `Tenant ${tenant} has a budget, but ${model} has no price: add it to options.pricing (USD per million tokens)`,
+        `Tenant ${scope} has a budget, but ${model} has no price: add it to options.pricing (USD per million tokens)`,
       );
     }
-    return new CallAccount(this, sessionKey(tenant!), label, limits, tenant!);
+    return new CallAccount(this, sessionKey(scope!), label, limits, scope!);
   }
 
   /**
@@ -363,10 +368,13 @@ export class Tenants {
     this.lines.clear();
   }
 
-  /** The policy of `tenant`: its own, else `'*'`'s; none for a call without a tenant. */
+  /**
+   * The policy of `tenant`: the one of the tenant it belongs to ({@link tenantScope}), else
+   * `'*'`'s; none for a call without a tenant.
+   */
   private policyOf(tenant: string | undefined): Policy | undefined {
     if (tenant === undefined) return undefined;
-    return this.policies.get(tenant) ?? this.fallbackPolicy;
+    return this.policies.get(tenantScope(tenant)) ?? this.fallbackPolicy;
   }
 
   private kick(key: string): void {
@@ -461,6 +469,14 @@ export class Tenants {
     const message =
       `Tenant ${name} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
       `taken, this call needs ${fmt(wants)}${after}; room again in ${Math.ceil(v.waitMs)} ms`;
-    return heldBackError(w.RateLimitError, 'switchboard_tenant_limit', message, v.waitMs);
+    const periodEnd = v.limit === 'budget' || v.limit === 'tokensPerDay';
+    return heldBackError(
+      w.RateLimitError,
+      'switchboard_tenant_limit',
+      message,
+      v.waitMs,
+      [],
+      periodEnd,
+    );
   }
 }

@@ -4,7 +4,7 @@ import { agreed, SendOrder } from '../../src/quota/send-order';
 import { FakeClock } from '../support/random';
 
 const headers = (values: Record<string, number>) =>
-  new Headers(Object.entries(values).map(([k, v]) => [k, String(v)]));
+  new Headers(Object.entries(values).map(([k, v]): [string, string] => [k, String(v)]));
 
 describe('SendOrder', () => {
   it('says what was charged after a call was sent', () => {

@@ -9,8 +9,10 @@ const ENV = [
   'GATEWAY_API_KEYS',
   'GATEWAY_API_KEYS_FILE',
   'GATEWAY_KEY_RPM',
+  'GATEWAY_KEY_TPM',
   'GATEWAY_KEY_MAX_IN_FLIGHT',
   'SWITCHBOARD_CONFIG',
+  'REDIS_URL',
 ];
 
 describe('beyond loopback without keys', () => {

@@ -23,18 +23,22 @@ describe.each(['express', 'fastify'] as const)('with keys, under %s', (platform)
   afterAll(() => gateway?.close());
 
   it('serves no path that differs from a route by case, so none skips the per-key limits', async () => {
-    for (let i = 0; i < 2; i++) expect((await get('/v1/models', KEY)).status).toBe(200);
-    expect((await get('/v1/models', KEY)).status).toBe(429);
+    const chat = (path: string) =>
+      fetch(`${gateway.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+      });
+    // GATEWAY_KEY_RPM counts the key's model calls: two fill its minute.
+    for (let i = 0; i < 2; i++) expect((await chat('/v1/chat/completions')).status).toBe(200);
+    expect((await chat('/v1/chat/completions')).status).toBe(429);
     for (const path of ['/V1/models', '/v1/MODELS', '/V1/responses/resp_1', '//v1/models']) {
       const answer = await get(path, KEY);
       expect([404, 429]).toContain(answer.status);
     }
-    const post = await fetch(`${gateway.url}/V1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
-    });
-    expect(post.status).toBe(404);
+    for (const path of ['/V1/chat/completions', '/v1/Chat/Completions']) {
+      expect((await chat(path)).status).toBe(404);
+    }
   });
 
   it('answers the probes without a key, and shows no key or address in them', async () => {

@@ -1,6 +1,7 @@
 /**
  * The gateway's guard, part by part: keys (constant-time match, never shown), the key a request
- * carries, loopback names, and per-key limits on an injected clock.
+ * carries, loopback names, calls in flight per key, and a key's limits per minute as the
+ * switchboard's tenant policies.
  */
 import { closeSync, ftruncateSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,8 @@ import { GatewayKeys, MAX_KEYS_FILE_BYTES, presentedKey } from '../../sample/gua
 import { keyLimitsFromEnv } from '../../sample/guard/guard.module';
 import { isLoopbackHost } from '../../sample/guard/host-check';
 import { KeyLimits } from '../../sample/guard/key-limits';
+import { keyPolicyFromEnv, withKeyTenants } from '../../sample/guard/key-tenants';
+import type { SwitchboardOptions } from '../../src';
 
 describe('GatewayKeys', () => {
   it('matches each key to its index, and nothing else', () => {
@@ -109,22 +112,6 @@ describe('isLoopbackHost', () => {
 });
 
 describe('KeyLimits', () => {
-  it('allows rpm requests in any minute, and says when the oldest leaves it', () => {
-    let now = 1_000_000;
-    const limits = new KeyLimits({ rpm: 3, now: () => now });
-    for (let i = 0; i < 3; i++) {
-      expect(limits.admit(0).ok).toBe(true);
-      now += 10_000;
-    }
-    // 30 s after the first: it leaves the minute in 30 s.
-    const refused = limits.admit(0);
-    expect(refused).toMatchObject({ ok: false, retryAfterMs: 30_000 });
-    expect(limits.admit(1).ok).toBe(true);
-    now += 30_000;
-    expect(limits.admit(0).ok).toBe(true);
-    expect(limits.admit(0)).toMatchObject({ ok: false, retryAfterMs: 10_000 });
-  });
-
   it('allows maxInFlight calls at once per key; a release frees one, only once', () => {
     const limits = new KeyLimits({ maxInFlight: 2 });
     const a = limits.admit(0);
@@ -141,24 +128,56 @@ describe('KeyLimits', () => {
     expect(limits.admit(0).ok).toBe(false);
   });
 
-  it('a refused call does not count toward the minute', () => {
-    let now = 0;
-    const limits = new KeyLimits({ rpm: 2, maxInFlight: 1, now: () => now });
-    const first = limits.admit(0);
-    expect(limits.admit(0).ok).toBe(false);
-    if (first.ok) first.release();
-    now += 1;
-    expect(limits.admit(0).ok).toBe(true);
-  });
-
-  it('reads its limits from the environment and refuses what is not a positive integer', () => {
+  it('reads its limit from the environment and refuses what is not a positive integer', () => {
     expect(keyLimitsFromEnv({}).enabled).toBe(false);
-    expect(keyLimitsFromEnv({ GATEWAY_KEY_RPM: '60' }).enabled).toBe(true);
-    expect(() => keyLimitsFromEnv({ GATEWAY_KEY_RPM: '1e300' })).toThrow(
-      /GATEWAY_KEY_RPM must be a positive integer/,
-    );
+    expect(keyLimitsFromEnv({ GATEWAY_KEY_MAX_IN_FLIGHT: '4' }).enabled).toBe(true);
     expect(() => keyLimitsFromEnv({ GATEWAY_KEY_MAX_IN_FLIGHT: '0' })).toThrow(
       /GATEWAY_KEY_MAX_IN_FLIGHT must be a positive integer/,
     );
+  });
+});
+
+describe("a key's limits per minute, as tenant policies", () => {
+  const deployments: SwitchboardOptions['deployments'] = [
+    { provider: 'openai', name: 'd', models: [{ name: 'gpt-4o-mini' }] },
+  ];
+
+  it('reads GATEWAY_KEY_RPM and GATEWAY_KEY_TPM, and refuses what is not a positive integer', () => {
+    expect(keyPolicyFromEnv({})).toEqual({});
+    expect(keyPolicyFromEnv({ GATEWAY_KEY_RPM: '60', GATEWAY_KEY_TPM: ' 20000 ' })).toEqual({
+      rpm: 60,
+      tpm: 20_000,
+    });
+    expect(() => keyPolicyFromEnv({ GATEWAY_KEY_RPM: '1e300' })).toThrow(
+      /GATEWAY_KEY_RPM must be a positive integer/,
+    );
+    expect(() => keyPolicyFromEnv({ GATEWAY_KEY_TPM: '-5' })).toThrow(
+      /GATEWAY_KEY_TPM must be a positive integer/,
+    );
+  });
+
+  it("puts them under '*' and into the file's policies of keys, whose own fields win", () => {
+    const options = withKeyTenants(
+      {
+        deployments,
+        tenants: {
+          'key-3': { rpm: 100, budget: { usd: 5, per: 'day' } },
+          acme: { tpm: 1 },
+        },
+      },
+      { rpm: 60, tpm: 20_000 },
+      true,
+    );
+    expect(options.tenants).toEqual({
+      '*': { rpm: 60, tpm: 20_000 },
+      'key-3': { rpm: 100, tpm: 20_000, budget: { usd: 5, per: 'day' } },
+      acme: { tpm: 1 },
+    });
+  });
+
+  it('leaves the options as they are without keys, or without limits', () => {
+    const options = { deployments, tenants: { 'key-0': { tpm: 5 } } };
+    expect(withKeyTenants(options, { rpm: 60 }, false)).toBe(options);
+    expect(withKeyTenants(options, {}, true)).toBe(options);
   });
 });

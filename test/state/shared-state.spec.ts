@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import OpenAI from 'openai';
-import { sumOthers } from '../../src/state/redis/redis-protocol';
-import { parseSyncReply, SYNC_SCRIPT, syncCommand } from '../../src/state/redis/sync-script';
+import { checkPeers } from '../../src/state/redis/peer-checks';
+import { readSyncReply, SYNC_SCRIPT, syncCommand } from '../../src/state/redis/sync-script';
 import type { SimulatedDeploymentOptions } from '../../src/testing';
 import { RedisServer } from '../support/redis-server';
 import { ask, GPT } from '../support/upstream';
@@ -216,13 +216,25 @@ describe('usage', () => {
         sessions: [],
         sessionTtl: 1_000,
       });
+    const model = { deployment: 'oai0', model: 'm', tokens: 0, requests: 0, input: 0, output: 0 };
+    const bounds = {
+      now,
+      windowMs: 60_000,
+      skewMs: 5_000,
+      maxCooldown: 60_000,
+      models: new Map([['oai0:m', model]]),
+    };
+    // Read as a sync reads it: the script's answer, checked.
     const run = async (cmd: { keys: string[]; args: (string | number)[] }) =>
-      parseSyncReply(await redis.eval(SYNC_SCRIPT, cmd.keys.length, ...cmd.keys, ...cmd.args));
+      checkPeers(
+        readSyncReply(await redis.eval(SYNC_SCRIPT, cmd.keys.length, ...cmd.keys, ...cmd.args)),
+        bounds,
+      ).report;
     await run(write('a', now, 100));
     await run(write('a', now, 100)); // the same sync again (a retry after a timeout)
     await run(write('a', now - 50, 999)); // a delayed older write
     const seen = await run(write('b', now, 1));
-    expect(sumOthers(seen.others, now, 60_000).get('oai0:m')).toEqual({
+    expect(seen.models.get('oai0')?.get('m')?.usage).toEqual({
       tokens: 100,
       requests: 1,
       recentRequests: 1,

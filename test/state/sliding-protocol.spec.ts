@@ -3,11 +3,11 @@ import {
   decodeUsage,
   encodeReading,
   encodeUsage,
-  newestReading,
   publishBuckets,
   sumOthers,
   type PublishedUsage,
 } from '../../src/state/redis/redis-protocol';
+import { checkPeers } from '../../src/state/redis/peer-checks';
 import { UsageWindow } from '../../src/quota/usage-window';
 import { ModelState } from '../../src/registry/model-state';
 
@@ -81,8 +81,29 @@ describe('published usage', () => {
     const later = { ...reading, sentAt: T0 + 900, at: T0 + 950 };
     const b = { ...usage(T0, {}), readings: { 'east:gpt-4o': encodeReading(later) } };
     const old = usage(T0, {}); // an instance of a version that shares no readings
-    expect(newestReading([a, old, b], 'east:gpt-4o')).toEqual(later);
-    expect(newestReading([a, b], 'west:gpt-4o')).toBeUndefined();
+    // As a sync reads them: the newest reading of the others, its limits not learned from a peer.
+    const models = new Map(
+      ['east', 'west'].map((deployment) => [
+        `${deployment}:gpt-4o`,
+        { deployment, model: 'gpt-4o', tokens: 10_000, requests: 100, input: 0, output: 0 },
+      ]),
+    );
+    const bounds = {
+      now: T0 + 1_000,
+      windowMs: MINUTE,
+      skewMs: 5_000,
+      maxCooldown: MINUTE,
+      models,
+    };
+    const { report } = checkPeers(
+      { usage: [a, old, b].map(encodeUsage), cooling: [], skipped: [] },
+      bounds,
+    );
+    expect(report.models.get('east')?.get('gpt-4o')?.reading).toEqual({
+      ...later,
+      reading: { tokens: { remaining: 4_000 }, requests: { remaining: 7 } },
+    });
+    expect(report.models.get('west')?.get('gpt-4o')?.reading).toBeUndefined();
     for (const bad of [[1, 2, 3], 'x', [...encodeReading(reading).slice(1), 'x'], null]) {
       expect(decodeReading(bad)).toBeUndefined();
     }

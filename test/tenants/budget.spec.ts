@@ -134,4 +134,25 @@ describe('a tenant over its budget', () => {
     expect(Number((error as RateLimitError).headers?.get('retry-after-ms'))).toBe(DAY_END - T0);
     expect(upstream.deployment('oai0').stats.requests).toBe(before);
   });
+
+  it('through sb.fetch, the 429 asks the client to come back at the end of the UTC day, past the one-minute cap of upstream waits', async () => {
+    await call();
+    const before = upstream.deployment('oai0').stats.requests;
+    const res = await sb.fetch('http://switchboard/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-switchboard-tenant': 'initech' },
+      body: JSON.stringify({
+        model: MODEL,
+        max_tokens: OUTPUT,
+        messages: [{ role: 'user', content: 'x'.repeat(1200) }],
+        fallbacks: false,
+      }),
+    });
+    expect(res.status).toBe(429);
+    expect(Number(res.headers.get('retry-after'))).toBe((DAY_END - T0) / 1000);
+    expect(Number(res.headers.get('retry-after-ms'))).toBe(DAY_END - T0);
+    const body = (await res.json()) as { error: { type: string } };
+    expect(body.error.type).toBe('rate_limit_error');
+    expect(upstream.deployment('oai0').stats.requests).toBe(before);
+  });
 });

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { SwitchboardError } from '../../src';
-import { ask, askClaude, rig, type Rig } from '../support/upstream';
+import { validateOptions } from '../../src/config/validate-options';
+import { ask, askClaude, GPT, rig, type Rig } from '../support/upstream';
 
 /** A call the switchboard charges 500 tokens at admission: 1200 characters (300) + 200 reserved. */
 const call500 = (r: Rig, tenant: string, extra: object = {}) =>
@@ -77,5 +78,38 @@ describe('tenant limits, one replica', () => {
     await r.sb.chat.completions.create(ask('hello'));
     await r.sb.chat.completions.create(ask('hello'));
     expect(sent(r)).toBe(4);
+  });
+
+  it("a tenant's parts share its counts and its cost: acme/a and acme/b are held by acme's rpm together", async () => {
+    r = await rig({
+      openai: 1,
+      tenants: { acme: { rpm: 2 } },
+      pricing: { [GPT]: { input: 1, output: 2 } },
+    });
+    await call500(r, 'acme/a');
+    await call500(r, 'acme/b');
+    const third = await call500(r, 'acme/c').catch((e: unknown) => e);
+    expect(third).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((third as Error).message).toMatch(/Tenant acme is over its rpm limit: 2 of 2/);
+    await expect(call500(r, 'acme')).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+    // Another tenant, and a part of it, have counts of their own.
+    await call500(r, 'beta/a');
+    expect(sent(r)).toBe(3);
+    // The parts' cost is acme's; only a tenant outside the policies is `other`.
+    const costs = r.sb.costs();
+    expect(Object.keys(costs).sort()).toEqual(['acme', 'other']);
+    expect(costs.acme).toBeGreaterThan(0);
+    expect(costs.other).toBeGreaterThan(0);
+  });
+});
+
+describe('tenant policies', () => {
+  it('refuses a policy named for a part of a tenant, which would never apply', () => {
+    expect(() =>
+      validateOptions({
+        deployments: [{ provider: 'openai', name: 'oai0', models: [{ name: GPT }] }],
+        tenants: { 'acme/batch': { rpm: 2 } },
+      }),
+    ).toThrow(/tenants\.acme\/batch.*part of tenant acme.*name the policy acme/s);
   });
 });

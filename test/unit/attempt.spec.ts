@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import type { ApiAdapter, ApiOperation, ApiPromiseLike } from '../../src/providers/adapter';
-import { attempt, type AttemptHooks, type PreparedRequest } from '../../src/providers/attempt';
+import { runAttempt, type AttemptHooks, type PreparedRequest } from '../../src/providers/attempt';
 import {
   Deployment,
   type ProviderErrors,
@@ -109,19 +109,25 @@ function hooks() {
   return { h, failed, staleResends };
 }
 
+/** How an attempt ended: its answer's data, or its error. */
+type Outcome = { value: unknown; error?: undefined } | { error: unknown; value?: undefined };
+
+// The attempt runs as a call's dispatch runs it: its outcome is heard directly, so a second
+// settlement is counted rather than swallowed by a promise.
 function start(d: HandDeployment, hs: AttemptHooks, options?: SdkRequestOptions) {
-  const promise = attempt(d, d.state, ADAPTER, SEND, request(), options, hs);
   let settlements = 0;
-  const outcome = promise.then(
-    (answer) => {
+  let settle: (outcome: Outcome) => void = () => undefined;
+  const outcome = new Promise<Outcome>((resolve) => (settle = resolve));
+  runAttempt(d, d.state, ADAPTER, SEND, request(), options, hs, {
+    resolve: (answer) => {
       settlements++;
-      return { value: answer.data };
+      settle({ value: answer.data });
     },
-    (error: unknown) => {
+    reject: (error) => {
       settlements++;
-      return { error };
+      settle({ error });
     },
-  );
+  });
   return { outcome, settlements: () => settlements };
 }
 
@@ -132,7 +138,7 @@ const staleSocket = () =>
     }),
   });
 
-describe('attempt() on fake timers', () => {
+describe('runAttempt() on fake timers', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => {
     jest.clearAllTimers();

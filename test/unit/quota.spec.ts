@@ -113,7 +113,7 @@ describe('room', () => {
     s.markUp();
     s.markDown(5000);
     expect(s.blockedBy(a)).toBe('down');
-    expect(s.isMarkedDown()).toBe(true);
+    expect(s.downReason).toBeUndefined();
     clock.advance(5000);
     expect(s.blockedBy(a)).toBe('room');
   });

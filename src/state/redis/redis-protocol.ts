@@ -74,28 +74,6 @@ export function decodeReading(flat: unknown): SharedReading | undefined {
 }
 
 /**
- * Of the readings `others` published for one model field, the one of the latest call sent.
- *
- * @example
- * ```ts
- * newestReading(reply.others, 'east:gpt-4o')?.sentAt;
- * ```
- */
-export function newestReading(
-  others: readonly PublishedUsage[],
-  field: string,
-): SharedReading | undefined {
-  let newest: SharedReading | undefined;
-  for (const o of others) {
-    const flat = o.readings?.[field];
-    if (flat === undefined) continue;
-    const r = decodeReading(flat);
-    if (r !== undefined && (newest === undefined || r.sentAt > newest.sentAt)) newest = r;
-  }
-  return newest;
-}
-
-/**
  * The wire form of {@link PublishedUsage}: `<at> <json>`, so that the script reads the write time
  * without parsing JSON.
  *

@@ -1,5 +1,5 @@
 import { DEFAULT_MAX_COOLDOWN } from '../../registry/cooldown';
-import { decodeUsage, encodeUsage, type PublishedUsage } from './redis-protocol';
+import { encodeUsage, type PublishedUsage } from './redis-protocol';
 
 /**
  * The one script a sync runs: publish cooldown changes, write this instance's usage and read the
@@ -261,38 +261,4 @@ export function readSyncReply(reply: unknown): RawSyncReply {
     if (typeof field === 'string' && typeof until === 'string') pairs.push([field, until]);
   }
   return { usage: strings(usage), cooling: pairs, skipped: strings(skipped) };
-}
-
-/**
- * What a sync answers, decoded but not checked: every other instance's published usage that
- * could be read at all, and the cooldowns in the store.
- *
- * @example
- * ```ts
- * const reply: SyncReply = { others: [], cooling: [['east:gpt-4o', 1_700_000_010_000]] };
- * ```
- */
-export interface SyncReply {
-  others: PublishedUsage[];
-  cooling: Array<[field: string, until: number]>;
-}
-
-/**
- * Reads {@link SYNC_SCRIPT}'s answer into {@link SyncReply}: what cannot be decoded is left out,
- * the rest is not checked (`checkPeers` does that).
- *
- * @example
- * ```ts
- * parseSyncReply([['5 {"b":1000,"m":{}}'], ['east:gpt-4o', '1700000010000']]);
- * // { others: [{ at: 5, bucketMs: 1000, models: {} }], cooling: [['east:gpt-4o', 1700000010000]] }
- * ```
- */
-export function parseSyncReply(reply: unknown): SyncReply {
-  const raw = readSyncReply(reply);
-  const others: PublishedUsage[] = [];
-  for (const value of raw.usage) {
-    const decoded = decodeUsage(value);
-    if (decoded !== undefined) others.push(decoded);
-  }
-  return { others, cooling: raw.cooling.map(([field, until]) => [field, Number(until)]) };
 }

@@ -1,17 +1,24 @@
 /**
  * Error bodies of the simulated deployments, in the OpenAI / Azure OpenAI shape and in the
- * Anthropic shape (also what Azure AI Foundry serves under `/anthropic/`).
+ * Anthropic shape (also what Azure AI Foundry serves under `/anthropic/`): the switchboard's own
+ * error-body module builds them, so the simulator and the relay speak one table of types.
  */
+import {
+  anthropicErrorBody as anthropicBody,
+  anthropicErrorType,
+  openaiErrorBody as openaiBody,
+  type AnthropicErrorBody,
+  type OpenAIErrorBody,
+} from '../../relay/error-body';
 
-/** Default `error.type` / `error.code` of an OpenAI error answer with `status`. */
-function errorKind(status: number): { type: string; code: string | null } {
-  if (status === 401) return { type: 'invalid_request_error', code: 'invalid_api_key' };
-  if (status === 403) return { type: 'invalid_request_error', code: 'unsupported_country' };
-  if (status === 404) return { type: 'invalid_request_error', code: 'not_found' };
-  if (status === 429) return { type: 'requests', code: 'rate_limit_exceeded' };
-  if (status >= 500) return { type: 'server_error', code: null };
-  return { type: 'invalid_request_error', code: null };
-}
+export { anthropicErrorType };
+
+/** The `error.code` the simulator gives an OpenAI answer with a status that has one. */
+const SIMULATED_CODES: Readonly<Record<number, string>> = {
+  401: 'invalid_api_key',
+  403: 'unsupported_country',
+  404: 'not_found',
+};
 
 /**
  * An error body in the OpenAI shape: `{ error: { message, type, param, code } }`.
@@ -27,46 +34,14 @@ export function openaiErrorBody(
   status: number,
   message: string,
   overrides: { type?: string; code?: string | null; param?: string | null } = {},
-): { error: { message: string; type: string; param: string | null; code: string | null } } {
-  const kind = errorKind(status);
-  return {
-    error: {
-      message,
-      type: overrides.type ?? kind.type,
-      param: overrides.param ?? null,
-      code: overrides.code !== undefined ? overrides.code : kind.code,
-    },
-  };
-}
-
-/**
- * The Anthropic `error.type` for an HTTP status (`api_error` for other 5xx,
- * `invalid_request_error` for other 4xx).
- *
- * @example
- * ```ts
- * anthropicErrorType(529); // => 'overloaded_error'
- * ```
- */
-export function anthropicErrorType(status: number): string {
-  switch (status) {
-    case 400:
-      return 'invalid_request_error';
-    case 401:
-      return 'authentication_error';
-    case 403:
-      return 'permission_error';
-    case 404:
-      return 'not_found_error';
-    case 413:
-      return 'request_too_large';
-    case 429:
-      return 'rate_limit_error';
-    case 529:
-      return 'overloaded_error';
-    default:
-      return status >= 500 ? 'api_error' : 'invalid_request_error';
-  }
+): OpenAIErrorBody {
+  return openaiBody({
+    status,
+    message,
+    type: overrides.type,
+    param: overrides.param,
+    code: overrides.code !== undefined ? overrides.code : SIMULATED_CODES[status],
+  });
 }
 
 /**
@@ -83,12 +58,8 @@ export function anthropicErrorBody(
   status: number,
   message: string,
   requestId?: string,
-): { type: 'error'; error: { type: string; message: string }; request_id?: string } {
-  return {
-    type: 'error',
-    error: { type: anthropicErrorType(status), message },
-    ...(requestId !== undefined ? { request_id: requestId } : {}),
-  };
+): AnthropicErrorBody {
+  return anthropicBody({ status, message, requestId });
 }
 
 /**
