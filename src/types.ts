@@ -56,6 +56,17 @@ export interface ModelConfig {
    * @example `{ name: 'claude-3-haiku', itpm: 50_000, cacheReadsCountInput: true }`
    */
   cacheReadsCountInput?: boolean;
+  /**
+   * A quota several deployments draw on together: every model entry naming the same pool, on any
+   * deployment, shares one count of every limit (Foundry's Claude quota is per subscription, so
+   * each region's deployment of a model draws on one pool). A call admitted on one member charges
+   * the pool, any member's answer corrects it, selection sees the room left in it, and replicas
+   * share it through the state store. Members must state the same limits and belong to one
+   * provider. Absent: the model counts its own quota on this deployment.
+   *
+   * @example `{ name: 'claude-sonnet-4-5', itpm: 2_000_000, otpm: 400_000, quotaPool: 'sub-a' }`
+   */
+  quotaPool?: string;
   /** How long (ms) the model is avoided after a 429 or a dropped connection. Default 10 000. */
   cooldown?: number;
   /** Overrides the deployment's `priority` for this model: its tier, 0 = most preferred. */

@@ -4,7 +4,7 @@ import { checkFallbacks } from '../routing/fallbacks';
 import { SwitchboardError } from '../switchboard.error';
 import { tenantScope } from '../tenants/tenant-scope';
 import type { SwitchboardOptions } from './switchboard-options';
-import type { ConfigProblem } from '../types';
+import type { ConfigProblem, ModelConfig } from '../types';
 
 export type { ConfigProblem } from '../types';
 
@@ -117,6 +117,7 @@ const model = z.strictObject({
     .nonnegative({ error: 'must be a non-negative whole number of tokens' })
     .optional(),
   cacheReadsCountInput: z.boolean({ error: 'must be true or false' }).optional(),
+  quotaPool: name.optional(),
   cooldown: millis('a non-negative number of milliseconds').optional(),
   priority: priority.optional(),
   weight: weight.optional(),
@@ -472,6 +473,7 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
   problems.push(...checkFallbacks(options));
   problems.push(...checkTenantTags(options));
   problems.push(...checkTenantNames(options));
+  problems.push(...checkQuotaPools(options));
   return problems;
 }
 
@@ -489,6 +491,56 @@ function checkTenantNames(options: SwitchboardOptions): ConfigProblem[] {
       message: `names a part of tenant ${scope}, whose policy holds it (counted together with ${scope}): name the policy ${scope}`,
     });
   }
+  return problems;
+}
+
+/** What every member of a quota pool must state alike: the pool counts them once. */
+const POOLED = [
+  'tpm',
+  'rpm',
+  'itpm',
+  'otpm',
+  'requestWindow',
+  'outputReservation',
+  'cacheReadsCountInput',
+] as const;
+
+/**
+ * The members of one `quotaPool` share one count of every limit: they must state the same limits
+ * (else which one would the pool hold?) and speak to one provider (whose rules count them).
+ */
+function checkQuotaPools(options: SwitchboardOptions): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const first = new Map<
+    string,
+    { provider: string; model: ModelConfig; where: string; at: PropertyKey[] }
+  >();
+  options.deployments.forEach((d, i) => {
+    d.models.forEach((m, j) => {
+      if (m.quotaPool === undefined) return;
+      const at: PropertyKey[] = ['deployments', i, 'models', j];
+      const where = `'${clip(m.name)}' on '${clip(d.name)}'`;
+      const pool = first.get(m.quotaPool);
+      if (pool === undefined) {
+        first.set(m.quotaPool, { provider: d.provider, model: m, where, at });
+        return;
+      }
+      if (pool.provider !== d.provider) {
+        problems.push({
+          path: [...at, 'quotaPool'],
+          message: `puts ${where} (${d.provider}) in quota pool '${clip(m.quotaPool)}' with ${pool.where} (${pool.provider}, ${formatPath(pool.at)}): a pool belongs to one provider`,
+        });
+        return;
+      }
+      for (const key of POOLED) {
+        if (m[key] === pool.model[key]) continue;
+        problems.push({
+          path: [...at, key],
+          message: `is ${String(m[key] ?? 'absent')} for ${where} but ${String(pool.model[key] ?? 'absent')} for ${pool.where} (${formatPath(pool.at)}), both in quota pool '${clip(m.quotaPool)}': the pool has one ${key}, state the same on every member`,
+        });
+      }
+    });
+  });
   return problems;
 }
 

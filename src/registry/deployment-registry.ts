@@ -1,6 +1,7 @@
 import type { DeploymentConfig, SwitchboardLogger } from '../types';
 import { PROVIDERS } from '../providers/index';
 import type { ProviderKit } from '../providers/provider-kit';
+import type { QuotaLedger } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
 import { pickDeployment, RoomGate, type PickTable } from '../selection/pick';
 import { SessionAffinity } from '../selection/session-affinity';
@@ -118,6 +119,8 @@ export class DeploymentRegistry implements PickTable {
     const deployments = new Map<string, Deployment>();
     const pools = new Map<string, Deployment[]>();
     const onEvent = (state: ModelState, event: ModelEvent) => this.emit(state, event);
+    // A quota pool's first member builds its ledger; the others count their calls there.
+    const ledgers = new Map<string, QuotaLedger>();
     configs.forEach((config, i) => {
       const models = new Map<string, ModelState>();
       for (const m of config.models) {
@@ -131,7 +134,11 @@ export class DeploymentRegistry implements PickTable {
           charge: PROVIDERS[config.provider].charge,
           headers: config.provider,
           maxCooldown: context.maxCooldown,
+          ledger: m.quotaPool === undefined ? undefined : ledgers.get(m.quotaPool),
         });
+        if (m.quotaPool !== undefined && !ledgers.has(m.quotaPool)) {
+          ledgers.set(m.quotaPool, state.quota);
+        }
         state.listener = onEvent;
         // No one listens yet: a charge's `spend` event would reach nobody.
         state.spendHeard = false;

@@ -1,6 +1,6 @@
 import type { ModelConfig } from '../types';
 import type { Admission, TokenUsage } from '../quota/admission';
-import { COOL, keptLoad, type HotRow } from '../quota/hot-row';
+import { COOL, hotRow, keptLoad, type HotRow } from '../quota/hot-row';
 import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
 import { ConsecutiveBreaker } from './consecutive-breaker';
@@ -30,6 +30,11 @@ export type ModelEvent =
  */
 export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'> & {
   maxCooldown?: number;
+  /**
+   * The ledger of the model's `quotaPool`, when another member built it: this model then counts
+   * its calls there, with the pool's other members.
+   */
+  ledger?: QuotaLedger;
 };
 
 /**
@@ -75,8 +80,13 @@ export class ModelState {
   readonly deployment: string;
   /** `{ model, deployment }`, built once for metric attributes. */
   readonly attributes: Readonly<{ model: string; deployment: string }>;
-  /** The quota accounting: usage, limits, anchoring on the upstream's headers. */
+  /**
+   * The quota accounting: usage, limits, anchoring on the upstream's headers. Shared with the
+   * other members of its {@link quotaPool}.
+   */
   readonly quota: QuotaLedger;
+  /** The quota pool it draws on with other deployments (`ModelConfig.quotaPool`), if any. */
+  readonly quotaPool: string | undefined;
   /** Consecutive upstream failures; open at 3. */
   readonly breaker = new ConsecutiveBreaker(3);
   /** Calls sent and not yet ended, against the `maxInFlight` cap. */
@@ -122,23 +132,29 @@ export class ModelState {
     this.contextWindow = config.contextWindow ?? Infinity;
     this.firstTokenTimeout = config.firstTokenTimeout ?? 0;
     this.streamIdleTimeout = config.streamIdleTimeout ?? 0;
-    this.quota = new QuotaLedger(config, clock, {
-      charge: options.charge,
-      headers: options.headers,
-      onLimit: (limit, value, was, configured) =>
-        this.listener?.(this, { type: 'limit', limit, value, was, configured }),
-    });
-    this.table = this.quota.hot.table;
-    this.row = this.quota.hot.row;
+    this.quotaPool = config.quotaPool;
+    this.quota =
+      options.ledger ??
+      new QuotaLedger(config, clock, {
+        charge: options.charge,
+        headers: options.headers,
+        onLimit: (limit, value, was, configured) =>
+          this.listener?.(this, { type: 'limit', limit, value, was, configured }),
+      });
+    // A pool's ledger keeps one row for all its members; each member's cooldown is its own, so a
+    // member keeps its cooldown in a row of its own, and a draw asks it rather than a row.
+    const row = this.quotaPool === undefined ? this.quota.hot : hotRow();
+    this.table = row.table;
+    this.row = row.row;
   }
 
   /**
    * @internal The hot row a selector's draw may read this model from alone (`keptRoom`,
    * `keptLoad`), or `undefined` while room depends on the calls in flight too (a `maxInFlight`
-   * cap), which the row does not hold.
+   * cap), which the row does not hold, or a quota pool, whose row its members share.
    */
   get drawRow(): HotRow | undefined {
-    return this.capped ? undefined : this.quota.hot;
+    return this.capped || this.quotaPool !== undefined ? undefined : this.quota.hot;
   }
 
   /** The longest cooldown (ms), whatever its source. */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import type { SwitchboardLogger } from '../types';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
-import type { ModelEvent } from '../registry/model-state';
+import type { ModelEvent, ModelState } from '../registry/model-state';
 import { emptyPeerReport, type PeerReport } from './peer-report';
 import { SwitchboardError } from '../switchboard.error';
 import {
@@ -23,7 +23,7 @@ import {
   type RedisStateOptions,
   type ResolvedRedisOptions,
 } from './redis/redis-options';
-import { knownLimits, ownUsage, type Entry } from './redis/own-usage';
+import { knownLimits, ownUsage, poolField, type Entry } from './redis/own-usage';
 import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
 import { DEFAULT_SKEW, readSyncReply, SYNC_SCRIPT, syncCommand } from './redis/sync-script';
 import type { StateContext, StateStore, StateStoreHealth } from './state-store';
@@ -153,19 +153,29 @@ class RedisStateStore implements StateStore {
     this.windowMs = context.ratelimitWindow;
     this.maxCooldown = context.maxCooldown ?? DEFAULT_MAX_COOLDOWN;
     this.pointers.knowAtLeast(registry.sessions.capacity);
+    const fields = new Map<ModelState, string>();
+    const pools = new Map<string, { deployment: string; model: string }[]>();
     for (const d of registry.deployments.values()) {
       for (const state of d.models.values()) {
         const field = `${encodeURIComponent(d.name)}:${encodeURIComponent(state.name)}`;
-        const bounds = {
-          deployment: d.name,
-          model: state.name,
-          tokens: 0,
-          requests: 0,
-          input: 0,
-          output: 0,
-        };
-        this.entries.push({ state, field, bounds });
+        const names = { deployment: d.name, model: state.name };
+        const bounds = { ...names, tokens: 0, requests: 0, input: 0, output: 0 };
+        fields.set(state, field);
         this.bounds.set(field, bounds);
+        if (state.quotaPool === undefined) {
+          this.entries.push({ state, field, bounds });
+          continue;
+        }
+        // A pool's usage is published once, under the pool's name, so that the others' reports
+        // add up to what the pool counted; cooldowns stay each member's.
+        let members = pools.get(state.quotaPool);
+        if (members === undefined) {
+          pools.set(state.quotaPool, (members = []));
+          const pool = { state, field: poolField(state.quotaPool), bounds: { ...bounds, members } };
+          this.entries.push(pool);
+          this.bounds.set(pool.field, pool.bounds);
+        }
+        members.push(names);
       }
     }
     this.prefix ??= defaultPrefix(
@@ -175,7 +185,6 @@ class RedisStateStore implements StateStore {
         return { name: d.name, endpoint, models: d.models.keys() };
       }),
     );
-    const fields = new Map(this.entries.map((e) => [e.state, e.field]));
     this.unsubscribe = registry.onModelEvent((state, event) => {
       if (event.type === 'down' || event.type === 'up') this.onCooldown(fields.get(state), event);
     });

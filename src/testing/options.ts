@@ -62,7 +62,23 @@ export const simulatedDeploymentSchema = z.strictObject({
       error: 'must be a list of deployment names',
     })
     .optional(),
+  quotaPool: z
+    .string({ error: 'must be a string' })
+    .min(1, { error: 'must not be empty' })
+    .optional(),
 });
+
+/** What the members of one quota pool must state alike: the pool has one of each. */
+const POOLED = [
+  'tpm',
+  'rpm',
+  'itpm',
+  'otpm',
+  'quota',
+  'rules',
+  'timeScale',
+  'requestWindow',
+] as const;
 
 /** The zod schema of {@link SimulatedUpstreamOptions}. */
 export const simulatedUpstreamSchema = z.strictObject({
@@ -70,7 +86,19 @@ export const simulatedUpstreamSchema = z.strictObject({
     .array(simulatedDeploymentSchema, { error: 'must be a list of deployments' })
     .superRefine((deployments, ctx) => {
       const seen = new Set<string>();
+      const pools = new Map<string, number>();
       deployments.forEach((deployment, i) => {
+        const pool = deployment.quotaPool;
+        const first = pool === undefined ? undefined : pools.get(pool);
+        if (pool !== undefined && first === undefined) pools.set(pool, i);
+        for (const key of first === undefined ? [] : POOLED) {
+          if (deployment[key] === deployments[first!]![key]) continue;
+          ctx.addIssue({
+            code: 'custom',
+            path: [i, key],
+            message: `differs from deployments[${first}].${key}, in the same quota pool '${pool}': a pool has one ${key}`,
+          });
+        }
         if (seen.has(deployment.name)) {
           ctx.addIssue({
             code: 'custom',

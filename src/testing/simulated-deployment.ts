@@ -101,6 +101,13 @@ export interface SimulatedDeploymentOptions {
    * `DeploymentNotFound`. Default: every name is answered.
    */
   deploymentNames?: string[];
+  /**
+   * A quota this deployment draws on with the others naming the same pool, as Foundry's Claude
+   * deployments of one subscription do across regions: one meter of every limit counts all their
+   * requests, and every answer's headers speak of it. Members must state the same limits; the
+   * pool's are the first member's (its run-time changes are the pool's).
+   */
+  quotaPool?: string;
 }
 
 /**
@@ -402,7 +409,12 @@ export class SimulatedDeployment {
   /**
    * @internal Use {@link SimulatedUpstream.start}; `origin` is `http://host:port`.
    */
-  constructor(options: SimulatedDeploymentOptions, origin: string, clock: () => number) {
+  constructor(
+    options: SimulatedDeploymentOptions,
+    origin: string,
+    clock: () => number,
+    pools: Map<string, DeploymentQuota> = new Map(),
+  ) {
     options = checkOptions(simulatedDeploymentSchema, options, 'simulated deployment options');
     const timeScale = options.timeScale ?? 1;
     this.name = options.name;
@@ -428,14 +440,20 @@ export class SimulatedDeployment {
     this.timeScale = timeScale;
     this.models = [...(options.models ?? DEFAULT_MODELS)];
     this.deploymentNames = options.deploymentNames && [...options.deploymentNames];
-    internals.set(this, {
-      clock,
-      faults: [],
-      quota: new DeploymentQuota(
+    // The members of a quota pool share the first member's meters.
+    const pooled = options.quotaPool === undefined ? undefined : pools.get(options.quotaPool);
+    const quota =
+      pooled ??
+      new DeploymentQuota(
         () => this.quotaSettings(),
         timeScale,
         this.requestWindow === '1s' ? 1_000 : 10_000,
-      ),
+      );
+    if (options.quotaPool !== undefined) pools.set(options.quotaPool, quota);
+    internals.set(this, {
+      clock,
+      faults: [],
+      quota,
       sequence: 0,
       waiters: new Set(),
       responses: new Map(),

@@ -21,7 +21,7 @@ import {
 } from './exchange';
 import { takeFault, type SimulatedFault } from './faults';
 import { checkOptions, simulatedUpstreamSchema } from './options';
-import type { Admission, QuotaDemand, QuotaFamily } from './quota';
+import type { Admission, DeploymentQuota, QuotaDemand, QuotaFamily } from './quota';
 import { matchRoute, type Route } from './routing';
 import {
   internalsOf,
@@ -275,8 +275,9 @@ export class SimulatedUpstream {
     this.port = address.port;
     this.url = `http://${urlHost.includes(':') ? `[${urlHost}]` : urlHost}:${address.port}`;
     const clock = options.clock ?? Date.now;
+    const pools = new Map<string, DeploymentQuota>();
     this.deployments = options.deployments.map(
-      (deployment) => new SimulatedDeployment(deployment, this.url, clock),
+      (deployment) => new SimulatedDeployment(deployment, this.url, clock, pools),
     );
     this.byName = new Map(this.deployments.map((deployment) => [deployment.name, deployment]));
     server.on('connection', (socket: Socket) => {

@@ -12,10 +12,26 @@ import { encodeReading, publishBuckets, type PublishedUsage } from './redis-prot
  */
 export interface Entry {
   state: ModelState;
-  /** `<deployment>:<model>`, URI-encoded: the cooldowns hash's field and the usage's key. */
+  /**
+   * `<deployment>:<model>`, URI-encoded: the cooldowns hash's field and the usage's key; a quota
+   * pool's usage is keyed by {@link poolField}.
+   */
   field: string;
   /** The bounds of what the others may report for it. */
   bounds: PeerModelBounds;
+}
+
+/**
+ * The usage key of a quota pool: `%pool:<name>`, URI-encoded, which no `<deployment>:<model>`
+ * field can be (their `%` is always an escape).
+ *
+ * @example
+ * ```ts
+ * poolField('sub a'); // '%pool:sub%20a'
+ * ```
+ */
+export function poolField(pool: string): string {
+  return `%pool:${encodeURIComponent(pool)}`;
 }
 
 /** Most buckets per window in which usage is published: a view at most 1/60 of it too old. */

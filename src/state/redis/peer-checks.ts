@@ -68,6 +68,11 @@ export interface PeerModelBounds {
   requests: number;
   input: number;
   output: number;
+  /**
+   * A quota pool's bounds: the models that draw on it, each told the pool's usage and readings
+   * (its field is the pool's, not one model's).
+   */
+  members?: readonly { deployment: string; model: string }[];
 }
 
 /**
@@ -135,13 +140,15 @@ export function checkPeers(raw: RawSyncReply, bounds: PeerBounds, usage = true):
     );
   }
   const models = new Map<string, Map<string, PeerModelReport>>();
-  const entry = (m: PeerModelBounds): PeerModelReport => {
+  const entry = (m: { deployment: string; model: string }): PeerModelReport => {
     let byModel = models.get(m.deployment);
     if (byModel === undefined) models.set(m.deployment, (byModel = new Map()));
     let e = byModel.get(m.model);
     if (e === undefined) byModel.set(m.model, (e = {}));
     return e;
   };
+  // A pool's usage and readings are every member's.
+  const entries = (m: PeerModelBounds): PeerModelReport[] => (m.members ?? [m]).map(entry);
 
   if (usage) {
     const clean: PublishedUsage[] = [];
@@ -180,12 +187,13 @@ export function checkPeers(raw: RawSyncReply, bounds: PeerBounds, usage = true):
           flag(checked, `${field} ${JSON.stringify(flat)}`);
           continue;
         }
-        const e = entry(m);
-        if (e.reading === undefined || checked.sentAt > e.reading.sentAt) e.reading = checked;
+        for (const e of entries(m)) {
+          if (e.reading === undefined || checked.sentAt > e.reading.sentAt) e.reading = checked;
+        }
       }
     }
     for (const [field, sum] of sumOthers(clean, bounds.now, bounds.windowMs)) {
-      entry(bounds.models.get(field)!).usage = sum;
+      for (const e of entries(bounds.models.get(field)!)) e.usage = sum;
     }
   }
 
