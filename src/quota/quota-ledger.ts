@@ -104,7 +104,7 @@ export class QuotaLedger {
   /** Whether cache reads count toward `itpm` (the old rule, for models that keep it). */
   private readonly cacheReadsCountInput: boolean;
   /** @internal {@link util} as last computed, and the clock readings it holds for ({@link HotRow}). */
-  readonly hot: HotRow = hotRow();
+  readonly hot: HotRow;
 
   constructor(
     limits: Pick<
@@ -120,6 +120,7 @@ export class QuotaLedger {
     private readonly clock: () => number = Date.now,
     options: QuotaLedgerOptions = {},
   ) {
+    this.hot = options.hot ?? hotRow();
     this.charge = options.charge ?? 'reserve';
     this.family = options.headers;
     this.answers = new AnswerLog(options.headers);

@@ -1,6 +1,7 @@
 import type { DeploymentConfig, SwitchboardLogger } from '../types';
 import { PROVIDERS } from '../providers/index';
 import type { ProviderKit } from '../providers/provider-kit';
+import { hotRows } from '../quota/hot-row';
 import type { LimitName } from '../quota/quota-limit';
 import { pickDeployment, RoomGate, type PickTable } from '../selection/pick';
 import { SessionAffinity } from '../selection/session-affinity';
@@ -118,6 +119,9 @@ export class DeploymentRegistry implements PickTable {
     const deployments = new Map<string, Deployment>();
     const pools = new Map<string, Deployment[]>();
     const onEvent = (state: ModelState, event: ModelEvent) => this.emit(state, event);
+    // One table for every model's hot row, held by nothing but those rows: it goes with them.
+    const rows = hotRows(configs.reduce((n, c) => n + c.models.length, 0));
+    let next = 0;
     configs.forEach((config, i) => {
       const models = new Map<string, ModelState>();
       for (const m of config.models) {
@@ -131,6 +135,7 @@ export class DeploymentRegistry implements PickTable {
           charge: PROVIDERS[config.provider].charge,
           headers: config.provider,
           maxCooldown: context.maxCooldown,
+          hot: rows[next++],
         });
         state.listener = onEvent;
         // No one listens yet: a charge's `spend` event would reach nobody.

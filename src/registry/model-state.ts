@@ -30,6 +30,8 @@ export type ModelEvent =
  */
 export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'> & {
   maxCooldown?: number;
+  /** @internal The hot row its registry gives it (`QuotaLedgerOptions.hot`). */
+  hot?: HotRow;
 };
 
 /**
@@ -125,6 +127,7 @@ export class ModelState {
     this.quota = new QuotaLedger(config, clock, {
       charge: options.charge,
       headers: options.headers,
+      hot: options.hot,
       onLimit: (limit, value, was, configured) =>
         this.listener?.(this, { type: 'limit', limit, value, was, configured }),
     });
