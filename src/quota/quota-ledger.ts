@@ -119,8 +119,10 @@ export class QuotaLedger {
     >,
     private readonly clock: () => number = Date.now,
     options: QuotaLedgerOptions = {},
+    /** Where it keeps what a draw reads: a row of its registry's table, else one of its own. */
+    hot: HotRow = hotRow(),
   ) {
-    this.hot = options.hot ?? hotRow();
+    this.hot = hot;
     this.charge = options.charge ?? 'reserve';
     this.family = options.headers;
     this.answers = new AnswerLog(options.headers);

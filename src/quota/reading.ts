@@ -1,6 +1,5 @@
 import type { ChargePolicy } from './admission';
 import type { LimitName } from './quota-limit';
-import type { HotRow } from './hot-row';
 import type { RateLimitFamily, RateLimitReading } from './rate-limit-headers';
 
 /** Options of a {@link QuotaLedger} beyond its limits. */
@@ -11,8 +10,6 @@ export interface QuotaLedgerOptions {
   headers?: RateLimitFamily;
   /** Told when a limit is learned from the headers, or corrected by them. */
   onLimit?: LimitListener;
-  /** @internal Where it keeps what a draw reads (its registry's table); default a row of its own. */
-  hot?: HotRow;
 }
 
 /** What the upstream last reported for one limit, for operators. */

@@ -30,7 +30,7 @@ export type ModelEvent =
  */
 export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'> & {
   maxCooldown?: number;
-  /** @internal The hot row its registry gives it (`QuotaLedgerOptions.hot`). */
+  /** @internal The row of its registry's table its quota keeps what a draw reads in. */
   hot?: HotRow;
 };
 
@@ -124,13 +124,17 @@ export class ModelState {
     this.contextWindow = config.contextWindow ?? Infinity;
     this.firstTokenTimeout = config.firstTokenTimeout ?? 0;
     this.streamIdleTimeout = config.streamIdleTimeout ?? 0;
-    this.quota = new QuotaLedger(config, clock, {
-      charge: options.charge,
-      headers: options.headers,
-      hot: options.hot,
-      onLimit: (limit, value, was, configured) =>
-        this.listener?.(this, { type: 'limit', limit, value, was, configured }),
-    });
+    this.quota = new QuotaLedger(
+      config,
+      clock,
+      {
+        charge: options.charge,
+        headers: options.headers,
+        onLimit: (limit, value, was, configured) =>
+          this.listener?.(this, { type: 'limit', limit, value, was, configured }),
+      },
+      options.hot,
+    );
     this.table = this.quota.hot.table;
     this.row = this.quota.hot.row;
   }
