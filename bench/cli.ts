@@ -9,6 +9,7 @@ export const SECTIONS = [
   'report',
   'compare',
   'select',
+  'retained',
   'strategies',
   'tiers',
   'quota',

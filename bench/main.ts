@@ -10,6 +10,7 @@ import { gatewayBench } from './gateway';
 import { clientOnly, compare, fixture, originalReport } from './overhead';
 import { ownPath } from './own-path';
 import { perSurface } from './surfaces';
+import { retained } from './retained';
 import { selectionScaling } from './selection';
 import { quota, type Accounting } from './quota';
 import { fidelity, LOAD_SHAPES, RULE_KINDS } from './fidelity';
@@ -72,6 +73,10 @@ async function main(): Promise<void> {
       per: args.smoke ? 10_000 : 100_000,
       batches: args.smoke ? 3 : 9,
     });
+  }
+  if (want('retained')) {
+    console.log('\n== 3b. What switchboards built and closed leave behind ==\n');
+    figures.retained = await retained(args.smoke ? 2_000 : 20_000);
   }
   if (want('strategies')) {
     console.log('\n== 4. Strategies under Azure-like quotas ==\n');

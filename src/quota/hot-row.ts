@@ -3,10 +3,12 @@ import type { LimitCounter } from './counter';
 
 /**
  * The numbers selection reads on every draw, for one model on one deployment, kept in a row of a
- * shared `Float64Array` rather than in fields of its objects: a number field of a JavaScript
- * object that is not a small integer is a separate heap box, and with thousands of deployments
- * every object a draw visits is a cache miss. A row is 64 bytes: a draw that reads only the row
- * (see {@link keptRoom}, {@link keptLoad}) touches one line of memory per deployment.
+ * `Float64Array` shared by the models of one registry ({@link hotRows}) rather than in fields of
+ * its objects: a number field of a JavaScript object that is not a small integer is a separate
+ * heap box, and with thousands of deployments every object a draw visits is a cache miss. A row
+ * is 64 bytes: a draw that reads only the row (see {@link keptRoom}, {@link keptLoad}) touches
+ * one line of memory per deployment. The table lives as long as the rows that hold it, so it goes
+ * with its registry.
  *
  * - {@link FROM}, {@link UNTIL}: the clock readings (epoch ms) in `[from, until)` for which the
  *   rest of the row is the ledger's answer (no time alone changes it there); `until` 0 = none;
@@ -26,8 +28,6 @@ export interface HotRow {
   readonly table: Float64Array;
   /** Index of the row's first number in {@link table}. */
   readonly row: number;
-  /** Where the row is among every table: {@link tableAt} and {@link rowAt} of it give the two above. */
-  readonly at: number;
 }
 
 export const FROM = 0;
@@ -41,34 +41,25 @@ export const OUTPUT = 7;
 
 /** Numbers per row. */
 const WIDTH = 8;
-/** Rows per table: 32 KB, so that neighbouring models share pages. */
-const ROWS = 512;
 
-/** log2 of the numbers in a table. */
-const SHIFT = 12;
-const SIZE = ROWS * WIDTH;
-/** Every table made, in order: the row at `at` is in `tables[at >>> SHIFT]`. */
-const tables: Float64Array[] = [new Float64Array(SIZE)];
-let next = 0;
+/**
+ * `count` fresh rows, all 0 (nothing kept, no cooldown), in one table of their own, one after
+ * another: a registry's models, so that a pool's rows share pages and are freed with it.
+ *
+ * @example
+ * ```ts
+ * const rows = hotRows(configs.reduce((n, c) => n + c.models.length, 0));
+ * new ModelState(model, 'east', clock, { hot: rows[0] });
+ * ```
+ */
+export function hotRows(count: number): HotRow[] {
+  const table = new Float64Array(WIDTH * count);
+  return Array.from({ length: count }, (_, i) => ({ table, row: WIDTH * i }));
+}
 
-/** A fresh row, all 0 (nothing kept, no cooldown). */
+/** A fresh row in a table of its own, for a model that no registry built. */
 export function hotRow(): HotRow {
-  if (next === ROWS) {
-    tables.push(new Float64Array(SIZE));
-    next = 0;
-  }
-  const row = WIDTH * next++;
-  return { table: tables[tables.length - 1]!, row, at: ((tables.length - 1) << SHIFT) | row };
-}
-
-/** The table of the row at `at` ({@link HotRow.at}). */
-export function tableAt(at: number): Float64Array {
-  return tables[at >>> SHIFT]!;
-}
-
-/** The index in its table of the row at `at`. */
-export function rowAt(at: number): number {
-  return at & (SIZE - 1);
+  return hotRows(1)[0]!;
 }
 
 /** What `hot` keeps no longer holds: a charge, an answer or a limit changed it. */

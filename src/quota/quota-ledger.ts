@@ -104,7 +104,7 @@ export class QuotaLedger {
   /** Whether cache reads count toward `itpm` (the old rule, for models that keep it). */
   private readonly cacheReadsCountInput: boolean;
   /** @internal {@link util} as last computed, and the clock readings it holds for ({@link HotRow}). */
-  readonly hot: HotRow = hotRow();
+  readonly hot: HotRow;
 
   constructor(
     limits: Pick<
@@ -119,7 +119,10 @@ export class QuotaLedger {
     >,
     private readonly clock: () => number = Date.now,
     options: QuotaLedgerOptions = {},
+    /** Where it keeps what a draw reads: a row of its registry's table, else one of its own. */
+    hot: HotRow = hotRow(),
   ) {
+    this.hot = hot;
     this.charge = options.charge ?? 'reserve';
     this.family = options.headers;
     this.answers = new AnswerLog(options.headers);

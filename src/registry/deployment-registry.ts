@@ -2,6 +2,7 @@ import type { DeploymentConfig, SwitchboardLogger } from '../types';
 import { PROVIDERS } from '../providers/index';
 import type { ProviderKit } from '../providers/provider-kit';
 import type { QuotaLedger } from '../quota/quota-ledger';
+import { hotRows } from '../quota/hot-row';
 import type { LimitName } from '../quota/quota-limit';
 import { pickDeployment, RoomGate, type PickTable } from '../selection/pick';
 import { SessionAffinity } from '../selection/session-affinity';
@@ -121,6 +122,9 @@ export class DeploymentRegistry implements PickTable {
     const onEvent = (state: ModelState, event: ModelEvent) => this.emit(state, event);
     // A quota pool's first member builds its ledger; the others count their calls there.
     const ledgers = new Map<string, QuotaLedger>();
+    // One table for every model's hot row, held by nothing but those rows: it goes with them.
+    const rows = hotRows(configs.reduce((n, c) => n + c.models.length, 0));
+    let next = 0;
     configs.forEach((config, i) => {
       const models = new Map<string, ModelState>();
       for (const m of config.models) {
@@ -135,6 +139,7 @@ export class DeploymentRegistry implements PickTable {
           headers: config.provider,
           maxCooldown: context.maxCooldown,
           ledger: m.quotaPool === undefined ? undefined : ledgers.get(m.quotaPool),
+          hot: rows[next++],
         });
         if (m.quotaPool !== undefined && !ledgers.has(m.quotaPool)) {
           ledgers.set(m.quotaPool, state.quota);

@@ -35,6 +35,8 @@ export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'> &
    * its calls there, with the pool's other members.
    */
   ledger?: QuotaLedger;
+  /** @internal The row of its registry's table its quota keeps what a draw reads in. */
+  hot?: HotRow;
 };
 
 /**
@@ -135,14 +137,20 @@ export class ModelState {
     this.quotaPool = config.quotaPool;
     this.quota =
       options.ledger ??
-      new QuotaLedger(config, clock, {
-        charge: options.charge,
-        headers: options.headers,
-        onLimit: (limit, value, was, configured) =>
-          this.listener?.(this, { type: 'limit', limit, value, was, configured }),
-      });
+      new QuotaLedger(
+        config,
+        clock,
+        {
+          charge: options.charge,
+          headers: options.headers,
+          onLimit: (limit, value, was, configured) =>
+            this.listener?.(this, { type: 'limit', limit, value, was, configured }),
+        },
+        options.hot,
+      );
     // A pool's ledger keeps one row for all its members; each member's cooldown is its own, so a
-    // member keeps its cooldown in a row of its own, and a draw asks it rather than a row.
+    // member keeps its cooldown in a row of its own (freed with it), and a draw asks it rather
+    // than a row.
     const row = this.quotaPool === undefined ? this.quota.hot : hotRow();
     this.table = row.table;
     this.row = row.row;

@@ -1,4 +1,4 @@
-import { keptLoad, rowAt, tableAt } from '../quota/hot-row';
+import { keptLoad } from '../quota/hot-row';
 import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import { Selector, type Gate } from './selector';
@@ -28,6 +28,9 @@ const MIN_HEADROOM = 0.01;
 /** A latency estimate faded to nothing still lets calls in flight count. */
 const MIN_LATENCY = 0.001;
 
+/** The table of a model a draw asks itself (its row is -1). */
+const NO_ROWS = new Float64Array(0);
+
 /** Draws before giving up on sampling and scanning the pool instead. */
 const SAMPLES = 8;
 
@@ -39,7 +42,11 @@ interface Drawn {
   model: string;
   /** `states[i]` = the model's state on pool[i]. */
   states: ModelState[];
-  /** `rows[i]`: where the hot row of `states[i]` is (`HotRow.at`); -1 when it must be asked itself. */
+  /**
+   * `tables[i]`: the table of the hot row of `states[i]` (for a registry's pool, the same one
+   * for all); `rows[i]`: the row's index there, -1 when the model must be asked itself.
+   */
+  tables: Float64Array[];
   rows: Int32Array;
   /** `sums[i]` = weight of pool[0..i]; `undefined` when every weight is the same. */
   sums: Float64Array | undefined;
@@ -156,7 +163,7 @@ export class TwoRandomChoices extends Selector {
   private loadAt(drawn: Drawn, i: number, now: number | undefined): number {
     const row = drawn.rows[i]!;
     if (now !== undefined && row >= 0 && this.rowLoad) {
-      const load = keptLoad(tableAt(row), rowAt(row), now);
+      const load = keptLoad(drawn.tables[i]!, row, now);
       if (load >= 0) return load;
     }
     return this.load(drawn.states[i]!);
@@ -184,7 +191,8 @@ export class TwoRandomChoices extends Selector {
       w = {
         model,
         states,
-        rows: Int32Array.from(rows, (r) => r?.at ?? -1),
+        tables: rows.map((r) => r?.table ?? NO_ROWS),
+        rows: Int32Array.from(rows, (r) => r?.row ?? -1),
         sums: sumsOf(model, pool),
       };
       this.drawn.set(pool, w);
@@ -222,7 +230,7 @@ function admitted(
 ): boolean {
   const row = drawn.rows[i]!;
   if (now !== undefined && row >= 0) {
-    const answer = gate.admitsRow!(tableAt(row), rowAt(row), now);
+    const answer = gate.admitsRow!(drawn.tables[i]!, row, now);
     if (answer >= 0) return answer === 1;
   }
   return gate.admits(drawn.states[i]!, pool[i]!);
