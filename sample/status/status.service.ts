@@ -1,11 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import {
-  Switchboard,
-  type Deployment,
-  type LatencySnapshot,
-  type LimitName,
-  type ModelStats,
-} from 'nestjs-switchboard';
+import { Switchboard, type ModelStats } from 'nestjs-switchboard';
+import type { Deployment, LatencySnapshot, LimitName } from 'nestjs-switchboard/extend';
 import { Simulation } from '../simulation/simulation';
 import { RATE_WINDOW_SECONDS, TrafficService } from './traffic.service';
 
