@@ -63,6 +63,7 @@ export type { Deployment, Provider, Operation } from '../registry/deployment';
 export { DeploymentRegistry } from '../registry/deployment-registry';
 export type { ModelListener } from '../registry/deployment-registry';
 export type { ModelState, ModelEvent, ReportedRemaining } from '../registry/model-state';
+export type { QuotaView, LimitView } from '../registry/quota-view';
 export type { LatencySnapshot } from '../registry/latency';
 export type { LimitName } from '../quota/quota-limit';
 export type { Gate } from '../selection/selector';

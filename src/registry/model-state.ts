@@ -7,6 +7,7 @@ import { ConsecutiveBreaker } from './consecutive-breaker';
 import { Cooldown, DEFAULT_MAX_COOLDOWN } from './cooldown';
 import { InFlight } from './in-flight';
 import { LatencyTracker } from './latency';
+import type { QuotaView } from './quota-view';
 import { upstreamUsage } from '../runtime/upstream-numbers';
 
 export type { ReportedRemaining } from '../quota/reading';
@@ -75,9 +76,9 @@ export class ModelState {
   readonly deployment: string;
   /** `{ model, deployment }`, built once for metric attributes. */
   readonly attributes: Readonly<{ model: string; deployment: string }>;
-  /** The quota accounting: usage, limits, anchoring on the upstream's headers. */
+  /** @internal The quota accounting: usage, limits, anchoring on the upstream's headers. */
   readonly quota: QuotaLedger;
-  /** Consecutive upstream failures; open at 3. */
+  /** @internal Consecutive upstream failures; open at 3. */
   readonly breaker = new ConsecutiveBreaker(3);
   /** Calls sent and not yet ended, against the `maxInFlight` cap. */
   readonly inFlight: InFlight;
@@ -142,6 +143,18 @@ export class ModelState {
   }
 
   /** The longest cooldown (ms), whatever its source. */
+  /**
+   * This model's quota, read-only: limits, usage as the upstream counts it, shares of each limit.
+   *
+   * @example
+   * ```ts
+   * const { limits, upstreamRemaining } = state.quotaView;
+   * ```
+   */
+  get quotaView(): QuotaView {
+    return this.quota;
+  }
+
   get maxCooldown(): number {
     return this.cooling.max;
   }
