@@ -117,8 +117,12 @@ export function publicApi(entries) {
   }
 }
 
-/** Private and protected members, and #private names, are not part of a type users can use. */
+/**
+ * Private and protected members, #private names and what `@internal` marks (the build strips it
+ * with stripInternal) are not part of a type users can use.
+ */
 function isHidden(node) {
+  if (ts.getJSDocTags(node).some((t) => t.tagName.text === 'internal')) return true;
   if (ts.isClassElement(node) && node.name !== undefined && ts.isPrivateIdentifier(node.name)) {
     return true;
   }
