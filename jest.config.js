@@ -16,6 +16,7 @@ module.exports = {
   moduleNameMapper: {
     '^nestjs-switchboard$': '<rootDir>/src/index.ts',
     '^nestjs-switchboard/testing$': '<rootDir>/src/testing/index.ts',
+    '^nestjs-switchboard/extend$': '<rootDir>/src/extend/index.ts',
   },
   setupFiles: ['<rootDir>/test/support/quiet-logs.ts'],
   testTimeout: 30000,

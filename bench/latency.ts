@@ -13,7 +13,8 @@
  * six equally fast deployments at 95 % of their RPM, answers taking 20 ms times a log-normal
  * noise; how far apart their utilizations drift, and how many calls find no room.
  */
-import { createSwitchboard, TwoRandomChoices, type ModelState } from '../src';
+import { createSwitchboard, TwoRandomChoices } from '../src';
+import type { ModelState } from '../src/extend';
 import { SimulatedUpstream } from '../src/testing';
 import {
   DEFAULT_SETUP,

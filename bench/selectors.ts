@@ -3,7 +3,8 @@
  * (`class X extends Selector`), so each still gets the switchboard's health filter, cooldowns and
  * failover; only the choice among healthy deployments differs.
  */
-import { Selector, TwoRandomChoices, type Deployment } from '../src';
+import { Selector, TwoRandomChoices } from '../src';
+import type { Deployment } from '../src/extend';
 
 /** Uniformly random among the healthy candidates. */
 export class RandomSelector extends Selector {

@@ -5,7 +5,8 @@
  * then several that share the deployments without coordinating, and (with a shared state store)
  * the same replicas sharing their view, side by side.
  */
-import { createSwitchboard, type Selector, type StateStore, type Switchboard } from '../src';
+import { createSwitchboard, type Selector, type Switchboard } from '../src';
+import type { StateStore } from '../src/extend';
 import { isNoRoom } from '../src/quota/no-room';
 import { STRATEGIES } from './selectors';
 import { openaiDeployments, startUpstreams, type Upstreams } from './upstreams';

@@ -79,7 +79,7 @@ consumer() { # the rest, for one app
   local kind="$1" app="$work/apps/$1"
   step "$kind: tsc, skipLibCheck false" "cd '$app' && '$node22' '$tsc' -p tsconfig.json" || return
   if [ -f "$app/tsconfig.node10.json" ]; then
-    step "$kind: tsc, moduleResolution node10 finds nestjs-switchboard/testing" \
+    step "$kind: tsc, moduleResolution node10 finds nestjs-switchboard/testing and /extend" \
       "cd '$app' && '$node22' '$tsc' -p tsconfig.node10.json"
   fi
   step "$kind: node --test on Node $("$node22" --version)" "cd '$app' && '$node22' --test dist/compat.test.js"

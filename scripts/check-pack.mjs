@@ -1,5 +1,7 @@
-// Checks what `npm pack` puts in the tarball: both builds with their types, ./testing, LICENSE and
-// README; no tests, sample, bench or sources. Prints the file list; exits 1 naming what is wrong.
+// Checks what `npm pack` puts in the tarball: both builds with their types, ./extend, ./testing,
+// LICENSE and README; no tests, sample, bench or sources. Then the public API of that build (see
+// public-api.mjs): at most 40 names at the root, no internal class named by a public type. Prints
+// the file list; exits 1 naming what is wrong.
 //
 //   node scripts/check-pack.mjs            # runs `npm pack --dry-run --json` (which builds first)
 //   node scripts/check-pack.mjs pack.json  # checks the JSON output of an earlier `npm pack --json`
@@ -7,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkPublicApi } from './public-api.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const json = process.argv[2]
@@ -23,7 +26,7 @@ const files = pack.files.map((f) => f.path).sort();
 const required = ['package.json', 'README.md', 'LICENSE'];
 for (const build of ['cjs', 'esm']) {
   required.push(`dist/${build}/package.json`);
-  for (const entry of ['index', 'testing/index']) {
+  for (const entry of ['index', 'extend/index', 'testing/index']) {
     required.push(`dist/${build}/${entry}.js`, `dist/${build}/${entry}.d.ts`);
   }
 }
@@ -50,6 +53,14 @@ console.log(
     `${(pack.size / 1024).toFixed(1)} kB packed, ${(pack.unpackedSize / 1024).toFixed(1)} kB unpacked`,
 );
 for (const f of files.filter((f) => !f.startsWith('dist/'))) console.log(`  ${f}`);
+// The types as built (npm pack's prepack build left them in dist/).
+if (problems.length === 0) {
+  const api = checkPublicApi(
+    ['index', 'extend/index', 'testing/index'].map((e) => `dist/cjs/${e}.d.ts`),
+  );
+  for (const [entry, names] of api.exports) console.log(`  ${entry}: ${names.length} names`);
+  problems.push(...api.problems);
+}
 if (problems.length > 0) {
   console.error(`npm pack content check failed:\n  ${problems.join('\n  ')}`);
   process.exit(1);

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger, type INestApplication } from '@nestjs/common';
-import { scrub, STACK_LIMIT } from 'nestjs-switchboard';
+import { scrub, STACK_LIMIT } from 'nestjs-switchboard/extend';
 import { API_POSTS, pathOf } from './body-routes';
 import { RelayService, sendJson, type GatewayRequest } from './relay.service';
 import { wireForPath } from './wire';

@@ -1,6 +1,6 @@
 import { Catch, HttpException, Logger, type ArgumentsHost } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { clip, httpErrorFor, scrub, STACK_LIMIT } from 'nestjs-switchboard';
+import { clip, httpErrorFor, scrub, STACK_LIMIT } from 'nestjs-switchboard/extend';
 import { GatewayRefusal } from '../guard/gateway-refusal';
 import { wireForPath, type Problem, type Wire } from './wire';
 

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Injectable } from '@nestjs/common';
 import type { Counter } from '@opentelemetry/api';
-import { clip, scrub, Switchboard } from 'nestjs-switchboard';
+import { Switchboard } from 'nestjs-switchboard';
+import { clip, scrub } from 'nestjs-switchboard/extend';
 import { MetricService } from 'nestjs-otel';
 import { gatewayKeyOf } from '../guard/gateway.guard';
 import { createdResponseId, ResponseOwners } from '../guard/response-owners';

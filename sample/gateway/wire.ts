@@ -1,5 +1,5 @@
 /** Which API a gateway path belongs to, and its error shapes (the relay's own, from the library). */
-import { apiErrorBody, apiUpstreamErrorBody, type ApiProblem } from 'nestjs-switchboard';
+import { apiErrorBody, apiUpstreamErrorBody, type ApiProblem } from 'nestjs-switchboard/extend';
 
 /** A request the gateway answers with an error of its own, in the API's shape. */
 export type Problem = ApiProblem;

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
-import { retryHeaders } from 'nestjs-switchboard';
+import { retryHeaders } from 'nestjs-switchboard/extend';
 import { pathOf } from '../gateway/body-routes';
 import { PAGE_PATHS } from '../status/status.controller';
 import { GatewayKeys, presentedKey } from './gateway-keys';

@@ -1,11 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import {
-  Switchboard,
-  type Deployment,
-  type LatencySnapshot,
-  type LimitName,
-  type ModelStats,
-} from 'nestjs-switchboard';
+import { Switchboard, type ModelStats } from 'nestjs-switchboard';
+import type { Deployment, LatencySnapshot, LimitName } from 'nestjs-switchboard/extend';
 import { Simulation } from '../simulation/simulation';
 import { RATE_WINDOW_SECONDS, TrafficService } from './traffic.service';
 
@@ -151,16 +146,16 @@ export class StatusService {
       tags: d.tags,
       sessions: pinned.get(d.name) ?? 0,
       models: [...d.models.values()].map((m) => {
-        const anchored = m.quota.anchoredUsage();
-        const shares = m.quota.shares();
-        const recent = m.quota.recent();
-        const io = m.quota.ioUsage();
+        const anchored = m.quotaView.anchoredUsage();
+        const shares = m.quotaView.shares();
+        const recent = m.quotaView.recent();
+        const io = m.quotaView.ioUsage();
         const quota = (limit: LimitName, ours: number): Quota => ({
           used: Math.round(anchored[limit]),
-          limit: m.quota.limits[limit].value,
+          limit: m.quotaView.limits[limit].value,
           ours: Math.round(ours),
-          upstreamRemaining: m.quota.upstreamRemaining[limit]?.remaining,
-          learned: m.quota.limits[limit].learned,
+          upstreamRemaining: m.quotaView.upstreamRemaining[limit]?.remaining,
+          learned: m.quotaView.limits[limit].learned,
           share: round(shares[limit]),
           ...(limit === 'rpm' && recent !== undefined
             ? { recent: { used: Math.round(Math.max(0, recent.used)), limit: recent.limit } }
@@ -175,8 +170,8 @@ export class StatusService {
           ...(m.downReason !== undefined ? { downReason: m.downReason } : {}),
           tpm: quota('tpm', m.tpmUsage),
           rpm: quota('rpm', m.rpmUsage),
-          ...(m.quota.limits.itpm.value > 0 ? { itpm: quota('itpm', io.input) } : {}),
-          ...(m.quota.limits.otpm.value > 0 ? { otpm: quota('otpm', io.output) } : {}),
+          ...(m.quotaView.limits.itpm.value > 0 ? { itpm: quota('itpm', io.input) } : {}),
+          ...(m.quotaView.limits.otpm.value > 0 ? { otpm: quota('otpm', io.output) } : {}),
           requests: this.traffic.requests(d.name, m.name),
           priority: m.priority,
           weight: m.weight,

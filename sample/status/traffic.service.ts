@@ -1,5 +1,5 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
-import { DeploymentRegistry } from 'nestjs-switchboard';
+import { DeploymentRegistry } from 'nestjs-switchboard/extend';
 
 /** Seconds the request rate is averaged over. */
 export const RATE_WINDOW_SECONDS = 5;

@@ -1,7 +1,6 @@
 import type { DeploymentConfig, SwitchboardLogger } from '../types';
 import { PROVIDERS } from '../providers/index';
 import type { ProviderKit } from '../providers/provider-kit';
-import type { QuotaLedger } from '../quota/quota-ledger';
 import { hotRows } from '../quota/hot-row';
 import type { LimitName } from '../quota/quota-limit';
 import { pickDeployment, RoomGate, type PickTable } from '../selection/pick';
@@ -121,7 +120,7 @@ export class DeploymentRegistry implements PickTable {
     const pools = new Map<string, Deployment[]>();
     const onEvent = (state: ModelState, event: ModelEvent) => this.emit(state, event);
     // A quota pool's first member builds its ledger; the others count their calls there.
-    const ledgers = new Map<string, QuotaLedger>();
+    const firstMembers = new Map<string, ModelState>();
     // One table for every model's hot row, held by nothing but those rows: it goes with them.
     const rows = hotRows(configs.reduce((n, c) => n + c.models.length, 0));
     let next = 0;
@@ -138,11 +137,11 @@ export class DeploymentRegistry implements PickTable {
           charge: PROVIDERS[config.provider].charge,
           headers: config.provider,
           maxCooldown: context.maxCooldown,
-          ledger: m.quotaPool === undefined ? undefined : ledgers.get(m.quotaPool),
+          ledger: m.quotaPool === undefined ? undefined : firstMembers.get(m.quotaPool)?.quota,
           hot: rows[next++],
         });
-        if (m.quotaPool !== undefined && !ledgers.has(m.quotaPool)) {
-          ledgers.set(m.quotaPool, state.quota);
+        if (m.quotaPool !== undefined && !firstMembers.has(m.quotaPool)) {
+          firstMembers.set(m.quotaPool, state);
         }
         state.listener = onEvent;
         // No one listens yet: a charge's `spend` event would reach nobody.

@@ -7,6 +7,7 @@ import { ConsecutiveBreaker } from './consecutive-breaker';
 import { Cooldown, DEFAULT_MAX_COOLDOWN } from './cooldown';
 import { InFlight } from './in-flight';
 import { LatencyTracker } from './latency';
+import type { QuotaView } from './quota-view';
 import { upstreamUsage } from '../runtime/upstream-numbers';
 
 export type { ReportedRemaining } from '../quota/reading';
@@ -31,8 +32,8 @@ export type ModelEvent =
 export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'> & {
   maxCooldown?: number;
   /**
-   * The ledger of the model's `quotaPool`, when another member built it: this model then counts
-   * its calls there, with the pool's other members.
+   * @internal The ledger of the model's `quotaPool`, when another member built it: this model
+   * then counts its calls there, with the pool's other members.
    */
   ledger?: QuotaLedger;
   /** @internal The row of its registry's table its quota keeps what a draw reads in. */
@@ -83,13 +84,13 @@ export class ModelState {
   /** `{ model, deployment }`, built once for metric attributes. */
   readonly attributes: Readonly<{ model: string; deployment: string }>;
   /**
-   * The quota accounting: usage, limits, anchoring on the upstream's headers. Shared with the
-   * other members of its {@link quotaPool}.
+   * @internal The quota accounting: usage, limits, anchoring on the upstream's headers. Shared
+   * with the other members of its {@link quotaPool}.
    */
   readonly quota: QuotaLedger;
   /** The quota pool it draws on with other deployments (`ModelConfig.quotaPool`), if any. */
   readonly quotaPool: string | undefined;
-  /** Consecutive upstream failures; open at 3. */
+  /** @internal Consecutive upstream failures; open at 3. */
   readonly breaker = new ConsecutiveBreaker(3);
   /** Calls sent and not yet ended, against the `maxInFlight` cap. */
   readonly inFlight: InFlight;
@@ -166,6 +167,18 @@ export class ModelState {
   }
 
   /** The longest cooldown (ms), whatever its source. */
+  /**
+   * This model's quota, read-only: limits, usage as the upstream counts it, shares of each limit.
+   *
+   * @example
+   * ```ts
+   * const { limits, upstreamRemaining } = state.quotaView;
+   * ```
+   */
+  get quotaView(): QuotaView {
+    return this.quota;
+  }
+
   get maxCooldown(): number {
     return this.cooling.max;
   }

@@ -2,12 +2,11 @@ import { metrics, type Attributes } from '@opentelemetry/api';
 import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
 import {
   createSwitchboard,
-  METER_NAME,
-  SWITCHBOARD_METRICS,
   SwitchboardHealthIndicator,
   type DeploymentConfig,
   type Switchboard,
 } from '../../src';
+import { METER_NAME, SWITCHBOARD_METRICS } from '../../src/extend';
 import { QUOTA_EXHAUSTED_AFTER_MS } from '../../src/failover/classify';
 import { SimulatedUpstream } from '../../src/testing';
 import { TestReader } from '../support/metric-reader';

@@ -4,12 +4,12 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { type BadRequestError } from 'openai';
 import {
   createSwitchboard,
-  METER_NAME,
   SwitchboardError,
   type DeploymentConfig,
   type Switchboard,
   type SwitchboardOptions,
 } from '../../src';
+import { METER_NAME } from '../../src/extend';
 import { SimulatedUpstream } from '../../src/testing';
 import { TestReader } from '../support/metric-reader';
 import '../support/quiet-logs';

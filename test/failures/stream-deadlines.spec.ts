@@ -1,12 +1,8 @@
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
 import OpenAI from 'openai';
-import {
-  createSwitchboard,
-  METER_NAME,
-  type Switchboard,
-  type SwitchboardOptions,
-} from '../../src';
+import { createSwitchboard, type Switchboard, type SwitchboardOptions } from '../../src';
+import { METER_NAME } from '../../src/extend';
 import { SimulatedUpstream } from '../../src/testing';
 import { TestReader } from '../support/metric-reader';
 import '../support/quiet-logs';

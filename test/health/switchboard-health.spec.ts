@@ -6,10 +6,9 @@ import {
   Switchboard,
   SwitchboardHealthIndicator,
   SwitchboardModule,
-  type StateStore,
-  type StateStoreHealth,
   type SwitchboardModuleOptions,
 } from '../../src';
+import type { StateStore, StateStoreHealth } from '../../src/extend';
 import { anthropicDeployment, openaiDeployments } from '../support/configs';
 import { FakeClock } from '../support/random';
 import '../support/quiet-logs';

@@ -8,11 +8,11 @@ import type {
 } from 'openai/resources/moderations';
 import {
   createSwitchboard,
-  defineAdapter,
   SwitchboardError,
   type SessionParams,
   type Switchboard,
 } from '../../src';
+import { defineAdapter } from '../../src/extend';
 
 // A third party's surface, written against the public API only: nothing under src/ knows it.
 interface Moderations {

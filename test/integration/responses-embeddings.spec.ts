@@ -8,9 +8,9 @@ import {
   createSwitchboard,
   SwitchboardError,
   type DeploymentConfig,
-  type StateStore,
   type Switchboard,
 } from '../../src';
+import type { StateStore } from '../../src/extend';
 import { simulatedEmbedding, SimulatedUpstream } from '../../src/testing';
 
 const GPT = 'gpt-4o-mini';

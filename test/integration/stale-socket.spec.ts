@@ -1,6 +1,7 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { createSwitchboard, type FailureReason, type Switchboard } from '../../src';
+import { createSwitchboard, type Switchboard } from '../../src';
+import type { FailureReason } from '../../src/extend';
 import { SimulatedUpstream } from '../../src/testing';
 import { idleClosingServer, type IdleClosingServer } from '../support/idle-closing-server';
 import { ask, GPT } from '../support/upstream';

@@ -7,8 +7,8 @@ import {
   type INestApplication,
 } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
+import { DeploymentRegistry, type Deployment } from '../../src/extend';
 import {
-  DeploymentRegistry,
   Selector,
   Switchboard,
   SwitchboardError,
@@ -16,7 +16,6 @@ import {
   SwitchboardModule,
   SWITCHBOARD_MODULE_OPTIONS,
   TwoRandomChoices,
-  type Deployment,
   type SwitchboardModuleOptions,
   type SwitchboardOptionsFactory,
 } from '../../src';

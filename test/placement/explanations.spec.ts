@@ -5,7 +5,8 @@
  * clock drives the switchboard and the simulated deployments, so the cooldown left is exact.
  */
 import OpenAI, { RateLimitError } from 'openai';
-import { createSwitchboard, type DeploymentExplanation, type Switchboard } from '../../src';
+import { createSwitchboard, type Switchboard } from '../../src';
+import type { DeploymentExplanation } from '../../src/extend';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock } from '../support/random';
 import '../support/quiet-logs';

@@ -3,11 +3,11 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import OpenAI, { RateLimitError } from 'openai';
 import {
   createSwitchboard,
-  METER_NAME,
   SwitchboardError,
   type Switchboard,
   type SwitchboardOptions,
 } from '../../src';
+import { METER_NAME } from '../../src/extend';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock, seeded } from '../support/random';
 import { TestReader } from '../support/metric-reader';

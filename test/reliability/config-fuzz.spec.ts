@@ -1,4 +1,5 @@
-import { createSwitchboard, SwitchboardError, validateOptions } from '../../src';
+import { createSwitchboard, SwitchboardError } from '../../src';
+import { validateOptions } from '../../src/extend';
 import { seeded } from '../support/random';
 
 /**

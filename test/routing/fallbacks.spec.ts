@@ -1,7 +1,8 @@
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
 import { RateLimitError } from 'openai';
-import { createSwitchboard, METER_NAME, type Switchboard } from '../../src';
+import { createSwitchboard, type Switchboard } from '../../src';
+import { METER_NAME } from '../../src/extend';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock, seeded } from '../support/random';
 import '../support/quiet-logs';

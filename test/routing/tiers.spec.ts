@@ -1,10 +1,10 @@
 import {
   createSwitchboard,
-  type Deployment,
   type OpenAIConfig,
   type Switchboard,
   type SwitchboardOptions,
 } from '../../src';
+import type { Deployment } from '../../src/extend';
 import { openaiDeployments } from '../support/configs';
 import { FakeClock, seeded } from '../support/random';
 

@@ -4,12 +4,8 @@
  */
 import { metrics, type Attributes } from '@opentelemetry/api';
 import { MeterProvider, type MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
-import {
-  createSwitchboard,
-  METER_NAME,
-  SWITCHBOARD_METRICS as M,
-  type Switchboard,
-} from '../../src';
+import { createSwitchboard, type Switchboard } from '../../src';
+import { METER_NAME, SWITCHBOARD_METRICS as M } from '../../src/extend';
 import { SimulatedUpstream } from '../../src/testing';
 import { MAX_TENANT_LABELS } from '../../src/telemetry/metric-names';
 import { eventually } from '../support/eventually';

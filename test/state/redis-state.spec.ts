@@ -4,10 +4,9 @@ import {
   memoryState,
   redisState,
   SwitchboardError,
-  type RedisClientLike,
   type RedisStateOptions,
-  type StateStore,
 } from '../../src';
+import type { RedisClientLike, StateStore } from '../../src/extend';
 import type * as Src from '../../src';
 import { openaiDeployments } from '../support/configs';
 import { RedisServer } from '../support/redis-server';

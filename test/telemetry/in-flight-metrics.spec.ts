@@ -1,11 +1,7 @@
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, type MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
-import {
-  createSwitchboard,
-  METER_NAME,
-  SWITCHBOARD_METRICS as M,
-  type Switchboard,
-} from '../../src';
+import { createSwitchboard, type Switchboard } from '../../src';
+import { METER_NAME, SWITCHBOARD_METRICS as M } from '../../src/extend';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock } from '../support/random';
 import { TestReader } from '../support/metric-reader';

@@ -1,12 +1,5 @@
-import {
-  createSwitchboard,
-  Selector,
-  TwoRandomChoices,
-  type Deployment,
-  type Gate,
-  type ModelState,
-  type Switchboard,
-} from '../../src';
+import { createSwitchboard, Selector, TwoRandomChoices, type Switchboard } from '../../src';
+import type { Deployment, Gate, ModelState } from '../../src/extend';
 import { openaiDeployments } from '../support/configs';
 import { FakeClock, seeded } from '../support/random';
 

@@ -1,12 +1,12 @@
 import {
   createSwitchboard,
-  ModelState,
   Selector,
   SwitchboardError,
   TwoRandomChoices,
-  type Deployment,
   type Switchboard,
 } from '../../src';
+import type { Deployment } from '../../src/extend';
+import { ModelState } from '../../src/registry/model-state';
 import { RoomGate } from '../../src/selection/pick';
 import { openaiDeployments } from '../support/configs';
 import { FakeClock, seeded } from '../support/random';

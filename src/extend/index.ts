@@ -1,0 +1,94 @@
+/**
+ * `nestjs-switchboard/extend`: for those who extend the switchboard rather than call it — authors
+ * of a custom shared store (`StateStore`, `peerFold`), a selector (`Selector` sees `Deployment`s
+ * and their `ModelState`), an adapter for another API (`defineAdapter`), a gateway in front of it
+ * (the error bodies and retry headers the switchboard's own answers use) or a status page (the
+ * registry, its events and a model's read-only quota). Also every type a public one names. The
+ * package root stays what an application needs; the rest of the package is internal.
+ *
+ * @example
+ * ```ts
+ * import { createSwitchboard, Selector } from 'nestjs-switchboard';
+ * import type { Deployment } from 'nestjs-switchboard/extend';
+ *
+ * // The candidate whose model is least utilized.
+ * class LeastUtilized extends Selector {
+ *   select(model: string, candidates: readonly Deployment[]): Deployment {
+ *     return candidates.reduce((a, b) => (b.models.get(model)!.util < a.models.get(model)!.util ? b : a));
+ *   }
+ * }
+ * createSwitchboard({ deployments, selector: new LeastUtilized() });
+ * ```
+ *
+ * @packageDocumentation
+ */
+export type {
+  SwitchboardChatCompletions,
+  SwitchboardResponses,
+  SwitchboardEmbeddings,
+  SwitchboardMessages,
+  BuiltinSurfaces,
+} from '../switchboard';
+export { defineAdapter } from '../providers/adapter';
+export type {
+  ApiAdapter,
+  ApiOperation,
+  AdapterAt,
+  ApiPromiseLike,
+  ChainRules,
+  Mounted,
+  PreparedBody,
+  Surface,
+  SurfacesOf,
+} from '../providers/adapter';
+export type { Admission, TokenUsage, ChargePolicy } from '../quota/admission';
+export type { CallTags, Lane } from '../scheduling/lanes';
+export type { FailedCalls } from '../routing/router';
+export type { DeploymentExplanation, PassedOverReason } from '../placement/explanation';
+export type { SwitchboardFetch } from '../relay/relay';
+export {
+  errorBody as apiErrorBody,
+  upstreamErrorBody as apiUpstreamErrorBody,
+} from '../relay/error-body';
+export type { Problem as ApiProblem } from '../relay/error-body';
+export { clip } from '../errors/clip';
+export { REDACTED, scrub, STACK_LIMIT, UPSTREAM_TEXT_LIMIT } from '../errors/scrub';
+export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from '../errors/http-error';
+export type { HttpErrorAnswer, HttpErrorOptions } from '../errors/http-error';
+export type { TenantBudget } from '../config/switchboard-options';
+export { validateOptions, switchboardOptionsSchema } from '../config/validate-options';
+export type { SwitchboardEnv, ParseSwitchboardConfigOptions } from '../config/load-config-file';
+export type { SwitchboardModuleExtras } from '../switchboard.module-definition';
+export type { Deployment, Provider, Operation } from '../registry/deployment';
+export { DeploymentRegistry } from '../registry/deployment-registry';
+export type { ModelListener } from '../registry/deployment-registry';
+export type { ModelState, ModelEvent, ReportedRemaining } from '../registry/model-state';
+export type { QuotaView, LimitView } from '../registry/quota-view';
+export type { LatencySnapshot } from '../registry/latency';
+export type { LimitName } from '../quota/quota-limit';
+export type { Gate } from '../selection/selector';
+export type { FailureReason, Verdict } from '../failover/classify';
+export type { StateStore, StateStoreHealth, StateContext } from '../state/state-store';
+export { peerFold } from '../state/peer-report';
+export type {
+  PeerReport,
+  PeerModelReport,
+  PeerUsage,
+  PeerReading,
+  PeerFoldOptions,
+  PeerFoldTarget,
+} from '../state/peer-report';
+export type { RedisClientLike } from '../state/redis-state';
+export {
+  METER_NAME,
+  SWITCHBOARD_METRICS,
+  SwitchboardMetrics,
+  type CallFailureReason,
+  type SwitchboardMetricsOptions,
+} from '../telemetry/switchboard-metrics';
+export type {
+  ModelHealth,
+  TierHealth,
+  SwitchboardHealthOptions,
+} from '../health/switchboard-health.indicator';
+export type { HealthResult, HealthResults } from '../health/health-results';
