@@ -39,7 +39,9 @@ export interface ModelConfig {
   /**
    * The short window the upstream enforces `rpm` over: `'10s'` (`rpm / 6` per 10 s, Azure
    * OpenAI's usual) or `'1s'` (`rpm / 60` per second). Default: learned from Azure's
-   * `x-ratelimit-limit-requests` (which speaks of that window), else `'10s'`.
+   * `x-ratelimit-limit-requests` (which speaks of that window), or from a 429 that says the call
+   * rate limit was hit and asks to wait at most a second while the 10 s count had room; else
+   * `'10s'`.
    */
   requestWindow?: '1s' | '10s';
   /**

@@ -540,7 +540,7 @@ export class QuotaLedger {
     const limit = reported.limit;
     if (limit !== undefined && context.peer === undefined) {
       if (!(rpm.configured !== undefined && rpm.configured > 0)) {
-        this.scope.learned(rpm, requestsPerMinute(limit, 'openai'));
+        this.scope.learned(rpm, requestsPerMinute(limit, 'openai', this.burst.period));
       } else if (
         !this.requestWindowSet &&
         limit !== shortLimit(rpm.value, this.burst.period) &&
@@ -552,6 +552,26 @@ export class QuotaLedger {
       }
     }
     if (this.burst.claims(reported)) this.burst.anchor(reported, context);
+  }
+
+  /**
+   * An upstream 429 said its request limit was hit (`requestLimitHit`) and asked to wait
+   * `retryMs`: where our count of the 10 s window had room for the call it refused and the
+   * upstream has room again within a second, it counts requests over 1 s, and so does this model
+   * from now on (unless `requestWindow` is configured). Asked before the 429's headers are read,
+   * as they correct the count it weighs.
+   */
+  requestsRefused(retryMs: number | undefined, now = this.clock()): void {
+    if (this.requestWindowSet || this.family === 'anthropic' || this.burst.period === '1s') return;
+    if (retryMs === undefined || retryMs > 1_000) return;
+    // A 10 s window we count as full (the refused call is in it) explains the refusal.
+    if (this.burst.active && this.burst.used(now) > this.burst.limit) return;
+    const rpm = this.limits.rpm;
+    this.burst.period = '1s';
+    // A learned rpm is six times the header's limit, which speaks of the 1 s window now.
+    if (rpm.configured === undefined && rpm.value > 0) this.scope.learned(rpm, rpm.value * 10);
+    this.gating = undefined;
+    forget(this.hot);
   }
 
   /**

@@ -191,6 +191,14 @@ function rateLimitMessage(
       `'${deployment.name}' per minute. ${retry}`
     );
   }
+  if (family === 'openai' && deployment.quota === 'faithful' && deployment.rules === 'azure') {
+    // Azure's words: "call rate limit" for requests, "token rate limit" for tokens.
+    const limit = admission.reason === 'requests' ? 'call' : 'token';
+    return (
+      `Requests to simulated deployment '${deployment.name}' have exceeded ${limit} rate limit ` +
+      `of its current pricing tier. ${retry}`
+    );
+  }
   return (
     `Requests to simulated deployment '${deployment.name}' have exceeded its ${what} rate ` +
     `limit. ${retry}`
