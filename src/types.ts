@@ -47,7 +47,10 @@ export interface ModelConfig {
   /**
    * Output tokens the upstream reserves for a call that sets no `max_tokens` (Azure OpenAI
    * reserves a model-dependent default: 16 measured on gpt-3.5, 648 on gpt-4o). Default: learned
-   * from how far remaining-tokens drops for such a call; until an answer shows it, none.
+   * from how far remaining-tokens drops for such a call; until an answer shows it, 648 on Azure
+   * OpenAI, none on OpenAI (which charges the prompt) and Anthropic (which requires a cap).
+   *
+   * @example `{ name: 'gpt-35-turbo', tpm: 60_000, outputReservation: 16 }`
    */
   outputReservation?: number;
   /**

@@ -31,6 +31,7 @@ import { DrainCount } from './drain-count';
 import { fitsRoom, forget, hotRow, keptUtil, measure, type HotRow } from './hot-row';
 import { OutputEstimate } from './output-estimate';
 import { shortLimit } from './request-window';
+import type { UpstreamKind } from './upstream-kind';
 import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
@@ -41,11 +42,24 @@ export type { QuotaLedgerOptions } from './reading';
 const DEFAULT_SPAN = 60_000;
 
 /**
- * Output tokens charged for a call without a cap until the upstream's answers show its own
- * reservation: none is invented (Azure's differs per model: 16 measured on gpt-3.5, 648 on
- * gpt-4o), so an uncapped call is charged its prompt alone until an answer teaches more.
+ * Output tokens charged for each output of a call without a cap, per kind of upstream, until
+ * `outputReservation` is configured or the upstream's answers show its own reservation. Azure
+ * OpenAI reserves a model-dependent default, measured at 16 on gpt-3.5 and 648 on gpt-4o: the
+ * current models' 648 is taken (too much for an old model costs room until its first answer
+ * shows less; too little sends calls into 429s). OpenAI's guide charges the larger of
+ * `max_tokens` and the estimated tokens, which without a cap is the prompt: none. Anthropic
+ * requires `max_tokens`: none.
+ *
+ * @example
+ * ```ts
+ * DEFAULT_OUTPUT_RESERVATION.azure; // 648
+ * ```
  */
-export const DEFAULT_OUTPUT_RESERVATION = 0;
+export const DEFAULT_OUTPUT_RESERVATION: Readonly<Record<UpstreamKind, number>> = Object.freeze({
+  azure: 648,
+  openai: 0,
+  anthropic: 0,
+});
 
 /**
  * The quota accounting of one model on one deployment: one counter per limit (tokens, requests,
@@ -87,6 +101,8 @@ export class QuotaLedger {
   private readonly capped: readonly (WindowCounter | IoCounter)[];
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
+  /** Whose rules the upstream follows. */
+  readonly upstream: UpstreamKind;
   private readonly answers: AnswerLog;
   /** Whether the request window was configured: then no header changes it. */
   private readonly requestWindowSet: boolean;
@@ -137,7 +153,8 @@ export class QuotaLedger {
     this.burst = new BurstCounter(this.limits.rpm, requests, scope, this.requests.order);
     this.requestWindowSet = limits.requestWindow !== undefined;
     this.reservationSet = limits.outputReservation !== undefined;
-    this.reservation = limits.outputReservation ?? DEFAULT_OUTPUT_RESERVATION;
+    this.upstream = options.upstream ?? (options.headers === 'anthropic' ? 'anthropic' : 'azure');
+    this.reservation = limits.outputReservation ?? DEFAULT_OUTPUT_RESERVATION[this.upstream];
     if (limits.requestWindow !== undefined) this.burst.period = limits.requestWindow;
     // Anthropic's input and output limits are token buckets: usage drains at the limit a minute.
     const io = (limit: QuotaLimit) =>

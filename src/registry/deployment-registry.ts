@@ -9,6 +9,7 @@ import type { Selector } from '../selection/selector';
 import { clip } from '../errors/clip';
 import { carries, type TagSet } from '../placement/tags';
 import { plainHttpWarning } from './plain-http';
+import { upstreamKind } from '../quota/upstream-kind';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, Provider } from './deployment';
 import { ModelState, type ModelEvent } from './model-state';
@@ -130,6 +131,7 @@ export class DeploymentRegistry implements PickTable {
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
           charge: PROVIDERS[config.provider].charge,
           headers: config.provider,
+          upstream: upstreamKind(config.provider, config.baseURL),
           maxCooldown: context.maxCooldown,
         });
         state.listener = onEvent;
