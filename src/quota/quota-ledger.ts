@@ -86,8 +86,11 @@ export class QuotaLedger {
   readonly limits: Readonly<Record<LimitName, QuotaLimit>>;
   /** How the upstream reconciles its admission charge. */
   readonly charge: ChargePolicy;
-  /** Ours as stores publish it: the windows of {@link tokens} and {@link requests}, zipped. */
-  readonly usage: UsageWindow;
+  /**
+   * Ours as stores publish it: the windows of {@link tokens} and {@link requests}, zipped (their
+   * buckets' levels, of the fixed kind, where the upstream's refill continuously).
+   */
+  readonly usage: UsageWindow<CountWindow | DrainCount>;
   readonly tokens: WindowCounter;
   readonly requests: WindowCounter;
   readonly burst: BurstCounter;
@@ -145,15 +148,23 @@ export class QuotaLedger {
     };
     const scope = (this.scope = counterScope(DEFAULT_SPAN, options.onLimit, stale));
     this.limits = limitsOf(limits);
-    // Each counter owns its window; the 10 s one counts the newest sixth of the requests'.
-    const tokens = new CountWindow(clock);
-    const requests = new CountWindow(clock, true);
+    this.upstream = options.upstream ?? (options.headers === 'anthropic' ? 'anthropic' : 'azure');
+    // Each counter owns its window; the 10 s one counts the newest sixth of the requests'. OpenAI's
+    // tokens and requests are buckets that refill continuously, with no short request window: the
+    // burst counter then reads a window that never slides, and stays inactive.
+    const buckets = this.upstream === 'openai';
+    const tokens = buckets
+      ? new DrainCount(() => this.limits.tpm.value, clock)
+      : new CountWindow(clock);
+    const requests = buckets
+      ? new DrainCount(() => this.limits.rpm.value, clock)
+      : new CountWindow(clock, true);
     this.tokens = new WindowCounter(this.limits.tpm, tokens, 'tokens', scope);
     this.requests = new WindowCounter(this.limits.rpm, requests, 'requests', scope);
-    this.burst = new BurstCounter(this.limits.rpm, requests, scope, this.requests.order);
+    const short = requests instanceof CountWindow ? requests : new CountWindow(clock, true);
+    this.burst = new BurstCounter(this.limits.rpm, short, scope, this.requests.order);
     this.requestWindowSet = limits.requestWindow !== undefined;
     this.reservationSet = limits.outputReservation !== undefined;
-    this.upstream = options.upstream ?? (options.headers === 'anthropic' ? 'anthropic' : 'azure');
     this.reservation = limits.outputReservation ?? DEFAULT_OUTPUT_RESERVATION[this.upstream];
     if (limits.requestWindow !== undefined) this.burst.period = limits.requestWindow;
     // Anthropic's input and output limits are token buckets: usage drains at the limit a minute.
@@ -538,7 +549,9 @@ export class QuotaLedger {
   private apply(reading: RateLimitReading, context: Anchoring): void {
     if (reading.tokens && !this.isIoSum(reading)) this.tokens.anchor(reading.tokens, context);
     if (reading.requests) {
-      if (this.family === 'openai') this.anchorShortWindow(reading.requests, context);
+      // OpenAI's requests header speaks of its minute's bucket, Azure's of its short window.
+      if (this.upstream === 'openai') this.requests.anchor(reading.requests, context);
+      else if (this.family === 'openai') this.anchorShortWindow(reading.requests, context);
       else if (this.burst.claims(reading.requests)) this.burst.anchor(reading.requests, context);
       else this.requests.anchor(reading.requests, context);
     }
@@ -579,7 +592,7 @@ export class QuotaLedger {
    * as they correct the count it weighs.
    */
   requestsRefused(retryMs: number | undefined, now = this.clock()): void {
-    if (this.requestWindowSet || this.family === 'anthropic' || this.burst.period === '1s') return;
+    if (this.requestWindowSet || this.upstream !== 'azure' || this.burst.period === '1s') return;
     if (retryMs === undefined || retryMs > 1_000) return;
     // A 10 s window we count as full (the refused call is in it) explains the refusal.
     if (this.burst.active && this.burst.used(now) > this.burst.limit) return;

@@ -416,7 +416,9 @@ export class SimulatedUpstream {
           code: 'DeploymentNotFound',
         });
       }
-      const match = matchRoute(req.method ?? 'GET', segments.slice(1));
+      // `/<name>/v1/...` is OpenAI's own API shape, served as the OpenAI routes.
+      const path = segments[1] === 'v1' ? ['openai', ...segments.slice(1)] : segments.slice(1);
+      const match = matchRoute(req.method ?? 'GET', path);
       if (!match.ok) {
         await readBody(req);
         if (match.status === 404) {
