@@ -39,13 +39,18 @@ export interface ModelConfig {
   /**
    * The short window the upstream enforces `rpm` over: `'10s'` (`rpm / 6` per 10 s, Azure
    * OpenAI's usual) or `'1s'` (`rpm / 60` per second). Default: learned from Azure's
-   * `x-ratelimit-limit-requests` (which speaks of that window), else `'10s'`.
+   * `x-ratelimit-limit-requests` (which speaks of that window), or from a 429 that says the call
+   * rate limit was hit and asks to wait at most a second while the 10 s count had room; else
+   * `'10s'`.
    */
   requestWindow?: '1s' | '10s';
   /**
    * Output tokens the upstream reserves for a call that sets no `max_tokens` (Azure OpenAI
    * reserves a model-dependent default: 16 measured on gpt-3.5, 648 on gpt-4o). Default: learned
-   * from how far remaining-tokens drops for such a call; until an answer shows it, none.
+   * from how far remaining-tokens drops for such a call; until an answer shows it, 648 on Azure
+   * OpenAI, none on OpenAI (which charges the prompt) and Anthropic (which requires a cap).
+   *
+   * @example `{ name: 'gpt-35-turbo', tpm: 60_000, outputReservation: 16 }`
    */
   outputReservation?: number;
   /**

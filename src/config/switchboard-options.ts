@@ -67,8 +67,9 @@ export interface SwitchboardOptions {
   queue?: QueueOptions;
   /**
    * Output tokens charged at admission for a call that sets no `max_tokens` /
-   * `max_completion_tokens`. Default 0: the upstream's reservation for uncapped calls differs per
-   * model, and its rate-limit headers show it to the switchboard anyway.
+   * `max_completion_tokens`, on every deployment. Default 0: each deployment charges its model's
+   * `outputReservation` instead (configured, learned from its rate-limit headers, or its kind of
+   * upstream's default), as the upstream's reservation for uncapped calls differs per model.
    */
   defaultReservation?: number;
   /** How many session ids (and prompt prefixes, see {@link cacheAffinity}) are remembered (LRU). Default 1024. */

@@ -1,7 +1,8 @@
-import { classify, type Verdict } from '../failover/classify';
+import { classify, retryAfterMs, type Verdict } from '../failover/classify';
 import { firstTokenTimeoutError } from '../failover/first-token-timeout';
 import { isStaleSocket } from '../failover/stale-socket';
 import type { TokenUsage as Usage } from '../quota/admission';
+import { requestLimitHit } from '../quota/request-window';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import type { DeadlineEntry, DeadlineList, Deadlines } from '../runtime/deadlines';
@@ -414,6 +415,11 @@ class Attempt implements DeadlineEntry {
     const released = request.metered && produced === false;
     if (released) state.release(request.admission);
     const headers = (error as { headers?: unknown } | null)?.headers;
+    // A 429 for the request limit that our count of its window did not expect says how the
+    // upstream counts requests: weighed before its headers correct that count.
+    if (request.metered && requestLimitHit(error)) {
+      state.quota.requestsRefused(retryAfterMs(headers, undefined, state.maxCooldown));
+    }
     if (headers && typeof (headers as Headers).get === 'function') {
       const own = released ? undefined : request.admission;
       this.hooks.observed(state, headers as Headers, own, this.sentAt);

@@ -15,12 +15,16 @@ export type UsageCount = Pick<
   | 'bucketMs'
   | 'reset'
   | 'configure'
->;
+> & {
+  /** True where usage drains continuously: no window ends, and no reset header says when. */
+  readonly drains?: boolean;
+};
 
 /**
- * Usage as a token bucket holds it (Anthropic and OpenAI): what was charged drains away
- * continuously at the limit per minute, so room comes back at `limit / 60` a second instead of
- * when a window slides past the charge. The count is how far the bucket is from full.
+ * Usage as a token bucket holds it (Anthropic's input and output, OpenAI's tokens and requests):
+ * what was charged drains away continuously at the limit per minute, so room comes back at
+ * `limit / 60` a second instead of when a window slides past the charge. The count is how far the
+ * bucket is from full.
  *
  * @example
  * ```ts
@@ -30,6 +34,7 @@ export type UsageCount = Pick<
  * ```
  */
 export class DrainCount implements UsageCount {
+  readonly drains = true;
   private level = 0;
   private at0 = 0;
 

@@ -31,6 +31,7 @@ import { DrainCount } from './drain-count';
 import { fitsRoom, forget, hotRow, keptUtil, measure, type HotRow } from './hot-row';
 import { OutputEstimate } from './output-estimate';
 import { shortLimit } from './request-window';
+import type { UpstreamKind } from './upstream-kind';
 import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
@@ -41,11 +42,24 @@ export type { QuotaLedgerOptions } from './reading';
 const DEFAULT_SPAN = 60_000;
 
 /**
- * Output tokens charged for a call without a cap until the upstream's answers show its own
- * reservation: none is invented (Azure's differs per model: 16 measured on gpt-3.5, 648 on
- * gpt-4o), so an uncapped call is charged its prompt alone until an answer teaches more.
+ * Output tokens charged for each output of a call without a cap, per kind of upstream, until
+ * `outputReservation` is configured or the upstream's answers show its own reservation. Azure
+ * OpenAI reserves a model-dependent default, measured at 16 on gpt-3.5 and 648 on gpt-4o: the
+ * current models' 648 is taken (too much for an old model costs room until its first answer
+ * shows less; too little sends calls into 429s). OpenAI's guide charges the larger of
+ * `max_tokens` and the estimated tokens, which without a cap is the prompt: none. Anthropic
+ * requires `max_tokens`: none.
+ *
+ * @example
+ * ```ts
+ * DEFAULT_OUTPUT_RESERVATION.azure; // 648
+ * ```
  */
-export const DEFAULT_OUTPUT_RESERVATION = 0;
+export const DEFAULT_OUTPUT_RESERVATION: Readonly<Record<UpstreamKind, number>> = Object.freeze({
+  azure: 648,
+  openai: 0,
+  anthropic: 0,
+});
 
 /**
  * The quota accounting of one model on one deployment: one counter per limit (tokens, requests,
@@ -72,8 +86,11 @@ export class QuotaLedger {
   readonly limits: Readonly<Record<LimitName, QuotaLimit>>;
   /** How the upstream reconciles its admission charge. */
   readonly charge: ChargePolicy;
-  /** Ours as stores publish it: the windows of {@link tokens} and {@link requests}, zipped. */
-  readonly usage: UsageWindow;
+  /**
+   * Ours as stores publish it: the windows of {@link tokens} and {@link requests}, zipped (their
+   * buckets' levels, of the fixed kind, where the upstream's refill continuously).
+   */
+  readonly usage: UsageWindow<CountWindow | DrainCount>;
   readonly tokens: WindowCounter;
   readonly requests: WindowCounter;
   readonly burst: BurstCounter;
@@ -87,6 +104,8 @@ export class QuotaLedger {
   private readonly capped: readonly (WindowCounter | IoCounter)[];
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
+  /** Whose rules the upstream follows. */
+  readonly upstream: UpstreamKind;
   private readonly answers: AnswerLog;
   /** Whether the request window was configured: then no header changes it. */
   private readonly requestWindowSet: boolean;
@@ -132,15 +151,24 @@ export class QuotaLedger {
     };
     const scope = (this.scope = counterScope(DEFAULT_SPAN, options.onLimit, stale));
     this.limits = limitsOf(limits);
-    // Each counter owns its window; the 10 s one counts the newest sixth of the requests'.
-    const tokens = new CountWindow(clock);
-    const requests = new CountWindow(clock, true);
+    this.upstream = options.upstream ?? (options.headers === 'anthropic' ? 'anthropic' : 'azure');
+    // Each counter owns its window; the 10 s one counts the newest sixth of the requests'. OpenAI's
+    // tokens and requests are buckets that refill continuously, with no short request window: the
+    // burst counter then reads a window that never slides, and stays inactive.
+    const buckets = this.upstream === 'openai';
+    const tokens = buckets
+      ? new DrainCount(() => this.limits.tpm.value, clock)
+      : new CountWindow(clock);
+    const requests = buckets
+      ? new DrainCount(() => this.limits.rpm.value, clock)
+      : new CountWindow(clock, true);
     this.tokens = new WindowCounter(this.limits.tpm, tokens, 'tokens', scope);
     this.requests = new WindowCounter(this.limits.rpm, requests, 'requests', scope);
-    this.burst = new BurstCounter(this.limits.rpm, requests, scope, this.requests.order);
+    const short = requests instanceof CountWindow ? requests : new CountWindow(clock, true);
+    this.burst = new BurstCounter(this.limits.rpm, short, scope, this.requests.order);
     this.requestWindowSet = limits.requestWindow !== undefined;
     this.reservationSet = limits.outputReservation !== undefined;
-    this.reservation = limits.outputReservation ?? DEFAULT_OUTPUT_RESERVATION;
+    this.reservation = limits.outputReservation ?? DEFAULT_OUTPUT_RESERVATION[this.upstream];
     if (limits.requestWindow !== undefined) this.burst.period = limits.requestWindow;
     // Anthropic's input and output limits are token buckets: usage drains at the limit a minute.
     const io = (limit: QuotaLimit) =>
@@ -524,7 +552,9 @@ export class QuotaLedger {
   private apply(reading: RateLimitReading, context: Anchoring): void {
     if (reading.tokens && !this.isIoSum(reading)) this.tokens.anchor(reading.tokens, context);
     if (reading.requests) {
-      if (this.family === 'openai') this.anchorShortWindow(reading.requests, context);
+      // OpenAI's requests header speaks of its minute's bucket, Azure's of its short window.
+      if (this.upstream === 'openai') this.requests.anchor(reading.requests, context);
+      else if (this.family === 'openai') this.anchorShortWindow(reading.requests, context);
       else if (this.burst.claims(reading.requests)) this.burst.anchor(reading.requests, context);
       else this.requests.anchor(reading.requests, context);
     }
@@ -543,7 +573,7 @@ export class QuotaLedger {
     const limit = reported.limit;
     if (limit !== undefined && context.peer === undefined) {
       if (!(rpm.configured !== undefined && rpm.configured > 0)) {
-        this.scope.learned(rpm, requestsPerMinute(limit, 'openai'));
+        this.scope.learned(rpm, requestsPerMinute(limit, 'openai', this.burst.period));
       } else if (
         !this.requestWindowSet &&
         limit !== shortLimit(rpm.value, this.burst.period) &&
@@ -555,6 +585,26 @@ export class QuotaLedger {
       }
     }
     if (this.burst.claims(reported)) this.burst.anchor(reported, context);
+  }
+
+  /**
+   * An upstream 429 said its request limit was hit (`requestLimitHit`) and asked to wait
+   * `retryMs`: where our count of the 10 s window had room for the call it refused and the
+   * upstream has room again within a second, it counts requests over 1 s, and so does this model
+   * from now on (unless `requestWindow` is configured). Asked before the 429's headers are read,
+   * as they correct the count it weighs.
+   */
+  requestsRefused(retryMs: number | undefined, now = this.clock()): void {
+    if (this.requestWindowSet || this.upstream !== 'azure' || this.burst.period === '1s') return;
+    if (retryMs === undefined || retryMs > 1_000) return;
+    // A 10 s window we count as full (the refused call is in it) explains the refusal.
+    if (this.burst.active && this.burst.used(now) > this.burst.limit) return;
+    const rpm = this.limits.rpm;
+    this.burst.period = '1s';
+    // A learned rpm is six times the header's limit, which speaks of the 1 s window now.
+    if (rpm.configured === undefined && rpm.value > 0) this.scope.learned(rpm, rpm.value * 10);
+    this.gating = undefined;
+    forget(this.hot);
   }
 
   /**

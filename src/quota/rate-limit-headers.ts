@@ -1,5 +1,6 @@
 import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
 import { upstreamCount, upstreamWait } from '../runtime/upstream-numbers';
+import type { RequestWindow } from './request-window';
 
 /**
  * When the upstream's current window ends, by its `x-ratelimit-reset-*` header: in `ms` from when
@@ -58,15 +59,21 @@ export const AZURE_REQUEST_WINDOWS = 6;
 
 /**
  * The per-minute request limit a requests header's `limit` stands for: Anthropic's speaks of
- * the minute, Azure's of its 10 s window.
+ * the minute, Azure's of its short window (10 s, or 1 s where it counts over `window` 1 s).
  *
  * @example
  * ```ts
  * requestsPerMinute(20, 'openai'); // 120
+ * requestsPerMinute(10, 'openai', '1s'); // 600
  * ```
  */
-export function requestsPerMinute(limit: number, family: RateLimitFamily): number {
-  return family === 'anthropic' ? limit : limit * AZURE_REQUEST_WINDOWS;
+export function requestsPerMinute(
+  limit: number,
+  family: RateLimitFamily,
+  window: RequestWindow = '10s',
+): number {
+  if (family === 'anthropic') return limit;
+  return limit * (window === '1s' ? 60 : AZURE_REQUEST_WINDOWS);
 }
 
 /**

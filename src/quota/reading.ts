@@ -1,6 +1,7 @@
 import type { ChargePolicy } from './admission';
 import type { LimitName } from './quota-limit';
 import type { RateLimitFamily, RateLimitReading } from './rate-limit-headers';
+import type { UpstreamKind } from './upstream-kind';
 
 /** Options of a {@link QuotaLedger} beyond its limits. */
 export interface QuotaLedgerOptions {
@@ -8,6 +9,11 @@ export interface QuotaLedgerOptions {
   charge?: ChargePolicy;
   /** Whose rate-limit headers its answers carry; default both are looked for. */
   headers?: RateLimitFamily;
+  /**
+   * Whose rules the upstream follows (`upstreamKind`): Azure OpenAI's windows, OpenAI's or
+   * Anthropic's buckets; default Anthropic's with its headers, else Azure OpenAI's.
+   */
+  upstream?: UpstreamKind;
   /** Told when a limit is learned from the headers, or corrected by them. */
   onLimit?: LimitListener;
 }

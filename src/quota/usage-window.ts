@@ -1,4 +1,5 @@
 import { CountWindow, type UsageWindowKind } from './count-window';
+import type { DrainCount } from './drain-count';
 
 export { CountWindow, type UsageWindowKind } from './count-window';
 
@@ -28,28 +29,32 @@ export interface UsageBucket {
  * w.tokens; // 250
  * ```
  */
-export class UsageWindow {
+export class UsageWindow<C extends CountWindow | DrainCount = CountWindow> {
   constructor(
     private readonly clock: () => number = Date.now,
-    /** The tokens' window (a tokens counter's own). */
-    readonly tokenCount: CountWindow = new CountWindow(clock),
-    /** The requests' window, with its newest sixth (a requests counter's own). */
-    readonly requestCount: CountWindow = new CountWindow(clock, true),
+    /**
+     * The tokens' window (a tokens counter's own), or the tokens' bucket where the upstream's
+     * refills continuously: then the view is of the fixed kind, its one bucket what the bucket
+     * holds now.
+     */
+    readonly tokenCount: C = new CountWindow(clock) as C,
+    /** The requests' window, with its newest sixth (a requests counter's own), or their bucket. */
+    readonly requestCount: C = new CountWindow(clock, true) as C,
   ) {}
 
   /** The kind in use. */
   get windowKind(): UsageWindowKind {
-    return this.tokenCount.windowKind;
+    return this.tokenCount instanceof CountWindow ? this.tokenCount.windowKind : 'fixed';
   }
 
   /** Bucket length in ms; 0 in the fixed kind. */
   get bucketMs(): number {
-    return this.tokenCount.bucketMs;
+    return this.tokenCount instanceof CountWindow ? this.tokenCount.bucketMs : 0;
   }
 
   /** Length in ms of the window a sliding kind covers (0 in the fixed kind). */
   get windowMs(): number {
-    return this.tokenCount.windowMs;
+    return this.tokenCount instanceof CountWindow ? this.tokenCount.windowMs : 0;
   }
 
   /**
@@ -73,7 +78,7 @@ export class UsageWindow {
 
   /** Sliding kind: requests of the newest sixth of the window; fixed kind: 0. */
   get recentRequests(): number {
-    return this.requestCount.recentAt(this.clock());
+    return this.recentRequestsAt(this.clock());
   }
 
   /** {@link tokens} at `now` (epoch ms, the caller's one reading of the clock). */
@@ -88,11 +93,12 @@ export class UsageWindow {
 
   /** {@link recentRequests} at `now`. */
   recentRequestsAt(now: number): number {
-    return this.requestCount.recentAt(now);
+    const count = this.requestCount;
+    return count instanceof CountWindow ? count.recentAt(now) : 0;
   }
 
   /** One column's window. */
-  column(column: UsageColumn): CountWindow {
+  column(column: UsageColumn): C {
     return column === 'tokens' ? this.tokenCount : this.requestCount;
   }
 
@@ -171,7 +177,10 @@ export class UsageWindow {
     const now = this.clock();
     const tokens = this.tokenCount;
     const requests = this.requestCount;
-    if (tokens.bucketMs === 0) {
+    if (
+      !(tokens instanceof CountWindow && requests instanceof CountWindow) ||
+      tokens.bucketMs === 0
+    ) {
       const t = tokens.at(now);
       const r = requests.at(now);
       if (t !== 0 || r !== 0) yield { start: 0, tokens: t, requests: r };

@@ -10,7 +10,7 @@ import { REQUESTS, TOKENS } from './hot-row';
 import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';
-import type { CountWindow } from './count-window';
+import type { UsageCount } from './drain-count';
 import { agreed, SendOrder } from './send-order';
 import type { UsageColumn } from './usage-window';
 import { WindowEnd } from './window-end';
@@ -19,7 +19,9 @@ import { WindowEnd } from './window-end';
  * Tokens or requests per minute (`tpm` / `rpm`): this instance's usage in its own window, the
  * peers' usage for the limit, the correction from the upstream's `x-ratelimit-remaining-*`
  * header, and Azure's fixed window: when it ends ({@link WindowEnd}, from the reset headers) the upstream forgets all it
- * counted, and so does this counter, except what may have reached the next window.
+ * counted, and so does this counter, except what may have reached the next window. OpenAI's
+ * limits are buckets instead: usage drains (a `DrainCount`), no window ends, and its reset
+ * header ("full again in") says nothing the drain does not.
  *
  * @example
  * ```ts
@@ -50,8 +52,11 @@ export class WindowCounter implements LimitCounter {
 
   constructor(
     readonly limit: QuotaLimit,
-    /** This instance's tokens (or requests), its own. */
-    readonly window: CountWindow,
+    /**
+     * This instance's tokens (or requests), its own: a `CountWindow` (Azure OpenAI's windows), or
+     * a `DrainCount` where the upstream's bucket refills continuously (OpenAI's).
+     */
+    readonly window: UsageCount,
     readonly column: UsageColumn,
     private readonly scope: CounterScope,
   ) {
@@ -178,6 +183,7 @@ export class WindowCounter implements LimitCounter {
     // their pace): each header lookup costs about a µs. An answer of a later window rolls first.
     if (
       sliding &&
+      this.window.drains !== true &&
       (delta > 0 || this.end.wants(now)) &&
       this.takeEnd(remaining, reported, context)
     ) {

@@ -10,6 +10,7 @@ import type { Selector } from '../selection/selector';
 import { clip } from '../errors/clip';
 import { carries, type TagSet } from '../placement/tags';
 import { plainHttpWarning } from './plain-http';
+import { upstreamKind } from '../quota/upstream-kind';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, Provider } from './deployment';
 import { ModelState, type ModelEvent } from './model-state';
@@ -136,6 +137,7 @@ export class DeploymentRegistry implements PickTable {
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
           charge: PROVIDERS[config.provider].charge,
           headers: config.provider,
+          upstream: upstreamKind(config.provider, config.baseURL),
           maxCooldown: context.maxCooldown,
           ledger: m.quotaPool === undefined ? undefined : firstMembers.get(m.quotaPool)?.quota,
           hot: rows[next++],

@@ -29,7 +29,7 @@ export type ModelEvent =
  * Options of a {@link ModelState} beyond its configuration: how its upstream charges and
  * reports, and the cap of every cooldown (`maxCooldown`, ms, default one day).
  */
-export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers'> & {
+export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers' | 'upstream'> & {
   maxCooldown?: number;
   /**
    * @internal The ledger of the model's `quotaPool`, when another member built it: this model
@@ -144,6 +144,7 @@ export class ModelState {
         {
           charge: options.charge,
           headers: options.headers,
+          upstream: options.upstream,
           onLimit: (limit, value, was, configured) =>
             this.listener?.(this, { type: 'limit', limit, value, was, configured }),
         },

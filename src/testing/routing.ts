@@ -1,6 +1,6 @@
 /**
  * Routing of a simulated deployment's paths: which API a method and path under
- * `/<name>/openai/` or `/<name>/anthropic/` address.
+ * `/<name>/openai/` (or OpenAI's own `/<name>/v1/`) or `/<name>/anthropic/` address.
  */
 
 /** An API request a deployment answers (internal). */

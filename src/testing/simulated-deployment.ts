@@ -347,7 +347,10 @@ export function notifyWaiters(deployment: SimulatedDeployment): void {
 export class SimulatedDeployment {
   /** The deployment's name. */
   readonly name: string;
-  /** Base URL for `new OpenAI({ baseURL })`: `http://host:port/<name>/openai/v1/`. */
+  /**
+   * Base URL for `new OpenAI({ baseURL })`: `http://host:port/<name>/openai/v1/` (Azure's shape),
+   * or `http://host:port/<name>/v1/` with `rules: 'openai'` (OpenAI's own, no `/openai/` in it).
+   */
   readonly openaiBaseURL: string;
   /**
    * Base URL for `new Anthropic({ baseURL })` / `new AnthropicFoundry({ baseURL })`:
@@ -418,7 +421,11 @@ export class SimulatedDeployment {
     options = checkOptions(simulatedDeploymentSchema, options, 'simulated deployment options');
     const timeScale = options.timeScale ?? 1;
     this.name = options.name;
-    this.openaiBaseURL = `${origin}/${options.name}/openai/v1/`;
+    // OpenAI's own API has no `/openai/` segment (api.openai.com/v1): it tells its rules apart.
+    this.openaiBaseURL =
+      options.rules === 'openai'
+        ? `${origin}/${options.name}/v1/`
+        : `${origin}/${options.name}/openai/v1/`;
     this.anthropicBaseURL = `${origin}/${options.name}/anthropic/`;
     this.azureEndpoint = `${origin}/${options.name}`;
     this.latency = options.latency ?? 0;

@@ -191,6 +191,14 @@ function rateLimitMessage(
       `'${deployment.name}' per minute. ${retry}`
     );
   }
+  if (family === 'openai' && deployment.quota === 'faithful' && deployment.rules === 'azure') {
+    // Azure's words: "call rate limit" for requests, "token rate limit" for tokens.
+    const limit = admission.reason === 'requests' ? 'call' : 'token';
+    return (
+      `Requests to simulated deployment '${deployment.name}' have exceeded ${limit} rate limit ` +
+      `of its current pricing tier. ${retry}`
+    );
+  }
   return (
     `Requests to simulated deployment '${deployment.name}' have exceeded its ${what} rate ` +
     `limit. ${retry}`
@@ -409,7 +417,9 @@ export class SimulatedUpstream {
           code: 'DeploymentNotFound',
         });
       }
-      const match = matchRoute(req.method ?? 'GET', segments.slice(1));
+      // `/<name>/v1/...` is OpenAI's own API shape, served as the OpenAI routes.
+      const path = segments[1] === 'v1' ? ['openai', ...segments.slice(1)] : segments.slice(1);
+      const match = matchRoute(req.method ?? 'GET', path);
       if (!match.ok) {
         await readBody(req);
         if (match.status === 404) {

@@ -3,7 +3,12 @@ import { ask, askClaude, CLAUDE, GPT, rig, type Rig } from '../support/upstream'
 describe('token accounting matches what the upstream reported', () => {
   let r: Rig;
   beforeEach(async () => {
-    r = await rig({ openai: 1, anthropic: 1 });
+    // Uncapped calls charged no reservation: usage is what the upstream counted.
+    r = await rig({
+      openai: 1,
+      anthropic: 1,
+      quota: { tpm: 30_000, rpm: 300, outputReservation: 0 },
+    });
   });
   afterEach(() => r.close());
 

@@ -6,7 +6,12 @@ const stateOf = (r: Rig, name: string) => r.sb.deployments.get(name)!.models.get
 describe('balancing over three deployments', () => {
   let r: Rig;
   beforeEach(async () => {
-    r = await rig({ openai: 3, random: seeded(11) });
+    // Uncapped calls charged no reservation: 100 of them fit the three deployments' quota.
+    r = await rig({
+      openai: 3,
+      quota: { tpm: 30_000, rpm: 300, outputReservation: 0 },
+      random: seeded(11),
+    });
   });
   afterEach(() => r.close());
 

@@ -11,7 +11,8 @@ describe('the call path', () => {
   let r: Rig;
   let direct: OpenAI;
   beforeAll(async () => {
-    r = await rig({ openai: 1 });
+    // Many uncapped calls: charged no reservation, they all fit the minute.
+    r = await rig({ openai: 1, quota: { tpm: 30_000, rpm: 300, outputReservation: 0 } });
     direct = new OpenAI({
       baseURL: r.upstream.deployment('oai0').openaiBaseURL,
       apiKey: 'sk-direct',

@@ -26,7 +26,8 @@ function configs(upstream: SimulatedUpstream): DeploymentConfig[] {
       baseURL: upstream.deployment(name).openaiBaseURL,
       apiKey: `sk-${name}`,
       models: [
-        { name: GPT, tpm: 1_000_000, rpm: 10_000 },
+        // Uncapped calls charged no reservation: usage is what the upstream counted.
+        { name: GPT, tpm: 1_000_000, rpm: 10_000, outputReservation: 0 },
         { name: EMBED, tpm: 1_000_000, rpm: 10_000 },
       ],
     })),

@@ -107,7 +107,12 @@ describe("the SDKs' APIPromise on every call", () => {
 describe("the SDKs' helper streams", () => {
   let r: Rig;
   beforeEach(async () => {
-    r = await rig({ openai: 1, anthropic: 1 });
+    // Uncapped calls charged no reservation: usage is what the upstream counted.
+    r = await rig({
+      openai: 1,
+      anthropic: 1,
+      quota: { tpm: 30_000, rpm: 300, outputReservation: 0 },
+    });
   });
   afterEach(() => r.close());
 

@@ -59,6 +59,7 @@ async function setup(simulated: Omit<SimulatedDeploymentOptions, 'name'>, model:
     return done;
   }
   return {
+    sb,
     clock,
     sim,
     wave,
@@ -95,6 +96,29 @@ describe('request windows', () => {
     expect(done.filter((d) => d < 0)).toEqual([]);
     expect(s.sim.stats.rateLimited - before).toBeLessThanOrEqual(2);
     // Ten a second, less what the window's edges cost: 100 calls well within 20 s.
+    expect(Math.max(...done)).toBeLessThan(20_000);
+  });
+
+  it('learns the 1 s window from a 429 that says the call rate limit was hit', async () => {
+    s = await setup({ rpm: 600, requestWindow: '1s' }, { name: GPT, rpm: 600, tpm: 10_000_000 });
+    // Another application filled the upstream's second: our first call meets Azure's 429, whose
+    // headers say nothing of the window's limit, only its words and retry-after-ms do.
+    expect(s.sim.consume({ requests: 10 }).admitted).toBe(true);
+    const state = s.sb.deployments.get('oai0')!.models.get(GPT)!;
+    expect(state.quota.burst.period).toBe('10s');
+    // With one deployment, the refused call is the caller's 429.
+    expect(await s.wave(1)).toEqual([-1]);
+    expect(s.sim.stats.rateLimited).toBeGreaterThan(0);
+    expect(state.quota.burst.period).toBe('1s');
+    s.clock.advance(1_000);
+    const before = s.sim.stats.rateLimited;
+    const done = await s.wave(100);
+    process.stdout.write(
+      `600 RPM per second, requestWindow taught by a 429: ${done.filter((d) => d >= 0).length} ` +
+        `of 100 done, ${s.sim.stats.rateLimited - before} upstream 429s\n`,
+    );
+    expect(done.filter((d) => d < 0)).toEqual([]);
+    expect(s.sim.stats.rateLimited - before).toBeLessThanOrEqual(2);
     expect(Math.max(...done)).toBeLessThan(20_000);
   });
 

@@ -1,7 +1,7 @@
 import { createSwitchboard, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 import { FakeClock } from '../support/random';
-import { CLAUDE } from '../support/upstream';
+import { ask, CLAUDE, GPT } from '../support/upstream';
 
 /** Virtual time moves in steps of this many ms while calls wait in the queue. */
 const STEP = 100;
@@ -9,7 +9,7 @@ const STEP = 100;
 const PROMPT = 'x'.repeat(6_000);
 
 /** Claude on Foundry with a 60 000-ITPM bucket, and a switchboard with a queue, on one clock. */
-async function setup() {
+async function claude() {
   const clock = new FakeClock();
   const upstream = await SimulatedUpstream.start({
     clock: clock.now,
@@ -36,12 +36,43 @@ async function setup() {
       max_tokens: 16,
       messages: [{ role: 'user', content: `${i} ${PROMPT}`.slice(0, PROMPT.length) }],
     });
-  return { clock, upstream, sb, state, call, sim: upstream.deployment('claude0') };
+  return { clock, upstream, sb, state, model: CLAUDE, call, sim: upstream.deployment('claude0') };
+}
+
+/**
+ * OpenAI's own API with a 60 000-TPM bucket (its address has no `/openai/` segment, as
+ * api.openai.com's), and a switchboard with a queue, on one clock.
+ */
+async function openai() {
+  const clock = new FakeClock();
+  const upstream = await SimulatedUpstream.start({
+    clock: clock.now,
+    deployments: [{ name: 'oai0', rules: 'openai', rpm: 10_000, tpm: 60_000 }],
+  });
+  const sb: Switchboard = createSwitchboard({
+    clock: clock.now,
+    ratelimitWindow: 60_000,
+    queue: { maxWait: 3_600_000 },
+    deployments: [
+      {
+        provider: 'openai',
+        name: 'oai0',
+        baseURL: upstream.deployment('oai0').openaiBaseURL,
+        apiKey: 'sk-oai0',
+        models: [{ name: GPT, rpm: 10_000, tpm: 60_000 }],
+      },
+    ],
+  });
+  const state = sb.deployments.get('oai0')!.models.get(GPT)!;
+  // 1 500 prompt tokens and 16 of output cap: 39 calls empty the bucket.
+  const call = (i: number) =>
+    sb.chat.completions.create(ask(`${i} ${PROMPT}`.slice(0, PROMPT.length), { max_tokens: 16 }));
+  return { clock, upstream, sb, state, model: GPT, call, sim: upstream.deployment('oai0') };
 }
 
 describe('token buckets', () => {
   jest.setTimeout(60_000);
-  let s: Awaited<ReturnType<typeof setup>>;
+  let s: Awaited<ReturnType<typeof claude>>;
   afterEach(async () => {
     await s.sb.close();
     await s.upstream.close();
@@ -52,14 +83,14 @@ describe('token buckets', () => {
     const start = s.clock.ms;
     const done: number[] = [];
     const calls = Array.from({ length: n }, (_, i) =>
-      s.call(first + i).then(() => done.push(s.clock.ms - start)),
+      (s.call(first + i) as Promise<unknown>).then(() => done.push(s.clock.ms - start)),
     );
     while (done.length < n && s.clock.ms - start < 120_000) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       // Time moves once every call sent has been answered: none is on its way meanwhile.
-      if (s.sb.queue!.length(CLAUDE) > 0 && s.state.inFlight.count === 0) {
+      if (s.sb.queue!.length(s.model) > 0 && s.state.inFlight.count === 0) {
         s.clock.advance(STEP);
-        s.sb.queue!.kick(CLAUDE);
+        s.sb.queue!.kick(s.model);
       }
     }
     await Promise.all(calls);
@@ -67,7 +98,7 @@ describe('token buckets', () => {
   }
 
   it('lets queued calls in as the emptied bucket refills, not a minute later', async () => {
-    s = await setup();
+    s = await claude();
     // The burst: as many calls as the bucket holds.
     await wave(0, 40);
     const done = await wave(100, 20);
@@ -78,5 +109,19 @@ describe('token buckets', () => {
     );
     expect(within).toBeGreaterThanOrEqual(15);
     expect(s.sim.stats.rateLimited).toBeLessThanOrEqual(1);
+  });
+
+  it("fills OpenAI's token bucket as it refills, with no upstream 429", async () => {
+    s = (await openai()) as unknown as typeof s;
+    expect(s.state.quota.upstream).toBe('openai');
+    await wave(0, 39);
+    const done = await wave(100, 20);
+    const within = done.filter((ms) => ms <= 25_000).length;
+    process.stdout.write(
+      `after an emptied 60 000-TPM OpenAI bucket: ${within} of 20 queued calls within 25 s, ` +
+        `${s.sim.stats.rateLimited} upstream 429s\n`,
+    );
+    expect(within).toBeGreaterThanOrEqual(15);
+    expect(s.sim.stats.rateLimited).toBe(0);
   });
 });

@@ -30,7 +30,8 @@ export function configs(upstream: SimulatedUpstream, rpm = 10_000): DeploymentCo
       baseURL: upstream.deployment(name).openaiBaseURL,
       apiKey: `key-${name}`,
       models: [
-        { name: GPT, tpm: 1_000_000, rpm },
+        // Uncapped calls charged no reservation: usage is what the answers reported.
+        { name: GPT, tpm: 1_000_000, rpm, outputReservation: 0 },
         { name: EMBED, tpm: 1_000_000, rpm: 10_000 },
       ],
     })),

@@ -141,7 +141,12 @@ export async function bench(
       const deployments: DeploymentConfig[] = specs.map((s) => {
         const origin = s.dead ? `http://127.0.0.1:${dead}/${s.name}` : undefined;
         const sim = s.dead ? undefined : upstream.deployment(s.name);
-        const model = { name: s.provider === 'openai' ? GPT : CLAUDE, cooldown: s.cooldown };
+        // Uncapped calls charged no reservation: usage is what the answers reported.
+        const model = {
+          name: s.provider === 'openai' ? GPT : CLAUDE,
+          cooldown: s.cooldown,
+          outputReservation: 0,
+        };
         return s.provider === 'openai'
           ? {
               provider: 'openai',

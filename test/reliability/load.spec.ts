@@ -122,7 +122,8 @@ describe('load', () => {
             baseURL: upstream.urls[name]!.openai,
             apiKey: `sk-${name}`,
             timeout: 120_000,
-            models: [{ name: GPT, tpm: 100_000_000, rpm: 10_000_000 }],
+            // Uncapped calls charged no reservation: usage is what the answers reported.
+            models: [{ name: GPT, tpm: 100_000_000, rpm: 10_000_000, outputReservation: 0 }],
           }
         : {
             provider: 'anthropic',

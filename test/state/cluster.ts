@@ -29,7 +29,7 @@ export interface ClusterOptions {
   instances: number;
   redisUrl: string;
   deployments?: number;
-  quota?: { tpm?: number; rpm?: number; cooldown?: number };
+  quota?: { tpm?: number; rpm?: number; cooldown?: number; outputReservation?: number };
   simulated?: Partial<SimulatedDeploymentOptions>;
   state?: Partial<RedisStateOptions>;
   ratelimitWindow?: number;

@@ -74,7 +74,12 @@ describe('usage', () => {
   it.each([2, 4])(
     'each of %i instances routes on the cluster total after a sync, counted once',
     async (n) => {
-      const k = (c = await cluster({ instances: n, redisUrl: server.url }));
+      // Uncapped calls charged no reservation: the view is then exactly what the upstream served.
+      const k = (c = await cluster({
+        instances: n,
+        redisUrl: server.url,
+        quota: { tpm: 30_000, rpm: 300, outputReservation: 0 },
+      }));
       await eventually(() => synced(k));
       const calls = k.instances.flatMap((sb, i) =>
         Array.from({ length: 3 + i }, (_, j) =>

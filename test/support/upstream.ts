@@ -15,7 +15,7 @@ export interface Rig {
 export interface RigOptions extends Partial<Omit<SwitchboardOptions, 'deployments'>> {
   openai?: number;
   anthropic?: number;
-  quota?: { tpm?: number; rpm?: number };
+  quota?: { tpm?: number; rpm?: number; outputReservation?: number };
   simulated?: Partial<SimulatedDeploymentOptions>;
   timeout?: number;
 }

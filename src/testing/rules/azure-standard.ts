@@ -10,7 +10,10 @@
  *   (or `rpm / 60` per 1 s);
  * - answers carry `x-ratelimit-limit-requests` / `-remaining-requests` / `-reset-requests` of
  *   that short window (20 for 120 RPM, as measured), `x-ratelimit-*-tokens` of the minute, the
- *   resets in seconds; a 429 carries `retry-after` and `retry-after-ms`.
+ *   resets in seconds; a 429 carries `retry-after` and `retry-after-ms`, what is remaining and
+ *   when it resets, but no `x-ratelimit-limit-*` (as Microsoft's Azure OpenAI API simulator and
+ *   measured 429s show), and says which limit it hit in its message: "exceeded call rate limit"
+ *   for requests, "exceeded token rate limit" for tokens.
  */
 import type { CompletionPlan } from '../wire/common';
 import { FixedWindow, MINUTE, seconds } from './meters';
@@ -77,7 +80,7 @@ export class AzureStandardRules implements UpstreamRules {
           overTokens ? this.tokens.remainingMs(now) : 0,
         ),
         never: tpm > 0 && demand.tokens > tpm,
-        headers: this.headers(now),
+        headers: withoutLimits(this.headers(now)),
       };
     }
     this.requests.used += demand.requests;
@@ -112,4 +115,11 @@ export class AzureStandardRules implements UpstreamRules {
   retryHeaders(retryMs: number): Record<string, number> {
     return azureRetryHeaders(retryMs);
   }
+}
+
+/** An answer's headers as a 429 carries them: without the `x-ratelimit-limit-*` ones. */
+function withoutLimits(headers: Record<string, string | number>): Record<string, string | number> {
+  delete headers['x-ratelimit-limit-requests'];
+  delete headers['x-ratelimit-limit-tokens'];
+  return headers;
 }
