@@ -1,3 +1,4 @@
+import { FakeClock } from '../support/random';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type OpenAI from 'openai';
@@ -109,6 +110,9 @@ describe('a surface added from outside through the adapter seam', () => {
       })),
       adapters: [moderations],
       ratelimitWindow: 0,
+      // A held clock: these deployments are OpenAI's own (no Azure path), whose token buckets
+      // drain with time, and the spec reads what the calls charged.
+      clock: new FakeClock(Date.UTC(2026, 0, 1)).now,
     });
   });
   afterEach(() => sb.close());

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 const ROOT = join(__dirname, '../..');
 const TARGETS: Record<string, string> = {
   'nestjs-switchboard': join(ROOT, 'src/index.ts'),
+  'nestjs-switchboard/extend': join(ROOT, 'src/extend/index.ts'),
   'nestjs-switchboard/testing': join(ROOT, 'src/testing/index.ts'),
 };
 type Resolve = (request: string, ...rest: unknown[]) => string;
