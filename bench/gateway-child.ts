@@ -40,12 +40,13 @@ async function gateway(): Promise<number> {
   };
   const resolve = resolver._resolveFilename;
   const src = join(__dirname, '..', 'src');
+  const entries: Record<string, string> = {
+    'nestjs-switchboard': join(src, 'index.ts'),
+    'nestjs-switchboard/extend': join(src, 'extend', 'index.ts'),
+    'nestjs-switchboard/testing': join(src, 'testing', 'index.ts'),
+  };
   resolver._resolveFilename = function (request, ...rest) {
-    if (request === 'nestjs-switchboard') return resolve.call(this, join(src, 'index.ts'), ...rest);
-    if (request === 'nestjs-switchboard/testing') {
-      return resolve.call(this, join(src, 'testing', 'index.ts'), ...rest);
-    }
-    return resolve.call(this, request, ...rest);
+    return resolve.call(this, entries[request] ?? request, ...rest);
   };
   // Imported here: the floor process loads none of it.
   const { createGateway } = await import('../sample/main');
