@@ -38,9 +38,15 @@ export const TOKENS = 4;
 export const REQUESTS = 5;
 export const INPUT = 6;
 export const OUTPUT = 7;
+/**
+ * Output tokens an uncapped call is charged per output here (the model's `outputReservation`), or
+ * -1 when the model prices a call otherwise (Claude's expected output): read only for uncapped
+ * calls, so it may sit past the row's first line of memory.
+ */
+export const RESERVE = 8;
 
-/** Numbers per row. */
-const WIDTH = 8;
+/** Numbers per row: two lines of memory, the first holding all that a capped call's draw reads. */
+const WIDTH = 16;
 
 /**
  * `count` fresh rows, all 0 (nothing kept, no cooldown), in one table of their own, one after
@@ -141,16 +147,15 @@ export function keptRoom(
   if (!holds(table, row, now)) return -1;
   if (admission === undefined) return table[row + UTIL]! < 1 ? 1 : 0;
   if (admission.reserve !== undefined && admission.reserve > 0) return -1;
-  // An uncapped call is charged each deployment's own reservation, a call over a cached prefix
-  // what that deployment has not cached, a call priced by one deployment afresh: the model prices it.
-  if (
-    admission.uncapped !== undefined ||
-    admission.cachePrefix !== undefined ||
-    admission.asked !== undefined
-  ) {
-    return -1;
-  }
-  return fitsRoom(table, row, admission) ? 1 : 0;
+  // A call over a cached prefix is charged what that deployment has not cached, a call priced by
+  // one deployment afresh as the next prices it: the model prices them.
+  if (admission.cachePrefix !== undefined || admission.asked !== undefined) return -1;
+  const { input, uncapped } = admission;
+  if (uncapped === undefined) return fits(table, row, input, admission.output) ? 1 : 0;
+  // An uncapped call is charged this deployment's own reservation for each of its outputs.
+  const reserve = table[row + RESERVE]!;
+  if (reserve < 0) return -1;
+  return fits(table, row, input, reserve * uncapped) ? 1 : 0;
 }
 
 /**
@@ -158,7 +163,10 @@ export function keptRoom(
  * left, as kept in the row: the ledger's own answer while the row holds.
  */
 export function fitsRoom(table: Float64Array, row: number, admission: Admission): boolean {
-  const { input, output } = admission;
+  return fits(table, row, admission.input, admission.output);
+}
+
+function fits(table: Float64Array, row: number, input: number, output: number): boolean {
   return (
     input + output <= table[row + TOKENS]! &&
     table[row + REQUESTS]! >= 1 &&

@@ -28,7 +28,7 @@ import {
 import { CachedPrefixes } from './cached-prefixes';
 import { CountWindow } from './count-window';
 import { DrainCount } from './drain-count';
-import { fitsRoom, forget, hotRow, keptUtil, measure, type HotRow } from './hot-row';
+import { fitsRoom, forget, hotRow, keptUtil, measure, RESERVE, type HotRow } from './hot-row';
 import { OutputEstimate } from './output-estimate';
 import { shortLimit } from './request-window';
 import type { UpstreamKind } from './upstream-kind';
@@ -287,6 +287,8 @@ export class QuotaLedger {
     const keeps =
       this.scope.peers === undefined &&
       (this.expected === undefined || !(this.limits.tpm.value > 0));
+    // What an uncapped call is charged here, for a draw that reads the row alone.
+    this.hot.table[this.hot.row + RESERVE] = this.expected === undefined ? this.reservation : -1;
     return measure(this.hot, (this.gating ??= gatingOf(this)), now, keeps);
   }
 
@@ -526,6 +528,7 @@ export class QuotaLedger {
     const reservation = Math.round(own.output / n + more / n);
     if (!(reservation >= 0) || reservation === this.reservation) return;
     this.reservation = reservation;
+    forget(this.hot);
     const charge = reservation * n - own.output;
     own.output += charge;
     this.tokens.window.add(charge, now);

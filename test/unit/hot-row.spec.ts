@@ -132,6 +132,38 @@ describe('the hot row (the utilization and cooldown a draw reads)', () => {
     return { clock, state, util };
   }
 
+  it('answers an uncapped call from the row, charged the model reservation, as the model does', () => {
+    const clock = new FakeClock(T0);
+    const state = new ModelState(
+      { ...MODEL, tpm: 10_000, outputReservation: 1_000 },
+      'east',
+      clock.now,
+      { headers: 'openai' },
+    );
+    state.admit({ input: 5_000, output: 0 });
+    state.quota.util(clock.ms); // the row is filled and holds
+    for (const [input, uncapped] of [
+      [3_900, 1],
+      [4_001, 1],
+      [1_900, 3],
+      [2_100, 3],
+    ] as const) {
+      const call: Admission = { input, output: 0, uncapped };
+      const fromRow = keptRoom(state.quota.hot.table, state.quota.hot.row, call, clock.ms);
+      expect(fromRow).not.toBe(-1);
+      expect(fromRow === 1).toBe(state.quota.hasRoom(call, clock.ms));
+      expect(fromRow === 1).toBe(input + 1_000 * uncapped <= 5_000);
+    }
+    // A model that prices calls otherwise (Claude's expected output) leaves them to itself.
+    const claude = new ModelState({ name: 'claude', otpm: 8_000 }, 'east', clock.now, {
+      headers: 'anthropic',
+      charge: 'actual',
+    });
+    claude.quota.util(clock.ms);
+    const row = claude.quota.hot;
+    expect(keptRoom(row.table, row.row, { input: 10, output: 0, uncapped: 1 }, clock.ms)).toBe(-1);
+  });
+
   it('a charge, an answer, a peer update, a limit change and time passing each end what is kept', () => {
     let { state, clock } = keptState();
     state.admit({ input: 100, output: 50 });

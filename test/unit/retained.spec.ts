@@ -27,8 +27,9 @@ describe('what a switchboard keeps, and leaves behind once closed', () => {
       expect(rows).toHaveLength(10);
       const table = rows[0]!.table;
       expect(rows.every((r) => r.table === table)).toBe(true);
-      // 8 numbers a row, one row a model: nothing allocated ahead for models to come.
-      expect(table.length).toBe(10 * 8);
+      // 16 numbers a row (two lines of memory), one row a model: nothing allocated ahead for
+      // models to come.
+      expect(table.length).toBe(10 * 16);
       expect(new Set(rows.map((r) => r.row)).size).toBe(10);
       // Another switchboard's rows are its own.
       expect(rowsOf(other).some((r) => r.table === table)).toBe(false);
