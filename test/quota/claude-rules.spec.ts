@@ -1,8 +1,9 @@
-import { createSwitchboard, type Switchboard } from '../../src';
+import { createSwitchboard } from '../../src';
 import type { Admission } from '../../src/quota/admission';
 import { START_OUTPUT_ESTIMATE } from '../../src/quota/output-estimate';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
-import { SimulatedUpstream, type SimulatedDeployment } from '../../src/testing';
+import type { SimulatedDeployment } from '../../src/testing';
+import { oneDeployment } from '../support/one-deployment';
 import { FakeClock } from '../support/random';
 import { CLAUDE } from '../support/upstream';
 
@@ -17,27 +18,7 @@ interface Limits {
 
 /** Claude on Foundry under Anthropic's rules, and a switchboard with a queue, on one clock. */
 async function setup(limits: Limits, model: Record<string, unknown> = {}) {
-  const clock = new FakeClock();
-  const upstream = await SimulatedUpstream.start({
-    clock: clock.now,
-    deployments: [{ name: 'claude0', ...limits }],
-  });
-  const sb: Switchboard = createSwitchboard({
-    clock: clock.now,
-    ratelimitWindow: 60_000,
-    queue: { maxWait: 3_600_000 },
-    deployments: [
-      {
-        provider: 'anthropic',
-        name: 'claude0',
-        baseURL: upstream.deployment('claude0').anthropicBaseURL,
-        apiKey: 'foundry-claude0',
-        models: [{ name: CLAUDE, ...limits, ...model }],
-      },
-    ],
-  });
-  const state = sb.deployments.get('claude0')!.models.get(CLAUDE)!;
-  return { clock, upstream, sb, state, sim: upstream.deployment('claude0') };
+  return oneDeployment('anthropic', limits, { name: CLAUDE, ...limits, ...model });
 }
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));

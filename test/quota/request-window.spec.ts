@@ -1,6 +1,6 @@
-import { createSwitchboard, type ModelConfig, type Switchboard } from '../../src';
-import { SimulatedUpstream, type SimulatedDeploymentOptions } from '../../src/testing';
-import { FakeClock } from '../support/random';
+import type { ModelConfig } from '../../src';
+import type { SimulatedDeploymentOptions } from '../../src/testing';
+import { oneDeployment } from '../support/one-deployment';
 import { ask, GPT } from '../support/upstream';
 
 /** Virtual time moves in steps of this many ms while calls wait in the queue. */
@@ -13,27 +13,11 @@ const STEP = 50;
  * upstream within a few ms of being sent.
  */
 async function setup(simulated: Omit<SimulatedDeploymentOptions, 'name'>, model: ModelConfig) {
-  const clock = new FakeClock();
-  const upstream = await SimulatedUpstream.start({
-    clock: clock.now,
-    deployments: [{ name: 'oai0', tpm: 10_000_000, ...simulated }],
-  });
-  const sb: Switchboard = createSwitchboard({
-    clock: clock.now,
-    ratelimitWindow: 60_000,
-    queue: { maxWait: 3_600_000 },
-    deployments: [
-      {
-        provider: 'openai',
-        name: 'oai0',
-        baseURL: upstream.deployment('oai0').openaiBaseURL,
-        apiKey: 'sk-oai0',
-        models: [model],
-      },
-    ],
-  });
-  const sim = upstream.deployment('oai0');
-  const state = sb.deployments.get('oai0')!.models.get(GPT)!;
+  const { clock, upstream, sim, sb, state } = await oneDeployment(
+    'openai',
+    { tpm: 10_000_000, ...simulated },
+    model,
+  );
   /** Sends `n` calls at once; returns, per call, the virtual ms it took, or -1 when it failed. */
   async function wave(n: number): Promise<number[]> {
     const start = clock.ms;

@@ -1,6 +1,4 @@
-import { createSwitchboard, type Switchboard } from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
-import { FakeClock } from '../support/random';
+import { oneDeployment } from '../support/one-deployment';
 import { ask, CLAUDE, GPT } from '../support/upstream';
 
 /** Virtual time moves in steps of this many ms while calls wait in the queue. */
@@ -10,33 +8,16 @@ const PROMPT = 'x'.repeat(6_000);
 
 /** Claude on Foundry with a 60 000-ITPM bucket, and a switchboard with a queue, on one clock. */
 async function claude() {
-  const clock = new FakeClock();
-  const upstream = await SimulatedUpstream.start({
-    clock: clock.now,
-    deployments: [{ name: 'claude0', rpm: 10_000, itpm: 60_000 }],
-  });
-  const sb: Switchboard = createSwitchboard({
-    clock: clock.now,
-    ratelimitWindow: 60_000,
-    queue: { maxWait: 3_600_000 },
-    deployments: [
-      {
-        provider: 'anthropic',
-        name: 'claude0',
-        baseURL: upstream.deployment('claude0').anthropicBaseURL,
-        apiKey: 'foundry-claude0',
-        models: [{ name: CLAUDE, rpm: 10_000, itpm: 60_000 }],
-      },
-    ],
-  });
-  const state = sb.deployments.get('claude0')!.models.get(CLAUDE)!;
+  const limits = { rpm: 10_000, itpm: 60_000 };
+  const s = await oneDeployment('anthropic', limits, { name: CLAUDE, ...limits });
+  const { sb } = s;
   const call = (i: number) =>
     sb.messages.create({
       model: CLAUDE,
       max_tokens: 16,
       messages: [{ role: 'user', content: `${i} ${PROMPT}`.slice(0, PROMPT.length) }],
     });
-  return { clock, upstream, sb, state, model: CLAUDE, call, sim: upstream.deployment('claude0') };
+  return { ...s, model: CLAUDE, call };
 }
 
 /**
@@ -44,30 +25,13 @@ async function claude() {
  * api.openai.com's), and a switchboard with a queue, on one clock.
  */
 async function openai() {
-  const clock = new FakeClock();
-  const upstream = await SimulatedUpstream.start({
-    clock: clock.now,
-    deployments: [{ name: 'oai0', rules: 'openai', rpm: 10_000, tpm: 60_000 }],
-  });
-  const sb: Switchboard = createSwitchboard({
-    clock: clock.now,
-    ratelimitWindow: 60_000,
-    queue: { maxWait: 3_600_000 },
-    deployments: [
-      {
-        provider: 'openai',
-        name: 'oai0',
-        baseURL: upstream.deployment('oai0').openaiBaseURL,
-        apiKey: 'sk-oai0',
-        models: [{ name: GPT, rpm: 10_000, tpm: 60_000 }],
-      },
-    ],
-  });
-  const state = sb.deployments.get('oai0')!.models.get(GPT)!;
+  const limits = { rpm: 10_000, tpm: 60_000 };
+  const s = await oneDeployment('openai', { rules: 'openai', ...limits }, { name: GPT, ...limits });
+  const { sb } = s;
   // 1 500 prompt tokens and 16 of output cap: 39 calls empty the bucket.
   const call = (i: number) =>
     sb.chat.completions.create(ask(`${i} ${PROMPT}`.slice(0, PROMPT.length), { max_tokens: 16 }));
-  return { clock, upstream, sb, state, model: GPT, call, sim: upstream.deployment('oai0') };
+  return { ...s, model: GPT, call };
 }
 
 describe('token buckets', () => {
