@@ -22,6 +22,15 @@ const GPT = 'gpt-4o-mini';
 const CLAUDE = 'claude-sonnet-5';
 const MAX_COOLDOWN = 3_600_000;
 const quiet = { log: () => undefined, warn: () => undefined, error: () => undefined };
+
+/** A configuration file of one OpenAI deployment at `origin` (the scripted upstream). */
+function writeConfig(file: string, origin: string): void {
+  const deployment = { provider: 'openai', name: 'a', baseURL: `${origin}/v1`, apiKey: 'k' };
+  writeFileSync(
+    file,
+    JSON.stringify({ deployments: [{ ...deployment, models: [{ name: GPT }] }] }),
+  );
+}
 const ask = { model: GPT, messages: [{ role: 'user' as const, content: 'ping' }] };
 
 /** Values of a number no upstream should send, each as the text of a header. */
@@ -233,20 +242,7 @@ describe('absurd numbers from an upstream', () => {
       );
     const dir = mkdtempSync(join(tmpdir(), 'sb-absurd-gw-'));
     const file = join(dir, 'switchboard.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        deployments: [
-          {
-            provider: 'openai',
-            name: 'a',
-            baseURL: `${up.origin}/v1`,
-            apiKey: 'k',
-            models: [{ name: GPT }],
-          },
-        ],
-      }),
-    );
+    writeConfig(file, up.origin);
     const gateway = await gatewayWith({ SWITCHBOARD_CONFIG: file });
     try {
       for (let i = 0; i < 2; i++) {
@@ -284,20 +280,7 @@ describe('absurd numbers from an upstream', () => {
       async (name, v) => {
         up.answer = (_req, res) => json(res, 429, { error: { message: 'no' } }, { [name]: v });
         const file = join(dir, 'doctor.json');
-        writeFileSync(
-          file,
-          JSON.stringify({
-            deployments: [
-              {
-                provider: 'openai',
-                name: 'a',
-                baseURL: `${up.origin}/v1`,
-                apiKey: 'k',
-                models: [{ name: GPT }],
-              },
-            ],
-          }),
-        );
+        writeConfig(file, up.origin);
         const out: string[] = [];
         const status = await runDoctorCli(['doctor', file, '--json'], {
           out: (t) => out.push(t),
