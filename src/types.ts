@@ -72,6 +72,17 @@ export interface ModelConfig {
    * @example `{ name: 'claude-sonnet-4-5', itpm: 2_000_000, otpm: 400_000, quotaPool: 'sub-a' }`
    */
   quotaPool?: string;
+  /**
+   * Azure OpenAI provisioned throughput (PTU): `tpm` is the deployment's capacity in
+   * input-equivalent tokens per minute; the upstream admits a call while its utilization is below
+   * 100 %, counts cached input free and output at `outputWeight`, and sends no rate-limit headers.
+   * Read by `nestjs-switchboard plan`, which replays such a deployment by those rules.
+   *
+   * @example `{ name: 'gpt-4.1', tpm: 60_000, provisioned: true, outputWeight: 4 }`
+   */
+  provisioned?: boolean;
+  /** PTU: how many input tokens one output token counts for (gpt-4.1: 4). Default 1. */
+  outputWeight?: number;
   /** How long (ms) the model is avoided after a 429 or a dropped connection. Default 10 000. */
   cooldown?: number;
   /** Overrides the deployment's `priority` for this model: its tier, 0 = most preferred. */

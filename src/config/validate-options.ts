@@ -118,6 +118,11 @@ const model = z.strictObject({
     .optional(),
   cacheReadsCountInput: z.boolean({ error: 'must be true or false' }).optional(),
   quotaPool: name.optional(),
+  provisioned: z.boolean({ error: 'must be true or false' }).optional(),
+  outputWeight: z
+    .number({ error: 'must be a number > 0' })
+    .positive({ error: 'must be a number > 0' })
+    .optional(),
   cooldown: millis('a non-negative number of milliseconds').optional(),
   priority: priority.optional(),
   weight: weight.optional(),
