@@ -122,6 +122,8 @@ export class QuotaLedger {
   private readonly cached = new CachedPrefixes();
   /** Whether cache reads count toward `itpm` (the old rule, for models that keep it). */
   private readonly cacheReadsCountInput: boolean;
+  /** A call's charge as priced here, rewritten by each {@link priced} (see there). */
+  private readonly quote: Admission = { input: 0, output: 0, reserve: undefined };
   /** @internal {@link util} as last computed, and the clock readings it holds for ({@link HotRow}). */
   readonly hot: HotRow;
 
@@ -318,7 +320,6 @@ export class QuotaLedger {
     return { used: this.burst.used(now), limit: this.burst.limit };
   }
 
-  /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
   /** Output tokens charged now for each output of a call that sets no cap. */
   get outputReservation(): number {
     return this.reservation;
@@ -352,17 +353,22 @@ export class QuotaLedger {
     if (prefix !== undefined && !this.cacheReadsCountInput) {
       input = Math.max(0, input - this.cached.tokensOf(prefix, now));
     }
-    // Priced again (a deployment's roomAt asks exceeds), it comes to the same.
-    return {
-      ...admission,
-      input,
-      output,
-      asked: asked ?? { input: admission.input, output: admission.output },
-    };
+    // Read by the counters and let go before the public call that priced it returns: one object
+    // per ledger, rewritten, rather than a copy of the admission per candidate of every draw.
+    const quote = this.quote;
+    quote.input = input;
+    quote.output = output;
+    quote.reserve = admission.reserve;
+    return quote;
   }
 
+  /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
   hasRoom(admission: Admission, now = this.clock()): boolean {
-    admission = this.priced(admission, now);
+    return this.fits(this.priced(admission, now), now);
+  }
+
+  /** {@link hasRoom} of a charge already priced here. */
+  private fits(admission: Admission, now: number): boolean {
     // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
     // they hold, room is read from there.
     if (this.scope.peers === undefined && (admission.reserve ?? 0) <= 0) {
@@ -382,8 +388,8 @@ export class QuotaLedger {
    */
   roomAt(admission: Admission, now = this.clock()): number {
     admission = this.priced(admission, now);
-    if (this.exceeds(admission, now) !== undefined) return Infinity;
-    if (this.hasRoom(admission, now)) return 0;
+    if (this.tooBig(admission) !== undefined) return Infinity;
+    if (this.fits(admission, now)) return 0;
     let wait = 0;
     for (const counter of this.counters) {
       const w = counter.wait(admission, now);
@@ -401,7 +407,13 @@ export class QuotaLedger {
     admission: Admission,
     now = this.clock(),
   ): { limit: LimitName; value: number; charge: number } | undefined {
-    admission = this.priced(admission, now);
+    return this.tooBig(this.priced(admission, now));
+  }
+
+  /** {@link exceeds} of a charge already priced here. */
+  private tooBig(
+    admission: Admission,
+  ): { limit: LimitName; value: number; charge: number } | undefined {
     for (const counter of this.capped) {
       const charge = counter.exceeds(admission);
       if (charge !== undefined)
