@@ -218,6 +218,46 @@ describe('a provisioned (PTU) deployment above a pay-as-you-go tier', () => {
   });
 });
 
+describe("a PTU's 429", () => {
+  it('cools the model down for its retry-after-ms, not the whole seconds of retry-after', async () => {
+    const clock = new FakeClock();
+    const upstream = await SimulatedUpstream.start({
+      clock: clock.now,
+      deployments: [{ name: 'ptu', rules: 'azure-ptu', tpm: CAPACITY, outputWeight: WEIGHT }],
+    });
+    const sim = upstream.deployment('ptu');
+    const sb = createSwitchboard({
+      clock: clock.now,
+      deployments: [
+        {
+          provider: 'openai',
+          name: 'ptu',
+          baseURL: sim.openaiBaseURL,
+          apiKey: 'k',
+          models: [{ name: MODEL, tpm: CAPACITY, ...PROVISIONED }],
+        },
+      ],
+    });
+    try {
+      // Another application took the PTU 1 234 tokens past 100 %: below again in 1 235 ms.
+      sim.consume({ tokens: CAPACITY + 1_234, force: true });
+      const state = sb.deployments.get('ptu')!.models.get(MODEL)!;
+      await expect(
+        sb.chat.completions.create({
+          model: MODEL,
+          max_tokens: 16,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+      ).rejects.toMatchObject({ status: 429 });
+      expect(sim.stats.rateLimited).toBe(1);
+      expect(state.cooldownRemaining).toBe(1_235);
+    } finally {
+      await sb.close();
+      await upstream.close();
+    }
+  });
+});
+
 describe('provisioned and outputWeight in the configuration', () => {
   const build = (model: Partial<ModelConfig>, provider: 'openai' | 'anthropic' = 'openai') =>
     createSwitchboard({
