@@ -33,6 +33,7 @@ import { OutputEstimate } from './output-estimate';
 import { shortLimit } from './request-window';
 import type { UpstreamKind } from './upstream-kind';
 import { UsageWindow } from './usage-window';
+import { Utilization } from './utilization';
 import { WindowCounter } from './window-counter';
 
 export type { SharedUsage } from './peer-usage';
@@ -96,6 +97,8 @@ export class QuotaLedger {
   readonly burst: BurstCounter;
   readonly input: IoCounter;
   readonly output: IoCounter;
+  /** A provisioned (PTU) deployment's utilization, over the tokens counter; else `undefined`. */
+  readonly utilization: Utilization | undefined;
   /** Every counter, in the order they are asked. */
   private readonly counters: readonly LimitCounter[];
   /** The counters with a limit in force ({@link gatingOf}); undefined when a limit changed. */
@@ -137,6 +140,8 @@ export class QuotaLedger {
       | 'requestWindow'
       | 'outputReservation'
       | 'cacheReadsCountInput'
+      | 'provisioned'
+      | 'outputWeight'
     >,
     private readonly clock: () => number = Date.now,
     options: QuotaLedgerOptions = {},
@@ -157,7 +162,8 @@ export class QuotaLedger {
     // Each counter owns its window; the 10 s one counts the newest sixth of the requests'. OpenAI's
     // tokens and requests are buckets that refill continuously, with no short request window: the
     // burst counter then reads a window that never slides, and stays inactive.
-    const buckets = this.upstream === 'openai';
+    // A provisioned deployment's utilization drains continuously too, at its capacity.
+    const buckets = this.upstream === 'openai' || limits.provisioned === true;
     const tokens = buckets
       ? new DrainCount(() => this.limits.tpm.value, clock)
       : new CountWindow(clock);
@@ -166,6 +172,10 @@ export class QuotaLedger {
       : new CountWindow(clock, true);
     this.tokens = new WindowCounter(this.limits.tpm, tokens, 'tokens', scope);
     this.requests = new WindowCounter(this.limits.rpm, requests, 'requests', scope);
+    this.utilization =
+      limits.provisioned === true
+        ? new Utilization(this.tokens, limits.outputWeight ?? 1)
+        : undefined;
     const short = requests instanceof CountWindow ? requests : new CountWindow(clock, true);
     this.burst = new BurstCounter(this.limits.rpm, short, scope, this.requests.order);
     this.requestWindowSet = limits.requestWindow !== undefined;
@@ -189,8 +199,28 @@ export class QuotaLedger {
       this.expected,
     );
     this.usage = new UsageWindow(clock, tokens, requests);
-    this.counters = [this.tokens, this.requests, this.burst, this.input, this.output];
-    this.capped = [this.tokens, this.input, this.output];
+    this.counters = [
+      this.utilization ?? this.tokens,
+      this.requests,
+      this.burst,
+      this.input,
+      this.output,
+    ];
+    // A provisioned deployment admits a call of any size below 100 %: none is too big for it.
+    this.capped = this.utilization
+      ? [this.input, this.output]
+      : [this.tokens, this.input, this.output];
+  }
+
+  /** The counters with a limit in force, the utilization in the tokens' place on a PTU. */
+  private gatingCounters(): readonly LimitCounter[] {
+    return (this.gating ??= gatingOf({
+      tokens: this.utilization ?? this.tokens,
+      requests: this.requests,
+      burst: this.burst,
+      input: this.input,
+      output: this.output,
+    }));
   }
 
   /** Usage other instances reported; written by a shared state store. */
@@ -291,7 +321,7 @@ export class QuotaLedger {
       (this.expected === undefined || !(this.limits.tpm.value > 0));
     // What an uncapped call is charged here, for a draw that reads the row alone.
     this.hot.table[this.hot.row + RESERVE] = this.expected === undefined ? this.reservation : -1;
-    return measure(this.hot, (this.gating ??= gatingOf(this)), now, keeps);
+    return measure(this.hot, this.gatingCounters(), now, keeps);
   }
 
   /**
@@ -337,7 +367,8 @@ export class QuotaLedger {
       asked === undefined &&
       admission.uncapped === undefined &&
       this.expected === undefined &&
-      admission.cachePrefix === undefined
+      admission.cachePrefix === undefined &&
+      this.utilization === undefined
     ) {
       return admission;
     }
@@ -350,9 +381,16 @@ export class QuotaLedger {
       if (otpm > 0 && output > otpm) output = otpm;
     }
     const prefix = admission.cachePrefix;
-    if (prefix !== undefined && !this.cacheReadsCountInput) {
+    // Claude's cache reads and a provisioned deployment's cached input are free; Azure's standard
+    // deployments and OpenAI count cached input toward their token limit.
+    if (
+      prefix !== undefined &&
+      !this.cacheReadsCountInput &&
+      (this.upstream === 'anthropic' || this.utilization !== undefined)
+    ) {
       input = Math.max(0, input - this.cached.tokensOf(prefix, now));
     }
+    if (this.utilization !== undefined) output = this.utilization.weigh(output);
     // Read by the counters and let go before the public call that priced it returns: one object
     // per ledger, rewritten, rather than a copy of the admission per candidate of every draw.
     const quote = this.quote;
@@ -376,7 +414,7 @@ export class QuotaLedger {
       if (keptUtil(this.hot, now) >= 0) return fitsRoom(this.hot.table, this.hot.row, admission);
     }
     this.catchUp(now);
-    const gating = (this.gating ??= gatingOf(this));
+    const gating = this.gatingCounters();
     for (const counter of gating) if (!counter.fits(admission, now)) return false;
     return true;
   }
@@ -462,7 +500,9 @@ export class QuotaLedger {
   settle(admission: Admission, usage: TokenUsage | undefined, now?: number): number {
     this.answered(admission);
     if (usage === undefined) return 0;
-    const { input, output } = reconcile(this.charge, admission, usage, this.cacheReadsCountInput);
+    const { input, output } =
+      this.utilization?.reconcile(admission, usage) ??
+      reconcile(this.charge, admission, usage, this.cacheReadsCountInput);
     const tokens = input + output;
     if (this.expected !== undefined || admission.cachePrefix !== undefined) {
       now ??= this.clock();

@@ -1,0 +1,116 @@
+import { usable, type Admission, type TokenUsage } from './admission';
+import type { LimitCounter } from './counter';
+import { TOKENS } from './hot-row';
+import type { QuotaLimit } from './quota-limit';
+import type { WindowCounter } from './window-counter';
+
+/**
+ * The utilization of an Azure OpenAI provisioned (PTU) deployment, as "What is provisioned
+ * throughput?" describes it: a leaky bucket that each call fills by its charge (uncached prompt
+ * plus output times the model's `outputWeight`) and that drains continuously at the deployment's
+ * capacity (`tpm` input-equivalent tokens a minute). The upstream admits a call while utilization
+ * is below 100 %, whatever the call's size: so does this counter, where a tokens limit would ask
+ * that the whole charge fit.
+ *
+ * It keeps no count of its own: the tokens counter charges, settles and releases the calls (in a
+ * `DrainCount` draining at `tpm`), and this counter answers the questions of admission over it.
+ *
+ * @example
+ * ```ts
+ * const utilization = new Utilization(tokens, 4);
+ * utilization.fits({ input: 1_200, output: 4 * 256 }, now); // true while below 100 %
+ * ```
+ */
+export class Utilization implements LimitCounter {
+  readonly hotColumn = TOKENS;
+
+  constructor(
+    /** The tokens counter whose drained count is the utilization (its limit: the capacity). */
+    readonly tokens: WindowCounter,
+    /** Input tokens one output token counts for (gpt-4.1: 4). */
+    readonly outputWeight: number,
+  ) {}
+
+  /** The capacity, in input-equivalent tokens a minute. */
+  get limit(): QuotaLimit {
+    return this.tokens.limit;
+  }
+
+  /** Below 100 % (of what a call's `reserve` leaves), whatever the call's charge. */
+  fits(admission: Admission, now: number): boolean {
+    const value = this.limit.value;
+    if (value <= 0) return true;
+    return this.tokens.used(now) < usable(value, admission);
+  }
+
+  /** Any charge fits below 100 %, none at or above it. */
+  room(now: number): number {
+    const value = this.limit.value;
+    if (value <= 0 || this.tokens.used(now) < value) return Infinity;
+    return -Infinity;
+  }
+
+  share(now: number): number {
+    return this.tokens.share(now);
+  }
+
+  changesAt(now: number): number {
+    return this.tokens.changesAt(now);
+  }
+
+  /** ms until utilization is below what the call may fill, as it drains at the capacity. */
+  wait(admission: Admission, now: number): number {
+    const value = this.limit.value;
+    if (value <= 0) return 0;
+    // One token below the line: admitted means strictly below it.
+    const over = this.tokens.used(now) - (usable(value, admission) - 1);
+    return over > 0 ? (over * 60_000) / value : 0;
+  }
+
+  admit(admission: Admission, now: number): void {
+    this.tokens.admit(admission, now);
+  }
+
+  admitted(admission: Admission): void {
+    this.tokens.admitted(admission);
+  }
+
+  answered(admission: Admission): void {
+    this.tokens.answered(admission);
+  }
+
+  catchUp(now: number): void {
+    this.tokens.catchUp(now);
+  }
+
+  reset(): void {
+    this.tokens.reset();
+  }
+
+  /**
+   * What a call is charged here: its output counts {@link outputWeight} input tokens each (its
+   * input is charged as it is; a prefix known cached is taken off before).
+   */
+  weigh(output: number): number {
+    return output * this.outputWeight;
+  }
+
+  /**
+   * What an answer changes in the charge of an admitted call: its input becomes the prompt less
+   * the cached tokens (free), its output the actual output times the weight (unused output goes
+   * back when the call ends). Returns the input and output tokens to add (negative: to give back).
+   *
+   * @example
+   * ```ts
+   * utilization.reconcile({ input: 5_000, output: 4 * 500 }, { input: 5_000, output: 80, cacheRead: 4_096 });
+   * // { input: -4_096, output: -1_680 }
+   * ```
+   */
+  reconcile(admission: Admission, usage: TokenUsage): { input: number; output: number } {
+    const uncached = Math.max(0, usage.input - (usage.cacheRead ?? 0));
+    return {
+      input: uncached - admission.input,
+      output: usage.output * this.outputWeight - admission.output,
+    };
+  }
+}
