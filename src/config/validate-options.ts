@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { clip } from '../errors/clip';
-import { checkFallbacks } from '../routing/fallbacks';
+import { checkFallbacks } from './fallbacks';
 import { SwitchboardError } from '../switchboard.error';
 import { tenantScope } from '../tenants/tenant-scope';
 import type { SwitchboardOptions } from './switchboard-options';

@@ -26,7 +26,7 @@ import { allowsFallbacks, callBody, requiredTags, sessionIdOf, tagsOf } from './
 import { contextWindows, fits, tokensNeeded, tooLongError } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
-import { resolveFallbacks } from './fallbacks';
+import { resolveFallbacks } from '../config/fallbacks';
 import { prepareRequest } from './prepare-request';
 import { CACHEABLE_TOKENS, prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
