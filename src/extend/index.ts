@@ -53,8 +53,8 @@ export {
 export type { Problem as ApiProblem } from '../relay/error-body';
 export { clip } from '../errors/clip';
 export { REDACTED, scrub, STACK_LIMIT, UPSTREAM_TEXT_LIMIT } from '../errors/scrub';
-export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from '../errors/http-error';
-export type { HttpErrorAnswer, HttpErrorOptions } from '../errors/http-error';
+export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from '../relay/http-error';
+export type { HttpErrorAnswer, HttpErrorOptions } from '../relay/http-error';
 export type { TenantBudget } from '../config/switchboard-options';
 export { validateOptions, switchboardOptionsSchema } from '../config/validate-options';
 export type { SwitchboardEnv, ParseSwitchboardConfigOptions } from '../config/load-config-file';
