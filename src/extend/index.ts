@@ -44,7 +44,7 @@ export type {
 export type { Admission, TokenUsage, ChargePolicy } from '../quota/admission';
 export type { CallTags, Lane } from '../scheduling/lanes';
 export type { FailedCalls } from '../routing/router';
-export type { DeploymentExplanation, PassedOverReason } from '../placement/explanation';
+export type { DeploymentExplanation, PassedOverReason } from '../errors/explanation';
 export type { SwitchboardFetch } from '../relay/relay';
 export {
   errorBody as apiErrorBody,

@@ -1,7 +1,7 @@
 import type { Admission } from '../quota/admission';
 import type { Deployment } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
-import type { DeploymentExplanation } from './explanation';
+import type { DeploymentExplanation } from '../errors/explanation';
 import { carries, type TagSet } from './tags';
 
 /** A model served by thousands of deployments: the error stays small. */

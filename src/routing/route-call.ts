@@ -3,7 +3,7 @@ import type { Deployment } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { pickWithRoom, RoomGate, type CallGate } from '../selection/pick';
 import { SwitchboardError } from '../switchboard.error';
-import { explanationText } from '../placement/explanation';
+import { explanationText } from '../errors/explanation';
 import { explain } from '../placement/explanations';
 import type { TagSet } from '../placement/tags';
 
