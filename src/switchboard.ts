@@ -14,7 +14,7 @@ import { createRelay, type SwitchboardFetch } from './relay/relay';
 import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
-import { DEFAULT_MAX_COOLDOWN } from './registry/cooldown';
+import { DEFAULT_MAX_COOLDOWN } from './runtime/upstream-numbers';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 
 export type { SessionParams } from './types';

@@ -4,11 +4,11 @@ import { COOL, hotRow, keptLoad, type HotRow } from '../quota/hot-row';
 import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
 import { ConsecutiveBreaker } from './consecutive-breaker';
-import { Cooldown, DEFAULT_MAX_COOLDOWN } from './cooldown';
+import { Cooldown } from './cooldown';
 import { InFlight } from './in-flight';
 import { LatencyTracker } from './latency';
 import type { QuotaView } from './quota-view';
-import { upstreamUsage } from '../runtime/upstream-numbers';
+import { DEFAULT_MAX_COOLDOWN, upstreamUsage } from '../runtime/upstream-numbers';
 
 export type { ReportedRemaining } from '../quota/reading';
 export type { SharedUsage } from '../quota/quota-ledger';

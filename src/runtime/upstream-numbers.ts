@@ -14,6 +14,17 @@ import type { TokenUsage } from '../quota/admission';
 export const MAX_UPSTREAM_COUNT = 1e12;
 
 /**
+ * The longest wait (ms) taken from an upstream's `retry-after` or reset headers, and the default
+ * cap of any cooldown (`maxCooldown`): one day.
+ *
+ * @example
+ * ```ts
+ * upstreamWait(retryAfterMs, DEFAULT_MAX_COOLDOWN);
+ * ```
+ */
+export const DEFAULT_MAX_COOLDOWN = 86_400_000;
+
+/**
  * A count an upstream reported (a header's text, or a number from a JSON body): a finite number
  * at least 0, at most {@link MAX_UPSTREAM_COUNT}. Undefined when absent, empty, negative or not a
  * number; `Infinity` and `1e300` count as the cap.

@@ -86,7 +86,6 @@ function folderEdges(edges: Map<string, string[]>): Map<string, string[]> {
 const KNOWN_BACK_EDGES = [
   'placement -> registry',
   'providers -> telemetry',
-  'quota -> registry',
   'registry -> providers',
   'registry -> selection',
   'runtime -> quota',
