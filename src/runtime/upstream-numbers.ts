@@ -5,7 +5,7 @@
  * the year 275760. Bounded once at the edge, they cannot overflow a sum, poison a window with
  * `NaN`, or make `new Date(...).toISOString()` throw deep inside a call.
  */
-import type { TokenUsage } from '../quota/admission';
+import type { TokenUsage } from '../types';
 
 /**
  * The largest count (tokens, requests) taken from an upstream: above any real quota (a trillion

@@ -88,7 +88,6 @@ const KNOWN_BACK_EDGES = [
   'providers -> telemetry',
   'registry -> providers',
   'registry -> selection',
-  'runtime -> quota',
   'tenants -> telemetry',
   'traffic -> telemetry',
 ];
