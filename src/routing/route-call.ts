@@ -4,7 +4,7 @@ import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { pickWithRoom, RoomGate, type CallGate } from '../selection/pick';
 import { SwitchboardError } from '../switchboard.error';
 import { explanationText } from '../errors/explanation';
-import { explain } from '../placement/explanations';
+import { explain } from './explanations';
 import type { TagSet } from '../placement/tags';
 
 /** Where one attempt of a call goes: a deployment, and the model it is asked for there. */

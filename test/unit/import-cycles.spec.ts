@@ -84,7 +84,6 @@ function folderEdges(edges: Map<string, string[]>): Map<string, string[]> {
  * and so does one listed here that is gone, so that it leaves the list.
  */
 const KNOWN_BACK_EDGES = [
-  'placement -> registry',
   'providers -> telemetry',
   'registry -> providers',
   'registry -> selection',
