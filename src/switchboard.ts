@@ -2,7 +2,7 @@ import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/c
 import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
 import { validateOptions } from './config/validate-options';
 import type { ApiAdapter, SurfacesOf } from './providers/adapter';
-import { BUILTIN_ADAPTERS } from './providers/index';
+import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
 import type { Deployment } from './registry/deployment';
 import type { CapacityQueue } from './scheduling/capacity-queue';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
@@ -106,6 +106,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     this.logger = options.logger ?? new Logger('Switchboard');
     this.selector = resolveSelector(options);
     this.registry = new DeploymentRegistry(options.deployments, this.selector, {
+      builders: PROVIDERS,
       maxSessions: options.maxSessions,
       clock: options.clock,
       logger: this.logger,

@@ -1,6 +1,4 @@
 import type { DeploymentConfig, SwitchboardLogger } from '../types';
-import { PROVIDERS } from '../providers/index';
-import type { ProviderKit } from '../providers/provider-kit';
 import { hotRows } from '../quota/hot-row';
 import type { LimitName } from '../quota/quota-limit';
 import { pickDeployment, RoomGate, type PickTable } from '../selection/pick';
@@ -12,7 +10,7 @@ import { carries, type TagSet } from '../placement/tags';
 import { plainHttpWarning } from './plain-http';
 import { upstreamKind } from '../quota/upstream-kind';
 import { SwitchboardError } from '../switchboard.error';
-import type { Deployment, Provider } from './deployment';
+import type { Deployment, DeploymentBuilder, DeploymentBuilders, Provider } from './deployment';
 import { ModelState, type ModelEvent } from './model-state';
 import type { LatencySnapshot } from './latency';
 
@@ -50,6 +48,8 @@ export type ModelListener = (state: ModelState, event: ModelEvent) => void;
 /** What a registry is built with. */
 export interface RegistryContext {
   selector: Selector;
+  /** Builds each provider's deployments (the switchboard hands in its providers' kits). */
+  builders: DeploymentBuilders;
   maxSessions?: number;
   clock?: () => number;
   logger?: SwitchboardLogger;
@@ -111,7 +111,7 @@ export class DeploymentRegistry implements PickTable {
   constructor(
     configs: readonly DeploymentConfig[],
     readonly selector: Selector,
-    context: Omit<RegistryContext, 'selector'> = {},
+    context: Omit<RegistryContext, 'selector'>,
   ) {
     this.clock = context.clock ?? Date.now;
     this.healthy = new RoomGate(undefined, undefined, this.clock);
@@ -135,7 +135,7 @@ export class DeploymentRegistry implements PickTable {
           maxInFlight: m.maxInFlight ?? config.maxInFlight,
         };
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
-          charge: PROVIDERS[config.provider].charge,
+          charge: context.builders[config.provider].charge,
           headers: config.provider,
           upstream: upstreamKind(config.provider, config.baseURL),
           maxCooldown: context.maxCooldown,
@@ -150,7 +150,7 @@ export class DeploymentRegistry implements PickTable {
         state.spendHeard = false;
         models.set(m.name, state);
       }
-      const deployment = build(config, models, i);
+      const deployment = build(context.builders[config.provider], config, models, i);
       const insecure = plainHttpWarning(config.name, config.baseURL);
       if (insecure) this.logger?.warn(insecure);
       deployments.set(config.name, deployment);
@@ -343,13 +343,13 @@ export class DeploymentRegistry implements PickTable {
 }
 
 function build(
+  builder: DeploymentBuilder,
   config: DeploymentConfig,
   models: Map<string, ModelState>,
   index: number,
 ): Deployment {
   try {
-    const kit = PROVIDERS[config.provider] as ProviderKit;
-    return kit.deployment(config, models);
+    return builder.deployment(config, models);
   } catch (err) {
     // The SDK constructors throw on missing credentials; their message names environment
     // variables, ours names the field.

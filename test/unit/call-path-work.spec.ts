@@ -1,4 +1,5 @@
 import { QuotaLedger } from '../../src/quota/quota-ledger';
+import { PROVIDERS } from '../../src/providers/index';
 import { DeploymentRegistry } from '../../src/registry/deployment-registry';
 import type { ModelEvent } from '../../src/registry/model-state';
 import { TwoRandomChoices } from '../../src/selection/two-random-choices';
@@ -27,7 +28,7 @@ function registry(clock: () => number): DeploymentRegistry {
       },
     ],
     new TwoRandomChoices(),
-    { clock },
+    { builders: PROVIDERS, clock },
   );
 }
 

@@ -85,7 +85,6 @@ function folderEdges(edges: Map<string, string[]>): Map<string, string[]> {
  */
 const KNOWN_BACK_EDGES = [
   'providers -> telemetry',
-  'registry -> providers',
   'registry -> selection',
   'tenants -> telemetry',
   'traffic -> telemetry',
