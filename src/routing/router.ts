@@ -148,7 +148,7 @@ export class Router implements DispatchShared {
       tenants.prices.empty ? undefined : { prices: tenants.prices, tenants: tenants.named },
     );
     this.metrics = metrics;
-    tenants.metrics = metrics;
+    tenants.onCost = (state, label, usd) => metrics.cost(state, label, usd);
     if (queue !== undefined) {
       // Room may have come back (a cooldown ended, a limit rose, a call ended at its cap): try the
       // model's line now rather than when it was expected.

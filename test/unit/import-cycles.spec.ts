@@ -85,7 +85,6 @@ function folderEdges(edges: Map<string, string[]>): Map<string, string[]> {
  */
 const KNOWN_BACK_EDGES = [
   'registry -> selection',
-  'tenants -> telemetry',
 ];
 
 describe('module structure', () => {
