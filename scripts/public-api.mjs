@@ -26,8 +26,6 @@ export const KNOWN_CLASS_LEAKS = [
   'LaneMetrics',
   'LatencyTracker',
   'PriceTable',
-  'RoomGate',
-  'SessionAffinity',
 ];
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');

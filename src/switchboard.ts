@@ -7,8 +7,9 @@ import type { Deployment } from './registry/deployment';
 import type { CapacityQueue } from './scheduling/capacity-queue';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { Router, type FailedCalls } from './routing/router';
+import { DeploymentPicker } from './selection/pick';
 import { Selector } from './selection/selector';
-import { sessionKey } from './selection/session-affinity';
+import { SessionAffinity, sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { createRelay, type SwitchboardFetch } from './relay/relay';
 import { peerFold } from './state/peer-report';
@@ -58,6 +59,8 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   /** The deployments, their models and the session map. */
   readonly registry: DeploymentRegistry;
   readonly selector: Selector;
+  /** @internal Picks the deployment of a call among the registry's, through the selector. */
+  readonly picker: DeploymentPicker;
   readonly state: StateStore;
   readonly logger: SwitchboardLogger;
   private readonly metrics: SwitchboardMetrics;
@@ -105,17 +108,24 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     validateOptions(options);
     this.logger = options.logger ?? new Logger('Switchboard');
     this.selector = resolveSelector(options);
-    this.registry = new DeploymentRegistry(options.deployments, this.selector, {
+    this.registry = new DeploymentRegistry(options.deployments, {
       builders: PROVIDERS,
-      maxSessions: options.maxSessions,
+      sessions: new SessionAffinity(options.maxSessions ?? 1024),
       clock: options.clock,
       logger: this.logger,
       maxCooldown: options.maxCooldown,
     });
+    this.picker = new DeploymentPicker(
+      this.registry,
+      this.selector,
+      options.clock ?? Date.now,
+      this.logger,
+    );
     this.state = options.state ?? memoryState();
     this.maxCooldown = options.maxCooldown ?? DEFAULT_MAX_COOLDOWN;
     this.router = new Router(options, {
       registry: this.registry,
+      picker: this.picker,
       state: this.state,
       logger: this.logger,
       metrics: (queue, fallbacks, costs) =>
@@ -169,7 +179,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
    */
   selectDeployment(query: { model: string; sessionId?: string }): Deployment {
     const sessionId = query.sessionId === undefined ? undefined : sessionKey(query.sessionId);
-    const chosen = this.registry.select(query.model, sessionId);
+    const chosen = this.picker.select(query.model, sessionId);
     if (sessionId !== undefined) this.state.rememberSession?.(sessionId, chosen.name);
     return chosen;
   }

@@ -7,6 +7,7 @@ import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../scheduling/capacity-queue'
 import { LaneActivity } from '../scheduling/lanes';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
+import type { DeploymentPicker } from '../selection/pick';
 import { ModelState } from '../registry/model-state';
 import { Deadlines } from '../runtime/deadlines';
 import type { StateStore } from '../state/state-store';
@@ -56,6 +57,7 @@ export interface FailedCalls {
  */
 export class Router implements DispatchShared {
   readonly registry: DeploymentRegistry;
+  readonly picker: DeploymentPicker;
   readonly state: StateStore;
   readonly logger: SwitchboardLogger;
   readonly metrics: SwitchboardMetrics;
@@ -95,6 +97,7 @@ export class Router implements DispatchShared {
     options: SwitchboardOptions,
     context: {
       registry: DeploymentRegistry;
+      picker: DeploymentPicker;
       state: StateStore;
       logger: SwitchboardLogger;
       /** Built once the queue and the fallbacks are known, which the metrics report on. */
@@ -107,6 +110,7 @@ export class Router implements DispatchShared {
   ) {
     const { registry, state } = context;
     this.registry = registry;
+    this.picker = context.picker;
     this.state = state;
     this.logger = context.logger;
     this.policy = failoverPolicy(options.failover);
