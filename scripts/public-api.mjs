@@ -23,7 +23,6 @@ export const ROOT_LIMIT = 40;
 export const KNOWN_CLASS_LEAKS = [
   'CapacityQueue',
   'InFlight',
-  'LaneMetrics',
   'LatencyTracker',
   'PriceTable',
 ];

@@ -90,7 +90,10 @@ export class SwitchboardMetrics {
   /** States below their model's most preferred tier, with the attributes of their spillovers. */
   private readonly lowerTiers = new Map<ModelState, Readonly<Record<string, string | number>>>();
   private readonly gauges: SwitchboardGauges;
-  /** Per lane and tenant, with a queue. */
+  /**
+   * @internal Per lane and tenant, with a queue: the dispatch counts admissions and waits there;
+   * what users read of it is the exported instruments.
+   */
   readonly lanes: LaneMetrics | undefined;
   /** Models a label may name: a caller's unknown model must not make a new series. */
   private readonly models: ReadonlySet<string>;
