@@ -4,7 +4,7 @@ import { validateOptions } from './config/validate-options';
 import type { ApiAdapter, SurfacesOf } from './providers/adapter';
 import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
 import type { Deployment } from './registry/deployment';
-import type { CapacityQueue } from './scheduling/capacity-queue';
+import type { QueueView } from './scheduling/capacity-queue';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { Router, type FailedCalls } from './routing/router';
 import { DeploymentPicker } from './selection/pick';
@@ -76,7 +76,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   /** The intermediate objects of mounted paths (`sb.chat`). */
   private readonly branches = new WeakSet<object>();
   /** Calls waiting for room, when `options.queue` is set. */
-  readonly queue: CapacityQueue | undefined;
+  readonly queue: QueueView | undefined;
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;

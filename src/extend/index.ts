@@ -43,6 +43,7 @@ export type {
 } from '../providers/adapter';
 export type { Admission, TokenUsage, ChargePolicy } from '../quota/admission';
 export type { CallTags, Lane } from '../scheduling/lanes';
+export type { QueueView } from '../scheduling/capacity-queue';
 export type { FailedCalls } from '../routing/router';
 export type { DeploymentExplanation, PassedOverReason } from '../errors/explanation';
 export type { SwitchboardFetch } from '../relay/relay';
@@ -61,7 +62,7 @@ export type { SwitchboardEnv, ParseSwitchboardConfigOptions } from '../config/lo
 export type { SwitchboardModuleExtras } from '../switchboard.module-definition';
 export type { Deployment, Provider, Operation } from '../registry/deployment';
 export { DeploymentRegistry } from '../registry/deployment-registry';
-export type { ModelListener } from '../registry/deployment-registry';
+export type { ModelListener, Sessions } from '../registry/deployment-registry';
 export type { ModelState, ModelEvent, ReportedRemaining } from '../registry/model-state';
 export type { QuotaView, LimitView } from '../registry/quota-view';
 export type { LatencySnapshot } from '../registry/latency';

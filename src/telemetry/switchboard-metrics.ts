@@ -1,6 +1,6 @@
 import { createNoopMeter, metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
 import type { FailureReason } from '../failover/classify';
-import type { CapacityQueue } from '../scheduling/capacity-queue';
+import type { QueueView } from '../scheduling/capacity-queue';
 import { isNoRoom } from '../quota/no-room';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
@@ -52,7 +52,7 @@ export type CallFailureReason = 'no_room' | 'rate_limit' | 'other';
  */
 export interface SwitchboardMetricsOptions {
   /** The queue of calls waiting for room, when `options.queue` is set. */
-  queue?: CapacityQueue;
+  queue?: QueueView;
   /** Per model, the models its calls fall back to (their counters start at 0). */
   fallbacks?: ReadonlyMap<string, readonly string[]>;
   /** With `pricing`: the priced models (their cost counters start at 0) and the tenants named. */
