@@ -86,6 +86,7 @@ export {
   SwitchboardMetrics,
   type CallFailureReason,
   type SwitchboardMetricsOptions,
+  type PriceLookup,
 } from '../telemetry/switchboard-metrics';
 export type {
   ModelHealth,
