@@ -107,39 +107,6 @@ export interface TokenUsage {
 export type ChargePolicy = 'reserve' | 'actual';
 
 /**
- * The output cap a call sets: `max_completion_tokens`, else `max_tokens`; `undefined` when it sets
- * neither (or sets something that is not a positive number).
- *
- * @example
- * ```ts
- * outputCap({ max_tokens: 256 }); // 256
- * ```
- */
-export function outputCap(body: Readonly<Record<string, unknown>>): number | undefined {
-  const cap = body.max_completion_tokens ?? body.max_tokens;
-  return typeof cap === 'number' && cap > 0 ? cap : undefined;
-}
-
-/**
- * The admission charge of a call: the prompt estimate and the output cap, or `defaultReservation`
- * when the call sets no cap (0 unless an option sets one: the upstream's own reservation for
- * uncapped calls differs per model, and its headers show it).
- *
- * @example
- * ```ts
- * admissionOf({ max_tokens: 256 }, 1200); // { input: 1200, output: 256 }
- * admissionOf({}, 1200); // { input: 1200, output: 0 }
- * ```
- */
-export function admissionOf(
-  body: Readonly<Record<string, unknown>>,
-  inputEstimate: number,
-  defaultReservation = 0,
-): Admission {
-  return { input: inputEstimate, output: outputCap(body) ?? defaultReservation };
-}
-
-/**
  * What an answer's usage changes in the charge of an admitted call, as the upstream reconciles
  * (see {@link ChargePolicy}): input and output tokens to add (negative: to give back).
  *

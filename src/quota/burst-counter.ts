@@ -109,10 +109,6 @@ export class BurstCounter implements LimitCounter {
     this.inFlight += 1;
   }
 
-  admitted(): void {
-    this.inFlight += 1;
-  }
-
   answered(): void {
     this.inFlight = Math.max(0, this.inFlight - 1);
   }

@@ -326,3 +326,49 @@ export class CountWindow {
     this.total = t > 0 ? t : 0;
   }
 }
+
+/** One bucket of a sliding window: usage charged in `[start, start + bucketMs)`. */
+export interface UsageBucket {
+  /** Epoch ms, a multiple of the window's `bucketMs`. */
+  start: number;
+  tokens: number;
+  requests: number;
+}
+
+/**
+ * The tokens and requests of two counts zipped per bucket, oldest first, empty buckets left out,
+ * as a shared state store publishes them (one bucket holds both). Two sliding windows configured
+ * alike give their epoch-aligned buckets; anything else (a fixed window, a bucket that drains) is
+ * one bucket that starts at 0 and holds the counts at `now`.
+ *
+ * @example
+ * ```ts
+ * for (const b of usageBuckets(tokens, requests, Date.now())) publish(b.start, b.tokens, b.requests);
+ * ```
+ */
+export function usageBuckets(
+  tokens: Pick<CountWindow, 'at'>,
+  requests: Pick<CountWindow, 'at'>,
+  now: number,
+): UsageBucket[] {
+  if (
+    !(tokens instanceof CountWindow && requests instanceof CountWindow) ||
+    tokens.bucketMs === 0
+  ) {
+    const t = tokens.at(now);
+    const r = requests.at(now);
+    return t !== 0 || r !== 0 ? [{ start: 0, tokens: t, requests: r }] : [];
+  }
+  tokens.catchUp(now);
+  requests.catchUp(now);
+  const head = tokens.headNumber;
+  const bucketMs = tokens.bucketMs;
+  const buckets: UsageBucket[] = [];
+  for (let k = tokens.size - 1; k >= 0; k--) {
+    const t = tokens.behind(k);
+    const r = requests.behind(k);
+    if (t === 0 && r === 0) continue;
+    buckets.push({ start: (head - k) * bucketMs, tokens: t, requests: r });
+  }
+  return buckets;
+}

@@ -97,8 +97,6 @@ export interface LimitCounter {
   wait(admission: Admission, now: number): number;
   /** Charge a call sent at `now` to the counter's window; it is in flight until {@link answered}. */
   admit(admission: Admission, now: number): void;
-  /** A call was sent (and charged elsewhere): in flight until {@link answered}. */
-  admitted(admission: Admission): void;
   /** An admitted call was answered (or failed). */
   answered(admission: Admission): void;
   /** Forget what an upstream window that ended by `now` counted. */

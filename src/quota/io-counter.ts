@@ -102,10 +102,6 @@ export class IoCounter implements LimitCounter {
     this.order.sent(admission, charge);
   }
 
-  admitted(admission: Admission): void {
-    this.inFlight += admission[this.side];
-  }
-
   answered(admission: Admission): void {
     this.inFlight = Math.max(0, this.inFlight - admission[this.side]);
   }

@@ -26,13 +26,12 @@ import {
   type SharedReading,
 } from './reading';
 import { CachedPrefixes } from './cached-prefixes';
-import { CountWindow } from './count-window';
+import { CountWindow, usageBuckets, type UsageBucket } from './count-window';
 import { DrainCount } from './drain-count';
 import { fitsRoom, forget, hotRow, keptUtil, measure, RESERVE, type HotRow } from './hot-row';
 import { OutputEstimate } from './output-estimate';
 import { shortLimit } from './request-window';
 import type { UpstreamKind } from './upstream-kind';
-import { UsageWindow } from './usage-window';
 import { WindowCounter } from './window-counter';
 
 export type { SharedUsage } from './peer-usage';
@@ -86,11 +85,6 @@ export class QuotaLedger {
   readonly limits: Readonly<Record<LimitName, QuotaLimit>>;
   /** How the upstream reconciles its admission charge. */
   readonly charge: ChargePolicy;
-  /**
-   * Ours as stores publish it: the windows of {@link tokens} and {@link requests}, zipped (their
-   * buckets' levels, of the fixed kind, where the upstream's refill continuously).
-   */
-  readonly usage: UsageWindow<CountWindow | DrainCount>;
   readonly tokens: WindowCounter;
   readonly requests: WindowCounter;
   readonly burst: BurstCounter;
@@ -186,7 +180,6 @@ export class QuotaLedger {
       scope,
       this.expected,
     );
-    this.usage = new UsageWindow(clock, tokens, requests);
     this.counters = [this.tokens, this.requests, this.burst, this.input, this.output];
     this.capped = [this.tokens, this.input, this.output];
   }
@@ -201,14 +194,9 @@ export class QuotaLedger {
     this.scope.peers = usage;
   }
 
-  /** Requests the upstream allows in a sixth of the window: Azure's rpm / 6 per 10 s, at least 1. */
-  get burstLimit(): number {
-    return this.burst.limit;
-  }
-
   /**
    * Count usage over a sliding window of `windowMs` instead of a fixed one that only
-   * {@link reset} clears (`0` switches back); see {@link UsageWindow}. {@link util} then also
+   * {@link reset} clears (`0` switches back); see {@link CountWindow}. {@link util} then also
    * weighs the requests of the newest sixth of the window against `rpm / 6`. Usage stays.
    */
   slide(windowMs: number, buckets = 120): void {
@@ -225,6 +213,20 @@ export class QuotaLedger {
   /** Length (ms) of the window usage is counted over (the corrections' span in the fixed kind). */
   get windowMs(): number {
     return this.scope.span;
+  }
+
+  /** Length (ms) of a bucket of the sliding window usage is counted in; 0 in the fixed kind. */
+  get bucketMs(): number {
+    const tokens = this.tokens.window;
+    return tokens instanceof CountWindow ? tokens.bucketMs : 0;
+  }
+
+  /**
+   * This instance's own tokens and requests per bucket, as a shared state store publishes them
+   * (see {@link usageBuckets}).
+   */
+  ownBuckets(now = this.clock()): UsageBucket[] {
+    return usageBuckets(this.tokens.window, this.requests.window, now);
   }
 
   /** Calls admitted and not yet answered. */
@@ -645,7 +647,9 @@ export class QuotaLedger {
   /** Charge (or refund, negative) outside a call's admission; usage never goes below 0. */
   spend(tokens: number, requests = 0): void {
     forget(this.hot);
-    this.usage.add(tokens, requests);
+    const now = this.clock();
+    if (tokens !== 0) this.tokens.window.add(tokens, now);
+    if (requests !== 0) this.requests.window.add(requests, now);
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */

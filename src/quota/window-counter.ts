@@ -12,7 +12,8 @@ import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';
 import type { UsageCount } from './drain-count';
 import { agreed, SendOrder } from './send-order';
-import type { UsageColumn } from './usage-window';
+/** Which of a call's charges a {@link WindowCounter} counts. */
+type UsageColumn = 'tokens' | 'requests';
 import { WindowEnd } from './window-end';
 
 /**
@@ -139,10 +140,6 @@ export class WindowCounter implements LimitCounter {
     this.window.add(charge, now);
     this.inFlight += charge;
     this.order.sent(admission, charge);
-  }
-
-  admitted(admission: Admission): void {
-    this.inFlight += this.charge(admission);
   }
 
   answered(admission: Admission): void {

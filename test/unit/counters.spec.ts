@@ -7,7 +7,6 @@ import { QuotaLimit, type LimitName } from '../../src/quota/quota-limit';
 import { readRateLimits, readResetBound } from '../../src/quota/rate-limit-headers';
 import { SendOrder } from '../../src/quota/send-order';
 import type { SharedReading } from '../../src/quota/reading';
-import { UsageWindow } from '../../src/quota/usage-window';
 import { WindowCounter } from '../../src/quota/window-counter';
 import { WindowEnd } from '../../src/quota/window-end';
 import { FakeClock, seeded } from '../support/random';
@@ -29,10 +28,13 @@ function scope(span = 60_000): CounterScope & { learnedLimits: string[] } {
   };
 }
 
-function sliding(clock: FakeClock, span = 60_000): UsageWindow {
-  const w = new UsageWindow(clock.now);
-  w.configure('sliding', span);
-  return w;
+/** A ledger's tokens and requests windows, sliding over `span`. */
+function sliding(clock: FakeClock, span = 60_000): { tokens: CountWindow; requests: CountWindow } {
+  const tokens = new CountWindow(clock.now);
+  const requests = new CountWindow(clock.now, true);
+  tokens.configure('sliding', span);
+  requests.configure('sliding', span);
+  return { tokens, requests };
 }
 
 const ours = (now: number, own?: { input: number; output: number }, sentAt = now): Anchoring => ({
@@ -48,9 +50,8 @@ describe('WindowCounter (tokens, requests)', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage.tokenCount, 'tokens', s);
-    usage.add(1_000, 1, clock.ms);
-    tokens.admitted(call(1_000));
+    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage.tokens, 'tokens', s);
+    tokens.admit(call(1_000), clock.ms);
     tokens.anchor(
       { remaining: 7_000, reset: { ms: 30_000, grain: 1_000 } },
       ours(clock.ms, call(1_000)),
@@ -74,13 +75,12 @@ describe('WindowCounter (tokens, requests)', () => {
     const usage = sliding(clock, 3_000);
     const tokens = new WindowCounter(
       new QuotaLimit('tpm', 10_000),
-      usage.tokenCount,
+      usage.tokens,
       'tokens',
       scope(3_000),
     );
     const send = (n: number) => {
-      usage.add(n, 1, clock.ms);
-      tokens.admitted(call(n));
+      tokens.admit(call(n), clock.ms);
       return clock.ms;
     };
     const answer = (n: number, sentAt: number, used: number, resetS: number) => {
@@ -112,12 +112,11 @@ describe('WindowCounter (tokens, requests)', () => {
     const usage = sliding(clock);
     const tokens = new WindowCounter(
       new QuotaLimit('tpm', 10_000),
-      usage.tokenCount,
+      usage.tokens,
       'tokens',
       scope(),
     );
-    usage.add(4_000, 1, clock.ms);
-    tokens.admitted(call(4_000));
+    tokens.admit(call(4_000), clock.ms);
     tokens.anchor({ remaining: 6_000, reset: { ms: 1_000, grain: 1_000 } }, ours(clock.ms));
     clock.advance(1_000);
     tokens.catchUp(clock.ms);
@@ -128,12 +127,7 @@ describe('WindowCounter (tokens, requests)', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const requests = new WindowCounter(
-      new QuotaLimit('rpm', 100),
-      usage.requestCount,
-      'requests',
-      s,
-    );
+    const requests = new WindowCounter(new QuotaLimit('rpm', 100), usage.requests, 'requests', s);
     s.peers = {
       tokens: 0,
       requests: 5,
@@ -141,7 +135,7 @@ describe('WindowCounter (tokens, requests)', () => {
     };
     // Until an answer is anchored on, all the peers' requests count.
     expect(requests.counted(clock.ms)).toBe(5);
-    usage.add(0, 1, clock.ms);
+    usage.requests.add(1, clock.ms);
     requests.anchor({ remaining: 95 }, ours(clock.ms + 500, undefined, T0 + 500));
     // The answer to a call sent at T0 + 500 holds what was sent before: half of the last span is after.
     expect(requests.peersCounted()).toBeCloseTo(1);
@@ -261,7 +255,7 @@ describe('QuotaLedger: each counter its own window', () => {
     ledger.release(a);
     expect(counts()).toEqual([0, 1, 0, 0]);
     // The stores' view zips the tokens' and the requests' windows bucket by bucket.
-    expect([...ledger.usage.ownBuckets()]).toEqual([
+    expect(ledger.ownBuckets()).toEqual([
       { start: Math.floor(T0 / 500) * 500, tokens: 0, requests: 1 },
     ]);
     ledger.reset();
@@ -366,12 +360,12 @@ describe('BurstCounter (Azure requests per 10 s)', () => {
     const usage = sliding(clock);
     const s = scope();
     const rpm = new QuotaLimit('rpm', 60);
-    const burst = new BurstCounter(rpm, usage.requestCount, s, new SendOrder('requests'));
+    const burst = new BurstCounter(rpm, usage.requests, s, new SendOrder('requests'));
     expect(burst.limit).toBe(10);
     expect(burst.active).toBe(true);
-    for (let i = 0; i < 9; i++) usage.add(0, 1, clock.ms);
+    for (let i = 0; i < 9; i++) usage.requests.add(1, clock.ms);
     expect(burst.fits(call(1), clock.ms)).toBe(true);
-    usage.add(0, 1, clock.ms);
+    usage.requests.add(1, clock.ms);
     expect(burst.fits(call(1), clock.ms)).toBe(false);
     expect(burst.share(clock.ms)).toBe(1);
     expect(burst.wait(call(1), clock.ms)).toBeGreaterThan(9_000);
@@ -382,7 +376,7 @@ describe('BurstCounter (Azure requests per 10 s)', () => {
     clock.advance(10_500);
     expect(burst.used(clock.ms)).toBe(0);
     expect(
-      new BurstCounter(new QuotaLimit('rpm', 0), usage.requestCount, s, new SendOrder('requests'))
+      new BurstCounter(new QuotaLimit('rpm', 0), usage.requests, s, new SendOrder('requests'))
         .active,
     ).toBe(false);
   });
@@ -393,8 +387,8 @@ describe('IoCounter (input, output tokens)', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const input = new IoCounter(new QuotaLimit('itpm', 5_000), usage.tokenCount, 'input', s);
-    usage.add(2_000, 0, clock.ms);
+    const input = new IoCounter(new QuotaLimit('itpm', 5_000), usage.tokens, 'input', s);
+    usage.tokens.add(2_000, clock.ms);
     input.anchor({ remaining: 4_000 }, ours(clock.ms));
     expect(input.used(clock.ms)).toBe(1_000);
     input.anchor({ remaining: 2_500 }, ours(clock.ms));
