@@ -1,8 +1,9 @@
 import { usable, type Admission } from './admission';
 import type { Anchoring, CounterScope, LimitCounter } from './counter';
+import { Correction } from './correction';
 import { REQUESTS } from './hot-row';
 import { recentRequests } from './peer-usage';
-import { QuotaLimit } from './quota-limit';
+import type { QuotaLimit } from './quota-limit';
 import { shortLimit, type RequestWindow } from './request-window';
 import type { ReportedLimit } from './rate-limit-headers';
 import type { CountWindow } from './count-window';
@@ -23,7 +24,7 @@ import { agreed, type SendOrder } from './send-order';
  */
 export class BurstCounter implements LimitCounter {
   /** Correction of the newest sixth's requests; it fades within a sixth of the window. */
-  readonly correction = new QuotaLimit('rpm', undefined);
+  readonly correction = new Correction();
   /** Requests sent and not yet answered. */
   private inFlight = 0;
   readonly hotColumn = REQUESTS;
@@ -73,7 +74,7 @@ export class BurstCounter implements LimitCounter {
     return (
       this.window.recentAt(now) +
       this.peersRecent(now) +
-      this.correction.correction(now, this.scope.span / this.windows)
+      this.correction.at(now, this.scope.span / this.windows)
     );
   }
 
@@ -97,7 +98,7 @@ export class BurstCounter implements LimitCounter {
   wait(admission: Admission, now: number): number {
     if (!this.active) return 0;
     const short = this.scope.span / this.windows;
-    const c = Math.max(0, this.correction.correction(now, short));
+    const c = Math.max(0, this.correction.at(now, short));
     const target = usable(this.limit, admission) - 1 - c - this.peersRecent(now);
     const w = this.window.timeUntil(Infinity, target, now);
     // A correction of the short window fades out within it.
@@ -146,7 +147,7 @@ export class BurstCounter implements LimitCounter {
     const after = own && this.order.after(own, 1);
     const delta =
       after === undefined ? byArrival : agreed(counted - Math.max(0, recent - after), byArrival);
-    this.correction.anchor(delta, now);
+    this.correction.take(delta, now);
   }
 
   reset(): void {

@@ -1,4 +1,5 @@
 import type { Admission } from './admission';
+import type { Correction } from './correction';
 import type { SharedUsage } from './peer-usage';
 import type { LimitName, QuotaLimit } from './quota-limit';
 import type { HeaderSource, ReportedLimit } from './rate-limit-headers';
@@ -106,33 +107,33 @@ export interface LimitCounter {
 }
 
 /**
- * ms until `window` plus `limit`'s correction is at most `target`: the sooner of usage sliding
+ * ms until `window` plus its `correction` is at most `target`: the sooner of usage sliding
  * out and the correction fading. `end` (epoch ms, 0 = none) is when the upstream's window is known
  * to end: it then forgets all it counted, except the calls in flight (`pending`).
  *
  * @example
  * ```ts
- * const ms = waitFor(tokens.window, tpm, tpm.value - 1_456, now, 60_000);
+ * const ms = waitFor(tokens.window, tokens.correction, tpm.value - 1_456, now, 60_000);
  * ```
  */
 export function waitFor(
   window: UsageCount,
-  limit: QuotaLimit,
+  correction: Correction,
   target: number,
   now: number,
   span: number,
   end = 0,
   pending = 0,
 ): number {
-  const c = limit.correction(now, span);
+  const c = correction.at(now, span);
   let bySliding = window.timeUntil(target - Math.max(0, c), Infinity, now);
   if (end > now && pending <= target && end - now < bySliding) bySliding = end - now;
   // A correction held until the window ends does not fade.
-  if (c <= 0 || limit.holds) return bySliding;
+  if (c <= 0 || correction.holds) return bySliding;
   // The correction fades linearly to 0: c(t) = c * (1 - dt / rest).
   const need = target - window.at(now);
   if (need < 0) return bySliding;
-  const byFading = need >= c ? 0 : limit.fadeLeft(now, span) * (1 - need / c);
+  const byFading = need >= c ? 0 : correction.fadeLeft(now, span) * (1 - need / c);
   return Math.min(bySliding, byFading);
 }
 

@@ -6,6 +6,7 @@ import {
   type CounterScope,
   type LimitCounter,
 } from './counter';
+import { Correction } from './correction';
 import { INPUT, OUTPUT } from './hot-row';
 import type { OutputEstimate } from './output-estimate';
 import type { QuotaLimit } from './quota-limit';
@@ -26,6 +27,8 @@ import { agreed, SendOrder } from './send-order';
  * ```
  */
 export class IoCounter implements LimitCounter {
+  /** What the upstream counts beyond ours, as its headers said. */
+  readonly correction = new Correction();
   /** Input (or output) tokens of calls sent and not yet answered. */
   private inFlight = 0;
   /** The order calls were sent in: an answer is matched to what was sent before its call. */
@@ -50,20 +53,20 @@ export class IoCounter implements LimitCounter {
 
   /** Tokens counted at `now` by the anchored view, never below 0. */
   used(now: number): number {
-    return Math.max(0, this.window.at(now) + this.limit.correction(now, this.scope.span));
+    return Math.max(0, this.window.at(now) + this.correction.at(now, this.scope.span));
   }
 
   fits(admission: Admission, now: number): boolean {
     const value = this.limit.value;
     if (value <= 0) return true;
-    const used = this.window.at(now) + this.limit.correction(now, this.scope.span);
+    const used = this.window.at(now) + this.correction.at(now, this.scope.span);
     return used + admission[this.side] <= usable(value, admission);
   }
 
   room(now: number): number {
     const value = this.limit.value;
     if (value <= 0) return Infinity;
-    const room = value - (this.window.at(now) + this.limit.correction(now, this.scope.span));
+    const room = value - (this.window.at(now) + this.correction.at(now, this.scope.span));
     // A call is charged at most the estimate, whatever its cap: with room for that, any call fits.
     return this.estimate !== undefined && room >= this.estimate.of(Infinity) ? Infinity : room;
   }
@@ -77,14 +80,14 @@ export class IoCounter implements LimitCounter {
 
   changesAt(now: number): number {
     if (this.limit.value <= 0) return Infinity;
-    return Math.min(this.limit.changesAt(now), this.window.changesAt(now));
+    return Math.min(this.correction.changesAt(now), this.window.changesAt(now));
   }
 
   wait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;
     const target = usable(value, admission) - admission[this.side];
-    return waitFor(this.window, this.limit, target, now, this.scope.span);
+    return waitFor(this.window, this.correction, target, now, this.scope.span);
   }
 
   /** The first limit `admission` can never fit, with its charge. */
@@ -132,15 +135,15 @@ export class IoCounter implements LimitCounter {
       after === undefined ? byArrival : agreed(counted - Math.max(0, local - after), byArrival);
     if (delta < 0 && this.window.bucketMs !== 0) {
       this.window.trimOldest(-delta, now);
-      this.limit.anchor(0, now);
+      this.correction.take(0, now);
       return;
     }
-    this.limit.anchor(delta, now);
+    this.correction.take(delta, now);
   }
 
   reset(): void {
     this.window.reset();
-    this.limit.clear();
+    this.correction.clear();
     this.order.reset();
   }
 }

@@ -525,7 +525,7 @@ export class QuotaLedger {
     const n = own.uncapped!;
     if (this.reservationSet || reported?.remaining === undefined || !(tpm > 0)) return;
     if (this.tokens.inFlight !== own.input + own.output) return;
-    const ours = this.tokens.counted(now) + this.limits.tpm.correction(now, this.scope.span);
+    const ours = this.tokens.counted(now) + this.tokens.correction.at(now, this.scope.span);
     const more = tpm - reported.remaining - ours;
     const reservation = Math.round(own.output / n + more / n);
     if (!(reservation >= 0) || reservation === this.reservation) return;

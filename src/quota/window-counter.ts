@@ -15,6 +15,7 @@ import { agreed, SendOrder } from './send-order';
 /** Which of a call's charges a {@link WindowCounter} counts. */
 type UsageColumn = 'tokens' | 'requests';
 import { WindowEnd } from './window-end';
+import { Correction } from './correction';
 
 /**
  * Tokens or requests per minute (`tpm` / `rpm`): this instance's usage in its own window, the
@@ -34,6 +35,8 @@ import { WindowEnd } from './window-end';
 export class WindowCounter implements LimitCounter {
   /** When the upstream's current window ends. */
   readonly end = new WindowEnd();
+  /** What the upstream counts beyond ours, as its headers said. */
+  readonly correction = new Correction();
   /** Tokens (or requests) of calls sent and not yet answered. */
   inFlight = 0;
   /** The order calls were sent in: an answer is matched to what was sent before its call. */
@@ -94,33 +97,33 @@ export class WindowCounter implements LimitCounter {
 
   /** Usage at `now` by the anchored view, never below 0. */
   used(now: number): number {
-    return Math.max(0, this.counted(now) + this.limit.correction(now, this.scope.span));
+    return Math.max(0, this.counted(now) + this.correction.at(now, this.scope.span));
   }
 
   fits(admission: Admission, now: number): boolean {
     const value = this.limit.value;
     if (value <= 0) return true;
-    const used = this.counted(now) + this.limit.correction(now, this.scope.span);
+    const used = this.counted(now) + this.correction.at(now, this.scope.span);
     return used + this.charge(admission) <= usable(value, admission);
   }
 
   room(now: number): number {
     const value = this.limit.value;
     if (value <= 0) return Infinity;
-    return value - (this.counted(now) + this.limit.correction(now, this.scope.span));
+    return value - (this.counted(now) + this.correction.at(now, this.scope.span));
   }
 
   share(now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;
     // Routing leaves others the room their pace will take before the window ends.
-    const used = this.used(now) + this.limit.expected(now, this.scope.span);
+    const used = this.used(now) + this.correction.expected(now, this.scope.span);
     return used > 0 ? used / value : 0;
   }
 
   changesAt(now: number): number {
     if (this.limit.value <= 0) return Infinity;
-    const correction = this.limit.changesAt(now);
+    const correction = this.correction.changesAt(now);
     const sliding = this.window.changesAt(now);
     const end = this.end.act !== 0 ? this.end.act : Infinity;
     return Math.min(correction, sliding, end);
@@ -131,8 +134,8 @@ export class WindowCounter implements LimitCounter {
     if (value <= 0) return 0;
     const peers = this.scope.peers === undefined ? 0 : this.peersCounted();
     const target = usable(value, admission) - this.charge(admission) - peers;
-    const { window, limit, scope, end } = this;
-    return waitFor(window, limit, target, now, scope.span, end.act, this.inFlight);
+    const { window, correction, scope, end } = this;
+    return waitFor(window, correction, target, now, scope.span, end.act, this.inFlight);
   }
 
   admit(admission: Admission, now: number): void {
@@ -192,7 +195,7 @@ export class WindowCounter implements LimitCounter {
       const mine = peer ? this.window.before(context.sentAt, now) : this.window.at(now);
       const excess = local > 0 ? (-delta * mine) / local : 0;
       this.window.trimOldest(excess, now);
-      this.limit.anchor(0, now);
+      this.correction.take(0, now);
       return;
     }
     let until = 0;
@@ -207,7 +210,7 @@ export class WindowCounter implements LimitCounter {
         pace = Math.min(this.limit.value, (delta * span) / elapsed) / span;
       }
     }
-    this.limit.anchor(delta, now, until, pace);
+    this.correction.take(delta, now, until, pace);
   }
 
   /**
@@ -297,7 +300,7 @@ export class WindowCounter implements LimitCounter {
 
   reset(): void {
     this.window.reset();
-    this.limit.clear();
+    this.correction.clear();
     this.end.clear();
     this.order.reset();
     this.rolledAt = this.anchoredAt = 0;

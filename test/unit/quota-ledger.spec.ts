@@ -202,13 +202,13 @@ describe('the tokens counter anchoring on a header', () => {
     ledger.admit(later);
     // Written for `first`: the upstream counts 1000 more than our 1000 sent before `later`.
     tokens.anchor({ remaining: 8_000 }, reading(first));
-    expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBeCloseTo(1_000);
+    expect(ledger.tokens.correction.at(clock.ms, 60_000)).toBeCloseTo(1_000);
     expect(ledger.upstreamRemaining.tpm).toEqual({ remaining: 8_000, at: clock.ms });
     tokens.answered(first);
     tokens.answered(later);
     tokens.answered(later); // once too often: nothing goes below zero
     tokens.anchor({ remaining: 7_000 }, reading(undefined));
-    expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBeCloseTo(0);
+    expect(ledger.tokens.correction.at(clock.ms, 60_000)).toBeCloseTo(0);
   });
 
   it('corrects no limit it does not know (an unlimited one stays unlimited)', () => {
@@ -216,7 +216,7 @@ describe('the tokens counter anchoring on a header', () => {
     const ledger = new QuotaLedger({}, clock.now);
     ledger.observe(headers({ 'x-ratelimit-remaining-tokens': 10 }));
     expect(ledger.limits.tpm.value).toBe(0);
-    expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBe(0);
+    expect(ledger.tokens.correction.at(clock.ms, 60_000)).toBe(0);
     expect(ledger.upstreamRemaining).toEqual({});
     expect(ledger.limits.tpm).toBeInstanceOf(QuotaLimit);
   });
