@@ -1,4 +1,4 @@
-import { usable, type Admission } from './admission';
+import { chargeOf, roomLeft, type Admission } from './admission';
 import type { Anchoring, CounterScope, LimitCounter } from './counter';
 import { Correction } from './correction';
 import { REQUESTS } from './hot-row';
@@ -78,12 +78,14 @@ export class BurstCounter implements LimitCounter {
     );
   }
 
-  fits(admission: Admission, now: number): boolean {
-    return !this.active || this.used(now) + 1 <= usable(this.limit, admission);
+  readonly unit = 'requests';
+
+  charge(admission: Admission): number {
+    return chargeOf(this.unit, admission.input, admission.output);
   }
 
-  room(now: number): number {
-    return this.active ? this.limit - this.used(now) : Infinity;
+  room(now: number, admission?: Admission): number {
+    return this.active ? roomLeft(this.limit, this.used(now), admission) : Infinity;
   }
 
   share(now: number): number {
@@ -99,7 +101,8 @@ export class BurstCounter implements LimitCounter {
     if (!this.active) return 0;
     const short = this.scope.span / this.windows;
     const c = Math.max(0, this.correction.at(now, short));
-    const target = usable(this.limit, admission) - 1 - c - this.peersRecent(now);
+    const target =
+      roomLeft(this.limit, c + this.peersRecent(now), admission) - this.charge(admission);
     const w = this.window.timeUntil(Infinity, target, now);
     // A correction of the short window fades out within it.
     return Math.min(w, c > 0 ? short : w);
@@ -112,6 +115,10 @@ export class BurstCounter implements LimitCounter {
 
   answered(): void {
     this.inFlight = Math.max(0, this.inFlight - 1);
+  }
+
+  settle(): void {
+    // A call stays one request, counted in the requests counter's window.
   }
 
   catchUp(): void {

@@ -1,4 +1,4 @@
-import type { Admission } from './admission';
+import type { Admission, ChargeUnit } from './admission';
 import type { Correction } from './correction';
 import type { SharedUsage } from './peer-usage';
 import type { LimitName, QuotaLimit } from './quota-limit';
@@ -72,18 +72,20 @@ export interface Anchoring {
  *
  * @example
  * ```ts
- * const fits = counters.every((c) => c.fits(admission, now));
+ * const ok = counters.every((c) => fits(c, admission, now));
  * ```
  */
 export interface LimitCounter {
-  /** Whether `admission` fits at `now` by the anchored view (true when unlimited). */
-  fits(admission: Admission, now: number): boolean;
+  /** What it counts of a call (see `chargeOf`). */
+  readonly unit: ChargeUnit;
+  /** What `admission` charges this limit, by the one charge rule (`chargeOf`). */
+  charge(admission: Admission): number;
   /**
    * The largest charge of this limit that fits at `now` by the anchored view, for a call that
-   * keeps no reserve: {@link fits} holds exactly when the call's charge is at most this. `Infinity`
-   * when unlimited.
+   * keeps `admission`'s reserve (none: the whole limit), by `roomLeft`: a call fits exactly when
+   * its charge is at most this ({@link fits}). `Infinity` when unlimited.
    */
-  room(now: number): number;
+  room(now: number, admission?: Admission): number;
   /** The column of the hot row (`hot-row.ts`) its {@link room} is kept in. */
   readonly hotColumn: number;
   /** usage / limit at `now` by the anchored view, with what others are expected to add; 0 when unlimited. */
@@ -100,10 +102,29 @@ export interface LimitCounter {
   admit(admission: Admission, now: number): void;
   /** An admitted call was answered (or failed). */
   answered(admission: Admission): void;
+  /**
+   * A call's tokens changed by `input` and `output` (its answer reconciled them; negative: given
+   * back, as when it failed before the upstream produced anything): count the change in this
+   * limit's unit. A request stays counted.
+   */
+  settle(input: number, output: number, now: number): void;
   /** Forget what an upstream window that ended by `now` counted. */
   catchUp(now: number): void;
   /** Forget usage and corrections. */
   reset(): void;
+}
+
+/**
+ * Whether `admission` fits `counter` at `now` by the anchored view: its charge is at most the room
+ * left (always, when unlimited).
+ *
+ * @example
+ * ```ts
+ * const ok = gating.every((c) => fits(c, admission, now));
+ * ```
+ */
+export function fits(counter: LimitCounter, admission: Admission, now: number): boolean {
+  return counter.charge(admission) <= counter.room(now, admission);
 }
 
 /**

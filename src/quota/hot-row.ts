@@ -1,4 +1,4 @@
-import type { Admission } from './admission';
+import { chargeOf, type Admission } from './admission';
 import type { LimitCounter } from './counter';
 
 /**
@@ -168,9 +168,9 @@ export function fitsRoom(table: Float64Array, row: number, admission: Admission)
 
 function fits(table: Float64Array, row: number, input: number, output: number): boolean {
   return (
-    input + output <= table[row + TOKENS]! &&
-    table[row + REQUESTS]! >= 1 &&
-    input <= table[row + INPUT]! &&
-    output <= table[row + OUTPUT]!
+    chargeOf('tokens', input, output) <= table[row + TOKENS]! &&
+    chargeOf('requests', input, output) <= table[row + REQUESTS]! &&
+    chargeOf('input', input, output) <= table[row + INPUT]! &&
+    chargeOf('output', input, output) <= table[row + OUTPUT]!
   );
 }

@@ -1,4 +1,4 @@
-import { usable, type Admission } from './admission';
+import { chargeOf, roomLeft, type Admission } from './admission';
 import {
   takeReported,
   waitFor,
@@ -56,17 +56,19 @@ export class IoCounter implements LimitCounter {
     return Math.max(0, this.window.at(now) + this.correction.at(now, this.scope.span));
   }
 
-  fits(admission: Admission, now: number): boolean {
-    const value = this.limit.value;
-    if (value <= 0) return true;
-    const used = this.window.at(now) + this.correction.at(now, this.scope.span);
-    return used + admission[this.side] <= usable(value, admission);
+  get unit(): 'input' | 'output' {
+    return this.side;
   }
 
-  room(now: number): number {
+  charge(admission: Admission): number {
+    return chargeOf(this.side, admission.input, admission.output);
+  }
+
+  room(now: number, admission?: Admission): number {
     const value = this.limit.value;
     if (value <= 0) return Infinity;
-    const room = value - (this.window.at(now) + this.correction.at(now, this.scope.span));
+    const used = this.window.at(now) + this.correction.at(now, this.scope.span);
+    const room = roomLeft(value, used, admission);
     // A call is charged at most the estimate, whatever its cap: with room for that, any call fits.
     return this.estimate !== undefined && room >= this.estimate.of(Infinity) ? Infinity : room;
   }
@@ -86,7 +88,7 @@ export class IoCounter implements LimitCounter {
   wait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;
-    const target = usable(value, admission) - admission[this.side];
+    const target = roomLeft(value, 0, admission) - this.charge(admission);
     return waitFor(this.window, this.correction, target, now, this.scope.span);
   }
 
@@ -94,19 +96,24 @@ export class IoCounter implements LimitCounter {
   exceeds(admission: Admission): number | undefined {
     // Expected output is charged at most the limit: the upstream refuses output only when empty.
     if (this.estimate !== undefined) return undefined;
-    const charge = admission[this.side];
+    const charge = this.charge(admission);
     return this.limit.value > 0 && charge > this.limit.value ? charge : undefined;
   }
 
   admit(admission: Admission, now: number): void {
-    const charge = admission[this.side];
+    const charge = this.charge(admission);
     this.window.add(charge, now);
     this.inFlight += charge;
     this.order.sent(admission, charge);
   }
 
   answered(admission: Admission): void {
-    this.inFlight = Math.max(0, this.inFlight - admission[this.side]);
+    this.inFlight = Math.max(0, this.inFlight - this.charge(admission));
+  }
+
+  settle(input: number, output: number, now: number): void {
+    const change = chargeOf(this.side, input, output);
+    if (change !== 0) this.window.add(change, now);
   }
 
   catchUp(): void {
@@ -127,7 +134,7 @@ export class IoCounter implements LimitCounter {
     const own = context.own;
     const counted = this.limit.value - reported.remaining;
     // Output counted at the answer's end is not in the count of its own answer's headers.
-    const charge = own === undefined || this.estimate !== undefined ? 0 : own[this.side];
+    const charge = own === undefined || this.estimate !== undefined ? 0 : this.charge(own);
     const byArrival =
       counted - Math.max(0, local - (peer ? 0 : Math.max(0, this.inFlight - charge)));
     const after = peer ? undefined : own && this.order.after(own, charge);

@@ -1,8 +1,15 @@
 import type { ModelConfig } from '../types';
-import { reconcile, type Admission, type ChargePolicy, type TokenUsage } from './admission';
+import {
+  reconcile,
+  tokensOf,
+  type Admission,
+  type ChargePolicy,
+  type TokenUsage,
+} from './admission';
 import { BurstCounter } from './burst-counter';
 import {
   counterScope,
+  fits,
   gatingOf,
   type Anchoring,
   type CounterScope,
@@ -373,7 +380,7 @@ export class QuotaLedger {
     }
     this.catchUp(now);
     const gating = (this.gating ??= gatingOf(this));
-    for (const counter of gating) if (!counter.fits(admission, now)) return false;
+    for (const counter of gating) if (!fits(counter, admission, now)) return false;
     return true;
   }
 
@@ -452,18 +459,16 @@ export class QuotaLedger {
   settle(admission: Admission, usage: TokenUsage | undefined, now?: number): number {
     this.answered(admission);
     if (usage === undefined) return 0;
-    const { input, output } = reconcile(this.charge, admission, usage, this.cacheReadsCountInput);
-    const tokens = input + output;
+    const change = reconcile(this.charge, admission, usage, this.cacheReadsCountInput);
     if (this.expected !== undefined || admission.cachePrefix !== undefined) {
       now ??= this.clock();
       this.learn(admission, usage, now);
     }
+    const { input, output } = change;
     if (input === 0 && output === 0) return 0;
     now ??= this.clock();
-    if (input !== 0) this.input.window.add(input, now);
-    if (output !== 0) this.output.window.add(output, now);
-    if (tokens !== 0) this.tokens.window.add(tokens, now);
-    return tokens;
+    for (const counter of this.counters) counter.settle(input, output, now);
+    return tokensOf(change);
   }
 
   /**
@@ -485,12 +490,10 @@ export class QuotaLedger {
     // Its own answer's headers already set our count to the upstream's, which has its charge in
     // it if it counted it: giving the tokens back would count them out twice.
     if (this.answered(admission)) return 0;
-    const tokens = admission.input + admission.output;
+    const tokens = tokensOf(admission);
     if (tokens === 0) return 0;
     const now = this.clock();
-    this.tokens.window.add(-tokens, now);
-    this.input.window.add(-admission.input, now);
-    this.output.window.add(-admission.output, now);
+    for (const counter of this.counters) counter.settle(-admission.input, -admission.output, now);
     return -tokens;
   }
 
@@ -524,7 +527,7 @@ export class QuotaLedger {
     const tpm = this.limits.tpm.value;
     const n = own.uncapped!;
     if (this.reservationSet || reported?.remaining === undefined || !(tpm > 0)) return;
-    if (this.tokens.inFlight !== own.input + own.output) return;
+    if (this.tokens.inFlight !== tokensOf(own)) return;
     const ours = this.tokens.counted(now) + this.tokens.correction.at(now, this.scope.span);
     const more = tpm - reported.remaining - ours;
     const reservation = Math.round(own.output / n + more / n);
@@ -533,9 +536,8 @@ export class QuotaLedger {
     forget(this.hot);
     const charge = reservation * n - own.output;
     own.output += charge;
-    this.tokens.window.add(charge, now);
+    for (const counter of this.counters) counter.settle(0, charge, now);
     this.tokens.inFlight += charge;
-    this.output.window.add(charge, now);
   }
 
   /**

@@ -1,4 +1,4 @@
-import { usable, type Admission } from './admission';
+import { chargeOf, roomLeft, type Admission } from './admission';
 import {
   takeReported,
   waitFor,
@@ -70,9 +70,12 @@ export class WindowCounter implements LimitCounter {
     this.order = new SendOrder(column);
   }
 
-  /** What one call charges this limit. */
+  get unit(): UsageColumn {
+    return this.column;
+  }
+
   charge(admission: Admission): number {
-    return this.column === 'tokens' ? admission.input + admission.output : 1;
+    return chargeOf(this.column, admission.input, admission.output);
   }
 
   /** The charge of `admission` when it is above the limit itself (it can never fit). */
@@ -100,17 +103,11 @@ export class WindowCounter implements LimitCounter {
     return Math.max(0, this.counted(now) + this.correction.at(now, this.scope.span));
   }
 
-  fits(admission: Admission, now: number): boolean {
-    const value = this.limit.value;
-    if (value <= 0) return true;
-    const used = this.counted(now) + this.correction.at(now, this.scope.span);
-    return used + this.charge(admission) <= usable(value, admission);
-  }
-
-  room(now: number): number {
+  room(now: number, admission?: Admission): number {
     const value = this.limit.value;
     if (value <= 0) return Infinity;
-    return value - (this.counted(now) + this.correction.at(now, this.scope.span));
+    const used = this.counted(now) + this.correction.at(now, this.scope.span);
+    return roomLeft(value, used, admission);
   }
 
   share(now: number): number {
@@ -133,13 +130,13 @@ export class WindowCounter implements LimitCounter {
     const value = this.limit.value;
     if (value <= 0) return 0;
     const peers = this.scope.peers === undefined ? 0 : this.peersCounted();
-    const target = usable(value, admission) - this.charge(admission) - peers;
+    const target = roomLeft(value, peers, admission) - this.charge(admission);
     const { window, correction, scope, end } = this;
     return waitFor(window, correction, target, now, scope.span, end.act, this.inFlight);
   }
 
   admit(admission: Admission, now: number): void {
-    const charge = this.column === 'tokens' ? admission.input + admission.output : 1;
+    const charge = this.charge(admission);
     this.window.add(charge, now);
     this.inFlight += charge;
     this.order.sent(admission, charge);
@@ -147,6 +144,11 @@ export class WindowCounter implements LimitCounter {
 
   answered(admission: Admission): void {
     this.inFlight = Math.max(0, this.inFlight - this.charge(admission));
+  }
+
+  settle(input: number, output: number, now: number): void {
+    const change = chargeOf(this.column, input, output, 0);
+    if (change !== 0) this.window.add(change, now);
   }
 
   catchUp(now: number): void {

@@ -1,6 +1,6 @@
 import { BurstCounter } from '../../src/quota/burst-counter';
 import { CountWindow } from '../../src/quota/count-window';
-import type { Anchoring, CounterScope } from '../../src/quota/counter';
+import { fits, type Anchoring, type CounterScope } from '../../src/quota/counter';
 import { IoCounter } from '../../src/quota/io-counter';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { QuotaLimit, type LimitName } from '../../src/quota/quota-limit';
@@ -58,8 +58,8 @@ describe('WindowCounter (tokens, requests)', () => {
     );
     tokens.answered(call(1_000));
     expect(tokens.used(clock.ms)).toBeCloseTo(3_000);
-    expect(tokens.fits(call(7_000), clock.ms)).toBe(true);
-    expect(tokens.fits(call(7_001), clock.ms)).toBe(false);
+    expect(fits(tokens, call(7_000), clock.ms)).toBe(true);
+    expect(fits(tokens, call(7_001), clock.ms)).toBe(false);
     expect(tokens.wait(call(7_001), clock.ms)).toBe(30_000);
     expect(s.reported.tpm).toEqual({ remaining: 7_000, at: T0 });
     clock.advance(30_000);
@@ -364,9 +364,9 @@ describe('BurstCounter (Azure requests per 10 s)', () => {
     expect(burst.limit).toBe(10);
     expect(burst.active).toBe(true);
     for (let i = 0; i < 9; i++) usage.requests.add(1, clock.ms);
-    expect(burst.fits(call(1), clock.ms)).toBe(true);
+    expect(fits(burst, call(1), clock.ms)).toBe(true);
     usage.requests.add(1, clock.ms);
-    expect(burst.fits(call(1), clock.ms)).toBe(false);
+    expect(fits(burst, call(1), clock.ms)).toBe(false);
     expect(burst.share(clock.ms)).toBe(1);
     expect(burst.wait(call(1), clock.ms)).toBeGreaterThan(9_000);
     expect(burst.claims({ limit: 10, remaining: 3 })).toBe(true);
@@ -393,8 +393,8 @@ describe('IoCounter (input, output tokens)', () => {
     expect(input.used(clock.ms)).toBe(1_000);
     input.anchor({ remaining: 2_500 }, ours(clock.ms));
     expect(input.used(clock.ms)).toBeCloseTo(2_500);
-    expect(input.fits(call(2_500), clock.ms)).toBe(true);
-    expect(input.fits(call(2_501), clock.ms)).toBe(false);
+    expect(fits(input, call(2_500), clock.ms)).toBe(true);
+    expect(fits(input, call(2_501), clock.ms)).toBe(false);
     clock.advance(30_000);
     expect(input.used(clock.ms)).toBeCloseTo(1_000 + 1_500 / 2);
     expect(input.exceeds(call(5_001))).toBe(5_001);
