@@ -15,18 +15,19 @@ import type { UsageCount } from './drain-count';
 import { agreed, SendOrder } from './send-order';
 
 /**
- * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own count (for
- * Claude a `DrainCount`, as the upstream's buckets refill continuously), and a correction
- * from the upstream's `anthropic-ratelimit-{input,output}-tokens-remaining` that fades over the
- * window (no window end to wait for).
+ * What the input and the output counters share ({@link InputCounter} for `itpm`,
+ * {@link OutputCounter} for `otpm`, Claude on Foundry): its own count (for Claude a `DrainCount`,
+ * as the upstream's buckets refill continuously), and a correction from the upstream's
+ * `anthropic-ratelimit-{input,output}-tokens-remaining` that fades over the window (no window end
+ * to wait for).
  *
  * @example
  * ```ts
- * const input = new IoCounter(new QuotaLimit('itpm', 30_000), new CountWindow(clock), 'input', scope);
- * input.fits({ input: 1_200, output: 256 }, now);
+ * const input: IoCounter = new InputCounter(new QuotaLimit('itpm', 30_000), new CountWindow(clock), scope);
+ * input.room(now); // the largest input charge that fits now
  * ```
  */
-export class IoCounter implements LimitCounter {
+export abstract class IoCounter implements LimitCounter {
   /** What the upstream counts beyond ours, as its headers said. */
   readonly correction = new Correction();
   /** Input (or output) tokens of calls sent and not yet answered. */
@@ -39,7 +40,7 @@ export class IoCounter implements LimitCounter {
     readonly limit: QuotaLimit,
     /** This instance's input (or output) tokens, its own. */
     readonly window: UsageCount,
-    private readonly side: 'input' | 'output',
+    readonly unit: 'input' | 'output',
     private readonly scope: CounterScope,
     /**
      * Claude's output: the upstream counts what answers produce, when they end; calls are
@@ -47,8 +48,8 @@ export class IoCounter implements LimitCounter {
      */
     private readonly estimate?: OutputEstimate,
   ) {
-    this.hotColumn = side === 'input' ? INPUT : OUTPUT;
-    this.order = new SendOrder(side);
+    this.hotColumn = unit === 'input' ? INPUT : OUTPUT;
+    this.order = new SendOrder(unit);
   }
 
   /** Tokens counted at `now` by the anchored view, never below 0. */
@@ -56,12 +57,8 @@ export class IoCounter implements LimitCounter {
     return Math.max(0, this.window.at(now) + this.correction.at(now, this.scope.span));
   }
 
-  get unit(): 'input' | 'output' {
-    return this.side;
-  }
-
   charge(admission: Admission): number {
-    return chargeOf(this.side, admission.input, admission.output);
+    return chargeOf(this.unit, admission.input, admission.output);
   }
 
   room(now: number, admission?: Admission): number {
@@ -112,7 +109,7 @@ export class IoCounter implements LimitCounter {
   }
 
   settle(input: number, output: number, now: number): void {
-    const change = chargeOf(this.side, input, output);
+    const change = chargeOf(this.unit, input, output);
     if (change !== 0) this.window.add(change, now);
   }
 

@@ -15,7 +15,7 @@ import {
   type CounterScope,
   type LimitCounter,
 } from './counter';
-import { IoCounter } from './io-counter';
+import { InputCounter } from './input-counter';
 import type { SharedUsage } from './peer-usage';
 import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';
 import { AnswerLog } from './answer-log';
@@ -36,10 +36,12 @@ import { CachedPrefixes } from './cached-prefixes';
 import { CountWindow, usageBuckets, type UsageBucket } from './count-window';
 import { DrainCount } from './drain-count';
 import { fitsRoom, forget, hotRow, keptUtil, measure, RESERVE, type HotRow } from './hot-row';
+import { OutputCounter } from './output-counter';
 import { OutputEstimate } from './output-estimate';
 import { shortLimit } from './request-window';
 import type { UpstreamKind } from './upstream-kind';
-import { WindowCounter } from './window-counter';
+import { RequestsCounter } from './requests-counter';
+import { TokensCounter } from './tokens-counter';
 
 export type { SharedUsage } from './peer-usage';
 export type { QuotaLedgerOptions } from './reading';
@@ -92,17 +94,22 @@ export class QuotaLedger {
   readonly limits: Readonly<Record<LimitName, QuotaLimit>>;
   /** How the upstream reconciles its admission charge. */
   readonly charge: ChargePolicy;
-  readonly tokens: WindowCounter;
-  readonly requests: WindowCounter;
+  /** `tpm`. */
+  readonly tokens: TokensCounter;
+  /** `rpm`. */
+  readonly requests: RequestsCounter;
+  /** `rpm / 6` per 10 s (or `rpm / 60` per 1 s): Azure's short request window. */
   readonly burst: BurstCounter;
-  readonly input: IoCounter;
-  readonly output: IoCounter;
+  /** `itpm`. */
+  readonly input: InputCounter;
+  /** `otpm`. */
+  readonly output: OutputCounter;
   /** Every counter, in the order they are asked. */
   private readonly counters: readonly LimitCounter[];
   /** The counters with a limit in force ({@link gatingOf}); undefined when a limit changed. */
   private gating: readonly LimitCounter[] | undefined = undefined;
   /** The counters a single call can be too big for. */
-  private readonly capped: readonly (WindowCounter | IoCounter)[];
+  private readonly capped: readonly (TokensCounter | InputCounter | OutputCounter)[];
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
   /** Whose rules the upstream follows. */
@@ -163,8 +170,8 @@ export class QuotaLedger {
     const requests = buckets
       ? new DrainCount(() => this.limits.rpm.value, clock)
       : new CountWindow(clock, true);
-    this.tokens = new WindowCounter(this.limits.tpm, tokens, 'tokens', scope);
-    this.requests = new WindowCounter(this.limits.rpm, requests, 'requests', scope);
+    this.tokens = new TokensCounter(this.limits.tpm, tokens, scope);
+    this.requests = new RequestsCounter(this.limits.rpm, requests, scope);
     const short = requests instanceof CountWindow ? requests : new CountWindow(clock, true);
     this.burst = new BurstCounter(this.limits.rpm, short, scope, this.requests.order);
     this.requestWindowSet = limits.requestWindow !== undefined;
@@ -176,17 +183,11 @@ export class QuotaLedger {
       options.headers === 'anthropic'
         ? new DrainCount(() => limit.value, clock)
         : new CountWindow(clock);
-    this.input = new IoCounter(this.limits.itpm, io(this.limits.itpm), 'input', scope);
+    this.input = new InputCounter(this.limits.itpm, io(this.limits.itpm), scope);
     this.cacheReadsCountInput = limits.cacheReadsCountInput === true;
     // Where answers settle the actual output, a call is charged the output expected of it.
     this.expected = this.charge === 'actual' ? new OutputEstimate() : undefined;
-    this.output = new IoCounter(
-      this.limits.otpm,
-      io(this.limits.otpm),
-      'output',
-      scope,
-      this.expected,
-    );
+    this.output = new OutputCounter(this.limits.otpm, io(this.limits.otpm), scope, this.expected);
     this.counters = [this.tokens, this.requests, this.burst, this.input, this.output];
     this.capped = [this.tokens, this.input, this.output];
   }

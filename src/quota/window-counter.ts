@@ -12,27 +12,25 @@ import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';
 import type { UsageCount } from './drain-count';
 import { agreed, SendOrder } from './send-order';
-/** Which of a call's charges a {@link WindowCounter} counts. */
-type UsageColumn = 'tokens' | 'requests';
 import { WindowEnd } from './window-end';
 import { Correction } from './correction';
 
 /**
- * Tokens or requests per minute (`tpm` / `rpm`): this instance's usage in its own window, the
- * peers' usage for the limit, the correction from the upstream's `x-ratelimit-remaining-*`
- * header, and Azure's fixed window: when it ends ({@link WindowEnd}, from the reset headers) the upstream forgets all it
- * counted, and so does this counter, except what may have reached the next window. OpenAI's
+ * What the tokens and the requests counters share ({@link TokensCounter} for `tpm`,
+ * {@link RequestsCounter} for `rpm`): this instance's usage in its own window, the peers' usage
+ * for the limit, the correction from the upstream's `x-ratelimit-remaining-*` header, and Azure's
+ * fixed window: when it ends ({@link WindowEnd}, from the reset headers) the upstream forgets all
+ * it counted, and so does the counter, except what may have reached the next window. OpenAI's
  * limits are buckets instead: usage drains (a `DrainCount`), no window ends, and its reset
  * header ("full again in") says nothing the drain does not.
  *
  * @example
  * ```ts
- * const tpm = new QuotaLimit('tpm', 10_000);
- * const tokens = new WindowCounter(tpm, new CountWindow(clock), 'tokens', scope);
- * tokens.fits({ input: 1_200, output: 256 }, now);
+ * const tokens: WindowCounter = new TokensCounter(tpm, new CountWindow(clock), scope);
+ * tokens.room(now); // the largest token charge that fits now
  * ```
  */
-export class WindowCounter implements LimitCounter {
+export abstract class WindowCounter implements LimitCounter {
   /** When the upstream's current window ends. */
   readonly end = new WindowEnd();
   /** What the upstream counts beyond ours, as its headers said. */
@@ -61,21 +59,17 @@ export class WindowCounter implements LimitCounter {
      * a `DrainCount` where the upstream's bucket refills continuously (OpenAI's).
      */
     readonly window: UsageCount,
-    readonly column: UsageColumn,
+    readonly unit: 'tokens' | 'requests',
     private readonly scope: CounterScope,
   ) {
-    this.spanColumn = column === 'tokens' ? 2 : 3;
-    this.hotColumn = column === 'tokens' ? TOKENS : REQUESTS;
+    this.spanColumn = unit === 'tokens' ? 2 : 3;
+    this.hotColumn = unit === 'tokens' ? TOKENS : REQUESTS;
     this.peerSum = new PeerSum(this.spanColumn);
-    this.order = new SendOrder(column);
-  }
-
-  get unit(): UsageColumn {
-    return this.column;
+    this.order = new SendOrder(unit);
   }
 
   charge(admission: Admission): number {
-    return chargeOf(this.column, admission.input, admission.output);
+    return chargeOf(this.unit, admission.input, admission.output);
   }
 
   /** The charge of `admission` when it is above the limit itself (it can never fit). */
@@ -89,7 +83,7 @@ export class WindowCounter implements LimitCounter {
     const own = this.window.at(now);
     const peers = this.scope.peers;
     if (peers === undefined) return own;
-    return own + (this.column === 'tokens' ? peers.tokens : peers.requests);
+    return own + (this.unit === 'tokens' ? peers.tokens : peers.requests);
   }
 
   /** Usage the correction adds to: ours, plus the peers' the upstream's count does not hold yet. */
@@ -147,7 +141,7 @@ export class WindowCounter implements LimitCounter {
   }
 
   settle(input: number, output: number, now: number): void {
-    const change = chargeOf(this.column, input, output, 0);
+    const change = chargeOf(this.unit, input, output, 0);
     if (change !== 0) this.window.add(change, now);
   }
 
@@ -248,14 +242,14 @@ export class WindowCounter implements LimitCounter {
     let high: number;
     let act: number;
     if (peer !== undefined) {
-      const until = this.column === 'tokens' ? peer.tokensEnd : peer.requestsEnd;
+      const until = this.unit === 'tokens' ? peer.tokensEnd : peer.requestsEnd;
       if (!(until > now)) return false;
       // The call was on its way for `at - sentAt`: the upstream's end, on our clock, as sent.
       low = high = until - (peer.at - peer.sentAt);
       act = until;
     } else {
       const headers = context.headers;
-      const reset = reported.reset ?? (headers && readResetBound(headers, this.column));
+      const reset = reported.reset ?? (headers && readResetBound(headers, this.unit));
       if (reset === undefined || !(reset.ms > 0)) return false;
       // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
       high = sentAt + reset.ms;
@@ -286,7 +280,7 @@ export class WindowCounter implements LimitCounter {
     if (timed) this.anchoredAt = sentAt;
     if (peer !== undefined) {
       const before = this.window.before(sentAt, now);
-      const amount = this.column === 'tokens' ? peer.tokens : 1;
+      const amount = this.unit === 'tokens' ? peer.tokens : 1;
       return before + sentAfter(peers!.sent!.spans, sentAt, amount, this.spanColumn);
     }
     return timed ? this.window.at(now) : this.counted(now);
@@ -295,7 +289,7 @@ export class WindowCounter implements LimitCounter {
   /** The peers' usage the upstream is believed to count on top of ours. */
   peersCounted(): number {
     const peers = this.scope.peers!;
-    if (peers.sent === undefined) return this.column === 'tokens' ? peers.tokens : peers.requests;
+    if (peers.sent === undefined) return this.unit === 'tokens' ? peers.tokens : peers.requests;
     const from = this.anchoredAt > this.rolledAt ? this.anchoredAt : this.rolledAt;
     return this.peerSum.since(peers.sent.spans, from);
   }

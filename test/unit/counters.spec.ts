@@ -1,13 +1,14 @@
 import { BurstCounter } from '../../src/quota/burst-counter';
 import { CountWindow } from '../../src/quota/count-window';
 import { fits, type Anchoring, type CounterScope } from '../../src/quota/counter';
-import { IoCounter } from '../../src/quota/io-counter';
+import { InputCounter } from '../../src/quota/input-counter';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { QuotaLimit, type LimitName } from '../../src/quota/quota-limit';
 import { readRateLimits, readResetBound } from '../../src/quota/rate-limit-headers';
 import { SendOrder } from '../../src/quota/send-order';
 import type { SharedReading } from '../../src/quota/reading';
-import { WindowCounter } from '../../src/quota/window-counter';
+import { RequestsCounter } from '../../src/quota/requests-counter';
+import { TokensCounter } from '../../src/quota/tokens-counter';
 import { WindowEnd } from '../../src/quota/window-end';
 import { FakeClock, seeded } from '../support/random';
 
@@ -45,12 +46,12 @@ const ours = (now: number, own?: { input: number; output: number }, sentAt = now
   paceOk: true,
 });
 
-describe('WindowCounter (tokens, requests)', () => {
+describe('TokensCounter, RequestsCounter', () => {
   it('anchors on the upstream count: holds what others used until the window ends', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage.tokens, 'tokens', s);
+    const tokens = new TokensCounter(new QuotaLimit('tpm', 10_000), usage.tokens, s);
     tokens.admit(call(1_000), clock.ms);
     tokens.anchor(
       { remaining: 7_000, reset: { ms: 30_000, grain: 1_000 } },
@@ -73,12 +74,7 @@ describe('WindowCounter (tokens, requests)', () => {
   it('rolls with coarse resets on the tightest end, keeping what was sent into the next window', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock, 3_000);
-    const tokens = new WindowCounter(
-      new QuotaLimit('tpm', 10_000),
-      usage.tokens,
-      'tokens',
-      scope(3_000),
-    );
+    const tokens = new TokensCounter(new QuotaLimit('tpm', 10_000), usage.tokens, scope(3_000));
     const send = (n: number) => {
       tokens.admit(call(n), clock.ms);
       return clock.ms;
@@ -110,12 +106,7 @@ describe('WindowCounter (tokens, requests)', () => {
   it('never forgets a call in flight when the window ends', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
-    const tokens = new WindowCounter(
-      new QuotaLimit('tpm', 10_000),
-      usage.tokens,
-      'tokens',
-      scope(),
-    );
+    const tokens = new TokensCounter(new QuotaLimit('tpm', 10_000), usage.tokens, scope());
     tokens.admit(call(4_000), clock.ms);
     tokens.anchor({ remaining: 6_000, reset: { ms: 1_000, grain: 1_000 } }, ours(clock.ms));
     clock.advance(1_000);
@@ -127,7 +118,7 @@ describe('WindowCounter (tokens, requests)', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const requests = new WindowCounter(new QuotaLimit('rpm', 100), usage.requests, 'requests', s);
+    const requests = new RequestsCounter(new QuotaLimit('rpm', 100), usage.requests, s);
     s.peers = {
       tokens: 0,
       requests: 5,
@@ -382,12 +373,12 @@ describe('BurstCounter (Azure requests per 10 s)', () => {
   });
 });
 
-describe('IoCounter (input, output tokens)', () => {
+describe('InputCounter, OutputCounter', () => {
   it('trims its own excess oldest first and holds a fading correction for others', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const input = new IoCounter(new QuotaLimit('itpm', 5_000), usage.tokens, 'input', s);
+    const input = new InputCounter(new QuotaLimit('itpm', 5_000), usage.tokens, s);
     usage.tokens.add(2_000, clock.ms);
     input.anchor({ remaining: 4_000 }, ours(clock.ms));
     expect(input.used(clock.ms)).toBe(1_000);
