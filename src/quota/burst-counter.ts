@@ -6,7 +6,7 @@ import { recentRequests } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { shortLimit, type RequestWindow } from './request-window';
 import type { ReportedLimit } from './rate-limit-headers';
-import type { CountWindow } from './count-window';
+import type { WindowCount } from './window-count';
 import { agreed, type SendOrder } from './send-order';
 
 /**
@@ -39,7 +39,7 @@ export class BurstCounter implements LimitCounter {
      * Azure's 10 s windows nest in its minute, so what the minute forgets when it rolls, they
      * forget too; and a call is charged once, not once per window.
      */
-    private readonly window: CountWindow,
+    private readonly window: WindowCount,
     private readonly scope: CounterScope,
     /** The order the requests counter saw calls sent in (each is one request there too). */
     private readonly order: SendOrder,

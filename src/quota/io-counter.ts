@@ -23,7 +23,7 @@ import { agreed, SendOrder } from './send-order';
  *
  * @example
  * ```ts
- * const input: IoCounter = new InputCounter(new QuotaLimit('itpm', 30_000), new CountWindow(clock), scope);
+ * const input: IoCounter = new InputCounter(new QuotaLimit('itpm', 30_000), new WindowCount(clock), scope);
  * input.room(now); // the largest input charge that fits now
  * ```
  */

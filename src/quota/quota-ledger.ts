@@ -33,7 +33,7 @@ import {
   type SharedReading,
 } from './reading';
 import { CachedPrefixes } from './cached-prefixes';
-import { CountWindow, usageBuckets, type UsageBucket } from './count-window';
+import { WindowCount, usageBuckets, type UsageBucket } from './window-count';
 import { DrainCount } from './drain-count';
 import { fitsRoom, forget, hotRow, keptUtil, measure, RESERVE, type HotRow } from './hot-row';
 import { OutputCounter } from './output-counter';
@@ -166,13 +166,13 @@ export class QuotaLedger {
     const buckets = this.upstream === 'openai';
     const tokens = buckets
       ? new DrainCount(() => this.limits.tpm.value, clock)
-      : new CountWindow(clock);
+      : new WindowCount(clock);
     const requests = buckets
       ? new DrainCount(() => this.limits.rpm.value, clock)
-      : new CountWindow(clock, true);
+      : new WindowCount(clock, true);
     this.tokens = new TokensCounter(this.limits.tpm, tokens, scope);
     this.requests = new RequestsCounter(this.limits.rpm, requests, scope);
-    const short = requests instanceof CountWindow ? requests : new CountWindow(clock, true);
+    const short = requests instanceof WindowCount ? requests : new WindowCount(clock, true);
     this.burst = new BurstCounter(this.limits.rpm, short, scope, this.requests.order);
     this.requestWindowSet = limits.requestWindow !== undefined;
     this.reservationSet = limits.outputReservation !== undefined;
@@ -182,7 +182,7 @@ export class QuotaLedger {
     const io = (limit: QuotaLimit) =>
       options.headers === 'anthropic'
         ? new DrainCount(() => limit.value, clock)
-        : new CountWindow(clock);
+        : new WindowCount(clock);
     this.input = new InputCounter(this.limits.itpm, io(this.limits.itpm), scope);
     this.cacheReadsCountInput = limits.cacheReadsCountInput === true;
     // Where answers settle the actual output, a call is charged the output expected of it.
@@ -204,7 +204,7 @@ export class QuotaLedger {
 
   /**
    * Count usage over a sliding window of `windowMs` instead of a fixed one that only
-   * {@link reset} clears (`0` switches back); see {@link CountWindow}. {@link util} then also
+   * {@link reset} clears (`0` switches back); see {@link WindowCount}. {@link util} then also
    * weighs the requests of the newest sixth of the window against `rpm / 6`. Usage stays.
    */
   slide(windowMs: number, buckets = 120): void {
@@ -226,7 +226,7 @@ export class QuotaLedger {
   /** Length (ms) of a bucket of the sliding window usage is counted in; 0 in the fixed kind. */
   get bucketMs(): number {
     const tokens = this.tokens.window;
-    return tokens instanceof CountWindow ? tokens.bucketMs : 0;
+    return tokens instanceof WindowCount ? tokens.bucketMs : 0;
   }
 
   /**

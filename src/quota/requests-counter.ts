@@ -10,7 +10,7 @@ import { WindowCounter } from './window-counter';
  *
  * @example
  * ```ts
- * const requests = new RequestsCounter(new QuotaLimit('rpm', 60), new CountWindow(clock, true), scope);
+ * const requests = new RequestsCounter(new QuotaLimit('rpm', 60), new WindowCount(clock, true), scope);
  * fits(requests, { input: 1_200, output: 256 }, now);
  * ```
  */

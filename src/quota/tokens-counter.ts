@@ -11,7 +11,7 @@ import { WindowCounter } from './window-counter';
  *
  * @example
  * ```ts
- * const tokens = new TokensCounter(new QuotaLimit('tpm', 10_000), new CountWindow(clock), scope);
+ * const tokens = new TokensCounter(new QuotaLimit('tpm', 10_000), new WindowCount(clock), scope);
  * fits(tokens, { input: 1_200, output: 256 }, now);
  * ```
  */

@@ -26,7 +26,7 @@ import { Correction } from './correction';
  *
  * @example
  * ```ts
- * const tokens: WindowCounter = new TokensCounter(tpm, new CountWindow(clock), scope);
+ * const tokens: WindowCounter = new TokensCounter(tpm, new WindowCount(clock), scope);
  * tokens.room(now); // the largest token charge that fits now
  * ```
  */
@@ -55,7 +55,7 @@ export abstract class WindowCounter implements LimitCounter {
   constructor(
     readonly limit: QuotaLimit,
     /**
-     * This instance's tokens (or requests), its own: a `CountWindow` (Azure OpenAI's windows), or
+     * This instance's tokens (or requests), its own: a `WindowCount` (Azure OpenAI's windows), or
      * a `DrainCount` where the upstream's bucket refills continuously (OpenAI's).
      */
     readonly window: UsageCount,

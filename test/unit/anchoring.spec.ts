@@ -1,6 +1,6 @@
 import type { SharedReading } from '../../src/quota/reading';
 import { ModelState } from '../../src/registry/model-state';
-import { CountWindow } from '../../src/quota/count-window';
+import { WindowCount } from '../../src/quota/window-count';
 import { readResetBound } from '../../src/quota/rate-limit-headers';
 import { FakeClock } from '../support/random';
 
@@ -14,15 +14,15 @@ const state = (clock: FakeClock, limits: { tpm?: number; rpm?: number } = { tpm:
 };
 
 /** A ledger's tokens and requests windows, sliding over a minute in 60 buckets. */
-function windows(clock: FakeClock): { tokens: CountWindow; requests: CountWindow } {
-  const tokens = new CountWindow(clock.now);
-  const requests = new CountWindow(clock.now, true);
+function windows(clock: FakeClock): { tokens: WindowCount; requests: WindowCount } {
+  const tokens = new WindowCount(clock.now);
+  const requests = new WindowCount(clock.now, true);
   tokens.configure('sliding', 60_000, 60);
   requests.configure('sliding', 60_000, 60);
   return { tokens, requests };
 }
 
-describe('CountWindow.trimOldest and before', () => {
+describe('WindowCount.trimOldest and before', () => {
   it('takes usage off the oldest buckets first, the newest sixth included only when reached', () => {
     const clock = new FakeClock(1_700_000_000_000);
     const { tokens, requests } = windows(clock);

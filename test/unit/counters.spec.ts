@@ -1,5 +1,5 @@
 import { BurstCounter } from '../../src/quota/burst-counter';
-import { CountWindow } from '../../src/quota/count-window';
+import { WindowCount } from '../../src/quota/window-count';
 import { fits, type Anchoring, type CounterScope } from '../../src/quota/counter';
 import { InputCounter } from '../../src/quota/input-counter';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
@@ -30,9 +30,9 @@ function scope(span = 60_000): CounterScope & { learnedLimits: string[] } {
 }
 
 /** A ledger's tokens and requests windows, sliding over `span`. */
-function sliding(clock: FakeClock, span = 60_000): { tokens: CountWindow; requests: CountWindow } {
-  const tokens = new CountWindow(clock.now);
-  const requests = new CountWindow(clock.now, true);
+function sliding(clock: FakeClock, span = 60_000): { tokens: WindowCount; requests: WindowCount } {
+  const tokens = new WindowCount(clock.now);
+  const requests = new WindowCount(clock.now, true);
   tokens.configure('sliding', span);
   requests.configure('sliding', span);
   return { tokens, requests };
@@ -167,12 +167,12 @@ describe('TokensCounter, RequestsCounter', () => {
   });
 });
 
-describe('CountWindow (the window each counter owns)', () => {
+describe('WindowCount (the window each counter owns)', () => {
   it('counts what the last window and its newest sixth hold, as a charge-by-charge tally does', () => {
     // 60 buckets of 1 s over a minute: the window keeps the head and the 60 before it, the newest
     // sixth the head and the 10 before it. Gaps from a few ms to several windows.
     const clock = new FakeClock(T0 + 123);
-    const w = new CountWindow(clock.now, true);
+    const w = new WindowCount(clock.now, true);
     w.configure('sliding', 60_000, 60);
     const charges: { bucket: number; amount: number }[] = [];
     const random = seeded(7);
@@ -194,7 +194,7 @@ describe('CountWindow (the window each counter owns)', () => {
 
   it('is empty a window past its last charge, and counts anew from there', () => {
     const clock = new FakeClock(T0);
-    const w = new CountWindow(clock.now, true);
+    const w = new WindowCount(clock.now, true);
     w.configure('sliding', 60_000);
     w.add(500, clock.ms);
     clock.advance(30_000);
@@ -215,12 +215,12 @@ describe('CountWindow (the window each counter owns)', () => {
 
   it('counts no newest sixth unless asked to, and nothing slides in the fixed kind', () => {
     const clock = new FakeClock(T0);
-    const plain = new CountWindow(clock.now);
+    const plain = new WindowCount(clock.now);
     plain.configure('sliding', 60_000);
     plain.add(10, clock.ms);
     expect(plain.recentAt(clock.ms)).toBe(0);
     expect(plain.timeUntil(Infinity, 0, clock.ms)).toBe(0);
-    const fixed = new CountWindow(clock.now, true);
+    const fixed = new WindowCount(clock.now, true);
     fixed.add(10, clock.ms);
     clock.advance(3_600_000);
     expect([fixed.at(clock.ms), fixed.recentAt(clock.ms)]).toEqual([10, 0]);

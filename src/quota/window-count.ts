@@ -1,5 +1,5 @@
 /** How a usage window forgets usage. */
-export type UsageWindowKind = 'sliding' | 'fixed';
+export type WindowKind = 'sliding' | 'fixed';
 
 /**
  * One count (tokens, requests, input or output tokens) over a window, as one limit's counter
@@ -18,14 +18,14 @@ export type UsageWindowKind = 'sliding' | 'fixed';
  *
  * @example
  * ```ts
- * const tokens = new CountWindow(Date.now);
+ * const tokens = new WindowCount(Date.now);
  * tokens.configure('sliding', 60_000); // the minute that ends now, in 120 buckets of 500 ms
  * tokens.add(250);
  * tokens.at(Date.now()); // 250
  * ```
  */
-export class CountWindow {
-  private kind: UsageWindowKind = 'fixed';
+export class WindowCount {
+  private kind: WindowKind = 'fixed';
   private total = 0;
   /** Sliding: bucket length in ms (0 in the fixed kind). */
   private bucketLength = 0;
@@ -54,7 +54,7 @@ export class CountWindow {
   ) {}
 
   /** The kind in use. */
-  get windowKind(): UsageWindowKind {
+  get windowKind(): WindowKind {
     return this.kind;
   }
 
@@ -77,7 +77,7 @@ export class CountWindow {
    * Switch kinds. `sliding` needs `windowMs > 0` and keeps `buckets` buckets (rounded to a multiple
    * of 6, at least 6); anything else is `fixed`. The count so far stays, in the newest bucket.
    */
-  configure(kind: UsageWindowKind, windowMs = 0, buckets = 120): void {
+  configure(kind: WindowKind, windowMs = 0, buckets = 120): void {
     this.recentBuckets = 0;
     this.recent = 0;
     if (kind === 'fixed' || !(windowMs > 0)) {
@@ -347,12 +347,12 @@ export interface UsageBucket {
  * ```
  */
 export function usageBuckets(
-  tokens: Pick<CountWindow, 'at'>,
-  requests: Pick<CountWindow, 'at'>,
+  tokens: Pick<WindowCount, 'at'>,
+  requests: Pick<WindowCount, 'at'>,
   now: number,
 ): UsageBucket[] {
   if (
-    !(tokens instanceof CountWindow && requests instanceof CountWindow) ||
+    !(tokens instanceof WindowCount && requests instanceof WindowCount) ||
     tokens.bucketMs === 0
   ) {
     const t = tokens.at(now);

@@ -1,4 +1,4 @@
-import { CountWindow } from '../../src/quota/count-window';
+import { WindowCount } from '../../src/quota/window-count';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { FakeClock } from '../support/random';
 
@@ -10,13 +10,13 @@ function slidingLedger(clock: FakeClock, windowMs = 60_000, buckets = 60): Quota
 }
 
 /** One count's window, sliding (the requests' kind: its newest sixth is counted apart). */
-function sliding(clock: FakeClock, windowMs = 60_000, buckets = 60): CountWindow {
-  const w = new CountWindow(clock.now, true);
+function sliding(clock: FakeClock, windowMs = 60_000, buckets = 60): WindowCount {
+  const w = new WindowCount(clock.now, true);
   w.configure('sliding', windowMs, buckets);
   return w;
 }
 
-describe('CountWindow', () => {
+describe('WindowCount', () => {
   it('starts every bucket at a multiple of bucketMs, whatever the clock said at configure()', () => {
     const clock = new FakeClock(1_700_000_000_123);
     const ledger = slidingLedger(clock);
@@ -87,7 +87,7 @@ describe('CountWindow', () => {
 
   it('keeps what was counted when it switches kinds', () => {
     const clock = new FakeClock();
-    const w = new CountWindow(clock.now);
+    const w = new WindowCount(clock.now);
     w.add(100);
     w.configure('sliding', 60_000);
     expect(w.windowKind).toBe('sliding');
