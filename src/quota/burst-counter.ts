@@ -1,7 +1,6 @@
 import { chargeOf, roomLeft, type Admission } from './admission';
 import type { Anchoring, CounterScope, LimitCounter } from './counter';
 import { Correction } from './correction';
-import { REQUESTS } from './hot-row';
 import { recentRequests } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { shortLimit, type RequestWindow } from './request-window';
@@ -27,7 +26,6 @@ export class BurstCounter implements LimitCounter {
   readonly correction = new Correction();
   /** Requests sent and not yet answered. */
   private inFlight = 0;
-  readonly hotColumn = REQUESTS;
   /** Short windows in the usage window: 6 for Azure's 10 s, 60 for its 1 s. */
   private windows = 6;
 

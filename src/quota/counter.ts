@@ -86,8 +86,6 @@ export interface LimitCounter {
    * its charge is at most this ({@link fits}). `Infinity` when unlimited.
    */
   room(now: number, admission?: Admission): number;
-  /** The column of the hot row (`hot-row.ts`) its {@link room} is kept in. */
-  readonly hotColumn: number;
   /** usage / limit at `now` by the anchored view, with what others are expected to add; 0 when unlimited. */
   share(now: number): number;
   /**

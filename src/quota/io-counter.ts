@@ -7,7 +7,6 @@ import {
   type LimitCounter,
 } from './counter';
 import { Correction } from './correction';
-import { INPUT, OUTPUT } from './hot-row';
 import type { OutputEstimate } from './output-estimate';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
@@ -34,7 +33,6 @@ export abstract class IoCounter implements LimitCounter {
   private inFlight = 0;
   /** The order calls were sent in: an answer is matched to what was sent before its call. */
   private readonly order: SendOrder;
-  readonly hotColumn: number;
 
   constructor(
     readonly limit: QuotaLimit,
@@ -48,7 +46,6 @@ export abstract class IoCounter implements LimitCounter {
      */
     private readonly estimate?: OutputEstimate,
   ) {
-    this.hotColumn = unit === 'input' ? INPUT : OUTPUT;
     this.order = new SendOrder(unit);
   }
 

@@ -6,7 +6,6 @@ import {
   type CounterScope,
   type LimitCounter,
 } from './counter';
-import { REQUESTS, TOKENS } from './hot-row';
 import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';
@@ -50,7 +49,6 @@ export abstract class WindowCounter implements LimitCounter {
   private local = 0;
   private readonly peerSum: PeerSum;
   private readonly spanColumn: SpanColumn;
-  readonly hotColumn: number;
 
   constructor(
     readonly limit: QuotaLimit,
@@ -63,7 +61,6 @@ export abstract class WindowCounter implements LimitCounter {
     private readonly scope: CounterScope,
   ) {
     this.spanColumn = unit === 'tokens' ? 2 : 3;
-    this.hotColumn = unit === 'tokens' ? TOKENS : REQUESTS;
     this.peerSum = new PeerSum(this.spanColumn);
     this.order = new SendOrder(unit);
   }
