@@ -1,17 +1,11 @@
-import { chargeOf, roomLeft, type Admission } from './admission';
-import {
-  takeReported,
-  waitFor,
-  type Anchoring,
-  type CounterScope,
-  type LimitCounter,
-} from './counter';
-import { Correction } from './correction';
+import { roomLeft, type Admission } from './admission';
+import { takeReported, waitFor, type Anchoring, type CounterScope } from './counter';
 import type { OutputEstimate } from './output-estimate';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
 import type { UsageCount } from './drain-count';
-import { agreed, SendOrder } from './send-order';
+import { agreed } from './send-order';
+import { UsageCounter } from './usage-counter';
 
 /**
  * What the input and the output counters share ({@link InputCounter} for `itpm`,
@@ -26,57 +20,27 @@ import { agreed, SendOrder } from './send-order';
  * input.room(now); // the largest input charge that fits now
  * ```
  */
-export abstract class IoCounter implements LimitCounter {
-  /** What the upstream counts beyond ours, as its headers said. */
-  readonly correction = new Correction();
-  /** Input (or output) tokens of calls sent and not yet answered. */
-  private inFlight = 0;
-  /** The order calls were sent in: an answer is matched to what was sent before its call. */
-  private readonly order: SendOrder;
-
+export abstract class IoCounter extends UsageCounter {
+  declare readonly unit: 'input' | 'output';
   constructor(
-    readonly limit: QuotaLimit,
+    limit: QuotaLimit,
     /** This instance's input (or output) tokens, its own. */
-    readonly window: UsageCount,
-    readonly unit: 'input' | 'output',
-    private readonly scope: CounterScope,
+    window: UsageCount,
+    unit: 'input' | 'output',
+    scope: CounterScope,
     /**
      * Claude's output: the upstream counts what answers produce, when they end; calls are
      * charged this estimate of it at admission, never more than the limit.
      */
     private readonly estimate?: OutputEstimate,
   ) {
-    this.order = new SendOrder(unit);
+    super(limit, window, unit, scope);
   }
 
-  /** Tokens counted at `now` by the anchored view, never below 0. */
-  used(now: number): number {
-    return Math.max(0, this.window.at(now) + this.correction.at(now, this.scope.span));
-  }
-
-  charge(admission: Admission): number {
-    return chargeOf(this.unit, admission.input, admission.output);
-  }
-
-  room(now: number, admission?: Admission): number {
-    const value = this.limit.value;
-    if (value <= 0) return Infinity;
-    const used = this.window.at(now) + this.correction.at(now, this.scope.span);
-    const room = roomLeft(value, used, admission);
+  override room(now: number, admission?: Admission): number {
+    const room = super.room(now, admission);
     // A call is charged at most the estimate, whatever its cap: with room for that, any call fits.
     return this.estimate !== undefined && room >= this.estimate.of(Infinity) ? Infinity : room;
-  }
-
-  share(now: number): number {
-    const value = this.limit.value;
-    if (value <= 0) return 0;
-    const used = this.used(now);
-    return used > 0 ? used / value : 0;
-  }
-
-  changesAt(now: number): number {
-    if (this.limit.value <= 0) return Infinity;
-    return Math.min(this.correction.changesAt(now), this.window.changesAt(now));
   }
 
   wait(admission: Admission, now: number): number {
@@ -86,32 +50,9 @@ export abstract class IoCounter implements LimitCounter {
     return waitFor(this.window, this.correction, target, now, this.scope.span);
   }
 
-  /** The first limit `admission` can never fit, with its charge. */
-  exceeds(admission: Admission): number | undefined {
+  override exceeds(admission: Admission): number | undefined {
     // Expected output is charged at most the limit: the upstream refuses output only when empty.
-    if (this.estimate !== undefined) return undefined;
-    const charge = this.charge(admission);
-    return this.limit.value > 0 && charge > this.limit.value ? charge : undefined;
-  }
-
-  admit(admission: Admission, now: number): void {
-    const charge = this.charge(admission);
-    this.window.add(charge, now);
-    this.inFlight += charge;
-    this.order.sent(admission, charge);
-  }
-
-  answered(admission: Admission): void {
-    this.inFlight = Math.max(0, this.inFlight - this.charge(admission));
-  }
-
-  settle(input: number, output: number, now: number): void {
-    const change = chargeOf(this.unit, input, output);
-    if (change !== 0) this.window.add(change, now);
-  }
-
-  catchUp(): void {
-    // The upstream's buckets refill continuously: no window ends.
+    return this.estimate !== undefined ? undefined : super.exceeds(admission);
   }
 
   /**
@@ -140,11 +81,5 @@ export abstract class IoCounter implements LimitCounter {
       return;
     }
     this.correction.take(delta, now);
-  }
-
-  reset(): void {
-    this.window.reset();
-    this.correction.clear();
-    this.order.reset();
   }
 }

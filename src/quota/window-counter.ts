@@ -1,18 +1,12 @@
-import { chargeOf, roomLeft, type Admission } from './admission';
-import {
-  takeReported,
-  waitFor,
-  type Anchoring,
-  type CounterScope,
-  type LimitCounter,
-} from './counter';
+import { roomLeft, type Admission } from './admission';
+import { takeReported, waitFor, type Anchoring, type CounterScope } from './counter';
 import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';
 import type { UsageCount } from './drain-count';
-import { agreed, SendOrder } from './send-order';
+import { agreed } from './send-order';
+import { UsageCounter } from './usage-counter';
 import { WindowEnd } from './window-end';
-import { Correction } from './correction';
 
 /**
  * What the tokens and the requests counters share ({@link TokensCounter} for `tpm`,
@@ -29,15 +23,10 @@ import { Correction } from './correction';
  * tokens.room(now); // the largest token charge that fits now
  * ```
  */
-export abstract class WindowCounter implements LimitCounter {
+export abstract class WindowCounter extends UsageCounter {
+  declare readonly unit: 'tokens' | 'requests';
   /** When the upstream's current window ends. */
   readonly end = new WindowEnd();
-  /** What the upstream counts beyond ours, as its headers said. */
-  readonly correction = new Correction();
-  /** Tokens (or requests) of calls sent and not yet answered. */
-  inFlight = 0;
-  /** The order calls were sent in: an answer is matched to what was sent before its call. */
-  readonly order: SendOrder;
   /**
    * Send time before which the upstream's window that last ended forgot everything: the peers'
    * usage sent before it no longer counts, nor does a peer's reading of a call sent before it.
@@ -51,28 +40,18 @@ export abstract class WindowCounter implements LimitCounter {
   private readonly spanColumn: SpanColumn;
 
   constructor(
-    readonly limit: QuotaLimit,
+    limit: QuotaLimit,
     /**
      * This instance's tokens (or requests), its own: a `WindowCount` (Azure OpenAI's windows), or
      * a `DrainCount` where the upstream's bucket refills continuously (OpenAI's).
      */
-    readonly window: UsageCount,
-    readonly unit: 'tokens' | 'requests',
-    private readonly scope: CounterScope,
+    window: UsageCount,
+    unit: 'tokens' | 'requests',
+    scope: CounterScope,
   ) {
+    super(limit, window, unit, scope);
     this.spanColumn = unit === 'tokens' ? 2 : 3;
     this.peerSum = new PeerSum(this.spanColumn);
-    this.order = new SendOrder(unit);
-  }
-
-  charge(admission: Admission): number {
-    return chargeOf(this.unit, admission.input, admission.output);
-  }
-
-  /** The charge of `admission` when it is above the limit itself (it can never fit). */
-  exceeds(admission: Admission): number | undefined {
-    const charge = this.charge(admission);
-    return this.limit.value > 0 && charge > this.limit.value ? charge : undefined;
   }
 
   /** This instance's usage plus the peers' totals at `now` (for operators). */
@@ -84,37 +63,14 @@ export abstract class WindowCounter implements LimitCounter {
   }
 
   /** Usage the correction adds to: ours, plus the peers' the upstream's count does not hold yet. */
-  counted(now: number): number {
+  override counted(now: number): number {
     const own = this.window.at(now);
     return this.scope.peers === undefined ? own : own + this.peersCounted();
   }
 
-  /** Usage at `now` by the anchored view, never below 0. */
-  used(now: number): number {
-    return Math.max(0, this.counted(now) + this.correction.at(now, this.scope.span));
-  }
-
-  room(now: number, admission?: Admission): number {
-    const value = this.limit.value;
-    if (value <= 0) return Infinity;
-    const used = this.counted(now) + this.correction.at(now, this.scope.span);
-    return roomLeft(value, used, admission);
-  }
-
-  share(now: number): number {
-    const value = this.limit.value;
-    if (value <= 0) return 0;
-    // Routing leaves others the room their pace will take before the window ends.
-    const used = this.used(now) + this.correction.expected(now, this.scope.span);
-    return used > 0 ? used / value : 0;
-  }
-
-  changesAt(now: number): number {
-    if (this.limit.value <= 0) return Infinity;
-    const correction = this.correction.changesAt(now);
-    const sliding = this.window.changesAt(now);
+  override changesAt(now: number): number {
     const end = this.end.act !== 0 ? this.end.act : Infinity;
-    return Math.min(correction, sliding, end);
+    return Math.min(super.changesAt(now), end);
   }
 
   wait(admission: Admission, now: number): number {
@@ -126,23 +82,7 @@ export abstract class WindowCounter implements LimitCounter {
     return waitFor(window, correction, target, now, scope.span, end.act, this.inFlight);
   }
 
-  admit(admission: Admission, now: number): void {
-    const charge = this.charge(admission);
-    this.window.add(charge, now);
-    this.inFlight += charge;
-    this.order.sent(admission, charge);
-  }
-
-  answered(admission: Admission): void {
-    this.inFlight = Math.max(0, this.inFlight - this.charge(admission));
-  }
-
-  settle(input: number, output: number, now: number): void {
-    const change = chargeOf(this.unit, input, output, 0);
-    if (change !== 0) this.window.add(change, now);
-  }
-
-  catchUp(now: number): void {
+  override catchUp(now: number): void {
     if (this.end.act === 0 || now < this.end.act) return;
     this.forget(this.end.due(now), now);
   }
@@ -291,11 +231,9 @@ export abstract class WindowCounter implements LimitCounter {
     return this.peerSum.since(peers.sent.spans, from);
   }
 
-  reset(): void {
-    this.window.reset();
-    this.correction.clear();
+  override reset(): void {
+    super.reset();
     this.end.clear();
-    this.order.reset();
     this.rolledAt = this.anchoredAt = 0;
   }
 }
