@@ -21,7 +21,9 @@ import { UsageCounter } from './usage-counter';
  * ```
  */
 export abstract class IoCounter extends UsageCounter {
+  /** What it counts: input or output. */
   declare readonly unit: 'input' | 'output';
+
   constructor(
     limit: QuotaLimit,
     /** This instance's input (or output) tokens, its own. */

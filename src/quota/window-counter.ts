@@ -24,7 +24,9 @@ import { WindowEnd } from './window-end';
  * ```
  */
 export abstract class WindowCounter extends UsageCounter {
+  /** What it counts: tokens or requests. */
   declare readonly unit: 'tokens' | 'requests';
+
   /** When the upstream's current window ends. */
   readonly end = new WindowEnd();
   /**
