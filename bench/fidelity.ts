@@ -48,6 +48,8 @@ const SHAPE_TITLES: Record<LoadShape, string> = {
 interface Usage {
   input: number;
   output: number;
+  /** Input tokens read from the upstream's prompt cache (part of `input`). */
+  cached: number;
 }
 
 /** One kind of upstream: what the simulated deployment enforces and how the switchboard is told. */
@@ -123,7 +125,8 @@ const KINDS: Record<RuleKind, Kind> = {
     extra: { provisioned: true, outputWeight: PTU_WEIGHT },
     // Utilization drains at the capacity and counts what calls really cost, not their caps.
     callsPerMinute: (p) => TPM / (p + COMPLETION * PTU_WEIGHT),
-    limits: [{ name: 'PTU', per: TPM, of: (u) => u.input + u.output * PTU_WEIGHT }],
+    // Cached input is free on a PTU: the prompts of a row share their start, so most is cached.
+    limits: [{ name: 'PTU', per: TPM, of: (u) => u.input - u.cached + u.output * PTU_WEIGHT }],
   },
 };
 
@@ -317,7 +320,8 @@ async function runRow(o: {
   const settled: Promise<void>[] = [];
 
   const launch = (i: number): void => {
-    const content = 'x'.repeat(o.prompts[i % o.prompts.length]!);
+    // Each prompt its own (its number first): no two share a cached prefix upstream.
+    const content = `${i} ${'x'.repeat(o.prompts[i % o.prompts.length]!)}`;
     calls++;
     pending++;
     if (clock.ms >= measureFrom) offeredInWindow++;
@@ -332,6 +336,7 @@ async function runRow(o: {
             .then((m: Anthropic.Message) => ({
               input: m.usage.input_tokens,
               output: m.usage.output_tokens,
+              cached: m.usage.cache_read_input_tokens ?? 0,
             }))
         : sb.chat.completions
             .create({
@@ -342,6 +347,7 @@ async function runRow(o: {
             .then((c: OpenAI.ChatCompletion) => ({
               input: c.usage?.prompt_tokens ?? 0,
               output: c.usage?.completion_tokens ?? 0,
+              cached: c.usage?.prompt_tokens_details?.cached_tokens ?? 0,
             }));
     settled.push(
       call

@@ -91,9 +91,11 @@ function switchboardFor(
     name: t.name,
     baseURL: t.baseURL,
     apiKey: t.apiKey,
-    // A round (100 calls per deployment by default) must fit Azure's rpm / 6 per 10 s: a call
-    // with no room would fail with a 429 instead of being sent.
-    models: [{ name: MODEL, tpm: 30_000, rpm: 1200 }],
+    // A round (100 calls per deployment by default) must fit Azure's rpm / 6 per 10 s and its
+    // tokens: the simulated deployments are Azure's (an `/openai/` path), where a call without
+    // max_tokens is charged its prompt plus Azure's 648-token output reservation. A call with no
+    // room would fail with a 429 instead of being sent, and a failed call is no measure of a call.
+    models: [{ name: MODEL, tpm: 100_000, rpm: 1200 }],
   }));
   return create({ deployments, usageWindow, logger: quietLogger() });
 }

@@ -62,6 +62,25 @@ export interface ModelConfig {
    */
   cacheReadsCountInput?: boolean;
   /**
+   * An Azure OpenAI provisioned (PTU) deployment: `tpm` is its capacity in input-equivalent tokens
+   * a minute, and the upstream admits a call while its utilization is below 100 %, whatever the
+   * call's size. A call is charged its uncached prompt and its output cap (or `outputReservation`)
+   * times `outputWeight`, corrected to the actual output when it ends; cached input is free; the
+   * charge drains continuously at `tpm` a minute. Its answers carry no `x-ratelimit-*` headers.
+   * Where it has no room, a call goes to the next tier (`priority`) rather than into a 429.
+   * `nestjs-switchboard plan` replays such a deployment by the same rules.
+   *
+   * @example `{ name: 'gpt-4.1', tpm: 60_000, provisioned: true, outputWeight: 4 }`
+   */
+  provisioned?: boolean;
+  /**
+   * `provisioned` only: how many input tokens one output token counts for in the deployment's
+   * utilization, per model (gpt-4.1: 4). A finite number, at least 1. Default 1.
+   *
+   * @example `{ name: 'gpt-4.1', tpm: 60_000, provisioned: true, outputWeight: 4 }`
+   */
+  outputWeight?: number;
+  /**
    * A quota several deployments draw on together: every model entry naming the same pool, on any
    * deployment, shares one count of every limit (Foundry's Claude quota is per subscription, so
    * each region's deployment of a model draws on one pool). A call admitted on one member charges

@@ -55,6 +55,7 @@ const NUMERIC_KEYS = new Set([
   'itpm',
   'otpm',
   'outputReservation',
+  'outputWeight',
   'cooldown',
   'maxCooldown',
   'timeout',

@@ -103,6 +103,9 @@ const wireName = z
   .string({ error: wireNameMessage })
   .regex(/^\S(?:.*\S)?$/, { error: wireNameMessage });
 
+const outputWeightMessage =
+  'must be a finite number of at least 1: the input tokens one output token counts for (gpt-4.1 on PTU: 4)';
+
 const model = z.strictObject({
   name,
   deployment: wireName.optional(),
@@ -117,6 +120,12 @@ const model = z.strictObject({
     .nonnegative({ error: 'must be a non-negative whole number of tokens' })
     .optional(),
   cacheReadsCountInput: z.boolean({ error: 'must be true or false' }).optional(),
+  provisioned: z.boolean({ error: 'must be true or false' }).optional(),
+  outputWeight: z
+    .number({ error: outputWeightMessage })
+    .min(1, { error: outputWeightMessage })
+    .refine(Number.isFinite, { error: outputWeightMessage })
+    .optional(),
   quotaPool: name.optional(),
   cooldown: millis('a non-negative number of milliseconds').optional(),
   priority: priority.optional(),
@@ -474,6 +483,33 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
   problems.push(...checkTenantTags(options));
   problems.push(...checkTenantNames(options));
   problems.push(...checkQuotaPools(options));
+  problems.push(...checkProvisioned(options));
+  return problems;
+}
+
+/**
+ * Provisioned throughput is Azure OpenAI's: `provisioned` belongs on an `openai` deployment, and
+ * `outputWeight` weighs output in a provisioned deployment's utilization only.
+ */
+function checkProvisioned(options: SwitchboardOptions): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  options.deployments.forEach((d, i) => {
+    d.models.forEach((m, j) => {
+      const at: PropertyKey[] = ['deployments', i, 'models', j];
+      if (m.provisioned === true && d.provider !== 'openai') {
+        problems.push({
+          path: [...at, 'provisioned'],
+          message: `is set on '${clip(m.name)}' of the ${d.provider} deployment '${clip(d.name)}': provisioned throughput (PTU) is Azure OpenAI's, on an 'openai' deployment`,
+        });
+      }
+      if (m.outputWeight !== undefined && m.provisioned !== true) {
+        problems.push({
+          path: [...at, 'outputWeight'],
+          message: `is set on '${clip(m.name)}' of '${clip(d.name)}', which is not provisioned: output is weighted in a PTU's utilization only, set provisioned: true (or drop outputWeight)`,
+        });
+      }
+    });
+  });
   return problems;
 }
 
@@ -503,6 +539,8 @@ const POOLED = [
   'requestWindow',
   'outputReservation',
   'cacheReadsCountInput',
+  'provisioned',
+  'outputWeight',
 ] as const;
 
 /**

@@ -6,7 +6,9 @@ import type { TrafficTrace } from './traffic-trace';
  * The `--json` shape of `nestjs-switchboard plan`: per deployment and model, what was sent, how
  * many the upstream refused and the utilization; for the callers, failures and waits; with
  * `--find-tpm`, per model the total tokens per minute (across its deployments) that serve the
- * trace.
+ * trace: `tpm`, and for a model limited apart on input and output (Claude) its `itpm` and `otpm`
+ * too, `tpm` then their sum where no combined limit is configured (what Anthropic's
+ * `tokens-limit` header reports).
  *
  * @example
  * ```ts
@@ -28,7 +30,22 @@ export interface PlanReport {
     utilization: number;
   }[];
   callers: { failed: number; waitP50Ms: number; waitP95Ms: number };
-  suggestion?: Record<string, { tpm: number | null }>;
+  suggestion?: Record<string, Suggestion>;
+}
+
+/**
+ * The quota that serves the trace, per model, across its deployments (a quota pool counted once):
+ * null when none was found up to the search's cap.
+ *
+ * @example
+ * ```ts
+ * const claude: Suggestion = { tpm: 250_000, itpm: 200_000, otpm: 50_000 };
+ * ```
+ */
+export interface Suggestion {
+  tpm: number | null;
+  itpm?: number | null;
+  otpm?: number | null;
 }
 
 /**
@@ -113,14 +130,29 @@ export async function plan(
     }
   }
   const factors = new Map<string, number | null>(models.map((m) => [m, hi.get(m) ?? null]));
-  const suggestion: Record<string, { tpm: number | null }> = {};
+  const suggestion: Record<string, Suggestion> = {};
   for (const m of models) {
     const f = factors.get(m)!;
-    let tpm = 0;
+    const total = { tpm: 0, itpm: 0, otpm: 0 };
+    const pools = new Set<string>();
     for (const d of options.deployments) {
-      for (const model of d.models) if (model.name === m) tpm += model.tpm ?? 0;
+      for (const model of d.models) {
+        if (model.name !== m) continue;
+        // Pool members share one quota (and must state the same limits): it counts once.
+        if (model.quotaPool !== undefined) {
+          if (pools.has(model.quotaPool)) continue;
+          pools.add(model.quotaPool);
+        }
+        total.tpm += model.tpm ?? 0;
+        total.itpm += model.itpm ?? 0;
+        total.otpm += model.otpm ?? 0;
+      }
     }
-    suggestion[m] = { tpm: f === null ? null : Math.ceil(tpm * f) };
+    const scaled = (v: number) => (f === null ? null : Math.ceil(v * f));
+    const s: Suggestion = { tpm: scaled(total.tpm || total.itpm + total.otpm) };
+    if (total.itpm > 0) s.itpm = scaled(total.itpm);
+    if (total.otpm > 0) s.otpm = scaled(total.otpm);
+    suggestion[m] = s;
   }
   return { result, factors, report: { ...report, suggestion } };
 }

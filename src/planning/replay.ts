@@ -5,6 +5,7 @@ import type { ProviderErrors } from '../registry/deployment';
 import { Switchboard } from '../switchboard';
 import { seededRandom } from '../testing/seeded-random';
 import type { DeploymentConfig, Provider } from '../types';
+import { documentedRules } from './documented-rules';
 import {
   replayAdapter,
   type ReplayBody,
@@ -13,11 +14,12 @@ import {
 } from './replay-adapter';
 import { TrafficFileError } from './traffic-file.error';
 import type { TrafficTrace } from './traffic-trace';
-import {
-  azureStandardRules,
-  type UpstreamCall,
-  type UpstreamQuota,
-  type UpstreamRules,
+import type {
+  TokenLimit,
+  UpstreamCall,
+  UpstreamQuota,
+  UpstreamRules,
+  UpstreamVerdict,
 } from './upstream-rules';
 import { VirtualTime } from './virtual-time';
 
@@ -38,7 +40,7 @@ export interface ReplayOptions {
   scale?: number;
   /** Per model, the factor its limits (tpm, rpm, itpm, otpm) are multiplied by; default 1. */
   quota?: ReadonlyMap<string, number>;
-  /** The upstreams' quota rules; default {@link azureStandardRules}. */
+  /** The upstreams' quota rules; default {@link documentedRules}, the vendors' own. */
   rules?: UpstreamRules;
   /** Seed of the selector's random draws, for repeatable plans. Default 1. */
   seed?: number;
@@ -60,10 +62,13 @@ export interface DeploymentOutcome {
   sent: number;
   /** Of those, refused by the upstream's quota. */
   upstream429s: number;
-  /** Tokens the upstream counted over what its tpm allows in the replay's span; 0 when unlimited. */
+  /**
+   * Tokens the upstream counted over what its token limit allows in the replay's span, for the
+   * most used of its limits (Claude: input or output); 0 when unlimited.
+   */
   utilization: number;
-  /** Its tokens per minute in this replay (after the quota factor); 0 = unlimited. */
-  tpm: number;
+  /** Its token limits in this replay (after the quota factor); none = unlimited. */
+  limits: readonly TokenLimit[];
   /** Per time slice: utilization, and the mean wait (ms) of the calls first sent there. */
   series: { utilization: number[]; waitMs: number[] };
 }
@@ -104,8 +109,10 @@ export interface ReplayResult {
 interface Upstream {
   outcome: DeploymentOutcome;
   quota: UpstreamQuota;
+  provider: Provider;
   errors: ProviderErrors;
-  tokens: number;
+  /** Tokens counted against each limit, in all and per time slice (limit k: from k * slices). */
+  tokens: Float64Array;
   sliceTokens: Float64Array;
   sliceWait: Float64Array;
   sliceSent: Float64Array;
@@ -129,7 +136,7 @@ export async function replay(
   o: ReplayOptions = {},
 ): Promise<ReplayResult> {
   const scale = o.scale ?? 1;
-  const rules = o.rules ?? azureStandardRules;
+  const rules = o.rules ?? documentedRules;
   const n = trace.count;
   const start = trace.t[0]!;
   const arrival = new Float64Array(n);
@@ -165,11 +172,22 @@ export async function replay(
     call.maxTokens = trace.maxTokens[i]! >= 0 ? trace.maxTokens[i]! : undefined;
     return call;
   };
+  /** An admitted call's answer ends now: its quota settles it, and what it counted adds up. */
+  const settle = (up: Upstream, verdict: UpstreamVerdict, output: number, slice: number) => {
+    up.quota.settle(verdict, output, time.now);
+    for (let k = 0; k < up.tokens.length; k++) {
+      const counted = up.quota.counted(verdict, output, k);
+      up.tokens[k] += counted;
+      up.sliceTokens[k * slices + slice] += counted;
+    }
+  };
   const world: ReplayWorld = {
-    admission: (i, defaultOutput) => ({
-      input: trace.input[i]!,
-      output: trace.maxTokens[i]! >= 0 ? trace.maxTokens[i]! : defaultOutput,
-    }),
+    admission: (i, defaultOutput) => {
+      const input = trace.input[i]!;
+      const output = trace.maxTokens[i]! >= 0 ? trace.maxTokens[i]! : defaultOutput;
+      // No cap: the deployment charges its own reservation (`outputReservation`), as live.
+      return output > 0 ? { input, output } : { input, output, uncapped: 1 };
+    },
     send: (client, model, i) => {
       const up = upstreams.get(client)!.get(model)!;
       const now = time.now;
@@ -184,31 +202,26 @@ export async function replay(
       const verdict = up.quota.admit(c, now);
       if (!verdict.admitted) {
         up.outcome.upstream429s++;
-        const headers = new Headers(verdict.headers);
-        headers.set('retry-after-ms', String(Math.ceil(verdict.retryAfterMs)));
-        headers.set('retry-after', String(Math.ceil(verdict.retryAfterMs / 1000)));
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(verdict.headers))
+          headers.set(name, String(value));
+        const error = verdict.error ?? { message: 'Rate limit exceeded' };
         return answered(
-          Promise.reject(
-            new up.errors.RateLimitError(
-              429,
-              { message: 'Requests to this deployment have exceeded its token rate limit' },
-              '429 rate limit exceeded (replayed)',
-              headers,
-            ),
-          ),
+          Promise.reject(new up.errors.RateLimitError(429, error, error.message, headers)),
         );
       }
-      const counted = up.quota.counted(c);
-      up.tokens += counted;
-      up.sliceTokens[slice] += counted;
-      const usage: TokenUsage = { input: c.input, output: c.output };
+      const output = c.output;
+      // As the provider's SDK reports it: Anthropic's input_tokens leave the cache reads out.
+      const usage: TokenUsage = {
+        input: up.provider === 'anthropic' ? c.input - c.cached : c.input,
+        output,
+      };
+      if (c.cached > 0) usage.cacheRead = c.cached;
       const latency = trace.latency[i]! >= 0 ? trace.latency[i]! : DEFAULT_LATENCY;
-      const quota = up.quota;
-      const copy = quota.ended === undefined ? undefined : { ...c };
       return answered(
         new Promise((resolve) =>
           time.after(latency, () => {
-            if (copy !== undefined) quota.ended!(copy, now, time.now);
+            settle(up, verdict, output, slice);
             resolve({
               response: { headers: new ReadOnlyHeaders(verdict.headers) } as unknown as Response,
               data: { usage },
@@ -236,11 +249,17 @@ export async function replay(
   const stackTraceLimit = Error.stackTraceLimit;
   try {
     sb.start();
+    // The members of a quota pool draw on one quota, as the upstream counts them.
+    const pools = new Map<string, UpstreamQuota>();
     for (const config of deployments) {
       const d = sb.deployments.get(config.name)!;
       const models = new Map<string, Upstream>();
       for (const m of config.models) {
-        const quota = rules.quotaFor(config.name, config.provider, m);
+        let quota = m.quotaPool === undefined ? undefined : pools.get(m.quotaPool);
+        if (quota === undefined) {
+          quota = rules.quotaFor(config, m);
+          if (m.quotaPool !== undefined) pools.set(m.quotaPool, quota);
+        }
         models.set(m.name, {
           outcome: {
             deployment: config.name,
@@ -248,13 +267,14 @@ export async function replay(
             sent: 0,
             upstream429s: 0,
             utilization: 0,
-            tpm: quota.tokensPerMinute,
+            limits: quota.limits,
             series: { utilization: [], waitMs: [] },
           },
           quota,
+          provider: config.provider,
           errors: d.errors,
-          tokens: 0,
-          sliceTokens: new Float64Array(slices),
+          tokens: new Float64Array(quota.limits.length),
+          sliceTokens: new Float64Array(slices * quota.limits.length),
           sliceWait: new Float64Array(slices),
           sliceSent: new Float64Array(slices),
         });
@@ -332,10 +352,22 @@ export async function replay(
   for (const models of upstreams.values()) {
     for (const up of models.values()) {
       const { outcome } = up;
-      const perMs = outcome.tpm / 60_000;
-      outcome.utilization = perMs > 0 ? up.tokens / (perMs * spanMs) : 0;
+      const limits = outcome.limits;
+      // Of each limit, the share used; the most used one is the deployment's utilization.
+      const used = (tokens: number, k: number, ms: number) =>
+        tokens / ((limits[k]!.perMinute / 60_000) * ms);
+      outcome.utilization = 0;
+      for (let k = 0; k < limits.length; k++) {
+        outcome.utilization = Math.max(outcome.utilization, used(up.tokens[k]!, k, spanMs));
+      }
+      const sliceUse = new Array<number>(slices).fill(0);
+      for (let k = 0; k < limits.length; k++) {
+        for (let s = 0; s < slices; s++) {
+          sliceUse[s] = Math.max(sliceUse[s]!, used(up.sliceTokens[k * slices + s]!, k, sliceMs));
+        }
+      }
       outcome.series = {
-        utilization: Array.from(up.sliceTokens, (t) => (perMs > 0 ? t / (perMs * sliceMs) : 0)),
+        utilization: sliceUse,
         waitMs: Array.from(up.sliceWait, (w, s) =>
           up.sliceSent[s]! > 0 ? w / up.sliceSent[s]! : 0,
         ),
@@ -383,10 +415,11 @@ function answered(done: Promise<{ response: Response; data: unknown }>): ApiProm
  * object validates and copies every value, which a million answers pay for in seconds.
  */
 class ReadOnlyHeaders {
-  constructor(private readonly values: Record<string, string>) {}
+  constructor(private readonly values: Readonly<Record<string, string | number>>) {}
 
   get(name: string): string | null {
-    return this.values[name.toLowerCase()] ?? null;
+    const value = this.values[name.toLowerCase()];
+    return value === undefined ? null : String(value);
   }
 
   has(name: string): boolean {

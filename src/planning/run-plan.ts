@@ -14,8 +14,8 @@ import { readTraffic, type TrafficTrace } from './traffic-trace';
 const USAGE = `Usage: nestjs-switchboard plan <traffic.jsonl> --config <config.yaml|json> [--scale N] [--find-tpm] [--json] [--html <file>]
 
 Replays recorded traffic (recordTraffic) through the switchboard's own routing in virtual time,
-against deployments that enforce the configured limits as Azure OpenAI standard deployments do,
-and reports per deployment the calls sent, upstream 429s and utilization, and for the callers
+against deployments that enforce the configured limits as each upstream documents them (Azure
+OpenAI standard or provisioned, OpenAI, Claude on Foundry), and reports per deployment the calls sent, upstream 429s and utilization, and for the callers
 how many failed and how long they waited.
 
   --config <file>  the switchboard configuration to plan for (API keys are not needed)

@@ -42,6 +42,7 @@ import { shortLimit } from './request-window';
 import type { UpstreamKind } from './upstream-kind';
 import { RequestsCounter } from './requests-counter';
 import { TokensCounter } from './tokens-counter';
+import { UtilizationCounter } from './utilization-counter';
 
 export type { SharedUsage } from './peer-usage';
 export type { QuotaLedgerOptions } from './reading';
@@ -104,6 +105,8 @@ export class QuotaLedger {
   readonly input: InputCounter;
   /** `otpm`. */
   readonly output: OutputCounter;
+  /** A provisioned (PTU) deployment's utilization, over the tokens counter; else `undefined`. */
+  readonly utilization: UtilizationCounter | undefined;
   /** Every counter, in the order they are asked. */
   private readonly counters: readonly LimitCounter[];
   /** The counters with a limit in force ({@link gatingOf}); undefined when a limit changed. */
@@ -130,6 +133,8 @@ export class QuotaLedger {
   private readonly cached = new CachedPrefixes();
   /** Whether cache reads count toward `itpm` (the old rule, for models that keep it). */
   private readonly cacheReadsCountInput: boolean;
+  /** A call's charge as priced here, rewritten by each {@link priced} (see there). */
+  private readonly quote: Admission = { input: 0, output: 0, reserve: undefined };
   /** @internal {@link util} as last computed, and the clock readings it holds for ({@link HotRow}). */
   readonly hot: HotRow;
 
@@ -143,6 +148,8 @@ export class QuotaLedger {
       | 'requestWindow'
       | 'outputReservation'
       | 'cacheReadsCountInput'
+      | 'provisioned'
+      | 'outputWeight'
     >,
     private readonly clock: () => number = Date.now,
     options: QuotaLedgerOptions = {},
@@ -163,7 +170,8 @@ export class QuotaLedger {
     // Each counter owns its window; the 10 s one counts the newest sixth of the requests'. OpenAI's
     // tokens and requests are buckets that refill continuously, with no short request window: the
     // burst counter then reads a window that never slides, and stays inactive.
-    const buckets = this.upstream === 'openai';
+    // A provisioned deployment's utilization drains continuously too, at its capacity.
+    const buckets = this.upstream === 'openai' || limits.provisioned === true;
     const tokens = buckets
       ? new DrainCount(() => this.limits.tpm.value, clock)
       : new WindowCount(clock);
@@ -172,6 +180,10 @@ export class QuotaLedger {
       : new WindowCount(clock, true);
     this.tokens = new TokensCounter(this.limits.tpm, tokens, scope);
     this.requests = new RequestsCounter(this.limits.rpm, requests, scope);
+    this.utilization =
+      limits.provisioned === true
+        ? new UtilizationCounter(this.tokens, limits.outputWeight ?? 1)
+        : undefined;
     const short = requests instanceof WindowCount ? requests : new WindowCount(clock, true);
     this.burst = new BurstCounter(this.limits.rpm, short, scope, this.requests.order);
     this.requestWindowSet = limits.requestWindow !== undefined;
@@ -188,8 +200,28 @@ export class QuotaLedger {
     // Where answers settle the actual output, a call is charged the output expected of it.
     this.expected = this.charge === 'actual' ? new OutputEstimate() : undefined;
     this.output = new OutputCounter(this.limits.otpm, io(this.limits.otpm), scope, this.expected);
-    this.counters = [this.tokens, this.requests, this.burst, this.input, this.output];
-    this.capped = [this.tokens, this.input, this.output];
+    this.counters = [
+      this.utilization ?? this.tokens,
+      this.requests,
+      this.burst,
+      this.input,
+      this.output,
+    ];
+    // A provisioned deployment admits a call of any size below 100 %: none is too big for it.
+    this.capped = this.utilization
+      ? [this.input, this.output]
+      : [this.tokens, this.input, this.output];
+  }
+
+  /** The counters with a limit in force, the utilization in the tokens' place on a PTU. */
+  private gatingCounters(): readonly LimitCounter[] {
+    return (this.gating ??= gatingOf({
+      tokens: this.utilization ?? this.tokens,
+      requests: this.requests,
+      burst: this.burst,
+      input: this.input,
+      output: this.output,
+    }));
   }
 
   /** Usage other instances reported; written by a shared state store. */
@@ -299,7 +331,7 @@ export class QuotaLedger {
       (this.expected === undefined || !(this.limits.tpm.value > 0));
     // What an uncapped call is charged here, for a draw that reads the row alone.
     this.hot.table[this.hot.row + RESERVE] = this.expected === undefined ? this.reservation : -1;
-    return measure(this.hot, (this.gating ??= gatingOf(this)), now, keeps);
+    return measure(this.hot, this.gatingCounters(), now, keeps);
   }
 
   /**
@@ -328,7 +360,6 @@ export class QuotaLedger {
     return { used: this.burst.used(now), limit: this.burst.limit };
   }
 
-  /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
   /** Output tokens charged now for each output of a call that sets no cap. */
   get outputReservation(): number {
     return this.reservation;
@@ -346,7 +377,8 @@ export class QuotaLedger {
       asked === undefined &&
       admission.uncapped === undefined &&
       this.expected === undefined &&
-      admission.cachePrefix === undefined
+      admission.cachePrefix === undefined &&
+      this.utilization === undefined
     ) {
       return admission;
     }
@@ -359,20 +391,32 @@ export class QuotaLedger {
       if (otpm > 0 && output > otpm) output = otpm;
     }
     const prefix = admission.cachePrefix;
-    if (prefix !== undefined && !this.cacheReadsCountInput) {
+    // Claude's cache reads and a provisioned deployment's cached input are free; Azure's standard
+    // deployments and OpenAI count cached input toward their token limit.
+    if (
+      prefix !== undefined &&
+      !this.cacheReadsCountInput &&
+      (this.upstream === 'anthropic' || this.utilization !== undefined)
+    ) {
       input = Math.max(0, input - this.cached.tokensOf(prefix, now));
     }
-    // Priced again (a deployment's roomAt asks exceeds), it comes to the same.
-    return {
-      ...admission,
-      input,
-      output,
-      asked: asked ?? { input: admission.input, output: admission.output },
-    };
+    if (this.utilization !== undefined) output = this.utilization.weigh(output);
+    // Read by the counters and let go before the public call that priced it returns: one object
+    // per ledger, rewritten, rather than a copy of the admission per candidate of every draw.
+    const quote = this.quote;
+    quote.input = input;
+    quote.output = output;
+    quote.reserve = admission.reserve;
+    return quote;
   }
 
+  /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
   hasRoom(admission: Admission, now = this.clock()): boolean {
-    admission = this.priced(admission, now);
+    return this.hasRoomPriced(this.priced(admission, now), now);
+  }
+
+  /** {@link hasRoom} of a charge already priced here. */
+  private hasRoomPriced(admission: Admission, now: number): boolean {
     // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
     // they hold, room is read from there.
     if (this.scope.peers === undefined && (admission.reserve ?? 0) <= 0) {
@@ -380,7 +424,7 @@ export class QuotaLedger {
       if (keptUtil(this.hot, now) >= 0) return fitsRoom(this.hot.table, this.hot.row, admission);
     }
     this.catchUp(now);
-    const gating = (this.gating ??= gatingOf(this));
+    const gating = this.gatingCounters();
     for (const counter of gating) if (!fits(counter, admission, now)) return false;
     return true;
   }
@@ -392,8 +436,8 @@ export class QuotaLedger {
    */
   roomAt(admission: Admission, now = this.clock()): number {
     admission = this.priced(admission, now);
-    if (this.exceeds(admission, now) !== undefined) return Infinity;
-    if (this.hasRoom(admission, now)) return 0;
+    if (this.tooBig(admission) !== undefined) return Infinity;
+    if (this.hasRoomPriced(admission, now)) return 0;
     let wait = 0;
     for (const counter of this.counters) {
       const w = counter.wait(admission, now);
@@ -411,7 +455,13 @@ export class QuotaLedger {
     admission: Admission,
     now = this.clock(),
   ): { limit: LimitName; value: number; charge: number } | undefined {
-    admission = this.priced(admission, now);
+    return this.tooBig(this.priced(admission, now));
+  }
+
+  /** {@link exceeds} of a charge already priced here. */
+  private tooBig(
+    admission: Admission,
+  ): { limit: LimitName; value: number; charge: number } | undefined {
     for (const counter of this.capped) {
       const charge = counter.exceeds(admission);
       if (charge !== undefined)
@@ -460,7 +510,9 @@ export class QuotaLedger {
   settle(admission: Admission, usage: TokenUsage | undefined, now?: number): number {
     this.answered(admission);
     if (usage === undefined) return 0;
-    const change = reconcile(this.charge, admission, usage, this.cacheReadsCountInput);
+    const change =
+      this.utilization?.reconcile(admission, usage) ??
+      reconcile(this.charge, admission, usage, this.cacheReadsCountInput);
     if (this.expected !== undefined || admission.cachePrefix !== undefined) {
       now ??= this.clock();
       this.learn(admission, usage, now);

@@ -28,7 +28,7 @@ import { TrafficRecorder } from '../traffic/traffic-recorder';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
 import { resolveFallbacks } from './fallbacks';
 import { prepareRequest } from './prepare-request';
-import { prefixKey } from '../selection/cache-affinity';
+import { CACHEABLE_TOKENS, prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
 
 /** Calls that failed for their callers, per model. */
@@ -81,6 +81,8 @@ export class Router implements DispatchShared {
   private readonly defaultReservation: number;
   /** Whether calls without a session keep to where their prompt prefix is cached. */
   private readonly cacheAffinity: boolean;
+  /** Models served by a provisioned (PTU) deployment somewhere, which counts cached input free. */
+  private readonly provisioned: ReadonlySet<string>;
   readonly clock: () => number;
   /** Adapters with a surface, for the message of a call on the wrong one. */
   private readonly adapters: ApiAdapter[] = [];
@@ -114,6 +116,11 @@ export class Router implements DispatchShared {
     this.chains = new ResponseChains(options.maxResponses ?? 10_000, registry, state);
     this.defaultReservation = options.defaultReservation ?? 0;
     this.cacheAffinity = options.cacheAffinity ?? true;
+    this.provisioned = new Set(
+      options.deployments.flatMap((d) =>
+        d.models.filter((m) => m.provisioned === true).map((m) => m.name),
+      ),
+    );
     this.clock = options.clock ?? Date.now;
     const queue = options.queue
       ? new CapacityQueue({ ...options.queue, clock: this.clock })
@@ -273,6 +280,12 @@ export class Router implements DispatchShared {
       let request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
       const sdkOptions = options as SdkRequestOptions | undefined;
       const model = body.model as string;
+      // A provisioned deployment counts cached input as free: its answers teach which prompt
+      // prefix it has cached, and a call over that prefix is charged its uncached part there.
+      if (this.provisioned.has(model) && request.metered && adapter.path[0] !== 'embeddings') {
+        const key = prefixKey(body, request.admission.input);
+        if (key !== undefined) request.admission.cachePrefix ??= { key, tokens: CACHEABLE_TOKENS };
+      }
       const tenants = this.tenants;
       const tenant = (params as SessionParams).tenant;
       const account =
@@ -301,10 +314,15 @@ export class Router implements DispatchShared {
       const tags = tagsOf(params as object);
       // A tenant's tags bind every call it makes, metered or not: a prompt stays where it may go.
       const required = requiredTags(params as object, tenants?.tagsOf(tenant));
-      // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached.
+      // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached. Not
+      // where a provisioned deployment serves the model: it is paid for whether used or not, so its
+      // room goes first, before a prefix cached on a tier below it.
       const sticky =
         sessionId ??
-        (this.cacheAffinity && request.metered && adapter.path[0] !== 'embeddings'
+        (this.cacheAffinity &&
+        request.metered &&
+        adapter.path[0] !== 'embeddings' &&
+        !this.provisioned.has(model)
           ? prefixKey(body, request.admission.input)
           : undefined);
       const pending = sessionFromStore(this.registry, this.state, sticky);
