@@ -1,4 +1,4 @@
-import type { Admission } from './admission';
+import { tokensOf, type Admission } from './admission';
 import type { Anchoring } from './counter';
 import {
   readRateLimits,
@@ -86,7 +86,7 @@ export class AnswerLog {
     if (own !== undefined) this.anchoredOwn = own;
     // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
     const sent = sentAt !== undefined && sentAt <= now ? sentAt : now;
-    const tokens = own !== undefined ? own.input + own.output : 0;
+    const tokens = own !== undefined ? tokensOf(own) : 0;
     this.own = { sentAt: sent, at: now, tokens, reading };
     if (sent > this.anchoredSentAt) this.anchoredSentAt = sent;
     return { now, sentAt: sent, own, peer: undefined, paceOk: now - this.uncappedAt > span };

@@ -1,5 +1,5 @@
 import type { ModelConfig } from '../types';
-import type { Admission, TokenUsage } from '../quota/admission';
+import { tokensOf, type Admission, type TokenUsage } from '../quota/admission';
 import { COOL, hotRow, keptLoad, type HotRow } from '../quota/hot-row';
 import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
@@ -261,7 +261,7 @@ export class ModelState {
   /** @internal Charge a call's admission before it is sent. Returns when (epoch ms), for {@link observe}. */
   admit(admission: Admission): number {
     const at = this.quota.admit(admission);
-    this.spent(admission.input + admission.output, 1);
+    this.spent(tokensOf(admission), 1);
     return at;
   }
 

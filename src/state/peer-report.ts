@@ -155,6 +155,6 @@ function share(state: ModelState, usage: PeerUsage | undefined): void {
   shared.requests = usage?.requests ?? 0;
   shared.recentRequests = usage?.recentRequests ?? 0;
   // A fixed window has no send times that matter: its owner resets it.
-  if (state.quota.usage.bucketMs > 0) shared.sent = { spans: usage?.spans ?? [] };
+  if (state.quota.bucketMs > 0) shared.sent = { spans: usage?.spans ?? [] };
   else delete shared.sent;
 }
