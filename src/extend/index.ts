@@ -74,7 +74,6 @@ export type {
   PeerReport,
   PeerModelReport,
   PeerUsage,
-  PeerReading,
   PeerFoldOptions,
   PeerFoldTarget,
 } from '../state/peer-report';

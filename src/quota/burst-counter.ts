@@ -167,7 +167,7 @@ export class BurstCounter implements LimitCounter {
   private peersRecent(now: number): number {
     const peers = this.scope.peers;
     if (peers === undefined) return 0;
-    if (peers.sent === undefined) return peers.recentRequests ?? 0;
-    return recentRequests(peers.sent.spans, now - this.scope.span / this.windows);
+    if (peers.spans === undefined) return peers.recentRequests ?? 0;
+    return recentRequests(peers.spans, now - this.scope.span / this.windows);
   }
 }

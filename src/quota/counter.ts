@@ -1,6 +1,6 @@
 import type { Admission, ChargeUnit } from './admission';
 import type { Correction } from './correction';
-import type { SharedUsage } from './peer-usage';
+import type { PeerUsage } from './peer-usage';
 import type { LimitName, QuotaLimit } from './quota-limit';
 import type { HeaderSource, ReportedLimit } from './rate-limit-headers';
 import type { LimitListener, ReportedRemaining, SharedReading } from './reading';
@@ -14,7 +14,7 @@ export interface CounterScope {
   /** Length (ms) of the window usage is counted over (the span corrections fade over). */
   span: number;
   /** Usage other instances reported; `undefined` without a shared state store. */
-  peers: SharedUsage | undefined;
+  peers: PeerUsage | undefined;
   /** The upstream's last reported remaining, per limit, for operators. */
   readonly reported: Partial<Record<LimitName, ReportedRemaining>>;
   /** Told when a limit is learned from this instance's own answers, or corrected by them. */

@@ -16,7 +16,7 @@ import {
   type LimitCounter,
 } from './counter';
 import { InputCounter } from './input-counter';
-import type { SharedUsage } from './peer-usage';
+import type { PeerUsage } from './peer-usage';
 import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';
 import { AnswerLog } from './answer-log';
 import {
@@ -44,7 +44,7 @@ import { RequestsCounter } from './requests-counter';
 import { TokensCounter } from './tokens-counter';
 import { UtilizationCounter } from './utilization-counter';
 
-export type { SharedUsage } from './peer-usage';
+export type { PeerUsage } from './peer-usage';
 export type { QuotaLedgerOptions } from './reading';
 
 /** Span of the anchoring correction when usage is counted in a fixed window. */
@@ -225,11 +225,11 @@ export class QuotaLedger {
   }
 
   /** Usage other instances reported; written by a shared state store. */
-  get shared(): SharedUsage | undefined {
+  get shared(): PeerUsage | undefined {
     return this.scope.peers;
   }
 
-  set shared(usage: SharedUsage | undefined) {
+  set shared(usage: PeerUsage | undefined) {
     forget(this.hot);
     this.scope.peers = usage;
   }
@@ -686,7 +686,8 @@ export class QuotaLedger {
    * anchored on.
    */
   replay(reading: SharedReading): boolean {
-    if (this.scope.peers?.sent === undefined || !this.answers.isNewer(reading.sentAt)) return false;
+    if (this.scope.peers?.spans === undefined || !this.answers.isNewer(reading.sentAt))
+      return false;
     const now = this.clock();
     this.catchUp(now);
     const live = liveParts(reading, now, this.tokens.rolledAt, this.requests.rolledAt);

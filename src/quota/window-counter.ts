@@ -215,12 +215,12 @@ export abstract class WindowCounter extends UsageCounter {
   private anchorCount(context: Anchoring): number {
     const { now, sentAt, peer } = context;
     const peers = this.scope.peers;
-    const timed = peers?.sent !== undefined;
+    const timed = peers?.spans !== undefined;
     if (timed) this.anchoredAt = sentAt;
     if (peer !== undefined) {
       const before = this.window.before(sentAt, now);
       const amount = this.unit === 'tokens' ? peer.tokens : 1;
-      return before + sentAfter(peers!.sent!.spans, sentAt, amount, this.spanColumn);
+      return before + sentAfter(peers!.spans!, sentAt, amount, this.spanColumn);
     }
     return timed ? this.window.at(now) : this.counted(now);
   }
@@ -228,9 +228,9 @@ export abstract class WindowCounter extends UsageCounter {
   /** The peers' usage the upstream is believed to count on top of ours. */
   peersCounted(): number {
     const peers = this.scope.peers!;
-    if (peers.sent === undefined) return this.unit === 'tokens' ? peers.tokens : peers.requests;
+    if (peers.spans === undefined) return this.unit === 'tokens' ? peers.tokens : peers.requests;
     const from = this.anchoredAt > this.rolledAt ? this.anchoredAt : this.rolledAt;
-    return this.peerSum.since(peers.sent.spans, from);
+    return this.peerSum.since(peers.spans, from);
   }
 
   override reset(): void {

@@ -11,7 +11,7 @@ import type { QuotaView } from './quota-view';
 import { upstreamUsage } from '../runtime/upstream-numbers';
 
 export type { ReportedRemaining } from '../quota/reading';
-export type { SharedUsage } from '../quota/quota-ledger';
+export type { PeerUsage } from '../quota/quota-ledger';
 
 /** Default cooldown (ms) after a 429 or a dropped connection. */
 export const DEFAULT_COOLDOWN = 10_000;

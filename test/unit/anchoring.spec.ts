@@ -309,7 +309,7 @@ describe("the others' usage by when it was sent (a shared state store)", () => {
       tokens += flat[i + 2]!;
       requests += flat[i + 3]!;
     }
-    return { tokens, requests, recentRequests: 0, sent: { spans: flat } };
+    return { tokens, requests, recentRequests: 0, spans: flat };
   };
 
   /** One call of ours sent at T0 whose answer, 100 ms later, reports `upstream` tokens counted. */
@@ -402,7 +402,7 @@ describe("another instance's answer (a shared state store)", () => {
     const flat = spans.flat();
     let tokens = 0;
     for (let i = 0; i < flat.length; i += 4) tokens += flat[i + 2]!;
-    return { tokens, requests: flat.length / 4, recentRequests: 0, sent: { spans: flat } };
+    return { tokens, requests: flat.length / 4, recentRequests: 0, spans: flat };
   };
   /**
    * Another instance's call of `tokens` sent at `sentAt`, answered 100 ms later with `upstream`

@@ -122,7 +122,7 @@ describe('TokensCounter, RequestsCounter', () => {
     s.peers = {
       tokens: 0,
       requests: 5,
-      sent: { spans: [T0 - 2_000, T0 - 1_000, 0, 3, T0, T0 + 1_000, 0, 2] },
+      spans: [T0 - 2_000, T0 - 1_000, 0, 3, T0, T0 + 1_000, 0, 2],
     };
     // Until an answer is anchored on, all the peers' requests count.
     expect(requests.counted(clock.ms)).toBe(5);
@@ -141,7 +141,7 @@ describe('TokensCounter, RequestsCounter', () => {
       onLimit: (limit, value) => limits.push(`${limit} ${value}`),
     });
     ledger.slide(60_000);
-    ledger.shared = { tokens: 0, requests: 0, sent: { spans: [] } };
+    ledger.shared = { tokens: 0, requests: 0, spans: [] };
     const forged: SharedReading = {
       sentAt: T0 - 100,
       at: T0 - 50,
