@@ -4,8 +4,10 @@
 // sample gateway file by file is most of such a child's start (seconds of CPU each time); the
 // specs start several children over the same sources, and a run after an unchanged checkout
 // starts them all again. Each file is transpiled on its own (tsconfig.json sets isolatedModules,
-// and ts-jest does the same), so its output depends on nothing but its own text, its path (named
-// in the source map), the compiler options and TypeScript's version: that is the cache key.
+// and ts-jest does the same), so its output depends on nothing but its own text, its name (the
+// source map names the file beside it), the compiler options and TypeScript's version: that is
+// the cache key. No directory is in it, so a fresh clone elsewhere finds what another checkout
+// of the same sources left.
 //
 //   const child = spawn(process.execPath, ['-r', join(root, 'test/support/ts-register.js'), file]);
 'use strict';
@@ -13,7 +15,7 @@ const { createHash } = require('node:crypto');
 const { mkdirSync, readFileSync, renameSync, writeFileSync } = require('node:fs');
 const Module = require('node:module');
 const { tmpdir } = require('node:os');
-const { join } = require('node:path');
+const { basename, join } = require('node:path');
 
 const ROOT = join(__dirname, '..', '..');
 const TSCONFIG = join(ROOT, 'tsconfig.json');
@@ -51,7 +53,13 @@ function load() {
 }
 
 function transpile(filename, source) {
-  const key = createHash('sha256').update(BASE).update(filename).update(source).digest('hex');
+  const name = basename(filename);
+  const key = createHash('sha256')
+    .update(BASE)
+    .update(name)
+    .update('\0')
+    .update(source)
+    .digest('hex');
   const cached = join(DIR, `${key}.js`);
   try {
     return readFileSync(cached, 'utf8');
@@ -60,7 +68,7 @@ function transpile(filename, source) {
   }
   const { ts, options } = load();
   const { outputText } = ts.transpileModule(source, {
-    fileName: filename,
+    fileName: name,
     compilerOptions: options,
   });
   // Written aside, then renamed: a child on the other core reads a whole file or none.
