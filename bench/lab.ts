@@ -252,9 +252,9 @@ function shareState(
       const models: Record<string, number[]> = {};
       let bucketMs = 0;
       for (const d of sb.deployments.values()) {
-        const w = d.models.get(MODEL)!.quota.usage;
-        bucketMs = w.bucketMs * 2;
-        models[d.name] = publishBuckets(w.ownBuckets(), w.bucketMs, 2);
+        const quota = d.models.get(MODEL)!.quota;
+        bucketMs = quota.bucketMs * 2;
+        models[d.name] = publishBuckets(quota.ownBuckets(), quota.bucketMs, 2);
       }
       published[k] = { at: now, bucketMs, models };
       const sums = sumOthers(

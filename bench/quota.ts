@@ -113,7 +113,7 @@ function traceRejections(sb: Switchboard, limit: number): { print(): void } {
           a,
           `sent ${a.input}+${a.output} at ${fixed((performance.now() - t0) / MINUTE, 3)} min onto ` +
             `anchored ${Math.round(view.tpm)} tok / ${fixed(view.rpm, 1)} req ` +
-            `(local ${Math.round(quota.localUsage().tokens)} tok, recent ${quota.usage.recentRequests} req, ` +
+            `(local ${Math.round(quota.localUsage().tokens)} tok, recent ${quota.recent()?.used ?? 0} req, ` +
             `in flight ${p.requests} / ${p.tokens} tok, header ` +
             `${fixed((performance.now() - lastHeader) / MINUTE, 3)} min old, queue ${sb.queue?.length(MODEL) ?? 0})`,
         );

@@ -76,7 +76,6 @@ export type {
   PeerReport,
   PeerModelReport,
   PeerUsage,
-  PeerReading,
   PeerFoldOptions,
   PeerFoldTarget,
 } from '../state/peer-report';

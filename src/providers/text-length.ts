@@ -51,3 +51,16 @@ export function inputLength(input: unknown): number {
 export function tokenField(value: unknown): number {
   return typeof value === 'number' && value > 0 ? value : 0;
 }
+
+/**
+ * The output cap a call sets: `max_completion_tokens`, else `max_tokens`; `undefined` when it sets
+ * neither (or sets something that is not a positive number).
+ *
+ * @example
+ * ```ts
+ * outputCap({ max_completion_tokens: 64, max_tokens: 256 }); // 64
+ * ```
+ */
+export function outputCap(body: Readonly<Record<string, unknown>>): number | undefined {
+  return tokenField(body.max_completion_tokens ?? body.max_tokens) || undefined;
+}

@@ -65,17 +65,56 @@ export interface SentMarks {
 }
 
 /**
- * The part of a limit of `value` that a call with this admission charge may fill: all of it, or
- * what its `reserve` leaves.
+ * What a counter counts of a call: its `tokens` (`tpm`), its `requests` (`rpm`, and the burst of
+ * the short request window), its `input` (`itpm`) or its `output` tokens (`otpm`).
+ */
+export type ChargeUnit = keyof SentMarks;
+
+/**
+ * The charge rule: how much of `unit` a call charging `input` and `output` tokens takes. A call
+ * is `input + output` tokens and one request (`requests`: 1 at admission; 0 for a change to its
+ * tokens, as a settled or failed call stays one request). Every counter, the hot row and what
+ * reports a charge count by it.
  *
  * @example
  * ```ts
- * usable(1_000, { input: 10, output: 0, reserve: 0.15 }); // 850
+ * chargeOf('tokens', 1_200, 256); // 1456
+ * chargeOf('requests', 1_200, 256); // 1
  * ```
  */
-export function usable(value: number, admission: Admission): number {
-  const reserve = admission.reserve;
-  return reserve === undefined || reserve <= 0 ? value : value * (1 - reserve);
+export function chargeOf(unit: ChargeUnit, input: number, output: number, requests = 1): number {
+  if (unit === 'tokens') return input + output;
+  if (unit === 'requests') return requests;
+  return unit === 'input' ? input : output;
+}
+
+/**
+ * The tokens a call (or a change to its charge) takes: {@link chargeOf} in `tokens`.
+ *
+ * @example
+ * ```ts
+ * tokensOf({ input: 1_200, output: 256 }); // 1456
+ * ```
+ */
+export function tokensOf(charge: { readonly input: number; readonly output: number }): number {
+  return chargeOf('tokens', charge.input, charge.output);
+}
+
+/**
+ * The room a limit of `value` has left with `used` counted, for a call that keeps `admission`'s
+ * `reserve` (a batch call's headroom for interactive traffic; without one the whole limit): the
+ * call fits when its charge is at most this. `Infinity` when no limit is in force (`value` 0).
+ * Every counter answers room, fits and waits by it, and the hot row keeps what it answers.
+ *
+ * @example
+ * ```ts
+ * roomLeft(1_000, 600, { input: 10, output: 0, reserve: 0.15 }); // 250
+ * ```
+ */
+export function roomLeft(value: number, used: number, admission?: Admission): number {
+  if (!(value > 0)) return Infinity;
+  const reserve = admission?.reserve;
+  return (reserve === undefined || reserve <= 0 ? value : value * (1 - reserve)) - used;
 }
 
 /**
@@ -92,39 +131,6 @@ export function usable(value: number, admission: Admission): number {
  * ```
  */
 export type ChargePolicy = 'reserve' | 'actual';
-
-/**
- * The output cap a call sets: `max_completion_tokens`, else `max_tokens`; `undefined` when it sets
- * neither (or sets something that is not a positive number).
- *
- * @example
- * ```ts
- * outputCap({ max_tokens: 256 }); // 256
- * ```
- */
-export function outputCap(body: Readonly<Record<string, unknown>>): number | undefined {
-  const cap = body.max_completion_tokens ?? body.max_tokens;
-  return typeof cap === 'number' && cap > 0 ? cap : undefined;
-}
-
-/**
- * The admission charge of a call: the prompt estimate and the output cap, or `defaultReservation`
- * when the call sets no cap (0 unless an option sets one: the upstream's own reservation for
- * uncapped calls differs per model, and its headers show it).
- *
- * @example
- * ```ts
- * admissionOf({ max_tokens: 256 }, 1200); // { input: 1200, output: 256 }
- * admissionOf({}, 1200); // { input: 1200, output: 0 }
- * ```
- */
-export function admissionOf(
-  body: Readonly<Record<string, unknown>>,
-  inputEstimate: number,
-  defaultReservation = 0,
-): Admission {
-  return { input: inputEstimate, output: outputCap(body) ?? defaultReservation };
-}
 
 /**
  * What an answer's usage changes in the charge of an admitted call, as the upstream reconciles

@@ -1,4 +1,4 @@
-import type { Admission } from './admission';
+import { tokensOf, type Admission } from './admission';
 import type { Anchoring } from './counter';
 import {
   readRateLimits,
@@ -8,13 +8,11 @@ import {
 } from './rate-limit-headers';
 import type { SharedReading } from './reading';
 
-/** The last reading of an answer to this instance's own calls. */
-export interface OwnReading {
-  sentAt: number;
-  at: number;
-  tokens: number;
-  reading: RateLimitReading;
-}
+/**
+ * The last reading of an answer to this instance's own calls: a {@link SharedReading} before the
+ * ledger adds when its windows end.
+ */
+type LastOwn = Pick<SharedReading, 'sentAt' | 'at' | 'tokens' | 'reading'>;
 
 /** How often (answers) the `*-limit` headers are read again once every limit is known. */
 const LIMIT_RECHECK = 64;
@@ -39,7 +37,7 @@ export class AnswerLog {
   private anchoredOwn: Admission | undefined;
   /** The latest send time of a call whose answer was anchored on (ours or another's). */
   private anchoredSentAt = 0;
-  private own: OwnReading | undefined;
+  private own: LastOwn | undefined;
   /**
    * When a call without an output cap was last admitted: the upstream reserves output for it
    * that we do not charge, so a difference in its count says nothing of others' pace for a while.
@@ -49,7 +47,7 @@ export class AnswerLog {
   constructor(private readonly family: RateLimitFamily | undefined) {}
 
   /** The last reading of an answer to this instance's own calls. */
-  get last(): OwnReading | undefined {
+  get last(): LastOwn | undefined {
     return this.own;
   }
 
@@ -86,7 +84,7 @@ export class AnswerLog {
     if (own !== undefined) this.anchoredOwn = own;
     // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
     const sent = sentAt !== undefined && sentAt <= now ? sentAt : now;
-    const tokens = own !== undefined ? own.input + own.output : 0;
+    const tokens = own !== undefined ? tokensOf(own) : 0;
     this.own = { sentAt: sent, at: now, tokens, reading };
     if (sent > this.anchoredSentAt) this.anchoredSentAt = sent;
     return { now, sentAt: sent, own, peer: undefined, paceOk: now - this.uncappedAt > span };

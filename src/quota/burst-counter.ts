@@ -1,11 +1,11 @@
-import { usable, type Admission } from './admission';
+import { chargeOf, roomLeft, type Admission } from './admission';
 import type { Anchoring, CounterScope, LimitCounter } from './counter';
-import { REQUESTS } from './hot-row';
+import { Correction } from './correction';
 import { recentRequests } from './peer-usage';
-import { QuotaLimit } from './quota-limit';
+import type { QuotaLimit } from './quota-limit';
 import { shortLimit, type RequestWindow } from './request-window';
 import type { ReportedLimit } from './rate-limit-headers';
-import type { CountWindow } from './count-window';
+import type { WindowCount } from './window-count';
 import { agreed, type SendOrder } from './send-order';
 
 /**
@@ -23,10 +23,9 @@ import { agreed, type SendOrder } from './send-order';
  */
 export class BurstCounter implements LimitCounter {
   /** Correction of the newest sixth's requests; it fades within a sixth of the window. */
-  readonly correction = new QuotaLimit('rpm', undefined);
+  readonly correction = new Correction();
   /** Requests sent and not yet answered. */
   private inFlight = 0;
-  readonly hotColumn = REQUESTS;
   /** Short windows in the usage window: 6 for Azure's 10 s, 60 for its 1 s. */
   private windows = 6;
 
@@ -38,7 +37,7 @@ export class BurstCounter implements LimitCounter {
      * Azure's 10 s windows nest in its minute, so what the minute forgets when it rolls, they
      * forget too; and a call is charged once, not once per window.
      */
-    private readonly window: CountWindow,
+    private readonly window: WindowCount,
     private readonly scope: CounterScope,
     /** The order the requests counter saw calls sent in (each is one request there too). */
     private readonly order: SendOrder,
@@ -73,16 +72,18 @@ export class BurstCounter implements LimitCounter {
     return (
       this.window.recentAt(now) +
       this.peersRecent(now) +
-      this.correction.correction(now, this.scope.span / this.windows)
+      this.correction.at(now, this.scope.span / this.windows)
     );
   }
 
-  fits(admission: Admission, now: number): boolean {
-    return !this.active || this.used(now) + 1 <= usable(this.limit, admission);
+  readonly unit = 'requests';
+
+  charge(admission: Admission): number {
+    return chargeOf(this.unit, admission.input, admission.output);
   }
 
-  room(now: number): number {
-    return this.active ? this.limit - this.used(now) : Infinity;
+  room(now: number, admission?: Admission): number {
+    return this.active ? roomLeft(this.limit, this.used(now), admission) : Infinity;
   }
 
   share(now: number): number {
@@ -97,8 +98,9 @@ export class BurstCounter implements LimitCounter {
   wait(admission: Admission, now: number): number {
     if (!this.active) return 0;
     const short = this.scope.span / this.windows;
-    const c = Math.max(0, this.correction.correction(now, short));
-    const target = usable(this.limit, admission) - 1 - c - this.peersRecent(now);
+    const c = Math.max(0, this.correction.at(now, short));
+    const target =
+      roomLeft(this.limit, c + this.peersRecent(now), admission) - this.charge(admission);
     const w = this.window.timeUntil(Infinity, target, now);
     // A correction of the short window fades out within it.
     return Math.min(w, c > 0 ? short : w);
@@ -109,12 +111,12 @@ export class BurstCounter implements LimitCounter {
     this.inFlight += 1;
   }
 
-  admitted(): void {
-    this.inFlight += 1;
-  }
-
   answered(): void {
     this.inFlight = Math.max(0, this.inFlight - 1);
+  }
+
+  settle(): void {
+    // A call stays one request, counted in the requests counter's window.
   }
 
   catchUp(): void {
@@ -150,7 +152,7 @@ export class BurstCounter implements LimitCounter {
     const after = own && this.order.after(own, 1);
     const delta =
       after === undefined ? byArrival : agreed(counted - Math.max(0, recent - after), byArrival);
-    this.correction.anchor(delta, now);
+    this.correction.take(delta, now);
   }
 
   reset(): void {
@@ -165,7 +167,7 @@ export class BurstCounter implements LimitCounter {
   private peersRecent(now: number): number {
     const peers = this.scope.peers;
     if (peers === undefined) return 0;
-    if (peers.sent === undefined) return peers.recentRequests ?? 0;
-    return recentRequests(peers.sent.spans, now - this.scope.span / this.windows);
+    if (peers.spans === undefined) return peers.recentRequests ?? 0;
+    return recentRequests(peers.spans, now - this.scope.span / this.windows);
   }
 }

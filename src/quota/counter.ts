@@ -1,5 +1,6 @@
-import type { Admission } from './admission';
-import type { SharedUsage } from './peer-usage';
+import type { Admission, ChargeUnit } from './admission';
+import type { Correction } from './correction';
+import type { PeerUsage } from './peer-usage';
 import type { LimitName, QuotaLimit } from './quota-limit';
 import type { HeaderSource, ReportedLimit } from './rate-limit-headers';
 import type { LimitListener, ReportedRemaining, SharedReading } from './reading';
@@ -13,7 +14,7 @@ export interface CounterScope {
   /** Length (ms) of the window usage is counted over (the span corrections fade over). */
   span: number;
   /** Usage other instances reported; `undefined` without a shared state store. */
-  peers: SharedUsage | undefined;
+  peers: PeerUsage | undefined;
   /** The upstream's last reported remaining, per limit, for operators. */
   readonly reported: Partial<Record<LimitName, ReportedRemaining>>;
   /** Told when a limit is learned from this instance's own answers, or corrected by them. */
@@ -71,20 +72,20 @@ export interface Anchoring {
  *
  * @example
  * ```ts
- * const fits = counters.every((c) => c.fits(admission, now));
+ * const ok = counters.every((c) => fits(c, admission, now));
  * ```
  */
 export interface LimitCounter {
-  /** Whether `admission` fits at `now` by the anchored view (true when unlimited). */
-  fits(admission: Admission, now: number): boolean;
+  /** What it counts of a call (see `chargeOf`). */
+  readonly unit: ChargeUnit;
+  /** What `admission` charges this limit, by the one charge rule (`chargeOf`). */
+  charge(admission: Admission): number;
   /**
    * The largest charge of this limit that fits at `now` by the anchored view, for a call that
-   * keeps no reserve: {@link fits} holds exactly when the call's charge is at most this. `Infinity`
-   * when unlimited.
+   * keeps `admission`'s reserve (none: the whole limit), by `roomLeft`: a call fits exactly when
+   * its charge is at most this ({@link fits}). `Infinity` when unlimited.
    */
-  room(now: number): number;
-  /** The column of the hot row (`hot-row.ts`) its {@link room} is kept in. */
-  readonly hotColumn: number;
+  room(now: number, admission?: Admission): number;
   /** usage / limit at `now` by the anchored view, with what others are expected to add; 0 when unlimited. */
   share(now: number): number;
   /**
@@ -97,10 +98,14 @@ export interface LimitCounter {
   wait(admission: Admission, now: number): number;
   /** Charge a call sent at `now` to the counter's window; it is in flight until {@link answered}. */
   admit(admission: Admission, now: number): void;
-  /** A call was sent (and charged elsewhere): in flight until {@link answered}. */
-  admitted(admission: Admission): void;
   /** An admitted call was answered (or failed). */
   answered(admission: Admission): void;
+  /**
+   * A call's tokens changed by `input` and `output` (its answer reconciled them; negative: given
+   * back, as when it failed before the upstream produced anything): count the change in this
+   * limit's unit. A request stays counted.
+   */
+  settle(input: number, output: number, now: number): void;
   /** Forget what an upstream window that ended by `now` counted. */
   catchUp(now: number): void;
   /** Forget usage and corrections. */
@@ -108,33 +113,46 @@ export interface LimitCounter {
 }
 
 /**
- * ms until `window` plus `limit`'s correction is at most `target`: the sooner of usage sliding
+ * Whether `admission` fits `counter` at `now` by the anchored view: its charge is at most the room
+ * left (always, when unlimited).
+ *
+ * @example
+ * ```ts
+ * const ok = gating.every((c) => fits(c, admission, now));
+ * ```
+ */
+export function fits(counter: LimitCounter, admission: Admission, now: number): boolean {
+  return counter.charge(admission) <= counter.room(now, admission);
+}
+
+/**
+ * ms until `window` plus its `correction` is at most `target`: the sooner of usage sliding
  * out and the correction fading. `end` (epoch ms, 0 = none) is when the upstream's window is known
  * to end: it then forgets all it counted, except the calls in flight (`pending`).
  *
  * @example
  * ```ts
- * const ms = waitFor(tokens.window, tpm, tpm.value - 1_456, now, 60_000);
+ * const ms = waitFor(tokens.window, tokens.correction, tpm.value - 1_456, now, 60_000);
  * ```
  */
 export function waitFor(
   window: UsageCount,
-  limit: QuotaLimit,
+  correction: Correction,
   target: number,
   now: number,
   span: number,
   end = 0,
   pending = 0,
 ): number {
-  const c = limit.correction(now, span);
+  const c = correction.at(now, span);
   let bySliding = window.timeUntil(target - Math.max(0, c), Infinity, now);
   if (end > now && pending <= target && end - now < bySliding) bySliding = end - now;
   // A correction held until the window ends does not fade.
-  if (c <= 0 || limit.holds) return bySliding;
+  if (c <= 0 || correction.holds) return bySliding;
   // The correction fades linearly to 0: c(t) = c * (1 - dt / rest).
   const need = target - window.at(now);
   if (need < 0) return bySliding;
-  const byFading = need >= c ? 0 : limit.fadeLeft(now, span) * (1 - need / c);
+  const byFading = need >= c ? 0 : correction.fadeLeft(now, span) * (1 - need / c);
   return Math.min(bySliding, byFading);
 }
 

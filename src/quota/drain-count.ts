@@ -1,11 +1,11 @@
-import type { CountWindow } from './count-window';
+import type { WindowCount } from './window-count';
 
 /**
- * What a counter asks of the count it keeps its usage in: a {@link CountWindow}, where usage
+ * What a counter asks of the count it keeps its usage in: a {@link WindowCount}, where usage
  * slides out of a window, or a {@link DrainCount}, where it drains continuously.
  */
 export type UsageCount = Pick<
-  CountWindow,
+  WindowCount,
   | 'at'
   | 'add'
   | 'before'

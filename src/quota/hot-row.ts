@@ -1,4 +1,4 @@
-import type { Admission } from './admission';
+import { chargeOf, type Admission, type ChargeUnit } from './admission';
 import type { LimitCounter } from './counter';
 
 /**
@@ -38,6 +38,13 @@ export const TOKENS = 4;
 export const REQUESTS = 5;
 export const INPUT = 6;
 export const OUTPUT = 7;
+/** The column each counter keeps its room in: the one of what it counts. */
+const ROOM: Readonly<Record<ChargeUnit, number>> = {
+  tokens: TOKENS,
+  requests: REQUESTS,
+  input: INPUT,
+  output: OUTPUT,
+};
 /**
  * Output tokens an uncapped call is charged per output here (the model's `outputReservation`), or
  * -1 when the model prices a call otherwise (Claude's expected output): read only for uncapped
@@ -116,7 +123,7 @@ export function measure(
   table[row + INPUT] = Infinity;
   table[row + OUTPUT] = Infinity;
   for (const counter of gating) {
-    const at = row + counter.hotColumn;
+    const at = row + ROOM[counter.unit];
     const room = counter.room(now);
     if (room < table[at]!) table[at] = room;
   }
@@ -168,9 +175,9 @@ export function fitsRoom(table: Float64Array, row: number, admission: Admission)
 
 function fits(table: Float64Array, row: number, input: number, output: number): boolean {
   return (
-    input + output <= table[row + TOKENS]! &&
-    table[row + REQUESTS]! >= 1 &&
-    input <= table[row + INPUT]! &&
-    output <= table[row + OUTPUT]!
+    chargeOf('tokens', input, output) <= table[row + TOKENS]! &&
+    chargeOf('requests', input, output) <= table[row + REQUESTS]! &&
+    chargeOf('input', input, output) <= table[row + INPUT]! &&
+    chargeOf('output', input, output) <= table[row + OUTPUT]!
   );
 }

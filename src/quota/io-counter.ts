@@ -1,117 +1,60 @@
-import { usable, type Admission } from './admission';
-import {
-  takeReported,
-  waitFor,
-  type Anchoring,
-  type CounterScope,
-  type LimitCounter,
-} from './counter';
-import { INPUT, OUTPUT } from './hot-row';
+import { roomLeft, type Admission } from './admission';
+import { takeReported, waitFor, type Anchoring, type CounterScope } from './counter';
 import type { OutputEstimate } from './output-estimate';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';
 import type { UsageCount } from './drain-count';
-import { agreed, SendOrder } from './send-order';
+import { agreed } from './send-order';
+import { UsageCounter } from './usage-counter';
 
 /**
- * Input or output tokens per minute (`itpm` / `otpm`, Claude on Foundry): its own count (for
- * Claude a `DrainCount`, as the upstream's buckets refill continuously), and a correction
- * from the upstream's `anthropic-ratelimit-{input,output}-tokens-remaining` that fades over the
- * window (no window end to wait for).
+ * What the input and the output counters share ({@link InputCounter} for `itpm`,
+ * {@link OutputCounter} for `otpm`, Claude on Foundry): its own count (for Claude a `DrainCount`,
+ * as the upstream's buckets refill continuously), and a correction from the upstream's
+ * `anthropic-ratelimit-{input,output}-tokens-remaining` that fades over the window (no window end
+ * to wait for).
  *
  * @example
  * ```ts
- * const input = new IoCounter(new QuotaLimit('itpm', 30_000), new CountWindow(clock), 'input', scope);
- * input.fits({ input: 1_200, output: 256 }, now);
+ * const input: IoCounter = new InputCounter(new QuotaLimit('itpm', 30_000), new WindowCount(clock), scope);
+ * input.room(now); // the largest input charge that fits now
  * ```
  */
-export class IoCounter implements LimitCounter {
-  /** Input (or output) tokens of calls sent and not yet answered. */
-  private inFlight = 0;
-  /** The order calls were sent in: an answer is matched to what was sent before its call. */
-  private readonly order: SendOrder;
-  readonly hotColumn: number;
+export abstract class IoCounter extends UsageCounter {
+  /** What it counts: input or output. */
+  declare readonly unit: 'input' | 'output';
 
   constructor(
-    readonly limit: QuotaLimit,
+    limit: QuotaLimit,
     /** This instance's input (or output) tokens, its own. */
-    readonly window: UsageCount,
-    private readonly side: 'input' | 'output',
-    private readonly scope: CounterScope,
+    window: UsageCount,
+    unit: 'input' | 'output',
+    scope: CounterScope,
     /**
      * Claude's output: the upstream counts what answers produce, when they end; calls are
      * charged this estimate of it at admission, never more than the limit.
      */
     private readonly estimate?: OutputEstimate,
   ) {
-    this.hotColumn = side === 'input' ? INPUT : OUTPUT;
-    this.order = new SendOrder(side);
+    super(limit, window, unit, scope);
   }
 
-  /** Tokens counted at `now` by the anchored view, never below 0. */
-  used(now: number): number {
-    return Math.max(0, this.window.at(now) + this.limit.correction(now, this.scope.span));
-  }
-
-  fits(admission: Admission, now: number): boolean {
-    const value = this.limit.value;
-    if (value <= 0) return true;
-    const used = this.window.at(now) + this.limit.correction(now, this.scope.span);
-    return used + admission[this.side] <= usable(value, admission);
-  }
-
-  room(now: number): number {
-    const value = this.limit.value;
-    if (value <= 0) return Infinity;
-    const room = value - (this.window.at(now) + this.limit.correction(now, this.scope.span));
+  override room(now: number, admission?: Admission): number {
+    const room = super.room(now, admission);
     // A call is charged at most the estimate, whatever its cap: with room for that, any call fits.
     return this.estimate !== undefined && room >= this.estimate.of(Infinity) ? Infinity : room;
-  }
-
-  share(now: number): number {
-    const value = this.limit.value;
-    if (value <= 0) return 0;
-    const used = this.used(now);
-    return used > 0 ? used / value : 0;
-  }
-
-  changesAt(now: number): number {
-    if (this.limit.value <= 0) return Infinity;
-    return Math.min(this.limit.changesAt(now), this.window.changesAt(now));
   }
 
   wait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;
-    const target = usable(value, admission) - admission[this.side];
-    return waitFor(this.window, this.limit, target, now, this.scope.span);
+    const target = roomLeft(value, 0, admission) - this.charge(admission);
+    return waitFor(this.window, this.correction, target, now, this.scope.span);
   }
 
-  /** The first limit `admission` can never fit, with its charge. */
-  exceeds(admission: Admission): number | undefined {
+  override exceeds(admission: Admission): number | undefined {
     // Expected output is charged at most the limit: the upstream refuses output only when empty.
-    if (this.estimate !== undefined) return undefined;
-    const charge = admission[this.side];
-    return this.limit.value > 0 && charge > this.limit.value ? charge : undefined;
-  }
-
-  admit(admission: Admission, now: number): void {
-    const charge = admission[this.side];
-    this.window.add(charge, now);
-    this.inFlight += charge;
-    this.order.sent(admission, charge);
-  }
-
-  admitted(admission: Admission): void {
-    this.inFlight += admission[this.side];
-  }
-
-  answered(admission: Admission): void {
-    this.inFlight = Math.max(0, this.inFlight - admission[this.side]);
-  }
-
-  catchUp(): void {
-    // The upstream's buckets refill continuously: no window ends.
+    return this.estimate !== undefined ? undefined : super.exceeds(admission);
   }
 
   /**
@@ -128,7 +71,7 @@ export class IoCounter implements LimitCounter {
     const own = context.own;
     const counted = this.limit.value - reported.remaining;
     // Output counted at the answer's end is not in the count of its own answer's headers.
-    const charge = own === undefined || this.estimate !== undefined ? 0 : own[this.side];
+    const charge = own === undefined || this.estimate !== undefined ? 0 : this.charge(own);
     const byArrival =
       counted - Math.max(0, local - (peer ? 0 : Math.max(0, this.inFlight - charge)));
     const after = peer ? undefined : own && this.order.after(own, charge);
@@ -136,15 +79,9 @@ export class IoCounter implements LimitCounter {
       after === undefined ? byArrival : agreed(counted - Math.max(0, local - after), byArrival);
     if (delta < 0 && this.window.bucketMs !== 0) {
       this.window.trimOldest(-delta, now);
-      this.limit.anchor(0, now);
+      this.correction.take(0, now);
       return;
     }
-    this.limit.anchor(delta, now);
-  }
-
-  reset(): void {
-    this.window.reset();
-    this.limit.clear();
-    this.order.reset();
+    this.correction.take(delta, now);
   }
 }

@@ -1,7 +1,7 @@
 import { heldBack, isHeldBack } from '../errors/held-back';
 import { explanationText, type DeploymentExplanation } from '../errors/explanation';
 import { retryHeaders } from '../errors/retry-headers';
-import type { Admission } from './admission';
+import { tokensOf, type Admission } from './admission';
 
 /** The SDK's `RateLimitError` class (same constructor in `openai` and `@anthropic-ai/sdk`). */
 export type RateLimitErrorClass = new (
@@ -33,7 +33,7 @@ export function noRoomError(
   explanations: readonly DeploymentExplanation[] = [],
 ): Error & { explanations: readonly DeploymentExplanation[] } {
   const wait = Math.max(1, Math.ceil(waitMs));
-  const charge = admission.input + admission.output;
+  const charge = tokensOf(admission);
   const message =
     `No deployment of ${model} has room for this call (${charge} tokens at admission: ` +
     `${admission.input} input + ${admission.output} reserved output) by the upstreams' own count` +

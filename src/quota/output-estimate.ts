@@ -23,6 +23,8 @@ export const RECENT_OUTPUTS = 20;
  */
 export class OutputEstimate {
   private readonly recent: number[] = [];
+  /** {@link recent} in order, rewritten per answer (no copy made per answer). */
+  private readonly sorted: number[] = [];
   private next = 0;
   /** The 90th percentile of {@link recent}, recomputed per answer (read per call). */
   private p90 = START_OUTPUT_ESTIMATE;
@@ -38,12 +40,24 @@ export class OutputEstimate {
     if (this.recent.length < RECENT_OUTPUTS) this.recent.push(output);
     else this.recent[this.next] = output;
     this.next = (this.next + 1) % RECENT_OUTPUTS;
-    const sorted = [...this.recent].sort((a, b) => a - b);
-    this.p90 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))]!;
+    // Insertion into a copy of at most RECENT_OUTPUTS numbers, already nearly in order.
+    const sorted = this.sorted;
+    const count = this.recent.length;
+    for (let i = 0; i < count; i++) {
+      const value = this.recent[i]!;
+      let j = i;
+      while (j > 0 && sorted[j - 1]! > value) {
+        sorted[j] = sorted[j - 1]!;
+        j--;
+      }
+      sorted[j] = value;
+    }
+    this.p90 = sorted[Math.min(count - 1, Math.floor(count * 0.9))]!;
   }
 
   reset(): void {
     this.recent.length = 0;
+    this.sorted.length = 0;
     this.next = 0;
     this.p90 = START_OUTPUT_ESTIMATE;
   }

@@ -1,29 +1,30 @@
 /**
- * Usage other switchboard instances reported (shared state stores fill it in).
+ * The other switchboard instances' usage of one model on one deployment (peers' usage: shared
+ * state stores fill it in, a ledger reads it as its `shared` view).
  *
  * @example
  * ```ts
  * // 4 000 tokens and 12 requests sent by the others in the second that starts at t0
- * ledger.shared = { tokens: 4_000, requests: 12, sent: { spans: [t0, t0 + 1000, 4_000, 12] } };
+ * ledger.shared = { tokens: 4_000, requests: 12, spans: [t0, t0 + 1000, 4_000, 12] };
  * ```
  */
-export interface SharedUsage {
+export interface PeerUsage {
   tokens: number;
   requests: number;
   /** Requests in the newest sixth of the window, weighed against `rpm / 6` as the own ones are. */
   recentRequests?: number;
   /**
-   * The same usage by when it was sent, when the store knows it: `spans` holds
-   * `[start, end, tokens, requests, ...]` (epoch ms), one quadruple per span of send times, and
-   * a store replaces the array when the usage changes. With it, the others' usage the upstream's
+   * The same usage by when it was sent, when the store knows it:
+   * `[start, end, tokens, requests, ...]` (epoch ms), one quadruple per span of send times, oldest
+   * first; a store replaces the array when the usage changes (never edits it in place). With it, the others' usage the upstream's
    * own count already holds (sent before the answer the ledger last anchored on was written) or
    * has forgotten (sent before its window last ended) is left out: `tokens` and `requests` are
    * then only the totals, for operators.
    */
-  sent?: { spans: readonly number[] };
+  spans?: readonly number[];
 }
 
-/** Where a column sits in a quadruple of {@link SharedUsage.sent}: 2 tokens, 3 requests. */
+/** Where a column sits in a quadruple of {@link PeerUsage.spans}: 2 tokens, 3 requests. */
 export type SpanColumn = 2 | 3;
 
 /**
@@ -33,7 +34,7 @@ export type SpanColumn = 2 | 3;
  * @example
  * ```ts
  * const others = new PeerSum(2);
- * others.since(shared.sent!.spans, anchoredAt); // tokens the others sent from then on
+ * others.since(shared.spans!, anchoredAt); // tokens the others sent from then on
  * ```
  */
 export class PeerSum {

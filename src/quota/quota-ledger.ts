@@ -1,15 +1,22 @@
 import type { ModelConfig } from '../types';
-import { reconcile, type Admission, type ChargePolicy, type TokenUsage } from './admission';
+import {
+  reconcile,
+  tokensOf,
+  type Admission,
+  type ChargePolicy,
+  type TokenUsage,
+} from './admission';
 import { BurstCounter } from './burst-counter';
 import {
   counterScope,
+  fits,
   gatingOf,
   type Anchoring,
   type CounterScope,
   type LimitCounter,
 } from './counter';
-import { IoCounter } from './io-counter';
-import type { SharedUsage } from './peer-usage';
+import { InputCounter } from './input-counter';
+import type { PeerUsage } from './peer-usage';
 import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';
 import { AnswerLog } from './answer-log';
 import {
@@ -26,17 +33,18 @@ import {
   type SharedReading,
 } from './reading';
 import { CachedPrefixes } from './cached-prefixes';
-import { CountWindow } from './count-window';
+import { WindowCount, usageBuckets, type UsageBucket } from './window-count';
 import { DrainCount } from './drain-count';
 import { fitsRoom, forget, hotRow, keptUtil, measure, RESERVE, type HotRow } from './hot-row';
+import { OutputCounter } from './output-counter';
 import { OutputEstimate } from './output-estimate';
 import { shortLimit } from './request-window';
 import type { UpstreamKind } from './upstream-kind';
-import { UsageWindow } from './usage-window';
-import { Utilization } from './utilization';
-import { WindowCounter } from './window-counter';
+import { RequestsCounter } from './requests-counter';
+import { TokensCounter } from './tokens-counter';
+import { UtilizationCounter } from './utilization-counter';
 
-export type { SharedUsage } from './peer-usage';
+export type { PeerUsage } from './peer-usage';
 export type { QuotaLedgerOptions } from './reading';
 
 /** Span of the anchoring correction when usage is counted in a fixed window. */
@@ -87,24 +95,24 @@ export class QuotaLedger {
   readonly limits: Readonly<Record<LimitName, QuotaLimit>>;
   /** How the upstream reconciles its admission charge. */
   readonly charge: ChargePolicy;
-  /**
-   * Ours as stores publish it: the windows of {@link tokens} and {@link requests}, zipped (their
-   * buckets' levels, of the fixed kind, where the upstream's refill continuously).
-   */
-  readonly usage: UsageWindow<CountWindow | DrainCount>;
-  readonly tokens: WindowCounter;
-  readonly requests: WindowCounter;
+  /** `tpm`. */
+  readonly tokens: TokensCounter;
+  /** `rpm`. */
+  readonly requests: RequestsCounter;
+  /** `rpm / 6` per 10 s (or `rpm / 60` per 1 s): Azure's short request window. */
   readonly burst: BurstCounter;
-  readonly input: IoCounter;
-  readonly output: IoCounter;
+  /** `itpm`. */
+  readonly input: InputCounter;
+  /** `otpm`. */
+  readonly output: OutputCounter;
   /** A provisioned (PTU) deployment's utilization, over the tokens counter; else `undefined`. */
-  readonly utilization: Utilization | undefined;
+  readonly utilization: UtilizationCounter | undefined;
   /** Every counter, in the order they are asked. */
   private readonly counters: readonly LimitCounter[];
   /** The counters with a limit in force ({@link gatingOf}); undefined when a limit changed. */
   private gating: readonly LimitCounter[] | undefined = undefined;
   /** The counters a single call can be too big for. */
-  private readonly capped: readonly (WindowCounter | IoCounter)[];
+  private readonly capped: readonly (TokensCounter | InputCounter | OutputCounter)[];
   private readonly scope: CounterScope;
   private readonly family: RateLimitFamily | undefined;
   /** Whose rules the upstream follows. */
@@ -166,17 +174,17 @@ export class QuotaLedger {
     const buckets = this.upstream === 'openai' || limits.provisioned === true;
     const tokens = buckets
       ? new DrainCount(() => this.limits.tpm.value, clock)
-      : new CountWindow(clock);
+      : new WindowCount(clock);
     const requests = buckets
       ? new DrainCount(() => this.limits.rpm.value, clock)
-      : new CountWindow(clock, true);
-    this.tokens = new WindowCounter(this.limits.tpm, tokens, 'tokens', scope);
-    this.requests = new WindowCounter(this.limits.rpm, requests, 'requests', scope);
+      : new WindowCount(clock, true);
+    this.tokens = new TokensCounter(this.limits.tpm, tokens, scope);
+    this.requests = new RequestsCounter(this.limits.rpm, requests, scope);
     this.utilization =
       limits.provisioned === true
-        ? new Utilization(this.tokens, limits.outputWeight ?? 1)
+        ? new UtilizationCounter(this.tokens, limits.outputWeight ?? 1)
         : undefined;
-    const short = requests instanceof CountWindow ? requests : new CountWindow(clock, true);
+    const short = requests instanceof WindowCount ? requests : new WindowCount(clock, true);
     this.burst = new BurstCounter(this.limits.rpm, short, scope, this.requests.order);
     this.requestWindowSet = limits.requestWindow !== undefined;
     this.reservationSet = limits.outputReservation !== undefined;
@@ -186,19 +194,12 @@ export class QuotaLedger {
     const io = (limit: QuotaLimit) =>
       options.headers === 'anthropic'
         ? new DrainCount(() => limit.value, clock)
-        : new CountWindow(clock);
-    this.input = new IoCounter(this.limits.itpm, io(this.limits.itpm), 'input', scope);
+        : new WindowCount(clock);
+    this.input = new InputCounter(this.limits.itpm, io(this.limits.itpm), scope);
     this.cacheReadsCountInput = limits.cacheReadsCountInput === true;
     // Where answers settle the actual output, a call is charged the output expected of it.
     this.expected = this.charge === 'actual' ? new OutputEstimate() : undefined;
-    this.output = new IoCounter(
-      this.limits.otpm,
-      io(this.limits.otpm),
-      'output',
-      scope,
-      this.expected,
-    );
-    this.usage = new UsageWindow(clock, tokens, requests);
+    this.output = new OutputCounter(this.limits.otpm, io(this.limits.otpm), scope, this.expected);
     this.counters = [
       this.utilization ?? this.tokens,
       this.requests,
@@ -224,23 +225,18 @@ export class QuotaLedger {
   }
 
   /** Usage other instances reported; written by a shared state store. */
-  get shared(): SharedUsage | undefined {
+  get shared(): PeerUsage | undefined {
     return this.scope.peers;
   }
 
-  set shared(usage: SharedUsage | undefined) {
+  set shared(usage: PeerUsage | undefined) {
     forget(this.hot);
     this.scope.peers = usage;
   }
 
-  /** Requests the upstream allows in a sixth of the window: Azure's rpm / 6 per 10 s, at least 1. */
-  get burstLimit(): number {
-    return this.burst.limit;
-  }
-
   /**
    * Count usage over a sliding window of `windowMs` instead of a fixed one that only
-   * {@link reset} clears (`0` switches back); see {@link UsageWindow}. {@link util} then also
+   * {@link reset} clears (`0` switches back); see {@link WindowCount}. {@link util} then also
    * weighs the requests of the newest sixth of the window against `rpm / 6`. Usage stays.
    */
   slide(windowMs: number, buckets = 120): void {
@@ -257,6 +253,20 @@ export class QuotaLedger {
   /** Length (ms) of the window usage is counted over (the corrections' span in the fixed kind). */
   get windowMs(): number {
     return this.scope.span;
+  }
+
+  /** Length (ms) of a bucket of the sliding window usage is counted in; 0 in the fixed kind. */
+  get bucketMs(): number {
+    const tokens = this.tokens.window;
+    return tokens instanceof WindowCount ? tokens.bucketMs : 0;
+  }
+
+  /**
+   * This instance's own tokens and requests per bucket, as a shared state store publishes them
+   * (see {@link usageBuckets}).
+   */
+  ownBuckets(now = this.clock()): UsageBucket[] {
+    return usageBuckets(this.tokens.window, this.requests.window, now);
   }
 
   /** Calls admitted and not yet answered. */
@@ -402,11 +412,11 @@ export class QuotaLedger {
 
   /** True when a call with this admission charge fits every limit at `now`, by the anchored view. */
   hasRoom(admission: Admission, now = this.clock()): boolean {
-    return this.fits(this.priced(admission, now), now);
+    return this.hasRoomPriced(this.priced(admission, now), now);
   }
 
   /** {@link hasRoom} of a charge already priced here. */
-  private fits(admission: Admission, now: number): boolean {
+  private hasRoomPriced(admission: Admission, now: number): boolean {
     // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
     // they hold, room is read from there.
     if (this.scope.peers === undefined && (admission.reserve ?? 0) <= 0) {
@@ -415,7 +425,7 @@ export class QuotaLedger {
     }
     this.catchUp(now);
     const gating = this.gatingCounters();
-    for (const counter of gating) if (!counter.fits(admission, now)) return false;
+    for (const counter of gating) if (!fits(counter, admission, now)) return false;
     return true;
   }
 
@@ -427,7 +437,7 @@ export class QuotaLedger {
   roomAt(admission: Admission, now = this.clock()): number {
     admission = this.priced(admission, now);
     if (this.tooBig(admission) !== undefined) return Infinity;
-    if (this.fits(admission, now)) return 0;
+    if (this.hasRoomPriced(admission, now)) return 0;
     let wait = 0;
     for (const counter of this.counters) {
       const w = counter.wait(admission, now);
@@ -500,20 +510,18 @@ export class QuotaLedger {
   settle(admission: Admission, usage: TokenUsage | undefined, now?: number): number {
     this.answered(admission);
     if (usage === undefined) return 0;
-    const { input, output } =
+    const change =
       this.utilization?.reconcile(admission, usage) ??
       reconcile(this.charge, admission, usage, this.cacheReadsCountInput);
-    const tokens = input + output;
     if (this.expected !== undefined || admission.cachePrefix !== undefined) {
       now ??= this.clock();
       this.learn(admission, usage, now);
     }
+    const { input, output } = change;
     if (input === 0 && output === 0) return 0;
     now ??= this.clock();
-    if (input !== 0) this.input.window.add(input, now);
-    if (output !== 0) this.output.window.add(output, now);
-    if (tokens !== 0) this.tokens.window.add(tokens, now);
-    return tokens;
+    for (const counter of this.counters) counter.settle(input, output, now);
+    return tokensOf(change);
   }
 
   /**
@@ -535,12 +543,10 @@ export class QuotaLedger {
     // Its own answer's headers already set our count to the upstream's, which has its charge in
     // it if it counted it: giving the tokens back would count them out twice.
     if (this.answered(admission)) return 0;
-    const tokens = admission.input + admission.output;
+    const tokens = tokensOf(admission);
     if (tokens === 0) return 0;
     const now = this.clock();
-    this.tokens.window.add(-tokens, now);
-    this.input.window.add(-admission.input, now);
-    this.output.window.add(-admission.output, now);
+    for (const counter of this.counters) counter.settle(-admission.input, -admission.output, now);
     return -tokens;
   }
 
@@ -574,8 +580,8 @@ export class QuotaLedger {
     const tpm = this.limits.tpm.value;
     const n = own.uncapped!;
     if (this.reservationSet || reported?.remaining === undefined || !(tpm > 0)) return;
-    if (this.tokens.inFlight !== own.input + own.output) return;
-    const ours = this.tokens.counted(now) + this.limits.tpm.correction(now, this.scope.span);
+    if (this.tokens.inFlight !== tokensOf(own)) return;
+    const ours = this.tokens.counted(now) + this.tokens.correction.at(now, this.scope.span);
     const more = tpm - reported.remaining - ours;
     const reservation = Math.round(own.output / n + more / n);
     if (!(reservation >= 0) || reservation === this.reservation) return;
@@ -583,9 +589,8 @@ export class QuotaLedger {
     forget(this.hot);
     const charge = reservation * n - own.output;
     own.output += charge;
-    this.tokens.window.add(charge, now);
+    for (const counter of this.counters) counter.settle(0, charge, now);
     this.tokens.inFlight += charge;
-    this.output.window.add(charge, now);
   }
 
   /**
@@ -681,7 +686,8 @@ export class QuotaLedger {
    * anchored on.
    */
   replay(reading: SharedReading): boolean {
-    if (this.scope.peers?.sent === undefined || !this.answers.isNewer(reading.sentAt)) return false;
+    if (this.scope.peers?.spans === undefined || !this.answers.isNewer(reading.sentAt))
+      return false;
     const now = this.clock();
     this.catchUp(now);
     const live = liveParts(reading, now, this.tokens.rolledAt, this.requests.rolledAt);
@@ -697,7 +703,9 @@ export class QuotaLedger {
   /** Charge (or refund, negative) outside a call's admission; usage never goes below 0. */
   spend(tokens: number, requests = 0): void {
     forget(this.hot);
-    this.usage.add(tokens, requests);
+    const now = this.clock();
+    if (tokens !== 0) this.tokens.window.add(tokens, now);
+    if (requests !== 0) this.requests.window.add(requests, now);
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */

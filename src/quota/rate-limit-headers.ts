@@ -150,20 +150,8 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 
 /**
  * ms until the upstream's current window for `what` ends, from `x-ratelimit-reset-tokens` /
- * `-requests`: seconds (`15`, `1.25`) or a duration (`6m0s`, `12ms`, `1.5s`); `undefined` when
- * absent or unreadable.
- *
- * @example
- * ```ts
- * readReset(new Headers({ 'x-ratelimit-reset-tokens': '1m30s' }), 'tokens'); // 90000
- * ```
- */
-export function readReset(headers: HeaderSource, what: 'tokens' | 'requests'): number | undefined {
-  return readResetBound(headers, what)?.ms;
-}
-
-/**
- * {@link readReset} with the header's precision: `grain` is the unit of its last digit, in ms.
+ * `-requests`: seconds (`15`, `1.25`) or a duration (`6m0s`, `12ms`, `1.5s`), with the header's
+ * precision (`grain`: the unit of its last digit, in ms); `undefined` when absent or unreadable.
  *
  * @example
  * ```ts

@@ -1,42 +1,34 @@
-import { usable, type Admission } from './admission';
-import {
-  takeReported,
-  waitFor,
-  type Anchoring,
-  type CounterScope,
-  type LimitCounter,
-} from './counter';
-import { REQUESTS, TOKENS } from './hot-row';
+import { roomLeft, type Admission } from './admission';
+import { takeReported, waitFor, type Anchoring, type CounterScope } from './counter';
 import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';
 import type { UsageCount } from './drain-count';
-import { agreed, SendOrder } from './send-order';
-import type { UsageColumn } from './usage-window';
+import { agreed } from './send-order';
+import { UsageCounter } from './usage-counter';
 import { WindowEnd } from './window-end';
 
 /**
- * Tokens or requests per minute (`tpm` / `rpm`): this instance's usage in its own window, the
- * peers' usage for the limit, the correction from the upstream's `x-ratelimit-remaining-*`
- * header, and Azure's fixed window: when it ends ({@link WindowEnd}, from the reset headers) the upstream forgets all it
- * counted, and so does this counter, except what may have reached the next window. OpenAI's
+ * What the tokens and the requests counters share ({@link TokensCounter} for `tpm`,
+ * {@link RequestsCounter} for `rpm`): this instance's usage in its own window, the peers' usage
+ * for the limit, the correction from the upstream's `x-ratelimit-remaining-*` header, and Azure's
+ * fixed window: when it ends ({@link WindowEnd}, from the reset headers) the upstream forgets all
+ * it counted, and so does the counter, except what may have reached the next window. OpenAI's
  * limits are buckets instead: usage drains (a `DrainCount`), no window ends, and its reset
  * header ("full again in") says nothing the drain does not.
  *
  * @example
  * ```ts
- * const tpm = new QuotaLimit('tpm', 10_000);
- * const tokens = new WindowCounter(tpm, new CountWindow(clock), 'tokens', scope);
- * tokens.fits({ input: 1_200, output: 256 }, now);
+ * const tokens: WindowCounter = new TokensCounter(tpm, new WindowCount(clock), scope);
+ * tokens.room(now); // the largest token charge that fits now
  * ```
  */
-export class WindowCounter implements LimitCounter {
+export abstract class WindowCounter extends UsageCounter {
+  /** What it counts: tokens or requests. */
+  declare readonly unit: 'tokens' | 'requests';
+
   /** When the upstream's current window ends. */
   readonly end = new WindowEnd();
-  /** Tokens (or requests) of calls sent and not yet answered. */
-  inFlight = 0;
-  /** The order calls were sent in: an answer is matched to what was sent before its call. */
-  readonly order: SendOrder;
   /**
    * Send time before which the upstream's window that last ended forgot everything: the peers'
    * usage sent before it no longer counts, nor does a peer's reading of a call sent before it.
@@ -48,33 +40,20 @@ export class WindowCounter implements LimitCounter {
   private local = 0;
   private readonly peerSum: PeerSum;
   private readonly spanColumn: SpanColumn;
-  readonly hotColumn: number;
 
   constructor(
-    readonly limit: QuotaLimit,
+    limit: QuotaLimit,
     /**
-     * This instance's tokens (or requests), its own: a `CountWindow` (Azure OpenAI's windows), or
+     * This instance's tokens (or requests), its own: a `WindowCount` (Azure OpenAI's windows), or
      * a `DrainCount` where the upstream's bucket refills continuously (OpenAI's).
      */
-    readonly window: UsageCount,
-    readonly column: UsageColumn,
-    private readonly scope: CounterScope,
+    window: UsageCount,
+    unit: 'tokens' | 'requests',
+    scope: CounterScope,
   ) {
-    this.spanColumn = column === 'tokens' ? 2 : 3;
-    this.hotColumn = column === 'tokens' ? TOKENS : REQUESTS;
+    super(limit, window, unit, scope);
+    this.spanColumn = unit === 'tokens' ? 2 : 3;
     this.peerSum = new PeerSum(this.spanColumn);
-    this.order = new SendOrder(column);
-  }
-
-  /** What one call charges this limit. */
-  charge(admission: Admission): number {
-    return this.column === 'tokens' ? admission.input + admission.output : 1;
-  }
-
-  /** The charge of `admission` when it is above the limit itself (it can never fit). */
-  exceeds(admission: Admission): number | undefined {
-    const charge = this.charge(admission);
-    return this.limit.value > 0 && charge > this.limit.value ? charge : undefined;
   }
 
   /** This instance's usage plus the peers' totals at `now` (for operators). */
@@ -82,74 +61,30 @@ export class WindowCounter implements LimitCounter {
     const own = this.window.at(now);
     const peers = this.scope.peers;
     if (peers === undefined) return own;
-    return own + (this.column === 'tokens' ? peers.tokens : peers.requests);
+    return own + (this.unit === 'tokens' ? peers.tokens : peers.requests);
   }
 
   /** Usage the correction adds to: ours, plus the peers' the upstream's count does not hold yet. */
-  counted(now: number): number {
+  override counted(now: number): number {
     const own = this.window.at(now);
     return this.scope.peers === undefined ? own : own + this.peersCounted();
   }
 
-  /** Usage at `now` by the anchored view, never below 0. */
-  used(now: number): number {
-    return Math.max(0, this.counted(now) + this.limit.correction(now, this.scope.span));
-  }
-
-  fits(admission: Admission, now: number): boolean {
-    const value = this.limit.value;
-    if (value <= 0) return true;
-    const used = this.counted(now) + this.limit.correction(now, this.scope.span);
-    return used + this.charge(admission) <= usable(value, admission);
-  }
-
-  room(now: number): number {
-    const value = this.limit.value;
-    if (value <= 0) return Infinity;
-    return value - (this.counted(now) + this.limit.correction(now, this.scope.span));
-  }
-
-  share(now: number): number {
-    const value = this.limit.value;
-    if (value <= 0) return 0;
-    // Routing leaves others the room their pace will take before the window ends.
-    const used = this.used(now) + this.limit.expected(now, this.scope.span);
-    return used > 0 ? used / value : 0;
-  }
-
-  changesAt(now: number): number {
-    if (this.limit.value <= 0) return Infinity;
-    const correction = this.limit.changesAt(now);
-    const sliding = this.window.changesAt(now);
+  override changesAt(now: number): number {
     const end = this.end.act !== 0 ? this.end.act : Infinity;
-    return Math.min(correction, sliding, end);
+    return Math.min(super.changesAt(now), end);
   }
 
   wait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;
     const peers = this.scope.peers === undefined ? 0 : this.peersCounted();
-    const target = usable(value, admission) - this.charge(admission) - peers;
-    const { window, limit, scope, end } = this;
-    return waitFor(window, limit, target, now, scope.span, end.act, this.inFlight);
+    const target = roomLeft(value, peers, admission) - this.charge(admission);
+    const { window, correction, scope, end } = this;
+    return waitFor(window, correction, target, now, scope.span, end.act, this.inFlight);
   }
 
-  admit(admission: Admission, now: number): void {
-    const charge = this.column === 'tokens' ? admission.input + admission.output : 1;
-    this.window.add(charge, now);
-    this.inFlight += charge;
-    this.order.sent(admission, charge);
-  }
-
-  admitted(admission: Admission): void {
-    this.inFlight += this.charge(admission);
-  }
-
-  answered(admission: Admission): void {
-    this.inFlight = Math.max(0, this.inFlight - this.charge(admission));
-  }
-
-  catchUp(now: number): void {
+  override catchUp(now: number): void {
     if (this.end.act === 0 || now < this.end.act) return;
     this.forget(this.end.due(now), now);
   }
@@ -195,7 +130,7 @@ export class WindowCounter implements LimitCounter {
       const mine = peer ? this.window.before(context.sentAt, now) : this.window.at(now);
       const excess = local > 0 ? (-delta * mine) / local : 0;
       this.window.trimOldest(excess, now);
-      this.limit.anchor(0, now);
+      this.correction.take(0, now);
       return;
     }
     let until = 0;
@@ -210,7 +145,7 @@ export class WindowCounter implements LimitCounter {
         pace = Math.min(this.limit.value, (delta * span) / elapsed) / span;
       }
     }
-    this.limit.anchor(delta, now, until, pace);
+    this.correction.take(delta, now, until, pace);
   }
 
   /**
@@ -246,14 +181,14 @@ export class WindowCounter implements LimitCounter {
     let high: number;
     let act: number;
     if (peer !== undefined) {
-      const until = this.column === 'tokens' ? peer.tokensEnd : peer.requestsEnd;
+      const until = this.unit === 'tokens' ? peer.tokensEnd : peer.requestsEnd;
       if (!(until > now)) return false;
       // The call was on its way for `at - sentAt`: the upstream's end, on our clock, as sent.
       low = high = until - (peer.at - peer.sentAt);
       act = until;
     } else {
       const headers = context.headers;
-      const reset = reported.reset ?? (headers && readResetBound(headers, this.column));
+      const reset = reported.reset ?? (headers && readResetBound(headers, this.unit));
       if (reset === undefined || !(reset.ms > 0)) return false;
       // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
       high = sentAt + reset.ms;
@@ -280,12 +215,12 @@ export class WindowCounter implements LimitCounter {
   private anchorCount(context: Anchoring): number {
     const { now, sentAt, peer } = context;
     const peers = this.scope.peers;
-    const timed = peers?.sent !== undefined;
+    const timed = peers?.spans !== undefined;
     if (timed) this.anchoredAt = sentAt;
     if (peer !== undefined) {
       const before = this.window.before(sentAt, now);
-      const amount = this.column === 'tokens' ? peer.tokens : 1;
-      return before + sentAfter(peers!.sent!.spans, sentAt, amount, this.spanColumn);
+      const amount = this.unit === 'tokens' ? peer.tokens : 1;
+      return before + sentAfter(peers!.spans!, sentAt, amount, this.spanColumn);
     }
     return timed ? this.window.at(now) : this.counted(now);
   }
@@ -293,16 +228,14 @@ export class WindowCounter implements LimitCounter {
   /** The peers' usage the upstream is believed to count on top of ours. */
   peersCounted(): number {
     const peers = this.scope.peers!;
-    if (peers.sent === undefined) return this.column === 'tokens' ? peers.tokens : peers.requests;
+    if (peers.spans === undefined) return this.unit === 'tokens' ? peers.tokens : peers.requests;
     const from = this.anchoredAt > this.rolledAt ? this.anchoredAt : this.rolledAt;
-    return this.peerSum.since(peers.sent.spans, from);
+    return this.peerSum.since(peers.spans, from);
   }
 
-  reset(): void {
-    this.window.reset();
-    this.limit.clear();
+  override reset(): void {
+    super.reset();
     this.end.clear();
-    this.order.reset();
     this.rolledAt = this.anchoredAt = 0;
   }
 }

@@ -1,5 +1,5 @@
 import type { ModelConfig } from '../types';
-import type { Admission, TokenUsage } from '../quota/admission';
+import { tokensOf, type Admission, type TokenUsage } from '../quota/admission';
 import { COOL, hotRow, keptLoad, type HotRow } from '../quota/hot-row';
 import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
@@ -11,7 +11,7 @@ import type { QuotaView } from './quota-view';
 import { DEFAULT_MAX_COOLDOWN, upstreamUsage } from '../runtime/upstream-numbers';
 
 export type { ReportedRemaining } from '../quota/reading';
-export type { SharedUsage } from '../quota/quota-ledger';
+export type { PeerUsage } from '../quota/quota-ledger';
 
 /** Default cooldown (ms) after a 429 or a dropped connection. */
 export const DEFAULT_COOLDOWN = 10_000;
@@ -291,7 +291,7 @@ export class ModelState {
   /** @internal Charge a call's admission before it is sent. Returns when (epoch ms), for {@link observe}. */
   admit(admission: Admission): number {
     const at = this.quota.admit(admission);
-    this.spent(admission.input + admission.output, 1);
+    this.spent(tokensOf(admission), 1);
     return at;
   }
 

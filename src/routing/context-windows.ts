@@ -1,4 +1,4 @@
-import type { Admission } from '../quota/admission';
+import { tokensOf, type Admission } from '../quota/admission';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { SwitchboardError } from '../switchboard.error';
 
@@ -25,7 +25,7 @@ export function contextWindows(
 
 /** Tokens a call may come to: its prompt estimate and the output it may ask for. */
 export function tokensNeeded(admission: Admission): number {
-  return admission.input + admission.output;
+  return tokensOf(admission);
 }
 
 /** Whether `model`'s window (if it has one) holds `need` tokens. */

@@ -21,7 +21,7 @@ import { hasRoom, type CallGate } from '../selection/pick';
 import type { StateStore } from '../state/state-store';
 import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
-import type { Admission } from '../quota/admission';
+import { tokensOf, type Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { fits, tokensNeeded } from './context-windows';
@@ -522,7 +522,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
         {
           signal: this.options?.signal,
           tags,
-          cost: admission.input + admission.output,
+          cost: tokensOf(admission),
           onAdmit: metrics && ((ms) => metrics.waited(model, tags, ms)),
           onAbort: () => new errors.APIUserAbortError(),
           onTimeout: (waited) =>

@@ -1,26 +1,9 @@
 import { DEFAULT_MAX_COOLDOWN } from '../runtime/upstream-numbers';
 import type { ModelState } from '../registry/model-state';
+import type { PeerUsage } from '../quota/peer-usage';
 import type { SharedReading } from '../quota/reading';
 
-/** Another instance's rate-limit reading of one model (its limits already dropped). */
-export type PeerReading = SharedReading;
-
-/**
- * The other instances' usage of one model over the sliding window that ends now.
- *
- * @example
- * ```ts
- * const usage: PeerUsage = { tokens: 120, requests: 1, recentRequests: 1, spans: [t, t + 1000, 120, 1] };
- * ```
- */
-export interface PeerUsage {
-  tokens: number;
-  requests: number;
-  /** Requests of the newest sixth of the window (Azure limits those to `rpm / 6`). */
-  recentRequests: number;
-  /** The same usage by send time: `[start, end, tokens, requests, ...]` (epoch ms), oldest first. */
-  spans: readonly number[];
-}
+export type { PeerUsage } from '../quota/peer-usage';
 
 /**
  * What the other instances said about one model: their usage, the newest reading one of them
@@ -34,7 +17,8 @@ export interface PeerUsage {
  */
 export interface PeerModelReport {
   usage?: PeerUsage;
-  reading?: PeerReading;
+  /** The newest reading one of them had from it (its limits left out). */
+  reading?: SharedReading;
   cooldownUntil?: number;
 }
 
@@ -149,12 +133,14 @@ export function peerFold(
  * The others' usage becomes the model's shared view, by when it was sent: the model's accounting
  * leaves out what the upstream's own count already holds, or has forgotten.
  */
+const NO_SPANS: readonly number[] = Object.freeze([]);
+
 function share(state: ModelState, usage: PeerUsage | undefined): void {
   const shared = (state.quota.shared ??= { tokens: 0, requests: 0, recentRequests: 0 });
   shared.tokens = usage?.tokens ?? 0;
   shared.requests = usage?.requests ?? 0;
   shared.recentRequests = usage?.recentRequests ?? 0;
   // A fixed window has no send times that matter: its owner resets it.
-  if (state.quota.usage.bucketMs > 0) shared.sent = { spans: usage?.spans ?? [] };
-  else delete shared.sent;
+  if (state.quota.bucketMs > 0) shared.spans = usage?.spans ?? NO_SPANS;
+  else delete shared.spans;
 }

@@ -1,4 +1,4 @@
-import { reconcile, type Admission, type TokenUsage } from '../quota/admission';
+import { reconcile, tokensOf, type Admission, type TokenUsage } from '../quota/admission';
 import { heldBackError, isNoRoom, type RateLimitErrorClass } from '../quota/no-room';
 import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
@@ -70,7 +70,7 @@ export class CallAccount {
     if (price !== undefined) this.tenants.spent(state, this.label, usd);
     if (this.key !== undefined && this.at !== 0) {
       const d = reconcile(state.quota.charge, admission, used);
-      const tokens = admission.input + admission.output + d.input + d.output;
+      const tokens = tokensOf(admission) + tokensOf(d);
       this.tenants.adjust(this, {
         tokens: tokens - this.taken.tokens,
         requests: 0,
@@ -252,7 +252,7 @@ export class Tenants {
     RateLimitError: RateLimitErrorClass,
     signal?: AbortSignal | null,
   ): Promise<string> {
-    const tokens = admission.input + admission.output;
+    const tokens = tokensOf(admission);
     const limits = account.limits;
     for (const limit of ['tpm', 'tokensPerDay'] as const) {
       const value = limits[limit] ?? 0;

@@ -1,6 +1,6 @@
 import type { SwitchboardLogger } from '../config/switchboard-options';
-import { outputCap } from '../quota/admission';
 import type { PreparedRequest } from '../providers/attempt-types';
+import { outputCap } from '../providers/text-length';
 import type { Deployment } from '../registry/deployment';
 import { usageOf, type GenAiUsage } from '../telemetry/gen-ai-attributes';
 import type { AttemptTrace, RecordedCall } from '../telemetry/gen-ai-telemetry';

@@ -29,7 +29,13 @@ function doctor(
   return new Promise((done) => {
     execFile(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', join(root, 'src/doctor/cli.ts'), 'doctor', ...args],
+      [
+        '-r',
+        join(root, 'test/support/ts-register.js'),
+        join(root, 'src/doctor/cli.ts'),
+        'doctor',
+        ...args,
+      ],
       { cwd: root, env: { ...process.env, ...env }, timeout: 120_000 },
       (error, stdout, stderr) => {
         const code = error ? ((error as { code?: unknown }).code as number) : 0;

@@ -33,10 +33,10 @@ describe('request windows in the ledger', () => {
 
   it('learns the 1 s window from a limit of rpm / 60, and never replaces a configured rpm', () => {
     const l = ledger({ rpm: 600 });
-    expect(l.burstLimit).toBe(100);
+    expect(l.burst.limit).toBe(100);
     l.observe(headers({ 'x-ratelimit-limit-requests': 10, 'x-ratelimit-remaining-requests': 10 }));
     expect(l.limits.rpm.value).toBe(600);
-    expect(l.burstLimit).toBe(10);
+    expect(l.burst.limit).toBe(10);
     const one = { input: 0, output: 0 };
     for (let i = 0; i < 10; i++) l.admit({ ...one });
     expect(l.hasRoom(one)).toBe(false);
@@ -45,7 +45,7 @@ describe('request windows in the ledger', () => {
   it('keeps a configured requestWindow whatever the headers say', () => {
     const l = ledger({ rpm: 600, requestWindow: '10s' });
     l.observe(headers({ 'x-ratelimit-limit-requests': 10, 'x-ratelimit-remaining-requests': 10 }));
-    expect(l.burstLimit).toBe(100);
+    expect(l.burst.limit).toBe(100);
   });
 });
 

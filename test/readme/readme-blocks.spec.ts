@@ -96,6 +96,8 @@ function compile(mode: 'esm' | 'cjs', selected: Block[]): string[] {
   };
   const files = new Map(selected.map((b) => [blockPath(b), b]));
   const host = ts.createCompilerHost(options);
+  // As tsc does: JSDoc is parsed where it types JavaScript, not in the SDKs' declaration files.
+  host.jsDocParsingMode = ts.JSDocParsingMode.ParseForTypeErrors;
   const getSourceFile = host.getSourceFile.bind(host);
   host.getSourceFile = (name, version, ...rest) => {
     const block = files.get(resolve(name));

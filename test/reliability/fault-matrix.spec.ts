@@ -45,6 +45,12 @@ interface FaultCase {
 }
 
 const COOLDOWN = 5_000; // configured per model, so that it differs from the 10 s default
+/**
+ * The faulty deployment's deadline where it hangs: all a hang can do is outlast it, and the
+ * request reaches the upstream long before it even on a busy machine. The backup keeps the
+ * bench's 2 s, in which any answer fits.
+ */
+const HANG_TIMEOUT = 500;
 const failover: Outcome = { kind: 'failover' };
 const none: MarkDown = { for: 'none' };
 const cooldown: MarkDown = { for: 'cooldown' };
@@ -105,7 +111,13 @@ describe('fault matrix: every fault, both APIs, streaming or not', () => {
     // The switchboard's clock stands still: a cooldown's remaining time is exactly its length.
     const sb = b.build(
       [
-        { name: primary, provider: c.provider, dead: c.inject === undefined, cooldown: COOLDOWN },
+        {
+          name: primary,
+          provider: c.provider,
+          dead: c.inject === undefined,
+          cooldown: COOLDOWN,
+          timeout: c.inject?.kind === 'hang' ? HANG_TIMEOUT : undefined,
+        },
         { name: backup, provider: c.provider, cooldown: COOLDOWN },
       ],
       { clock: () => 1_700_000_000_000 },

@@ -1,5 +1,5 @@
 /**
- * Run in a child process by shutdown.spec.ts: `node -r ts-node/register/transpile-only
+ * Run in a child process by shutdown.spec.ts: `node -r ./test/support/ts-register.js
  * shutdown-child.ts <standalone|nest>`. Starts a simulated upstream and a switchboard (alone, or
  * in a Nest application), puts calls in flight (plain, streamed and being read, streamed and
  * never read), closes the switchboard (or the application) and then the upstream, and prints one

@@ -259,7 +259,12 @@ describe('shutdown', () => {
     it('with calls in flight at close ends by itself, every call settled', async () => {
       const child = spawn(
         process.execPath,
-        ['-r', 'ts-node/register/transpile-only', join(__dirname, 'shutdown-child.ts'), mode],
+        [
+          '-r',
+          join(__dirname, '../support/ts-register.js'),
+          join(__dirname, 'shutdown-child.ts'),
+          mode,
+        ],
         { cwd: join(__dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let stdout = '';

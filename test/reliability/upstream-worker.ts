@@ -5,6 +5,7 @@
  * Started by {@link startUpstreamWorker}; answers `stats`, `reset` and `close` requests.
  */
 import type { Server } from 'node:http';
+import { join } from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { SimulatedUpstream } from '../../src/testing';
 
@@ -31,9 +32,11 @@ export interface UpstreamWorker {
 
 /** Starts a worker thread serving simulated deployments `names`. */
 export function startUpstreamWorker(names: string[]): Promise<UpstreamWorker> {
-  // The worker runs outside Jest's module system: ts-node compiles this very file there.
+  // The worker runs outside Jest's module system: test/support/ts-register.js compiles this very
+  // file there.
+  const register = join(__dirname, '../support/ts-register.js');
   const worker = new Worker(
-    `require('ts-node').register({ transpileOnly: true }); require(${JSON.stringify(__filename)});`,
+    `require(${JSON.stringify(register)}); require(${JSON.stringify(__filename)});`,
     { eval: true, workerData: { names } },
   );
   let next = 0;

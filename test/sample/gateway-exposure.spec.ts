@@ -24,7 +24,7 @@ describe('beyond loopback without keys', () => {
       process.execPath,
       [
         '-r',
-        'ts-node/register/transpile-only',
+        join(__dirname, '../support/ts-register.js'),
         '-r',
         join(__dirname, 'resolve-sources.ts'),
         join(root, 'sample/main.ts'),

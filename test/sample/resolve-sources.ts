@@ -1,5 +1,5 @@
 /**
- * Preloaded into a child `node -r ts-node/register/transpile-only -r ./test/sample/resolve-sources.ts
+ * Preloaded into a child `node -r ./test/support/ts-register.js -r ./test/sample/resolve-sources.ts
  * sample/main.ts`: resolves `nestjs-switchboard` to the sources, as Jest's moduleNameMapper does,
  * so that the gateway's own entry point runs without a build.
  */

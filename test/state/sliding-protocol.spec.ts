@@ -8,7 +8,7 @@ import {
   type PublishedUsage,
 } from '../../src/state/redis/redis-protocol';
 import { checkPeers } from '../../src/state/redis/peer-checks';
-import { UsageWindow } from '../../src/quota/usage-window';
+import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { ModelState } from '../../src/registry/model-state';
 
 const MINUTE = 60_000;
@@ -17,15 +17,15 @@ const T0 = 1_700_000_040_000;
 
 describe('publishing own buckets', () => {
   it('merges epoch-aligned buckets of one window into fewer, still aligned', () => {
-    const w = new UsageWindow(() => now);
+    const w = new QuotaLedger({}, () => now);
     let now = T0 + 250;
-    w.configure('sliding', MINUTE); // 120 buckets of 500 ms
-    w.add(10, 1);
+    w.slide(MINUTE); // 120 buckets of 500 ms
+    w.spend(10, 1);
     now = T0 + 700;
-    w.add(5, 1);
+    w.spend(5, 1);
     now = T0 + 1_200;
-    w.add(7, 1);
-    w.add(-2); // a refund comes off the newest bucket
+    w.spend(7, 1);
+    w.spend(-2); // a refund comes off the newest bucket
     const s = T0 / 1000;
     expect(publishBuckets(w.ownBuckets(), w.bucketMs, 2)).toEqual([s, 15, 2, s + 1, 5, 1]);
     expect(publishBuckets(w.ownBuckets(), w.bucketMs, 1)).toEqual([
@@ -42,8 +42,8 @@ describe('publishing own buckets', () => {
   });
 
   it('publishes a fixed window as one bucket that never ages', () => {
-    const w = new UsageWindow(() => T0);
-    w.add(40, 2);
+    const w = new QuotaLedger({}, () => T0);
+    w.spend(40, 2);
     expect(publishBuckets(w.ownBuckets(), w.bucketMs)).toEqual([0, 40, 2]);
     w.reset();
     expect(publishBuckets(w.ownBuckets(), w.bucketMs)).toEqual([]);

@@ -17,6 +17,11 @@ export interface RigOptions extends Partial<Omit<SwitchboardOptions, 'deployment
   anthropic?: number;
   quota?: { tpm?: number; rpm?: number; outputReservation?: number };
   simulated?: Partial<SimulatedDeploymentOptions>;
+  /**
+   * The simulated deployments' clock (default: the real one). Pass the switchboard's `clock` too
+   * for scenarios that span quota windows in virtual time.
+   */
+  upstreamClock?: () => number;
   timeout?: number;
 }
 
@@ -27,6 +32,7 @@ export async function rig(options: RigOptions = {}): Promise<Rig> {
     anthropic = 0,
     quota = { tpm: 30_000, rpm: 300 },
     simulated,
+    upstreamClock,
     timeout,
   } = options;
   const names = [
@@ -34,6 +40,7 @@ export async function rig(options: RigOptions = {}): Promise<Rig> {
     ...Array.from({ length: anthropic }, (_, i) => `claude${i}`),
   ];
   const upstream = await SimulatedUpstream.start({
+    clock: upstreamClock,
     deployments: names.map((name) => ({ name, ...simulated })),
   });
   const deployments: DeploymentConfig[] = names.map((name) => {
@@ -56,7 +63,15 @@ export async function rig(options: RigOptions = {}): Promise<Rig> {
           models: [{ name: CLAUDE, ...quota }],
         };
   });
-  const { openai: _o, anthropic: _a, quota: _q, simulated: _s, timeout: _t, ...rest } = options;
+  const {
+    openai: _o,
+    anthropic: _a,
+    quota: _q,
+    simulated: _s,
+    upstreamClock: _c,
+    timeout: _t,
+    ...rest
+  } = options;
   const sb = createSwitchboard({ deployments, ratelimitWindow: 0, ...rest });
   return {
     upstream,

@@ -1,3 +1,4 @@
+import { Agent, request as httpRequest } from 'node:http';
 import Anthropic, {
   APIConnectionError as AnthropicConnectionError,
   APIError as AnthropicAPIError,
@@ -517,9 +518,10 @@ describe('SimulatedUpstream', () => {
     it('hangs until the client times out', async () => {
       const a = upstream.deployment('a');
       a.fail({ kind: 'hang' });
-      // Long enough for the request to arrive on a busy machine before the client gives up.
+      // Long enough for the request to arrive on a busy machine before the client gives up (a
+      // request on loopback takes milliseconds; the reliability specs hang on 400-500 ms too).
       const err = await thrown(() =>
-        openaiFor(a, { timeout: 2_000 }).chat.completions.create(chat('x')),
+        openaiFor(a, { timeout: 500 }).chat.completions.create(chat('x')),
       );
       // Under jest the SDK sees undici's AbortError from another realm (castToError wraps it), so
       // it reports APIConnectionError; in plain Node this is an APIConnectionTimeoutError.
@@ -770,13 +772,23 @@ describe('SimulatedUpstream', () => {
     it('keeps only the last 1000 request records', async () => {
       const a = upstream.deployment('a');
       a.fail({ kind: 'status', status: 500 }, Infinity);
+      // Plain HTTP on kept-alive sockets: the records are the subject, and a thousand fetch()
+      // calls cost several times the client work.
+      const agent = new Agent({ keepAlive: true, maxSockets: 50 });
+      const url = new URL(`${a.openaiBaseURL}chat/completions`);
       const send = (i: number) =>
-        fetch(`${a.openaiBaseURL}chat/completions`, {
-          method: 'POST',
-          body: JSON.stringify(chat(`m${i}`)),
-        }).then((r) => r.arrayBuffer());
-      for (let batch = 0; batch < 21; batch++) {
-        await Promise.all(Array.from({ length: 50 }, (_, i) => send(batch * 50 + i)));
+        new Promise<void>((resolve, reject) => {
+          const req = httpRequest(url, { method: 'POST', agent }, (res) => {
+            res.on('error', reject).on('end', resolve).resume();
+          });
+          req.on('error', reject).end(JSON.stringify(chat(`m${i}`)));
+        });
+      try {
+        for (let batch = 0; batch < 21; batch++) {
+          await Promise.all(Array.from({ length: 50 }, (_, i) => send(batch * 50 + i)));
+        }
+      } finally {
+        agent.destroy();
       }
       expect(a.stats.requests).toBe(1050);
       expect(a.requests).toHaveLength(1000);

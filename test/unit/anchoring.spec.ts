@@ -1,7 +1,7 @@
 import type { SharedReading } from '../../src/quota/reading';
 import { ModelState } from '../../src/registry/model-state';
-import { readReset } from '../../src/quota/rate-limit-headers';
-import { UsageWindow } from '../../src/quota/usage-window';
+import { WindowCount } from '../../src/quota/window-count';
+import { readResetBound } from '../../src/quota/rate-limit-headers';
 import { FakeClock } from '../support/random';
 
 const azure = (h: Record<string, number | string>) =>
@@ -13,43 +13,62 @@ const state = (clock: FakeClock, limits: { tpm?: number; rpm?: number } = { tpm:
   return s;
 };
 
-describe('UsageWindow.trimOldest and usageBefore', () => {
+/** A ledger's tokens and requests windows, sliding over a minute in 60 buckets. */
+function windows(clock: FakeClock): { tokens: WindowCount; requests: WindowCount } {
+  const tokens = new WindowCount(clock.now);
+  const requests = new WindowCount(clock.now, true);
+  tokens.configure('sliding', 60_000, 60);
+  requests.configure('sliding', 60_000, 60);
+  return { tokens, requests };
+}
+
+describe('WindowCount.trimOldest and before', () => {
   it('takes usage off the oldest buckets first, the newest sixth included only when reached', () => {
     const clock = new FakeClock(1_700_000_000_000);
-    const w = new UsageWindow(clock.now);
-    w.configure('sliding', 60_000, 60);
-    w.add(100, 1);
+    const { tokens, requests } = windows(clock);
+    const add = (t: number, r: number) => {
+      tokens.add(t);
+      requests.add(r);
+    };
+    add(100, 1);
     clock.advance(20_000);
-    w.add(200, 2);
+    add(200, 2);
     clock.advance(35_000);
-    w.add(300, 3); // in the newest sixth
-    expect(w.usageBefore(clock.now())).toEqual({ tokens: 300, requests: 3 });
-    w.trimOldest(150, 2);
-    expect(w.tokens).toBe(450);
-    expect(w.requests).toBe(4);
-    expect(w.recentRequests).toBe(3);
-    w.trimOldest(10_000, 10);
-    expect(w.tokens).toBe(0);
-    expect(w.requests).toBe(0);
-    expect(w.recentRequests).toBe(0);
+    add(300, 3); // in the newest sixth
+    expect([tokens.before(clock.ms, clock.ms), requests.before(clock.ms, clock.ms)]).toEqual([
+      300, 3,
+    ]);
+    tokens.trimOldest(150, clock.ms);
+    requests.trimOldest(2, clock.ms);
+    expect(tokens.at(clock.ms)).toBe(450);
+    expect(requests.at(clock.ms)).toBe(4);
+    expect(requests.recentAt(clock.ms)).toBe(3);
+    tokens.trimOldest(10_000, clock.ms);
+    requests.trimOldest(10, clock.ms);
+    expect(tokens.at(clock.ms)).toBe(0);
+    expect(requests.at(clock.ms)).toBe(0);
+    expect(requests.recentAt(clock.ms)).toBe(0);
   });
 
   it('counts a bucket that the time falls inside as after it', () => {
     const clock = new FakeClock(1_700_000_000_000);
-    const w = new UsageWindow(clock.now);
-    w.configure('sliding', 60_000, 60);
-    w.add(100, 1);
+    const { tokens, requests } = windows(clock);
+    tokens.add(100);
+    requests.add(1);
     clock.advance(1_500);
-    w.add(50, 1);
-    expect(w.usageBefore(clock.now())).toEqual({ tokens: 100, requests: 1 });
-    expect(w.usageBefore(clock.now() + 5_000)).toEqual({ tokens: 150, requests: 2 });
-    expect(w.usageBefore(clock.now() - 60_000)).toEqual({ tokens: 0, requests: 0 });
+    tokens.add(50);
+    requests.add(1);
+    const before = (t: number) => [tokens.before(t, clock.ms), requests.before(t, clock.ms)];
+    expect(before(clock.ms)).toEqual([100, 1]);
+    expect(before(clock.ms + 5_000)).toEqual([150, 2]);
+    expect(before(clock.ms - 60_000)).toEqual([0, 0]);
   });
 });
 
-describe('readReset', () => {
+describe('readResetBound', () => {
   it("reads Azure's seconds and OpenAI's durations", () => {
-    const at = (v: string) => readReset(azure({ 'x-ratelimit-reset-tokens': v }), 'tokens');
+    const at = (v: string) =>
+      readResetBound(azure({ 'x-ratelimit-reset-tokens': v }), 'tokens')?.ms;
     expect(at('15')).toBe(15_000);
     expect(at('1.25')).toBe(1_250);
     expect(at('6m0s')).toBe(360_000);
@@ -57,8 +76,10 @@ describe('readReset', () => {
     expect(at('12ms')).toBe(12);
     expect(at('soon')).toBeUndefined();
     expect(at('-3')).toBeUndefined();
-    expect(readReset(azure({ 'x-ratelimit-reset-requests': '2' }), 'requests')).toBe(2_000);
-    expect(readReset(azure({}), 'tokens')).toBeUndefined();
+    expect(readResetBound(azure({ 'x-ratelimit-reset-requests': '2' }), 'requests')?.ms).toBe(
+      2_000,
+    );
+    expect(readResetBound(azure({}), 'tokens')).toBeUndefined();
   });
 });
 
@@ -288,7 +309,7 @@ describe("the others' usage by when it was sent (a shared state store)", () => {
       tokens += flat[i + 2]!;
       requests += flat[i + 3]!;
     }
-    return { tokens, requests, recentRequests: 0, sent: { spans: flat } };
+    return { tokens, requests, recentRequests: 0, spans: flat };
   };
 
   /** One call of ours sent at T0 whose answer, 100 ms later, reports `upstream` tokens counted. */
@@ -381,7 +402,7 @@ describe("another instance's answer (a shared state store)", () => {
     const flat = spans.flat();
     let tokens = 0;
     for (let i = 0; i < flat.length; i += 4) tokens += flat[i + 2]!;
-    return { tokens, requests: flat.length / 4, recentRequests: 0, sent: { spans: flat } };
+    return { tokens, requests: flat.length / 4, recentRequests: 0, spans: flat };
   };
   /**
    * Another instance's call of `tokens` sent at `sentAt`, answered 100 ms later with `upstream`

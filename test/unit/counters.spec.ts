@@ -1,14 +1,14 @@
 import { BurstCounter } from '../../src/quota/burst-counter';
-import { CountWindow } from '../../src/quota/count-window';
-import type { Anchoring, CounterScope } from '../../src/quota/counter';
-import { IoCounter } from '../../src/quota/io-counter';
+import { WindowCount } from '../../src/quota/window-count';
+import { fits, type Anchoring, type CounterScope } from '../../src/quota/counter';
+import { InputCounter } from '../../src/quota/input-counter';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { QuotaLimit, type LimitName } from '../../src/quota/quota-limit';
 import { readRateLimits, readResetBound } from '../../src/quota/rate-limit-headers';
 import { SendOrder } from '../../src/quota/send-order';
 import type { SharedReading } from '../../src/quota/reading';
-import { UsageWindow } from '../../src/quota/usage-window';
-import { WindowCounter } from '../../src/quota/window-counter';
+import { RequestsCounter } from '../../src/quota/requests-counter';
+import { TokensCounter } from '../../src/quota/tokens-counter';
 import { WindowEnd } from '../../src/quota/window-end';
 import { FakeClock, seeded } from '../support/random';
 
@@ -29,10 +29,13 @@ function scope(span = 60_000): CounterScope & { learnedLimits: string[] } {
   };
 }
 
-function sliding(clock: FakeClock, span = 60_000): UsageWindow {
-  const w = new UsageWindow(clock.now);
-  w.configure('sliding', span);
-  return w;
+/** A ledger's tokens and requests windows, sliding over `span`. */
+function sliding(clock: FakeClock, span = 60_000): { tokens: WindowCount; requests: WindowCount } {
+  const tokens = new WindowCount(clock.now);
+  const requests = new WindowCount(clock.now, true);
+  tokens.configure('sliding', span);
+  requests.configure('sliding', span);
+  return { tokens, requests };
 }
 
 const ours = (now: number, own?: { input: number; output: number }, sentAt = now): Anchoring => ({
@@ -43,22 +46,21 @@ const ours = (now: number, own?: { input: number; output: number }, sentAt = now
   paceOk: true,
 });
 
-describe('WindowCounter (tokens, requests)', () => {
+describe('TokensCounter, RequestsCounter', () => {
   it('anchors on the upstream count: holds what others used until the window ends', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const tokens = new WindowCounter(new QuotaLimit('tpm', 10_000), usage.tokenCount, 'tokens', s);
-    usage.add(1_000, 1, clock.ms);
-    tokens.admitted(call(1_000));
+    const tokens = new TokensCounter(new QuotaLimit('tpm', 10_000), usage.tokens, s);
+    tokens.admit(call(1_000), clock.ms);
     tokens.anchor(
       { remaining: 7_000, reset: { ms: 30_000, grain: 1_000 } },
       ours(clock.ms, call(1_000)),
     );
     tokens.answered(call(1_000));
     expect(tokens.used(clock.ms)).toBeCloseTo(3_000);
-    expect(tokens.fits(call(7_000), clock.ms)).toBe(true);
-    expect(tokens.fits(call(7_001), clock.ms)).toBe(false);
+    expect(fits(tokens, call(7_000), clock.ms)).toBe(true);
+    expect(fits(tokens, call(7_001), clock.ms)).toBe(false);
     expect(tokens.wait(call(7_001), clock.ms)).toBe(30_000);
     expect(s.reported.tpm).toEqual({ remaining: 7_000, at: T0 });
     clock.advance(30_000);
@@ -72,15 +74,9 @@ describe('WindowCounter (tokens, requests)', () => {
   it('rolls with coarse resets on the tightest end, keeping what was sent into the next window', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock, 3_000);
-    const tokens = new WindowCounter(
-      new QuotaLimit('tpm', 10_000),
-      usage.tokenCount,
-      'tokens',
-      scope(3_000),
-    );
+    const tokens = new TokensCounter(new QuotaLimit('tpm', 10_000), usage.tokens, scope(3_000));
     const send = (n: number) => {
-      usage.add(n, 1, clock.ms);
-      tokens.admitted(call(n));
+      tokens.admit(call(n), clock.ms);
       return clock.ms;
     };
     const answer = (n: number, sentAt: number, used: number, resetS: number) => {
@@ -110,14 +106,8 @@ describe('WindowCounter (tokens, requests)', () => {
   it('never forgets a call in flight when the window ends', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
-    const tokens = new WindowCounter(
-      new QuotaLimit('tpm', 10_000),
-      usage.tokenCount,
-      'tokens',
-      scope(),
-    );
-    usage.add(4_000, 1, clock.ms);
-    tokens.admitted(call(4_000));
+    const tokens = new TokensCounter(new QuotaLimit('tpm', 10_000), usage.tokens, scope());
+    tokens.admit(call(4_000), clock.ms);
     tokens.anchor({ remaining: 6_000, reset: { ms: 1_000, grain: 1_000 } }, ours(clock.ms));
     clock.advance(1_000);
     tokens.catchUp(clock.ms);
@@ -128,20 +118,15 @@ describe('WindowCounter (tokens, requests)', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const requests = new WindowCounter(
-      new QuotaLimit('rpm', 100),
-      usage.requestCount,
-      'requests',
-      s,
-    );
+    const requests = new RequestsCounter(new QuotaLimit('rpm', 100), usage.requests, s);
     s.peers = {
       tokens: 0,
       requests: 5,
-      sent: { spans: [T0 - 2_000, T0 - 1_000, 0, 3, T0, T0 + 1_000, 0, 2] },
+      spans: [T0 - 2_000, T0 - 1_000, 0, 3, T0, T0 + 1_000, 0, 2],
     };
     // Until an answer is anchored on, all the peers' requests count.
     expect(requests.counted(clock.ms)).toBe(5);
-    usage.add(0, 1, clock.ms);
+    usage.requests.add(1, clock.ms);
     requests.anchor({ remaining: 95 }, ours(clock.ms + 500, undefined, T0 + 500));
     // The answer to a call sent at T0 + 500 holds what was sent before: half of the last span is after.
     expect(requests.peersCounted()).toBeCloseTo(1);
@@ -156,7 +141,7 @@ describe('WindowCounter (tokens, requests)', () => {
       onLimit: (limit, value) => limits.push(`${limit} ${value}`),
     });
     ledger.slide(60_000);
-    ledger.shared = { tokens: 0, requests: 0, sent: { spans: [] } };
+    ledger.shared = { tokens: 0, requests: 0, spans: [] };
     const forged: SharedReading = {
       sentAt: T0 - 100,
       at: T0 - 50,
@@ -182,12 +167,12 @@ describe('WindowCounter (tokens, requests)', () => {
   });
 });
 
-describe('CountWindow (the window each counter owns)', () => {
+describe('WindowCount (the window each counter owns)', () => {
   it('counts what the last window and its newest sixth hold, as a charge-by-charge tally does', () => {
     // 60 buckets of 1 s over a minute: the window keeps the head and the 60 before it, the newest
     // sixth the head and the 10 before it. Gaps from a few ms to several windows.
     const clock = new FakeClock(T0 + 123);
-    const w = new CountWindow(clock.now, true);
+    const w = new WindowCount(clock.now, true);
     w.configure('sliding', 60_000, 60);
     const charges: { bucket: number; amount: number }[] = [];
     const random = seeded(7);
@@ -209,7 +194,7 @@ describe('CountWindow (the window each counter owns)', () => {
 
   it('is empty a window past its last charge, and counts anew from there', () => {
     const clock = new FakeClock(T0);
-    const w = new CountWindow(clock.now, true);
+    const w = new WindowCount(clock.now, true);
     w.configure('sliding', 60_000);
     w.add(500, clock.ms);
     clock.advance(30_000);
@@ -230,12 +215,12 @@ describe('CountWindow (the window each counter owns)', () => {
 
   it('counts no newest sixth unless asked to, and nothing slides in the fixed kind', () => {
     const clock = new FakeClock(T0);
-    const plain = new CountWindow(clock.now);
+    const plain = new WindowCount(clock.now);
     plain.configure('sliding', 60_000);
     plain.add(10, clock.ms);
     expect(plain.recentAt(clock.ms)).toBe(0);
     expect(plain.timeUntil(Infinity, 0, clock.ms)).toBe(0);
-    const fixed = new CountWindow(clock.now, true);
+    const fixed = new WindowCount(clock.now, true);
     fixed.add(10, clock.ms);
     clock.advance(3_600_000);
     expect([fixed.at(clock.ms), fixed.recentAt(clock.ms)]).toEqual([10, 0]);
@@ -261,7 +246,7 @@ describe('QuotaLedger: each counter its own window', () => {
     ledger.release(a);
     expect(counts()).toEqual([0, 1, 0, 0]);
     // The stores' view zips the tokens' and the requests' windows bucket by bucket.
-    expect([...ledger.usage.ownBuckets()]).toEqual([
+    expect(ledger.ownBuckets()).toEqual([
       { start: Math.floor(T0 / 500) * 500, tokens: 0, requests: 1 },
     ]);
     ledger.reset();
@@ -366,13 +351,13 @@ describe('BurstCounter (Azure requests per 10 s)', () => {
     const usage = sliding(clock);
     const s = scope();
     const rpm = new QuotaLimit('rpm', 60);
-    const burst = new BurstCounter(rpm, usage.requestCount, s, new SendOrder('requests'));
+    const burst = new BurstCounter(rpm, usage.requests, s, new SendOrder('requests'));
     expect(burst.limit).toBe(10);
     expect(burst.active).toBe(true);
-    for (let i = 0; i < 9; i++) usage.add(0, 1, clock.ms);
-    expect(burst.fits(call(1), clock.ms)).toBe(true);
-    usage.add(0, 1, clock.ms);
-    expect(burst.fits(call(1), clock.ms)).toBe(false);
+    for (let i = 0; i < 9; i++) usage.requests.add(1, clock.ms);
+    expect(fits(burst, call(1), clock.ms)).toBe(true);
+    usage.requests.add(1, clock.ms);
+    expect(fits(burst, call(1), clock.ms)).toBe(false);
     expect(burst.share(clock.ms)).toBe(1);
     expect(burst.wait(call(1), clock.ms)).toBeGreaterThan(9_000);
     expect(burst.claims({ limit: 10, remaining: 3 })).toBe(true);
@@ -382,25 +367,25 @@ describe('BurstCounter (Azure requests per 10 s)', () => {
     clock.advance(10_500);
     expect(burst.used(clock.ms)).toBe(0);
     expect(
-      new BurstCounter(new QuotaLimit('rpm', 0), usage.requestCount, s, new SendOrder('requests'))
+      new BurstCounter(new QuotaLimit('rpm', 0), usage.requests, s, new SendOrder('requests'))
         .active,
     ).toBe(false);
   });
 });
 
-describe('IoCounter (input, output tokens)', () => {
+describe('InputCounter, OutputCounter', () => {
   it('trims its own excess oldest first and holds a fading correction for others', () => {
     const clock = new FakeClock(T0);
     const usage = sliding(clock);
     const s = scope();
-    const input = new IoCounter(new QuotaLimit('itpm', 5_000), usage.tokenCount, 'input', s);
-    usage.add(2_000, 0, clock.ms);
+    const input = new InputCounter(new QuotaLimit('itpm', 5_000), usage.tokens, s);
+    usage.tokens.add(2_000, clock.ms);
     input.anchor({ remaining: 4_000 }, ours(clock.ms));
     expect(input.used(clock.ms)).toBe(1_000);
     input.anchor({ remaining: 2_500 }, ours(clock.ms));
     expect(input.used(clock.ms)).toBeCloseTo(2_500);
-    expect(input.fits(call(2_500), clock.ms)).toBe(true);
-    expect(input.fits(call(2_501), clock.ms)).toBe(false);
+    expect(fits(input, call(2_500), clock.ms)).toBe(true);
+    expect(fits(input, call(2_501), clock.ms)).toBe(false);
     clock.advance(30_000);
     expect(input.used(clock.ms)).toBeCloseTo(1_000 + 1_500 / 2);
     expect(input.exceeds(call(5_001))).toBe(5_001);

@@ -1,4 +1,5 @@
 import type { Admission } from '../../src/quota/admission';
+import { fits } from '../../src/quota/counter';
 import { forget, keptLoad, keptRoom, keptUtil, TOKENS } from '../../src/quota/hot-row';
 import { ModelState } from '../../src/registry/model-state';
 import { FakeClock, seeded } from '../support/random';
@@ -22,7 +23,7 @@ function freshRoom(state: ModelState, admission: Admission, now: number): boolea
   const { tokens, requests, burst, input, output } = state.quota;
   return (
     !state.isCooling() &&
-    [tokens, requests, burst, input, output].every((c) => c.fits(admission, now))
+    [tokens, requests, burst, input, output].every((c) => fits(c, admission, now))
   );
 }
 

@@ -1,6 +1,5 @@
 import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { QuotaLimit } from '../../src/quota/quota-limit';
-import { UsageWindow } from '../../src/quota/usage-window';
 import { ModelState } from '../../src/registry/model-state';
 import { FakeClock } from '../support/random';
 
@@ -109,14 +108,14 @@ describe('QuotaLedger', () => {
         limits.push(`${limit} ${was}->${value}${configured ? ' configured' : ''}`),
     });
     ledger.slide(60_000);
-    expect(ledger.burstLimit).toBe(1);
+    expect(ledger.burst.limit).toBe(1);
     ledger.observe(
       // Azure's requests header speaks of its 10 s window: 20 there is 120 a minute.
       headers({ 'x-ratelimit-limit-requests': 20, 'x-ratelimit-remaining-requests': 20 }),
     );
     expect(limits).toEqual(['rpm 0->120']);
     expect(ledger.limits.rpm.learned).toBe(true);
-    expect(ledger.burstLimit).toBe(20);
+    expect(ledger.burst.limit).toBe(20);
     const one = { input: 0, output: 0 };
     for (let i = 0; i < 19; i++) ledger.admit(one);
     expect(ledger.hasRoom(one)).toBe(true);
@@ -199,18 +198,17 @@ describe('the tokens counter anchoring on a header', () => {
       peer: undefined,
       paceOk: true,
     });
-    ledger.usage.add(3_000, 2);
-    tokens.admitted(first);
-    tokens.admitted(later);
+    ledger.admit(first);
+    ledger.admit(later);
     // Written for `first`: the upstream counts 1000 more than our 1000 sent before `later`.
     tokens.anchor({ remaining: 8_000 }, reading(first));
-    expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBeCloseTo(1_000);
+    expect(ledger.tokens.correction.at(clock.ms, 60_000)).toBeCloseTo(1_000);
     expect(ledger.upstreamRemaining.tpm).toEqual({ remaining: 8_000, at: clock.ms });
     tokens.answered(first);
     tokens.answered(later);
     tokens.answered(later); // once too often: nothing goes below zero
     tokens.anchor({ remaining: 7_000 }, reading(undefined));
-    expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBeCloseTo(0);
+    expect(ledger.tokens.correction.at(clock.ms, 60_000)).toBeCloseTo(0);
   });
 
   it('corrects no limit it does not know (an unlimited one stays unlimited)', () => {
@@ -218,26 +216,29 @@ describe('the tokens counter anchoring on a header', () => {
     const ledger = new QuotaLedger({}, clock.now);
     ledger.observe(headers({ 'x-ratelimit-remaining-tokens': 10 }));
     expect(ledger.limits.tpm.value).toBe(0);
-    expect(ledger.limits.tpm.correction(clock.ms, 60_000)).toBe(0);
+    expect(ledger.tokens.correction.at(clock.ms, 60_000)).toBe(0);
     expect(ledger.upstreamRemaining).toEqual({});
     expect(ledger.limits.tpm).toBeInstanceOf(QuotaLimit);
   });
 });
 
-describe('UsageWindow at a given instant', () => {
-  it('agrees with its getters, and reads no clock when given the instant', () => {
+describe('the ledger at a given instant', () => {
+  it('agrees with its own reading of the clock, and reads none when given the instant', () => {
     const clock = new CountingClock();
-    const w = new UsageWindow(clock.read);
-    w.configure('sliding', 60_000, 60);
-    w.add(100, 1);
+    const ledger = new QuotaLedger({ rpm: 600 }, clock.read);
+    ledger.slide(60_000, 60);
+    ledger.spend(100, 1);
     clock.advance(55_000);
-    w.add(50, 2, clock.ms);
+    ledger.spend(50, 2);
     const at = clock.ms + 7_000; // the first bucket has slid out by then
     const reads = clock.reads;
-    expect([w.tokensAt(at), w.requestsAt(at), w.recentRequestsAt(at)]).toEqual([50, 2, 2]);
-    expect(w.timeUntil(0, Infinity, Infinity, at)).toBeGreaterThan(0);
+    expect([ledger.tokensAt(at), ledger.requestsAt(at), ledger.recent(at)?.used]).toEqual([
+      50, 2, 2,
+    ]);
+    expect(ledger.localUsage(at)).toEqual({ tokens: 50, requests: 2 });
     expect(clock.reads).toBe(reads);
     clock.ms = at;
-    expect([w.tokens, w.requests, w.recentRequests]).toEqual([50, 2, 2]);
+    expect(ledger.localUsage()).toEqual({ tokens: 50, requests: 2 });
+    expect(ledger.recent()?.used).toBe(2);
   });
 });

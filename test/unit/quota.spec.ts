@@ -1,5 +1,5 @@
 import { ModelState, type ModelEvent } from '../../src/registry/model-state';
-import { admissionOf } from '../../src/quota/admission';
+import { chatCompletions } from '../../src/providers/openai/chat';
 import { readRateLimits } from '../../src/quota/rate-limit-headers';
 import { FakeClock } from '../support/random';
 
@@ -8,13 +8,20 @@ const azureHeaders = (h: Record<string, number>) =>
 
 describe('admission charge', () => {
   it('is the prompt estimate plus the output cap, and no invented reservation without one', () => {
-    expect(admissionOf({ max_tokens: 256 }, 100)).toEqual({ input: 100, output: 256 });
-    expect(admissionOf({ max_completion_tokens: 64, max_tokens: 256 }, 100)).toEqual({
-      input: 100,
+    const messages = [{ role: 'user', content: 'x'.repeat(400) }];
+    const admission = (body: Record<string, unknown>, defaultOutput = 0) =>
+      chatCompletions.admission({ messages, ...body }, defaultOutput);
+    const input = admission({}).input;
+    expect(input).toBeGreaterThanOrEqual(100);
+    expect(admission({ max_tokens: 256 })).toEqual({ input, output: 256 });
+    expect(admission({ max_completion_tokens: 64, max_tokens: 256 })).toEqual({
+      input,
       output: 64,
     });
-    expect(admissionOf({}, 100)).toEqual({ input: 100, output: 0 });
-    expect(admissionOf({}, 100, 4096)).toEqual({ input: 100, output: 4096 });
+    // No cap: the deployment it goes to charges its own reservation per output (chat's `n`).
+    expect(admission({})).toEqual({ input, output: 0, uncapped: 1 });
+    expect(admission({ n: 3 })).toEqual({ input, output: 0, uncapped: 3 });
+    expect(admission({}, 4096)).toEqual({ input, output: 4096 });
   });
 
   it('keeps the Azure reservation for the minute and corrects only the prompt estimate', () => {

@@ -45,7 +45,7 @@ describe('a 429 that says the request limit was hit', () => {
     for (let i = 0; i < 20; i++) quota.admit({ input: 10, output: 10 });
     quota.requestsRefused(800);
     expect(quota.burst.period).toBe('1s');
-    expect(quota.burstLimit).toBe(10);
+    expect(quota.burst.limit).toBe(10);
     expect(quota.hasRoom({ input: 10, output: 10 })).toBe(false);
   });
 
@@ -76,6 +76,6 @@ describe('a 429 that says the request limit was hit', () => {
     quota.requestsRefused(500);
     expect(quota.burst.period).toBe('1s');
     expect(quota.limits.rpm.value).toBe(600);
-    expect(quota.burstLimit).toBe(10);
+    expect(quota.burst.limit).toBe(10);
   });
 });

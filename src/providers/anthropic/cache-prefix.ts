@@ -29,6 +29,8 @@ function eachBlock(content: unknown, take: (text: string, breakpoint: boolean) =
  * ```
  */
 export function cachePrefixOf(body: Readonly<Record<string, unknown>>): CachePrefix | undefined {
+  // Most calls mark nothing: they pay for one look at each block, not for hashing the prompt.
+  if (!marksAny(body)) return undefined;
   const hash: Hash = createHash('sha256');
   let chars = 0;
   let prefix: CachePrefix | undefined;
@@ -53,4 +55,22 @@ export function cachePrefixOf(body: Readonly<Record<string, unknown>>): CachePre
     }
   }
   return prefix;
+}
+
+/** Whether a block of the system prompt or of a message carries a `cache_control` mark. */
+function marksAny(body: Readonly<Record<string, unknown>>): boolean {
+  let marked = false;
+  const take = (_text: string, breakpoint: boolean): void => {
+    if (breakpoint) marked = true;
+  };
+  eachBlock(body.system, take);
+  if (!marked && Array.isArray(body.messages)) {
+    for (const message of body.messages) {
+      if (message !== null && typeof message === 'object') {
+        eachBlock((message as { content?: unknown }).content, take);
+        if (marked) break;
+      }
+    }
+  }
+  return marked;
 }

@@ -27,7 +27,7 @@ import type {
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
 import { defineAdapter } from '../adapter';
-import { textLength, tokenField } from '../text-length';
+import { outputCap, textLength } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
 
 /** `sb.chat.completions`: the `openai` client's `chat.completions`, balanced. */
@@ -114,7 +114,7 @@ export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>
   },
   admission(body, defaultOutput) {
     const n = typeof body.n === 'number' && body.n > 1 ? body.n : 1;
-    const output = (tokenField(body.max_completion_tokens ?? body.max_tokens) || defaultOutput) * n;
+    const output = (outputCap(body) ?? defaultOutput) * n;
     const input = Math.ceil(textLength(body.messages) / 4);
     // No cap: each choice is charged the deployment's own reservation (`outputReservation`).
     return output > 0 ? { input, output } : { input, output, uncapped: n };

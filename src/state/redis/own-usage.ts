@@ -58,14 +58,15 @@ export function ownUsage(entries: readonly Entry[], now: number): PublishedUsage
   const readings: Record<string, number[]> = {};
   let bucketMs = 0;
   for (const e of entries) {
-    const window = e.state.quota.usage;
-    const merge = window.bucketMs > 0 ? mergeFactor(window.bucketMs, window.windowMs) : 1;
-    if (window.bucketMs > 0) bucketMs = window.bucketMs * merge;
-    const flat = publishBuckets(window.ownBuckets(), window.bucketMs, merge);
+    const quota = e.state.quota;
+    const own = quota.bucketMs;
+    const merge = own > 0 ? mergeFactor(own, quota.windowMs) : 1;
+    if (own > 0) bucketMs = own * merge;
+    const flat = publishBuckets(quota.ownBuckets(), own, merge);
     if (flat.length > 0) models[e.field] = flat;
     // The last answer's reading, while the window it speaks of may still be running.
-    const reading = window.bucketMs > 0 ? e.state.quota.lastReading() : undefined;
-    if (reading !== undefined && reading.sentAt > now - window.windowMs) {
+    const reading = own > 0 ? quota.lastReading() : undefined;
+    if (reading !== undefined && reading.sentAt > now - quota.windowMs) {
       readings[e.field] = encodeReading(reading);
     }
   }

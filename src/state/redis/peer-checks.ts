@@ -1,4 +1,5 @@
-import type { PeerModelReport, PeerReading, PeerReport } from '../peer-report';
+import type { SharedReading } from '../../quota/reading';
+import type { PeerModelReport, PeerReport } from '../peer-report';
 import {
   decodeReading,
   decodeUsage,
@@ -260,7 +261,7 @@ function checkReading(
   flat: unknown,
   m: PeerModelBounds,
   bounds: PeerBounds,
-): PeerReading | PeerProblem | undefined {
+): SharedReading | PeerProblem | undefined {
   if (!Array.isArray(flat) || flat.length !== READING_LENGTH) return 'reading-unreadable';
   if (!flat.every((n) => typeof n === 'number' && Number.isFinite(n))) return 'reading-unreadable';
   const r = decodeReading(flat);
@@ -281,7 +282,7 @@ function checkReading(
     input: ceiling(m.input || m.tokens, UNKNOWN_TOKENS),
     output: ceiling(m.output || m.tokens, UNKNOWN_TOKENS),
   };
-  const reading: PeerReading['reading'] = {};
+  const reading: SharedReading['reading'] = {};
   for (const what of ['tokens', 'requests', 'input', 'output'] as const) {
     const remaining = r.reading[what]?.remaining;
     if (remaining === undefined) continue;

@@ -1,3 +1,4 @@
+import type { PeerUsage } from '../../quota/peer-usage';
 import type { SharedReading } from '../../quota/reading';
 import type { RateLimitReading, ReportedLimit } from '../../quota/rate-limit-headers';
 
@@ -151,18 +152,6 @@ export function publishBuckets(
   return flat;
 }
 
-/** The others' usage of one model, as {@link sumOthers} adds it up. */
-export interface OthersUsage {
-  tokens: number;
-  requests: number;
-  recentRequests: number;
-  /**
-   * The same usage by when it was sent: `[start, end, tokens, requests, ...]` (epoch ms) per
-   * bucket, oldest first, the others' buckets of the same span added together.
-   */
-  spans: number[];
-}
-
 /**
  * Adds up, per model field, the usage that `others` published over the window `(now - windowMs,
  * now]`: every bucket that overlaps it counts whole (at most one bucket more than the window,
@@ -180,8 +169,9 @@ export function sumOthers(
   others: readonly PublishedUsage[],
   now: number,
   windowMs: number,
-): Map<string, OthersUsage> {
-  const sums = new Map<string, OthersUsage>();
+): Map<string, PeerUsage> {
+  // Built up here, handed out as what it is: the peers' usage of each model.
+  const sums = new Map<string, Required<PeerUsage> & { spans: number[] }>();
   const from = now - windowMs;
   const recentFrom = now - windowMs / 6;
   for (const o of others) {

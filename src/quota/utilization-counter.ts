@@ -1,8 +1,7 @@
-import { usable, type Admission, type TokenUsage } from './admission';
+import { roomLeft, type Admission, type TokenUsage } from './admission';
 import type { LimitCounter } from './counter';
-import { TOKENS } from './hot-row';
 import type { QuotaLimit } from './quota-limit';
-import type { WindowCounter } from './window-counter';
+import type { TokensCounter } from './tokens-counter';
 
 /**
  * The utilization of an Azure OpenAI provisioned (PTU) deployment, as "What is provisioned
@@ -17,16 +16,17 @@ import type { WindowCounter } from './window-counter';
  *
  * @example
  * ```ts
- * const utilization = new Utilization(tokens, 4);
- * utilization.fits({ input: 1_200, output: 4 * 256 }, now); // true while below 100 %
+ * const utilization = new UtilizationCounter(tokens, 4);
+ * fits(utilization, { input: 1_200, output: 4 * 256 }, now); // true while below 100 %
  * ```
  */
-export class Utilization implements LimitCounter {
-  readonly hotColumn = TOKENS;
+export class UtilizationCounter implements LimitCounter {
+  /** It counts the tokens (weighted) of the tokens counter. */
+  readonly unit = 'tokens';
 
   constructor(
     /** The tokens counter whose drained count is the utilization (its limit: the capacity). */
-    readonly tokens: WindowCounter,
+    readonly tokens: TokensCounter,
     /** Input tokens one output token counts for (gpt-4.1: 4). */
     readonly outputWeight: number,
   ) {}
@@ -36,18 +36,16 @@ export class Utilization implements LimitCounter {
     return this.tokens.limit;
   }
 
-  /** Below 100 % (of what a call's `reserve` leaves), whatever the call's charge. */
-  fits(admission: Admission, now: number): boolean {
-    const value = this.limit.value;
-    if (value <= 0) return true;
-    return this.tokens.used(now) < usable(value, admission);
+  charge(admission: Admission): number {
+    return this.tokens.charge(admission);
   }
 
-  /** Any charge fits below 100 %, none at or above it. */
-  room(now: number): number {
-    const value = this.limit.value;
-    if (value <= 0 || this.tokens.used(now) < value) return Infinity;
-    return -Infinity;
+  /**
+   * Any charge fits below 100 % (of what a call's `reserve` leaves), none at or above it: room
+   * is `Infinity` or `-Infinity`.
+   */
+  room(now: number, admission?: Admission): number {
+    return roomLeft(this.limit.value, this.tokens.used(now), admission) > 0 ? Infinity : -Infinity;
   }
 
   share(now: number): number {
@@ -63,7 +61,7 @@ export class Utilization implements LimitCounter {
     const value = this.limit.value;
     if (value <= 0) return 0;
     // One token below the line: admitted means strictly below it.
-    const over = this.tokens.used(now) - (usable(value, admission) - 1);
+    const over = 1 - roomLeft(value, this.tokens.used(now), admission);
     return over > 0 ? (over * 60_000) / value : 0;
   }
 
@@ -71,12 +69,12 @@ export class Utilization implements LimitCounter {
     this.tokens.admit(admission, now);
   }
 
-  admitted(admission: Admission): void {
-    this.tokens.admitted(admission);
-  }
-
   answered(admission: Admission): void {
     this.tokens.answered(admission);
+  }
+
+  settle(input: number, output: number, now: number): void {
+    this.tokens.settle(input, output, now);
   }
 
   catchUp(now: number): void {

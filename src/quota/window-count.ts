@@ -1,5 +1,5 @@
 /** How a usage window forgets usage. */
-export type UsageWindowKind = 'sliding' | 'fixed';
+export type WindowKind = 'sliding' | 'fixed';
 
 /**
  * One count (tokens, requests, input or output tokens) over a window, as one limit's counter
@@ -18,14 +18,14 @@ export type UsageWindowKind = 'sliding' | 'fixed';
  *
  * @example
  * ```ts
- * const tokens = new CountWindow(Date.now);
+ * const tokens = new WindowCount(Date.now);
  * tokens.configure('sliding', 60_000); // the minute that ends now, in 120 buckets of 500 ms
  * tokens.add(250);
  * tokens.at(Date.now()); // 250
  * ```
  */
-export class CountWindow {
-  private kind: UsageWindowKind = 'fixed';
+export class WindowCount {
+  private kind: WindowKind = 'fixed';
   private total = 0;
   /** Sliding: bucket length in ms (0 in the fixed kind). */
   private bucketLength = 0;
@@ -54,7 +54,7 @@ export class CountWindow {
   ) {}
 
   /** The kind in use. */
-  get windowKind(): UsageWindowKind {
+  get windowKind(): WindowKind {
     return this.kind;
   }
 
@@ -77,7 +77,7 @@ export class CountWindow {
    * Switch kinds. `sliding` needs `windowMs > 0` and keeps `buckets` buckets (rounded to a multiple
    * of 6, at least 6); anything else is `fixed`. The count so far stays, in the newest bucket.
    */
-  configure(kind: UsageWindowKind, windowMs = 0, buckets = 120): void {
+  configure(kind: WindowKind, windowMs = 0, buckets = 120): void {
     this.recentBuckets = 0;
     this.recent = 0;
     if (kind === 'fixed' || !(windowMs > 0)) {
@@ -325,4 +325,50 @@ export class CountWindow {
     const t = this.total - amount + left;
     this.total = t > 0 ? t : 0;
   }
+}
+
+/** One bucket of a sliding window: usage charged in `[start, start + bucketMs)`. */
+export interface UsageBucket {
+  /** Epoch ms, a multiple of the window's `bucketMs`. */
+  start: number;
+  tokens: number;
+  requests: number;
+}
+
+/**
+ * The tokens and requests of two counts zipped per bucket, oldest first, empty buckets left out,
+ * as a shared state store publishes them (one bucket holds both). Two sliding windows configured
+ * alike give their epoch-aligned buckets; anything else (a fixed window, a bucket that drains) is
+ * one bucket that starts at 0 and holds the counts at `now`.
+ *
+ * @example
+ * ```ts
+ * for (const b of usageBuckets(tokens, requests, Date.now())) publish(b.start, b.tokens, b.requests);
+ * ```
+ */
+export function usageBuckets(
+  tokens: Pick<WindowCount, 'at'>,
+  requests: Pick<WindowCount, 'at'>,
+  now: number,
+): UsageBucket[] {
+  if (
+    !(tokens instanceof WindowCount && requests instanceof WindowCount) ||
+    tokens.bucketMs === 0
+  ) {
+    const t = tokens.at(now);
+    const r = requests.at(now);
+    return t !== 0 || r !== 0 ? [{ start: 0, tokens: t, requests: r }] : [];
+  }
+  tokens.catchUp(now);
+  requests.catchUp(now);
+  const head = tokens.headNumber;
+  const bucketMs = tokens.bucketMs;
+  const buckets: UsageBucket[] = [];
+  for (let k = tokens.size - 1; k >= 0; k--) {
+    const t = tokens.behind(k);
+    const r = requests.behind(k);
+    if (t === 0 && r === 0) continue;
+    buckets.push({ start: (head - k) * bucketMs, tokens: t, requests: r });
+  }
+  return buckets;
 }
