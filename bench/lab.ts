@@ -160,7 +160,7 @@ export function lab(
   const end = seconds * 1000;
 
   const attempt = (sb: Switchboard, prompt: number, tried: Set<string>, n: number) => {
-    const d = sb.registry.select(
+    const d = sb.picker.select(
       MODEL,
       undefined,
       tried.size ? new Set([...tried].map((x) => sb.deployments.get(x)!)) : undefined,

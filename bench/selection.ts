@@ -4,7 +4,7 @@
  * nowhere and are never called.
  */
 import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../src';
-import { pickWithRoom, RoomGate } from '../src/selection/pick';
+import { RoomGate } from '../src/selection/pick';
 import { fixed, gc, median, quietLogger, seeded, table } from './util';
 
 const MODEL = 'gpt-4o-mini';
@@ -80,9 +80,7 @@ export function selectionScaling(
       const i = (b + k) % sizes.length;
       const sb = pools[i]!;
       plain[i]!.push(time(() => sb.selectDeployment(query), options.per, 1));
-      routed[i]!.push(
-        time(() => pickWithRoom(sb.registry, MODEL, undefined, gate), options.per, 1),
-      );
+      routed[i]!.push(time(() => sb.picker.withRoom(MODEL, undefined, gate), options.per, 1));
     }
   }
   for (const [index, n] of sizes.entries()) {

@@ -7,7 +7,7 @@
  *   or later.
  * - `config`: the switchboard's own configuration or an adapter is wrong; 500.
  */
-import type { DeploymentExplanation } from './placement/explanation';
+import type { DeploymentExplanation } from './errors/explanation';
 
 export type SwitchboardErrorCode = 'invalid_request' | 'model_not_found' | 'unavailable' | 'config';
 

@@ -2,19 +2,20 @@ import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/c
 import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
 import { validateOptions } from './config/validate-options';
 import type { ApiAdapter, SurfacesOf } from './providers/adapter';
-import { BUILTIN_ADAPTERS } from './providers/index';
+import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
 import type { Deployment } from './registry/deployment';
-import type { CapacityQueue } from './scheduling/capacity-queue';
+import type { QueueView } from './scheduling/capacity-queue';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { Router, type FailedCalls } from './routing/router';
+import { DeploymentPicker } from './selection/pick';
 import { Selector } from './selection/selector';
-import { sessionKey } from './selection/session-affinity';
+import { SessionAffinity, sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { createRelay, type SwitchboardFetch } from './relay/relay';
 import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
-import { DEFAULT_MAX_COOLDOWN } from './registry/cooldown';
+import { DEFAULT_MAX_COOLDOWN } from './runtime/upstream-numbers';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 
 export type { SessionParams } from './types';
@@ -58,6 +59,8 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   /** The deployments, their models and the session map. */
   readonly registry: DeploymentRegistry;
   readonly selector: Selector;
+  /** @internal Picks the deployment of a call among the registry's, through the selector. */
+  readonly picker: DeploymentPicker;
   readonly state: StateStore;
   readonly logger: SwitchboardLogger;
   private readonly metrics: SwitchboardMetrics;
@@ -73,7 +76,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   /** The intermediate objects of mounted paths (`sb.chat`). */
   private readonly branches = new WeakSet<object>();
   /** Calls waiting for room, when `options.queue` is set. */
-  readonly queue: CapacityQueue | undefined;
+  readonly queue: QueueView | undefined;
   private readonly window: number;
   private readonly usageWindow: 'sliding' | 'fixed';
   private readonly clock: () => number;
@@ -105,16 +108,24 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     validateOptions(options);
     this.logger = options.logger ?? new Logger('Switchboard');
     this.selector = resolveSelector(options);
-    this.registry = new DeploymentRegistry(options.deployments, this.selector, {
-      maxSessions: options.maxSessions,
+    this.registry = new DeploymentRegistry(options.deployments, {
+      builders: PROVIDERS,
+      sessions: new SessionAffinity(options.maxSessions ?? 1024),
       clock: options.clock,
       logger: this.logger,
       maxCooldown: options.maxCooldown,
     });
+    this.picker = new DeploymentPicker(
+      this.registry,
+      this.selector,
+      options.clock ?? Date.now,
+      this.logger,
+    );
     this.state = options.state ?? memoryState();
     this.maxCooldown = options.maxCooldown ?? DEFAULT_MAX_COOLDOWN;
     this.router = new Router(options, {
       registry: this.registry,
+      picker: this.picker,
       state: this.state,
       logger: this.logger,
       metrics: (queue, fallbacks, costs) =>
@@ -168,7 +179,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
    */
   selectDeployment(query: { model: string; sessionId?: string }): Deployment {
     const sessionId = query.sessionId === undefined ? undefined : sessionKey(query.sessionId);
-    const chosen = this.registry.select(query.model, sessionId);
+    const chosen = this.picker.select(query.model, sessionId);
     if (sessionId !== undefined) this.state.rememberSession?.(sessionId, chosen.name);
     return chosen;
   }

@@ -349,6 +349,22 @@ export type FailureReason =
   | 'switchboard'
   | 'other';
 
+/**
+ * What an answer reports it used: `input` (uncached prompt tokens), `output`, and for Claude the
+ * prompt-cache reads (free against the quota) and writes (charged as input).
+ *
+ * @example
+ * ```ts
+ * const usage: TokenUsage = { input: 1180, output: 97, cacheWrite: 2048 };
+ * ```
+ */
+export interface TokenUsage {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+
 /** Which SDK family a deployment speaks. */
 export type Provider = 'openai' | 'anthropic';
 

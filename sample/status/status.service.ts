@@ -175,8 +175,8 @@ export class StatusService {
           requests: this.traffic.requests(d.name, m.name),
           priority: m.priority,
           weight: m.weight,
-          inFlight: { count: m.inFlight.count, cap: m.inFlight.cap },
-          latency: m.latency.snapshot(),
+          inFlight: { count: m.inFlightView.count, cap: m.inFlightView.cap },
+          latency: m.latencyView.snapshot(),
         };
       }),
     }));

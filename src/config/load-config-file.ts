@@ -3,13 +3,8 @@ import { isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Docume
 import { MAX_CONFIG_FILE_BYTES, readBoundedFile } from './read-bounded-file';
 import type { SwitchboardOptions } from './switchboard-options';
 import { SwitchboardConfigError } from './switchboard-config.error';
-import {
-  crossCheck,
-  describeIssues,
-  formatPath,
-  formatProblem,
-  switchboardOptionsSchema,
-} from './validate-options';
+import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
+import { crossCheck, switchboardOptionsSchema } from './validate-options';
 
 /**
  * Environment variables, as `process.env` holds them.

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { clip } from '../errors/clip';
-import { checkFallbacks } from '../routing/fallbacks';
+import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
+import { checkFallbacks } from './fallbacks';
 import { SwitchboardError } from '../switchboard.error';
 import { tenantScope } from '../tenants/tenant-scope';
 import type { SwitchboardOptions } from './switchboard-options';
@@ -324,45 +325,6 @@ export const switchboardOptionsSchema = z.strictObject({
   clock: fn('a function returning milliseconds').optional(),
   random: fn('a function returning a number in [0, 1)').optional(),
 });
-
-/** `deployments[1].models[0].tpm` from zod's `['deployments', 1, 'models', 0, 'tpm']`. */
-export function formatPath(path: readonly PropertyKey[], root = ''): string {
-  let out = root;
-  for (const key of path) {
-    if (typeof key === 'number') out += `[${key}]`;
-    else out += out ? `.${String(key)}` : String(key);
-  }
-  return out || '(options)';
-}
-
-/** The line of a {@link ConfigProblem}: its field path, then its message. */
-export function formatProblem(problem: ConfigProblem, root = ''): string {
-  return `${formatPath(problem.path, root)} ${problem.message}`;
-}
-
-/** One line per zod issue, each naming the field path and what is expected. */
-export function describeIssues(error: z.ZodError, input: unknown, root = ''): string[] {
-  return error.issues.map((issue) => {
-    const at = formatPath(issue.path, root);
-    if (issue.code === 'unrecognized_keys') {
-      const keys = issue.keys.map((k) => `'${k}'`).join(', ');
-      return `${at} has unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}: remove or rename ${issue.keys.length > 1 ? 'them' : 'it'}`;
-    }
-    if (issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined) {
-      return `${at} is required`;
-    }
-    return `${at} ${issue.message}`;
-  });
-}
-
-function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
-  let v = input;
-  for (const key of path) {
-    if (v === null || typeof v !== 'object') return undefined;
-    v = (v as Record<PropertyKey, unknown>)[key];
-  }
-  return v;
-}
 
 /**
  * Checks options and returns them unchanged, or throws one {@link SwitchboardError} that lists every

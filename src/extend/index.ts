@@ -43,8 +43,9 @@ export type {
 } from '../providers/adapter';
 export type { Admission, TokenUsage, ChargePolicy } from '../quota/admission';
 export type { CallTags, Lane } from '../scheduling/lanes';
+export type { QueueView } from '../scheduling/capacity-queue';
 export type { FailedCalls } from '../routing/router';
-export type { DeploymentExplanation, PassedOverReason } from '../placement/explanation';
+export type { DeploymentExplanation, PassedOverReason } from '../errors/explanation';
 export type { SwitchboardFetch } from '../relay/relay';
 export {
   errorBody as apiErrorBody,
@@ -53,18 +54,19 @@ export {
 export type { Problem as ApiProblem } from '../relay/error-body';
 export { clip } from '../errors/clip';
 export { REDACTED, scrub, STACK_LIMIT, UPSTREAM_TEXT_LIMIT } from '../errors/scrub';
-export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from '../errors/http-error';
-export type { HttpErrorAnswer, HttpErrorOptions } from '../errors/http-error';
+export { httpErrorFor, retryHeaders, MAX_RETRY_AFTER_MS } from '../relay/http-error';
+export type { HttpErrorAnswer, HttpErrorOptions } from '../relay/http-error';
 export type { TenantBudget } from '../config/switchboard-options';
 export { validateOptions, switchboardOptionsSchema } from '../config/validate-options';
 export type { SwitchboardEnv, ParseSwitchboardConfigOptions } from '../config/load-config-file';
 export type { SwitchboardModuleExtras } from '../switchboard.module-definition';
 export type { Deployment, Provider, Operation } from '../registry/deployment';
 export { DeploymentRegistry } from '../registry/deployment-registry';
-export type { ModelListener } from '../registry/deployment-registry';
+export type { ModelListener, Sessions } from '../registry/deployment-registry';
 export type { ModelState, ModelEvent, ReportedRemaining } from '../registry/model-state';
 export type { QuotaView, LimitView } from '../registry/quota-view';
-export type { LatencySnapshot } from '../registry/latency';
+export type { LatencySnapshot, LatencyView } from '../registry/latency';
+export type { InFlightView } from '../registry/in-flight';
 export type { LimitName } from '../quota/quota-limit';
 export type { Gate } from '../selection/selector';
 export type { FailureReason, Verdict } from '../failover/classify';
@@ -84,6 +86,7 @@ export {
   SwitchboardMetrics,
   type CallFailureReason,
   type SwitchboardMetricsOptions,
+  type PriceLookup,
 } from '../telemetry/switchboard-metrics';
 export type {
   ModelHealth,

@@ -1,6 +1,5 @@
-import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
 import type { ProviderErrors } from '../registry/deployment';
-import { upstreamWait } from '../runtime/upstream-numbers';
+import { DEFAULT_MAX_COOLDOWN, upstreamWait } from '../runtime/upstream-numbers';
 import { SwitchboardError } from '../switchboard.error';
 import type { FailureReason } from '../types';
 import { isFirstTokenTimeout } from './first-token-timeout';

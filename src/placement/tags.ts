@@ -1,5 +1,3 @@
-import type { Deployment } from '../registry/deployment';
-
 /** The most tags one call may require: a header or body field is the caller's to fill. */
 export const MAX_CALL_TAGS = 16;
 /** The longest tag; a tag is a word such as `eu` or `gdpr`, not a document. */
@@ -75,14 +73,18 @@ export function headerTags(value: string | undefined): string[] | undefined {
 }
 
 /**
- * Whether `deployment` carries every tag of `required` (always, for none).
+ * Whether `deployment` (or anything else that carries tags) carries every tag of `required`
+ * (always, for none). It reads the tags alone, so the registry can filter its pools with it.
  *
  * @example
  * ```ts
  * carries(euWest, tagSet(['eu'])); // true
  * ```
  */
-export function carries(deployment: Deployment, required: TagSet | undefined): boolean {
+export function carries(
+  deployment: { readonly tags: readonly string[] },
+  required: TagSet | undefined,
+): boolean {
   if (required === undefined) return true;
   const own = deployment.tags;
   for (const tag of required.tags) if (!own.includes(tag)) return false;

@@ -1,4 +1,7 @@
 import type { CachePrefix } from './cached-prefixes';
+import type { TokenUsage } from '../types';
+
+export type { TokenUsage };
 
 /**
  * What the upstream charges a call at admission, in tokens: its prompt (`input`, the switchboard's
@@ -112,22 +115,6 @@ export function roomLeft(value: number, used: number, admission?: Admission): nu
   if (!(value > 0)) return Infinity;
   const reserve = admission?.reserve;
   return (reserve === undefined || reserve <= 0 ? value : value * (1 - reserve)) - used;
-}
-
-/**
- * What an answer reports it used: `input` (uncached prompt tokens), `output`, and for Claude the
- * prompt-cache reads (free against the quota) and writes (charged as input).
- *
- * @example
- * ```ts
- * const usage: TokenUsage = { input: 1180, output: 97, cacheWrite: 2048 };
- * ```
- */
-export interface TokenUsage {
-  input: number;
-  output: number;
-  cacheRead?: number;
-  cacheWrite?: number;
 }
 
 /**

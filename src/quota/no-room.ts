@@ -1,5 +1,5 @@
 import { heldBack, isHeldBack } from '../errors/held-back';
-import { explanationText, type DeploymentExplanation } from '../placement/explanation';
+import { explanationText, type DeploymentExplanation } from '../errors/explanation';
 import { retryHeaders } from '../errors/retry-headers';
 import { tokensOf, type Admission } from './admission';
 

@@ -1,5 +1,4 @@
-import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
-import { upstreamCount, upstreamWait } from '../runtime/upstream-numbers';
+import { DEFAULT_MAX_COOLDOWN, upstreamCount, upstreamWait } from '../runtime/upstream-numbers';
 import type { RequestWindow } from './request-window';
 
 /**

@@ -1,5 +1,4 @@
-/** Default cap (ms) of any cooldown: one day. */
-export const DEFAULT_MAX_COOLDOWN = 86_400_000;
+import { DEFAULT_MAX_COOLDOWN } from '../runtime/upstream-numbers';
 
 /**
  * Why a model cools: marked down by hand (`manual`), after a 429 or a cooldown another instance

@@ -1,20 +1,15 @@
 import type { DeploymentConfig, SwitchboardLogger } from '../types';
-import { PROVIDERS } from '../providers/index';
-import type { ProviderKit } from '../providers/provider-kit';
 import { hotRows } from '../quota/hot-row';
 import type { LimitName } from '../quota/quota-limit';
-import { pickDeployment, RoomGate, type PickTable } from '../selection/pick';
-import { SessionAffinity } from '../selection/session-affinity';
-import { tiersOf } from '../selection/tiers';
-import type { Selector } from '../selection/selector';
 import { clip } from '../errors/clip';
 import { carries, type TagSet } from '../placement/tags';
 import { plainHttpWarning } from './plain-http';
 import { upstreamKind } from '../quota/upstream-kind';
 import { SwitchboardError } from '../switchboard.error';
-import type { Deployment, Provider } from './deployment';
+import type { Deployment, DeploymentBuilder, DeploymentBuilders, Provider } from './deployment';
 import { ModelState, type ModelEvent } from './model-state';
 import type { LatencySnapshot } from './latency';
+import { tiersOf } from './tiers';
 
 /**
  * `stats()` entry: utilization rounded to 3 places (by the anchored view), usage as
@@ -47,10 +42,35 @@ export interface ModelStats {
 /** Listens to mark-downs and mark-ups of every model. */
 export type ModelListener = (state: ModelState, event: ModelEvent) => void;
 
+/**
+ * Which deployment each session was last sent to: a bounded map from session id to deployment
+ * name, where reading a session keeps it (the selection's `SessionAffinity` is one). Picking a
+ * deployment reads and writes it; a shared store fills it from other instances.
+ *
+ * @example
+ * ```ts
+ * registry.sessions.get('user-42'); // 'east'
+ * `${registry.sessions.size} of ${registry.sessions.capacity} sessions held`;
+ * ```
+ */
+export interface Sessions {
+  /** The most sessions held; past it the least recently used is forgotten. */
+  readonly capacity: number;
+  readonly size: number;
+  /** The deployment of a session (which makes it the most recent), if held. */
+  get(sessionId: string): string | undefined;
+  set(sessionId: string, deployment: string): void;
+  delete(sessionId: string): boolean;
+  /** Every session and its deployment, the least recent first. */
+  entries(): IterableIterator<[string, string]>;
+}
+
 /** What a registry is built with. */
 export interface RegistryContext {
-  selector: Selector;
-  maxSessions?: number;
+  /** Builds each provider's deployments (the switchboard hands in its providers' kits). */
+  builders: DeploymentBuilders;
+  /** Where the sessions are kept (the switchboard's `SessionAffinity`, of `maxSessions`). */
+  sessions: Sessions;
   clock?: () => number;
   logger?: SwitchboardLogger;
   /** The longest cooldown of any model (ms). */
@@ -68,21 +88,19 @@ interface TaggedPool {
 
 const NO_POOL: TaggedPool = Object.freeze({ pool: Object.freeze([]), tiers: undefined });
 
-/** How often, at most, the best-effort warning is logged for one model. */
-const BEST_EFFORT_WARN_INTERVAL = 10_000;
-
 /**
- * The deployments of one switchboard, indexed by model, with the session map; answers which
- * deployment serves a call. Injectable in Nest.
+ * The deployments of one switchboard, indexed by model (pools, tiers, tags), with the session
+ * map; answers which deployments serve a call (choosing among them is the selection's).
+ * Injectable in Nest.
  *
  * @example
  * ```ts
  * constructor(private readonly registry: DeploymentRegistry) {}
  * ...
- * this.registry.select('gpt-4o-mini', 'session-1').name; // 'east'
+ * this.registry.poolFor('gpt-4o-mini').map((d) => d.name); // ['east', 'west']
  * ```
  */
-export class DeploymentRegistry implements PickTable {
+export class DeploymentRegistry {
   /** By name, in configuration order. */
   readonly deployments: ReadonlyMap<string, Deployment>;
   /** Every deployment that serves a model, by model name. */
@@ -90,7 +108,7 @@ export class DeploymentRegistry implements PickTable {
   /** Models whose deployments have more than one `priority`: their tiers, most preferred first. */
   readonly tiers: ReadonlyMap<string, readonly (readonly Deployment[])[]>;
   /** Session id -> deployment name. */
-  readonly sessions: SessionAffinity;
+  readonly sessions: Sessions;
   private readonly providers = new Map<string, Provider>();
   /**
    * `model` + NUL + tag key -> the model's deployments carrying every tag: made once per set of
@@ -100,23 +118,15 @@ export class DeploymentRegistry implements PickTable {
   /** Every tag some deployment carries. */
   readonly knownTags: ReadonlySet<string>;
   private readonly listeners: ModelListener[] = [];
-  private readonly lastBestEffortWarning = new Map<string, number>();
   /** Learned or corrected limits already logged. */
   private readonly loggedLimits = new Set<string>();
   private readonly clock: () => number;
-  /** Admits the healthy deployments, at the registry's clock. */
-  readonly healthy: RoomGate;
   private readonly logger: SwitchboardLogger | undefined;
 
-  constructor(
-    configs: readonly DeploymentConfig[],
-    readonly selector: Selector,
-    context: Omit<RegistryContext, 'selector'> = {},
-  ) {
+  constructor(configs: readonly DeploymentConfig[], context: RegistryContext) {
     this.clock = context.clock ?? Date.now;
-    this.healthy = new RoomGate(undefined, undefined, this.clock);
     this.logger = context.logger;
-    this.sessions = new SessionAffinity(context.maxSessions ?? 1024);
+    this.sessions = context.sessions;
     const deployments = new Map<string, Deployment>();
     const pools = new Map<string, Deployment[]>();
     const onEvent = (state: ModelState, event: ModelEvent) => this.emit(state, event);
@@ -135,7 +145,7 @@ export class DeploymentRegistry implements PickTable {
           maxInFlight: m.maxInFlight ?? config.maxInFlight,
         };
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
-          charge: PROVIDERS[config.provider].charge,
+          charge: context.builders[config.provider].charge,
           headers: config.provider,
           upstream: upstreamKind(config.provider, config.baseURL),
           maxCooldown: context.maxCooldown,
@@ -150,7 +160,7 @@ export class DeploymentRegistry implements PickTable {
         state.spendHeard = false;
         models.set(m.name, state);
       }
-      const deployment = build(config, models, i);
+      const deployment = build(context.builders[config.provider], config, models, i);
       const insecure = plainHttpWarning(config.name, config.baseURL);
       if (insecure) this.logger?.warn(insecure);
       deployments.set(config.name, deployment);
@@ -238,26 +248,6 @@ export class DeploymentRegistry implements PickTable {
     return found;
   }
 
-  /**
-   * The deployment for a call when room does not decide: the session's own while healthy, else
-   * one the selector picks among healthy deployments not in `exclude`, in the most preferred tier
-   * that has one (best effort among all when none is healthy); a session is then remembered on
-   * the new one. See `pickDeployment`.
-   *
-   * `exclude` holds the deployments a call already tried. While any deployment is left untried,
-   * the choice stays among those (healthy first, then best effort): one that is cooling down or
-   * over its quota may still answer, while the one that just failed this call has already said it
-   * will not. Only once every deployment was tried does the choice go back to them all.
-   */
-  select(
-    model: string,
-    sessionId?: string,
-    exclude?: ReadonlySet<Deployment>,
-    tags?: TagSet,
-  ): Deployment {
-    return pickDeployment(this, model, sessionId, exclude, this.onBestEffort, tags);
-  }
-
   /** Forget usage on every deployment. */
   resetUsage(): void {
     for (const d of this.deployments.values()) for (const m of d.models.values()) m.resetUsage();
@@ -328,28 +318,16 @@ export class DeploymentRegistry implements PickTable {
     }
     for (const listener of this.listeners) listener(state, event);
   }
-
-  private readonly onBestEffort = (model: string, chosen: Deployment): void => {
-    if (this.logger === undefined) return;
-    const now = this.clock();
-    if (now - (this.lastBestEffortWarning.get(model) ?? -Infinity) < BEST_EFFORT_WARN_INTERVAL) {
-      return;
-    }
-    this.lastBestEffortWarning.set(model, now);
-    this.logger.warn(
-      `No healthy deployment for ${model}: trying ${chosen.name} on a best-effort basis`,
-    );
-  };
 }
 
 function build(
+  builder: DeploymentBuilder,
   config: DeploymentConfig,
   models: Map<string, ModelState>,
   index: number,
 ): Deployment {
   try {
-    const kit = PROVIDERS[config.provider] as ProviderKit;
-    return kit.deployment(config, models);
+    return builder.deployment(config, models);
   } catch (err) {
     // The SDK constructors throw on missing credentials; their message names environment
     // variables, ours names the field.

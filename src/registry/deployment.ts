@@ -1,6 +1,7 @@
 import { inspect, type InspectOptions } from 'node:util';
 import type { RateLimitErrorClass } from '../quota/no-room';
-import type { Provider } from '../types';
+import type { ChargePolicy } from '../quota/admission';
+import type { DeploymentConfig, Provider } from '../types';
 import type { ModelState } from './model-state';
 
 export type { Provider } from '../types';
@@ -100,3 +101,27 @@ export abstract class Deployment {
     return `${this.constructor.name} ${inspect(this.toJSON(), options)}`;
   }
 }
+
+/**
+ * What the registry needs of a provider (one SDK) to build its deployments: how its upstream
+ * reconciles the admission charge, and the deployment itself. Whoever builds a registry hands it
+ * the providers' kits (each one is a `ProviderKit`), so the registry does not reach up for them.
+ *
+ * @example
+ * ```ts
+ * const builders: DeploymentBuilders = { openai: openaiProvider, anthropic: anthropicProvider };
+ * ```
+ */
+export interface DeploymentBuilder<Config extends DeploymentConfig = DeploymentConfig> {
+  /**
+   * How its upstream reconciles the admission charge: Azure OpenAI keeps the output reservation
+   * for the minute (`reserve`), Foundry settles output to what was produced (`actual`).
+   */
+  charge: ChargePolicy;
+  deployment(config: Config, models: ReadonlyMap<string, ModelState>): Deployment;
+}
+
+/** One {@link DeploymentBuilder} per provider, each for its own kind of configuration. */
+export type DeploymentBuilders = {
+  readonly [P in Provider]: DeploymentBuilder<Extract<DeploymentConfig, { provider: P }>>;
+};

@@ -1,4 +1,22 @@
 /**
+ * A model's calls in flight on one deployment, read-only: what a status page or a selector reads.
+ *
+ * @example
+ * ```ts
+ * const { count, cap } = deployment.models.get('gpt-4o')!.inFlightView;
+ * console.log(cap > 0 ? `${count} of ${cap} in flight` : `${count} in flight`);
+ * ```
+ */
+export interface InFlightView {
+  /** Calls in flight now. */
+  readonly count: number;
+  /** The configured `maxInFlight` cap, 0 when there is none. */
+  readonly cap: number;
+  /** True while one more call may be sent. */
+  hasRoom(): boolean;
+}
+
+/**
  * Calls of one model on one deployment that were sent and have not ended, against the model's
  * `maxInFlight` cap. A call counts from the moment it is sent until its answer is read, it fails,
  * or (for a stream) the stream ends, breaks off or is aborted.
@@ -15,7 +33,7 @@
  * calls.hasRoom(); // true
  * ```
  */
-export class InFlight {
+export class InFlight implements InFlightView {
   /** Calls in flight now. */
   private n = 0;
   /** Whether any call was ever sent (metrics report a model from then on). */

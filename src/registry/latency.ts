@@ -21,6 +21,24 @@ export interface LatencySnapshot {
 }
 
 /**
+ * A model's recent latency on one deployment, read-only: what a status page or a selector reads.
+ *
+ * @example
+ * ```ts
+ * const latency = deployment.models.get('gpt-4o')!.latencyView;
+ * latency.snapshot(); // { firstTokenMs: 420, perTokenMs: 18.5 }, each once measured
+ * ```
+ */
+export interface LatencyView {
+  /** Time to first token (ms) of recent streams, `undefined` before the first. */
+  readonly firstTokenMs: number | undefined;
+  /** Time per output token (ms) of recent answers that were not streamed, `undefined` before the first. */
+  readonly perTokenMs: number | undefined;
+  /** Both estimates, each present once measured. */
+  snapshot(): LatencySnapshot;
+}
+
+/**
  * A peak-sensitive moving average that forgets with time (Finagle's peak EWMA): the estimate
  * fades toward 0 by `e^(-idle / decay)` while no sample renews it, so a deployment left alone
  * looks faster and faster until it is tried again; a sample above the faded estimate replaces it
@@ -64,7 +82,7 @@ class PeakEwma {
  * latency.perTokenMs; // ms per output token, recent
  * ```
  */
-export class LatencyTracker {
+export class LatencyTracker implements LatencyView {
   private readonly firstToken = new PeakEwma();
   private readonly perToken = new PeakEwma();
 

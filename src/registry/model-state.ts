@@ -4,11 +4,11 @@ import { COOL, hotRow, keptLoad, type HotRow } from '../quota/hot-row';
 import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
 import { ConsecutiveBreaker } from './consecutive-breaker';
-import { Cooldown, DEFAULT_MAX_COOLDOWN } from './cooldown';
-import { InFlight } from './in-flight';
-import { LatencyTracker } from './latency';
+import { Cooldown } from './cooldown';
+import { InFlight, type InFlightView } from './in-flight';
+import { LatencyTracker, type LatencyView } from './latency';
 import type { QuotaView } from './quota-view';
-import { upstreamUsage } from '../runtime/upstream-numbers';
+import { DEFAULT_MAX_COOLDOWN, upstreamUsage } from '../runtime/upstream-numbers';
 
 export type { ReportedRemaining } from '../quota/reading';
 export type { PeerUsage } from '../quota/quota-ledger';
@@ -92,9 +92,15 @@ export class ModelState {
   readonly quotaPool: string | undefined;
   /** @internal Consecutive upstream failures; open at 3. */
   readonly breaker = new ConsecutiveBreaker(3);
-  /** Calls sent and not yet ended, against the `maxInFlight` cap. */
+  /**
+   * @internal Calls sent and not yet ended, against the `maxInFlight` cap: the dispatch starts
+   * and ends them. Readers take {@link inFlightView}.
+   */
   readonly inFlight: InFlight;
-  /** Recent time to first token and time per output token. */
+  /**
+   * @internal Recent time to first token and time per output token: the attempts measure it.
+   * Readers take {@link latencyView}.
+   */
   readonly latency: LatencyTracker;
   /** Tokens a call's prompt estimate plus `max_tokens` may come to (`Infinity`: not checked). */
   readonly contextWindow: number;
@@ -167,7 +173,6 @@ export class ModelState {
     return this.capped || this.quotaPool !== undefined ? undefined : this.quota.hot;
   }
 
-  /** The longest cooldown (ms), whatever its source. */
   /**
    * This model's quota, read-only: limits, usage as the upstream counts it, shares of each limit.
    *
@@ -180,6 +185,31 @@ export class ModelState {
     return this.quota;
   }
 
+  /**
+   * Its calls in flight now and its `maxInFlight` cap, read-only.
+   *
+   * @example
+   * ```ts
+   * const { count, cap } = state.inFlightView;
+   * ```
+   */
+  get inFlightView(): InFlightView {
+    return this.inFlight;
+  }
+
+  /**
+   * Its recent latency (time to first token, time per output token), read-only.
+   *
+   * @example
+   * ```ts
+   * state.latencyView.snapshot(); // { firstTokenMs: 420 }
+   * ```
+   */
+  get latencyView(): LatencyView {
+    return this.latency;
+  }
+
+  /** The longest cooldown (ms), whatever its source. */
   get maxCooldown(): number {
     return this.cooling.max;
   }

@@ -8,7 +8,7 @@ import type { Provider } from '../types';
 import { clip } from '../errors/clip';
 import { errorBody, upstreamErrorBody, type Problem } from './error-body';
 import { MAX_BODY_DEPTH, nestedDeeperThan } from './body-checks';
-import { httpErrorFor } from '../errors/http-error';
+import { httpErrorFor } from './http-error';
 import { RELAY_APIS, RESPONSES, RETRIEVE_RESPONSE, routeOf, type RelayApi } from './relay-apis';
 import { RELAY_BODY, rawAnswer, type RelayBody, type RelayOptions } from './relay-operations';
 import { bodyText, headerOf, requestParts, type RequestParts } from './request-parts';

@@ -15,6 +15,7 @@ import { keptRoom } from '../quota/hot-row';
 import { noRoomError } from '../quota/no-room';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
+import type { DeploymentPicker } from '../selection/pick';
 import type { ModelState } from '../registry/model-state';
 import { hasRoom, type CallGate } from '../selection/pick';
 import type { StateStore } from '../state/state-store';
@@ -26,7 +27,7 @@ import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { fits, tokensNeeded } from './context-windows';
 import type { TrafficRecorder } from '../traffic/traffic-recorder';
 import { routeCall, type NoRoom, type Route } from './route-call';
-import { explain } from '../placement/explanations';
+import { explain } from './explanations';
 import type { TagSet } from '../placement/tags';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
@@ -38,11 +39,13 @@ const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
  *
  * @example
  * ```ts
- * const shared: DispatchShared = { registry, state, logger, queue, policy, metrics, hooks, clock, countFailure };
+ * const shared: DispatchShared = { registry, picker, state, logger, queue, policy, metrics, hooks, clock, countFailure };
  * ```
  */
 export interface DispatchShared {
   readonly registry: DeploymentRegistry;
+  /** Picks a deployment among the registry's. */
+  readonly picker: DeploymentPicker;
   readonly state: StateStore;
   readonly logger: SwitchboardLogger;
   /** Calls waiting for room, when the switchboard has a queue. */
@@ -365,7 +368,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
     }
     this.now = this.shared.clock();
     return routeCall(
-      this.shared.registry,
+      this.shared.picker,
       this.target,
       this.targetFallbacks,
       this.sessionId,

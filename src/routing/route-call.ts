@@ -1,10 +1,10 @@
 import type { Admission } from '../quota/admission';
 import type { Deployment } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
-import { pickWithRoom, RoomGate, type CallGate } from '../selection/pick';
+import { RoomGate, type CallGate, type DeploymentPicker } from '../selection/pick';
 import { SwitchboardError } from '../switchboard.error';
-import { explanationText } from '../placement/explanation';
-import { explain } from '../placement/explanations';
+import { explanationText } from '../errors/explanation';
+import { explain } from './explanations';
 import type { TagSet } from '../placement/tags';
 
 /** Where one attempt of a call goes: a deployment, and the model it is asked for there. */
@@ -49,12 +49,12 @@ export interface NoRoom {
  * @example
  * ```ts
  * const gate = new RoomGate({ input: 900, output: 256 }, tried);
- * const r = routeCall(registry, 'gpt-4o', ['gpt-4o-mini'], 'user-42', gate);
+ * const r = routeCall(picker, 'gpt-4o', ['gpt-4o-mini'], 'user-42', gate);
  * if ('waitMs' in r) throw new Error(`no room for ${r.waitMs} ms`);
  * ```
  */
 export function routeCall(
-  registry: DeploymentRegistry,
+  picker: DeploymentPicker,
   model: string,
   fallbacks: readonly string[] | undefined,
   sessionId: string | undefined,
@@ -62,31 +62,32 @@ export function routeCall(
   pool?: readonly Deployment[],
   tags?: TagSet,
 ): Route | NoRoom {
+  const { registry } = picker;
   pool ??= registry.poolFor(model, tags);
-  const own = pickWithRoom(registry, model, sessionId, gate, pool, tags);
+  const own = picker.withRoom(model, sessionId, gate, pool, tags);
   if (own !== undefined) return { deployment: own, model };
   if (fallbacks !== undefined) {
     for (const fallback of fallbacks) {
-      const d = pickWithRoom(registry, fallback, sessionId, gate, undefined, tags);
+      const d = picker.withRoom(fallback, sessionId, gate, undefined, tags);
       if (d !== undefined) return { deployment: d, model: fallback };
     }
   }
   const { admission, exclude: tried } = gate;
   if (tried !== undefined && tried.size > 0) {
     if (untriedAllDown(pool, model, tried, admission)) {
-      return { deployment: registry.select(model, sessionId, tried, tags), model };
+      return { deployment: picker.select(model, sessionId, tried, tags), model };
     }
     const anyTried = new RoomGate(admission);
-    const again = pickWithRoom(registry, model, sessionId, anyTried, pool, tags);
+    const again = picker.withRoom(model, sessionId, anyTried, pool, tags);
     if (again !== undefined) return { deployment: again, model };
     for (const fallback of fallbacks ?? []) {
-      const d = pickWithRoom(registry, fallback, sessionId, anyTried, undefined, tags);
+      const d = picker.withRoom(fallback, sessionId, anyTried, undefined, tags);
       if (d !== undefined) return { deployment: d, model: fallback };
     }
   }
   const wait = noRoom(registry, model, fallbacks, admission, tags);
   if (wait !== undefined) return wait;
-  return bestEffort(registry, model, fallbacks, sessionId, tried, tags);
+  return bestEffort(picker, model, fallbacks, sessionId, tried, tags);
 }
 
 /**
@@ -94,17 +95,18 @@ export function routeCall(
  * tags leave the model none) of the first fallback that has one.
  */
 function bestEffort(
-  registry: DeploymentRegistry,
+  picker: DeploymentPicker,
   model: string,
   fallbacks: readonly string[] | undefined,
   sessionId: string | undefined,
   tried: ReadonlySet<Deployment> | undefined,
   tags: TagSet | undefined,
 ): Route {
-  if (tags === undefined) return { deployment: registry.select(model, sessionId, tried), model };
+  if (tags === undefined) return { deployment: picker.select(model, sessionId, tried), model };
+  const { registry } = picker;
   for (const m of fallbacks === undefined ? [model] : [model, ...fallbacks]) {
     if (registry.poolFor(m, tags).length > 0) {
-      return { deployment: registry.select(m, sessionId, tried, tags), model: m };
+      return { deployment: picker.select(m, sessionId, tried, tags), model: m };
     }
   }
   const explanations = explain(registry, model, fallbacks, tags, undefined);

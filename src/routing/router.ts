@@ -7,6 +7,7 @@ import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../scheduling/capacity-queue'
 import { LaneActivity } from '../scheduling/lanes';
 import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
+import type { DeploymentPicker } from '../selection/pick';
 import { ModelState } from '../registry/model-state';
 import { Deadlines } from '../runtime/deadlines';
 import type { StateStore } from '../state/state-store';
@@ -26,7 +27,7 @@ import { allowsFallbacks, callBody, requiredTags, sessionIdOf, tagsOf } from './
 import { contextWindows, fits, tokensNeeded, tooLongError } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
 import { Dispatch, type DispatchShared, type Pin } from './dispatch';
-import { resolveFallbacks } from './fallbacks';
+import { resolveFallbacks } from '../config/fallbacks';
 import { prepareRequest } from './prepare-request';
 import { CACHEABLE_TOKENS, prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
@@ -56,6 +57,7 @@ export interface FailedCalls {
  */
 export class Router implements DispatchShared {
   readonly registry: DeploymentRegistry;
+  readonly picker: DeploymentPicker;
   readonly state: StateStore;
   readonly logger: SwitchboardLogger;
   readonly metrics: SwitchboardMetrics;
@@ -95,6 +97,7 @@ export class Router implements DispatchShared {
     options: SwitchboardOptions,
     context: {
       registry: DeploymentRegistry;
+      picker: DeploymentPicker;
       state: StateStore;
       logger: SwitchboardLogger;
       /** Built once the queue and the fallbacks are known, which the metrics report on. */
@@ -107,6 +110,7 @@ export class Router implements DispatchShared {
   ) {
     const { registry, state } = context;
     this.registry = registry;
+    this.picker = context.picker;
     this.state = state;
     this.logger = context.logger;
     this.policy = failoverPolicy(options.failover);
@@ -148,7 +152,7 @@ export class Router implements DispatchShared {
       tenants.prices.empty ? undefined : { prices: tenants.prices, tenants: tenants.named },
     );
     this.metrics = metrics;
-    tenants.metrics = metrics;
+    tenants.onCost = (state, label, usd) => metrics.cost(state, label, usd);
     if (queue !== undefined) {
       // Room may have come back (a cooldown ended, a limit rose, a call ended at its cap): try the
       // model's line now rather than when it was expected.

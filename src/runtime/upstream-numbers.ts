@@ -5,13 +5,24 @@
  * the year 275760. Bounded once at the edge, they cannot overflow a sum, poison a window with
  * `NaN`, or make `new Date(...).toISOString()` throw deep inside a call.
  */
-import type { TokenUsage } from '../quota/admission';
+import type { TokenUsage } from '../types';
 
 /**
  * The largest count (tokens, requests) taken from an upstream: above any real quota (a trillion
  * tokens), and small enough that sums of many such counts stay exact integers.
  */
 export const MAX_UPSTREAM_COUNT = 1e12;
+
+/**
+ * The longest wait (ms) taken from an upstream's `retry-after` or reset headers, and the default
+ * cap of any cooldown (`maxCooldown`): one day.
+ *
+ * @example
+ * ```ts
+ * upstreamWait(retryAfterMs, DEFAULT_MAX_COOLDOWN);
+ * ```
+ */
+export const DEFAULT_MAX_COOLDOWN = 86_400_000;
 
 /**
  * A count an upstream reported (a header's text, or a number from a JSON body): a finite number

@@ -58,6 +58,36 @@ export interface WaitOptions {
 }
 
 /**
+ * The switchboard's queue as its readers see it (`sb.queue`, a status page, the metrics): who
+ * waits for which model, in which lane, for how long. The lines themselves are internal.
+ *
+ * @example
+ * ```ts
+ * const queue = sb.queue;
+ * if (queue) console.log(`${queue.length('gpt-4o')} waiting, ${queue.longestWait('gpt-4o')} ms`);
+ * ```
+ */
+export interface QueueView {
+  /** The longest wait in ms (of an interactive call). */
+  readonly maxWait: number;
+  /** The longest wait in ms of a call in `lane`. */
+  maxWaitOf(lane: Lane): number;
+  /** Calls waiting for `model`, in `lane` or in both. */
+  length(model: string, lane?: Lane): number;
+  /** How long (ms) the longest-waiting call for `model` has waited; 0 when none waits. */
+  longestWait(model: string, lane?: Lane): number;
+  /** Calls waiting for `model` per lane and tenant key (lanes with nobody waiting left out). */
+  waiting(model: string): Partial<Record<Lane, ReadonlyMap<string, number>>>;
+  /** The models with calls waiting. */
+  models(): IterableIterator<string>;
+  /**
+   * Let `model`'s waiting calls try for room now rather than when it was expected (after an
+   * injected clock moved, say); the switchboard does so itself whenever it frees room.
+   */
+  kick(model: string): void;
+}
+
+/**
  * Calls waiting for room, one line per model: the scheduler of the switchboard. Interactive
  * calls are served before batch calls; within a lane, tenants take turns by deficit round robin
  * on the calls' admission charges ({@link FairLine}), and a tenant's calls keep their order. The
@@ -78,7 +108,7 @@ export interface WaitOptions {
  * });
  * ```
  */
-export class CapacityQueue {
+export class CapacityQueue implements QueueView {
   private readonly lines = new Map<string, Line>();
   private readonly clock: () => number;
   private closed = false;

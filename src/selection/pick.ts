@@ -1,34 +1,11 @@
 import type { Admission } from '../quota/admission';
 import { keptRoom } from '../quota/hot-row';
+import type { SwitchboardLogger } from '../types';
 import type { Deployment } from '../registry/deployment';
+import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
 import { carries, type TagSet } from '../placement/tags';
-import type { SessionAffinity } from './session-affinity';
 import type { Gate, Selector } from './selector';
-
-/**
- * What picking a deployment reads: the pools and tiers of each model, the sessions and the
- * selector (the deployment registry is one).
- *
- * @example
- * ```ts
- * pickDeployment(registry, 'gpt-4o', 'user-42');
- * ```
- */
-export interface PickTable {
-  readonly deployments: ReadonlyMap<string, Deployment>;
-  readonly sessions: SessionAffinity;
-  readonly selector: Selector;
-  /** Admits the healthy deployments, at the table's clock. */
-  readonly healthy: Gate;
-  /**
-   * The deployments serving `model` (those carrying every one of `tags`, when given: possibly
-   * none), or an error that says why no deployment serves it.
-   */
-  poolFor(model: unknown, tags?: TagSet): readonly Deployment[];
-  /** The tiers of {@link poolFor}'s pool, most preferred first; `undefined` for one priority. */
-  tiersFor(model: string, tags?: TagSet): readonly (readonly Deployment[])[] | undefined;
-}
 
 /**
  * Whether a model on a deployment can take one more call now: the one test that tiers, sessions,
@@ -105,108 +82,152 @@ export class RoomGate implements CallGate {
 const NOT_COOLING: Gate = { admits: (state) => !state.isCooling() };
 const ANY: Gate = { admits: () => true };
 
+/** How often, at most, the best-effort warning is logged for one model. */
+const BEST_EFFORT_WARN_INTERVAL = 10_000;
+
 /**
- * A deployment of `model` that `gate` admits: the session's own while it does, else the
- * selector's pick in the most preferred tier that has one; `undefined` when none does (no best
- * effort). A session is remembered on what is picked. `pool` is `model`'s (carrying `tags`), when
- * the caller has it already.
+ * Picks the deployment of a call among a registry's deployments: the session's own while it may
+ * take the call, else the selector's pick in the most preferred tier that has one. The registry
+ * holds the pools, tiers and sessions; the selector weighs a pool; the picker applies the rules
+ * around them (gates, tiers, sessions, best effort).
  *
  * @example
  * ```ts
- * const d = pickWithRoom(registry, 'gpt-4o', 'user-42', new RoomGate(admission, tried));
+ * const picker = new DeploymentPicker(registry, new TwoRandomChoices());
+ * picker.select('gpt-4o-mini', 'session-1').name; // 'east'
  * ```
  */
-export function pickWithRoom(
-  table: PickTable,
-  model: string,
-  sessionId: string | undefined,
-  gate: Gate,
-  pool?: readonly Deployment[],
-  tags?: TagSet,
-): Deployment | undefined {
-  const held = heldBySession(table, model, sessionId, gate, tags);
-  if (held !== undefined) return held;
-  const tiers = table.tiersFor(model, tags);
-  const chosen =
-    tiers === undefined
-      ? table.selector.pick(model, pool ?? table.poolFor(model, tags), gate)
-      : inTiers(table, model, tiers, gate);
-  if (chosen !== undefined && sessionId !== undefined) table.sessions.set(sessionId, chosen.name);
-  return chosen;
-}
+export class DeploymentPicker {
+  /** Admits the healthy deployments, at the registry's clock. */
+  readonly healthy: RoomGate;
+  private readonly lastBestEffortWarning = new Map<string, number>();
 
-/**
- * The deployment for a call when room does not decide: the session's own while healthy, else a
- * healthy one not in `exclude` (most preferred tier first), else best effort among those not in
- * `exclude`: one that is not cooling, else any. While any deployment is left untried the choice
- * stays among those; once every one was tried it goes back to them all. A session is remembered
- * on the result; `onBestEffort` hears when no healthy deployment was left.
- *
- * @example
- * ```ts
- * const d = pickDeployment(registry, 'gpt-4o', undefined, new Set([failed]));
- * ```
- */
-export function pickDeployment(
-  table: PickTable,
-  model: string,
-  sessionId?: string,
-  exclude?: ReadonlySet<Deployment>,
-  onBestEffort?: (model: string, chosen: Deployment) => void,
-  tags?: TagSet,
-): Deployment {
-  const pool = table.poolFor(model, tags);
-  const retrying = exclude !== undefined && exclude.size > 0;
-  const fresh = retrying ? untried(pool, exclude) : pool;
-  const healthy = table.healthy;
-  const untriedGate = retrying ? new RoomGate(undefined, exclude) : healthy;
-  const held = heldBySession(table, model, sessionId, untriedGate, tags);
-  if (held !== undefined) return held;
-  const tiers = table.tiersFor(model, tags);
-  const { selector } = table;
-  let chosen =
-    tiers === undefined
-      ? selector.pick(model, fresh, healthy)
-      : inTiers(table, model, tiers, fresh === pool ? healthy : untriedGate);
-  if (chosen === undefined) {
-    chosen = selector.pick(model, fresh, NOT_COOLING) ?? selector.pick(model, fresh, ANY)!;
-    onBestEffort?.(model, chosen);
+  constructor(
+    readonly registry: DeploymentRegistry,
+    readonly selector: Selector,
+    private readonly clock: () => number = Date.now,
+    private readonly logger?: SwitchboardLogger,
+  ) {
+    this.healthy = new RoomGate(undefined, undefined, clock);
   }
-  if (sessionId !== undefined) table.sessions.set(sessionId, chosen.name);
-  return chosen;
-}
 
-/**
- * The session's deployment while the gate admits it, even in a lower tier than one that
- * recovered: moving would lose the upstream's prompt cache.
- */
-function heldBySession(
-  table: PickTable,
-  model: string,
-  sessionId: string | undefined,
-  gate: Gate,
-  tags: TagSet | undefined,
-): Deployment | undefined {
-  if (sessionId === undefined) return undefined;
-  const name = table.sessions.get(sessionId);
-  if (name === undefined) return undefined;
-  const d = table.deployments.get(name);
-  const state = d?.models.get(model);
-  return state !== undefined && carries(d!, tags) && gate.admits(state, d!) ? d : undefined;
-}
-
-/** The most preferred tier the gate admits a deployment of takes the call. */
-function inTiers(
-  table: PickTable,
-  model: string,
-  tiers: readonly (readonly Deployment[])[],
-  gate: Gate,
-): Deployment | undefined {
-  for (const tier of tiers) {
-    const chosen = table.selector.pick(model, tier, gate);
-    if (chosen !== undefined) return chosen;
+  /**
+   * The deployment for a call when room does not decide: the session's own while healthy, else
+   * one the selector picks among healthy deployments not in `exclude`, in the most preferred tier
+   * that has one (best effort among all when none is healthy); a session is then remembered on
+   * the new one.
+   *
+   * `exclude` holds the deployments a call already tried. While any deployment is left untried,
+   * the choice stays among those (healthy first, then best effort): one that is cooling down or
+   * over its quota may still answer, while the one that just failed this call has already said it
+   * will not. Only once every deployment was tried does the choice go back to them all.
+   *
+   * @example
+   * ```ts
+   * const d = picker.select('gpt-4o', undefined, new Set([failed]));
+   * ```
+   */
+  select(
+    model: string,
+    sessionId?: string,
+    exclude?: ReadonlySet<Deployment>,
+    tags?: TagSet,
+  ): Deployment {
+    const { registry, selector, healthy } = this;
+    const pool = registry.poolFor(model, tags);
+    const retrying = exclude !== undefined && exclude.size > 0;
+    const fresh = retrying ? untried(pool, exclude) : pool;
+    const untriedGate = retrying ? new RoomGate(undefined, exclude) : healthy;
+    const held = this.heldBySession(model, sessionId, untriedGate, tags);
+    if (held !== undefined) return held;
+    const tiers = registry.tiersFor(model, tags);
+    let chosen =
+      tiers === undefined
+        ? selector.pick(model, fresh, healthy)
+        : this.inTiers(model, tiers, fresh === pool ? healthy : untriedGate);
+    if (chosen === undefined) {
+      chosen = selector.pick(model, fresh, NOT_COOLING) ?? selector.pick(model, fresh, ANY)!;
+      this.bestEffort(model, chosen);
+    }
+    if (sessionId !== undefined) registry.sessions.set(sessionId, chosen.name);
+    return chosen;
   }
-  return undefined;
+
+  /**
+   * A deployment of `model` that `gate` admits: the session's own while it does, else the
+   * selector's pick in the most preferred tier that has one; `undefined` when none does (no best
+   * effort). A session is remembered on what is picked. `pool` is `model`'s (carrying `tags`),
+   * when the caller has it already.
+   *
+   * @example
+   * ```ts
+   * const d = picker.withRoom('gpt-4o', 'user-42', new RoomGate(admission, tried));
+   * ```
+   */
+  withRoom(
+    model: string,
+    sessionId: string | undefined,
+    gate: Gate,
+    pool?: readonly Deployment[],
+    tags?: TagSet,
+  ): Deployment | undefined {
+    const held = this.heldBySession(model, sessionId, gate, tags);
+    if (held !== undefined) return held;
+    const { registry } = this;
+    const tiers = registry.tiersFor(model, tags);
+    const chosen =
+      tiers === undefined
+        ? this.selector.pick(model, pool ?? registry.poolFor(model, tags), gate)
+        : this.inTiers(model, tiers, gate);
+    if (chosen !== undefined && sessionId !== undefined) {
+      registry.sessions.set(sessionId, chosen.name);
+    }
+    return chosen;
+  }
+
+  /**
+   * The session's deployment while the gate admits it, even in a lower tier than one that
+   * recovered: moving would lose the upstream's prompt cache.
+   */
+  private heldBySession(
+    model: string,
+    sessionId: string | undefined,
+    gate: Gate,
+    tags: TagSet | undefined,
+  ): Deployment | undefined {
+    if (sessionId === undefined) return undefined;
+    const name = this.registry.sessions.get(sessionId);
+    if (name === undefined) return undefined;
+    const d = this.registry.deployments.get(name);
+    const state = d?.models.get(model);
+    return state !== undefined && carries(d!, tags) && gate.admits(state, d!) ? d : undefined;
+  }
+
+  /** The most preferred tier the gate admits a deployment of takes the call. */
+  private inTiers(
+    model: string,
+    tiers: readonly (readonly Deployment[])[],
+    gate: Gate,
+  ): Deployment | undefined {
+    for (const tier of tiers) {
+      const chosen = this.selector.pick(model, tier, gate);
+      if (chosen !== undefined) return chosen;
+    }
+    return undefined;
+  }
+
+  /** No healthy deployment was left for `model`: said at most once per interval. */
+  private bestEffort(model: string, chosen: Deployment): void {
+    if (this.logger === undefined) return;
+    const now = this.clock();
+    if (now - (this.lastBestEffortWarning.get(model) ?? -Infinity) < BEST_EFFORT_WARN_INTERVAL) {
+      return;
+    }
+    this.lastBestEffortWarning.set(model, now);
+    this.logger.warn(
+      `No healthy deployment for ${model}: trying ${chosen.name} on a best-effort basis`,
+    );
+  }
 }
 
 /** The deployments of `pool` not in `tried`; all of `pool` when every one was tried. */

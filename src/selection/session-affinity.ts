@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Sessions } from '../registry/deployment-registry';
 
 /** Session ids longer than this are kept (and shared) as their hash. */
 export const MAX_SESSION_ID_LENGTH = 256;
@@ -44,7 +45,7 @@ interface Entry {
  * sessions.get('b'); // undefined: 'b' was the least recently used
  * ```
  */
-export class SessionAffinity {
+export class SessionAffinity implements Sessions {
   private readonly map = new Map<string, Entry>();
   /** The least recent session, forgotten first; {@link newest} the most recent. */
   private oldest: Entry | undefined = undefined;

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
+import { DEFAULT_MAX_COOLDOWN } from '../runtime/upstream-numbers';
 import type { ModelState } from '../registry/model-state';
 import type { PeerUsage } from '../quota/peer-usage';
 import type { SharedReading } from '../quota/reading';

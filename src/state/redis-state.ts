@@ -24,7 +24,7 @@ import {
   type ResolvedRedisOptions,
 } from './redis/redis-options';
 import { knownLimits, ownUsage, poolField, type Entry } from './redis/own-usage';
-import { DEFAULT_MAX_COOLDOWN } from '../registry/cooldown';
+import { DEFAULT_MAX_COOLDOWN } from '../runtime/upstream-numbers';
 import { DEFAULT_SKEW, readSyncReply, SYNC_SCRIPT, syncCommand } from './redis/sync-script';
 import type { StateContext, StateStore, StateStoreHealth } from './state-store';
 import { SharedTenantCounts } from './redis/tenant-script';

@@ -24,7 +24,7 @@ import {
 } from './gen-ai-conventions';
 
 import { METER_NAME } from './metric-names';
-import type { RecordedCall } from '../traffic/traffic-line';
+import type { Lane } from '../scheduling/lanes';
 
 export type { GenAiAttempt } from './gen-ai-attempt';
 export { providerName, usageOf, type GenAiUsage } from './gen-ai-attributes';
@@ -87,6 +87,21 @@ export interface GenAiAttemptInfo {
   body?: Readonly<Record<string, unknown>>;
   /** `gen_ai.operation.name`: `embeddings` for an embeddings call; default `chat`. */
   operation?: GenAiOperationName;
+}
+
+/**
+ * What a call's record needs from its dispatch: when the caller made it, its lane and tenant.
+ * Its attempts carry it ({@link AttemptContext.call}) to `recordTraffic`'s recorder.
+ *
+ * @example
+ * ```ts
+ * const call: RecordedCall = { t: clock(), lane: 'interactive', tenant: 'acme' };
+ * ```
+ */
+export interface RecordedCall {
+  readonly t: number;
+  readonly lane: Lane;
+  readonly tenant: string;
 }
 
 /**

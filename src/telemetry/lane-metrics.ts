@@ -5,7 +5,7 @@ import type {
   ObservableCallback,
   ObservableGauge,
 } from '@opentelemetry/api';
-import type { CapacityQueue } from '../scheduling/capacity-queue';
+import type { QueueView } from '../scheduling/capacity-queue';
 import { LANES, type CallTags, type Lane } from '../scheduling/lanes';
 import { MAX_TENANT_LABELS, SWITCHBOARD_METRICS as M } from './metric-names';
 
@@ -43,7 +43,7 @@ export class LaneMetrics {
   constructor(
     meter: Meter,
     private readonly models: Iterable<string>,
-    queue: CapacityQueue,
+    queue: QueueView,
   ) {
     this.admittedCounter = meter.createCounter(M.LANE_ADMITTED, {
       description:

@@ -1,5 +1,5 @@
 import type { Meter, ObservableCallback, ObservableGauge } from '@opentelemetry/api';
-import type { CapacityQueue } from '../scheduling/capacity-queue';
+import type { QueueView } from '../scheduling/capacity-queue';
 import type { LimitName } from '../quota/quota-limit';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
@@ -26,7 +26,7 @@ const APART: readonly LimitName[] = ['itpm', 'otpm'];
 export class SwitchboardGauges {
   private readonly callbacks: Array<[ObservableGauge, ObservableCallback]> = [];
 
-  constructor(meter: Meter, registry: DeploymentRegistry, queue: CapacityQueue | undefined) {
+  constructor(meter: Meter, registry: DeploymentRegistry, queue: QueueView | undefined) {
     const states = () => [...registry.deployments.values()].flatMap((d) => [...d.models.values()]);
     this.gauge(
       meter.createObservableGauge(M.HEALTHY_DEPLOYMENTS, {

@@ -1,10 +1,10 @@
 import { createNoopMeter, metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
 import type { FailureReason } from '../failover/classify';
-import type { CapacityQueue } from '../scheduling/capacity-queue';
+import type { QueueView } from '../scheduling/capacity-queue';
 import { isNoRoom } from '../quota/no-room';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';
-import type { PriceTable } from '../tenants/price';
+import type { Price } from '../types';
 import { LaneMetrics } from './lane-metrics';
 import { METER_NAME, SWITCHBOARD_METRICS as M } from './metric-names';
 import { SwitchboardGauges } from './switchboard-gauges';
@@ -43,6 +43,19 @@ export type FallbackReason = 'unavailable' | 'context_window' | 'content_filter'
 export type CallFailureReason = 'no_room' | 'rate_limit' | 'other';
 
 /**
+ * Where a model is priced: the price of a model on a deployment, if `pricing` gives it one (the
+ * switchboard's price table is one).
+ *
+ * @example
+ * ```ts
+ * const prices: PriceLookup = { on: (deployment, model) => pricing[model] };
+ * ```
+ */
+export interface PriceLookup {
+  on(deployment: string, model: string): Price | undefined;
+}
+
+/**
  * Options of {@link SwitchboardMetrics} beyond the registry.
  *
  * @example
@@ -52,11 +65,11 @@ export type CallFailureReason = 'no_room' | 'rate_limit' | 'other';
  */
 export interface SwitchboardMetricsOptions {
   /** The queue of calls waiting for room, when `options.queue` is set. */
-  queue?: CapacityQueue;
+  queue?: QueueView;
   /** Per model, the models its calls fall back to (their counters start at 0). */
   fallbacks?: ReadonlyMap<string, readonly string[]>;
   /** With `pricing`: the priced models (their cost counters start at 0) and the tenants named. */
-  costs?: { prices: PriceTable; tenants: readonly string[] };
+  costs?: { prices: PriceLookup; tenants: readonly string[] };
   /** Per model, the models tried when the content filter refuses it (counters start at 0). */
   contentFilterFallbacks?: Readonly<Record<string, readonly string[]>>;
 }
@@ -90,7 +103,10 @@ export class SwitchboardMetrics {
   /** States below their model's most preferred tier, with the attributes of their spillovers. */
   private readonly lowerTiers = new Map<ModelState, Readonly<Record<string, string | number>>>();
   private readonly gauges: SwitchboardGauges;
-  /** Per lane and tenant, with a queue. */
+  /**
+   * @internal Per lane and tenant, with a queue: the dispatch counts admissions and waits there;
+   * what users read of it is the exported instruments.
+   */
   readonly lanes: LaneMetrics | undefined;
   /** Models a label may name: a caller's unknown model must not make a new series. */
   private readonly models: ReadonlySet<string>;

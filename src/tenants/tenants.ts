@@ -4,7 +4,6 @@ import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import { sessionKey } from '../selection/session-affinity';
 import { SwitchboardError } from '../switchboard.error';
-import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import type { DeploymentConfig, Price, TenantPolicy } from '../types';
 import { costOf, PriceTable } from './price';
 import { tenantScope } from './tenant-scope';
@@ -141,7 +140,11 @@ interface Line {
  */
 export class Tenants {
   readonly prices: PriceTable;
-  metrics: SwitchboardMetrics | undefined;
+  /**
+   * @internal Hears what each answer cost, per model and cost label (the switchboard's metrics
+   * count it): handed in by whoever reports costs, so the tenants do not import them.
+   */
+  onCost: ((state: ModelState, label: string, usd: number) => void) | undefined;
   private readonly policies = new Map<string, Policy>();
   private readonly fallbackPolicy: Policy | undefined;
   private readonly lines = new Map<string, Line>();
@@ -346,7 +349,7 @@ export class Tenants {
   /** @internal What an answer of `state` cost, for the tenant labelled `label`. */
   spent(state: ModelState, label: string, usd: number): void {
     this.costByTenant.set(label, (this.costByTenant.get(label) ?? 0) + usd);
-    this.metrics?.cost(state, label, usd);
+    this.onCost?.(state, label, usd);
   }
 
   /** @internal What an account adjusts; a refund wakes its tenant's line. */

@@ -35,17 +35,3 @@ export interface TrafficLine {
   status?: number;
   latency_ms?: number;
 }
-
-/**
- * What a call's record needs from its dispatch: when the caller made it, its lane and tenant.
- *
- * @example
- * ```ts
- * const call: RecordedCall = { t: clock(), lane: 'interactive', tenant: 'acme' };
- * ```
- */
-export interface RecordedCall {
-  readonly t: number;
-  readonly lane: Lane;
-  readonly tenant: string;
-}

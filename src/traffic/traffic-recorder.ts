@@ -3,11 +3,9 @@ import type { PreparedRequest } from '../providers/attempt-types';
 import { outputCap } from '../providers/text-length';
 import type { Deployment } from '../registry/deployment';
 import { usageOf, type GenAiUsage } from '../telemetry/gen-ai-attributes';
-import type { AttemptTrace } from '../telemetry/gen-ai-telemetry';
-import type { RecordedCall, TrafficLine } from './traffic-line';
+import type { AttemptTrace, RecordedCall } from '../telemetry/gen-ai-telemetry';
+import type { TrafficLine } from './traffic-line';
 import { TrafficLog } from './traffic-log';
-
-export type { RecordedCall } from './traffic-line';
 
 /**
  * Writes `recordTraffic`: one {@link TrafficLine} per finished call. The attempt that answers

@@ -139,8 +139,8 @@ describe('best effort within one call', () => {
     const [a, b] = [...r.sb.deployments.values()];
     stateOf(r, 'oai1').markDown(60_000);
     for (let i = 0; i < 20; i++) {
-      expect(r.sb.registry.select(GPT, undefined, new Set([a!]))).toBe(b);
-      expect(r.sb.registry.select(GPT, undefined, new Set([a!, b!]))).toBe(a);
+      expect(r.sb.picker.select(GPT, undefined, new Set([a!]))).toBe(b);
+      expect(r.sb.picker.select(GPT, undefined, new Set([a!, b!]))).toBe(a);
     }
   });
 });

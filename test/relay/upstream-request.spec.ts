@@ -6,7 +6,7 @@
 import OpenAI from 'openai';
 import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
-import { CREDENTIALS_REFUSED } from '../../src/errors/http-error';
+import { CREDENTIALS_REFUSED } from '../../src/relay/http-error';
 
 const GPT = 'gpt-4o-mini';
 const BODY = {

@@ -95,12 +95,12 @@ describe('priority tiers and weights (selection)', () => {
     board({ deployments: tiered(2, 1) });
     const d = (name: string) => sb.deployments.get(name)!;
     const tried = new Set<Deployment>([d('ptu0')]);
-    expect(sb.registry.select(MODEL, undefined, tried).name).toBe('ptu1');
+    expect(sb.picker.select(MODEL, undefined, tried).name).toBe('ptu1');
     tried.add(d('ptu1'));
-    expect(sb.registry.select(MODEL, undefined, tried).name).toBe('payg0');
+    expect(sb.picker.select(MODEL, undefined, tried).name).toBe('payg0');
     tried.add(d('payg0'));
     // Everything tried: a healthy one again, the preferred tier first.
-    expect(['ptu0', 'ptu1']).toContain(sb.registry.select(MODEL, undefined, tried).name);
+    expect(['ptu0', 'ptu1']).toContain(sb.picker.select(MODEL, undefined, tried).name);
   });
 
   it('keeps a session on its lower-tier deployment while it has room, even after the PTU recovers', () => {

@@ -9,7 +9,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { Switchboard } from 'nestjs-switchboard';
-import { CREDENTIALS_REFUSED } from '../../src/errors/http-error';
+import { CREDENTIALS_REFUSED } from '../../src/relay/http-error';
 import type { Gateway } from '../../sample/main';
 import { Simulation } from '../../sample/simulation/simulation';
 import { gatewayWith } from '../support/gateway';

@@ -12,7 +12,7 @@ import {
   type Switchboard,
 } from '../../src';
 import { clip } from '../../src/errors/clip';
-import { httpErrorFor, retryHeaders } from '../../src/errors/http-error';
+import { httpErrorFor, retryHeaders } from '../../src/relay/http-error';
 import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../../src/scheduling/capacity-queue';
 import { noRoomError } from '../../src/quota/no-room';
 import { MAX_BODY_DEPTH, nestedDeeperThan } from '../../src/relay/body-checks';

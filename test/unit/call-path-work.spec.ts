@@ -1,7 +1,8 @@
 import { QuotaLedger } from '../../src/quota/quota-ledger';
+import { PROVIDERS } from '../../src/providers/index';
 import { DeploymentRegistry } from '../../src/registry/deployment-registry';
 import type { ModelEvent } from '../../src/registry/model-state';
-import { TwoRandomChoices } from '../../src/selection/two-random-choices';
+import { SessionAffinity } from '../../src/selection/session-affinity';
 import { FakeClock } from '../support/random';
 
 /** A fake clock that counts how often it is read. */
@@ -26,8 +27,7 @@ function registry(clock: () => number): DeploymentRegistry {
         models: [{ name: 'm', tpm: 10_000, rpm: 100 }],
       },
     ],
-    new TwoRandomChoices(),
-    { clock },
+    { builders: PROVIDERS, sessions: new SessionAffinity(), clock },
   );
 }
 

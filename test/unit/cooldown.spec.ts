@@ -1,6 +1,7 @@
 import { createSwitchboard, type SwitchboardOptions } from '../../src';
 import { ConsecutiveBreaker } from '../../src/registry/consecutive-breaker';
-import { Cooldown, DEFAULT_MAX_COOLDOWN } from '../../src/registry/cooldown';
+import { Cooldown } from '../../src/registry/cooldown';
+import { DEFAULT_MAX_COOLDOWN } from '../../src/runtime/upstream-numbers';
 import { ModelState, type ModelEvent } from '../../src/registry/model-state';
 import { openaiDeployments } from '../support/configs';
 import { FakeClock } from '../support/random';

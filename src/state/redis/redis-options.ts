@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { describeIssues } from '../../config/validate-options';
+import { describeIssues } from '../../errors/field-path';
 import { SwitchboardError } from '../../switchboard.error';
 import type { RedisClientLike } from './redis-client';
 

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_COOLDOWN } from '../../registry/cooldown';
+import { DEFAULT_MAX_COOLDOWN } from '../../runtime/upstream-numbers';
 import { encodeUsage, type PublishedUsage } from './redis-protocol';
 
 /**

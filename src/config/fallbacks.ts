@@ -1,4 +1,4 @@
-import type { SwitchboardOptions } from '../config/switchboard-options';
+import type { SwitchboardOptions } from './switchboard-options';
 import type { ConfigProblem } from '../types';
 
 /**

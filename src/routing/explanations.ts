@@ -1,8 +1,8 @@
 import type { Admission } from '../quota/admission';
 import type { Deployment } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
-import type { DeploymentExplanation } from './explanation';
-import { carries, type TagSet } from './tags';
+import type { DeploymentExplanation } from '../errors/explanation';
+import { carries, type TagSet } from '../placement/tags';
 
 /** A model served by thousands of deployments: the error stays small. */
 export const MAX_EXPLAINED = 100;

@@ -1,4 +1,4 @@
-import type { Deployment } from '../registry/deployment';
+import type { Deployment } from './deployment';
 
 /**
  * The deployments of a pool grouped by the model's `priority`, most preferred (lowest) first,

@@ -2,9 +2,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { isDroppedConnection, isMalformedResponse, retryAfterMs } from '../failover/classify';
 import { SwitchboardError } from '../switchboard.error';
-import { MAX_HELD_BACK_WAIT_MS, waitsForPeriodEnd } from './held-back';
-import { MAX_RETRY_AFTER_MS, retryHeaders } from './retry-headers';
-import { scrub } from './scrub';
+import { MAX_HELD_BACK_WAIT_MS, waitsForPeriodEnd } from '../errors/held-back';
+import { MAX_RETRY_AFTER_MS, retryHeaders } from '../errors/retry-headers';
+import { scrub } from '../errors/scrub';
 
 export { MAX_RETRY_AFTER_MS, retryHeaders };
 
