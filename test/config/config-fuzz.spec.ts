@@ -1,5 +1,5 @@
-import { createSwitchboard, SwitchboardError } from '../../src';
-import { validateOptions } from '../../src/extend';
+import { createSwitchboard, SwitchboardError } from 'nestjs-switchboard';
+import { validateOptions } from 'nestjs-switchboard/extend';
 import { seeded } from '../support/random';
 
 /**

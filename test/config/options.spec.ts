@@ -1,4 +1,4 @@
-import { createSwitchboard, SwitchboardError, type SwitchboardOptions } from '../../src';
+import { createSwitchboard, SwitchboardError, type SwitchboardOptions } from 'nestjs-switchboard';
 import { anthropicDeployment, openaiDeployments } from '../support/configs';
 
 const build = (options: unknown) => () => createSwitchboard(options as SwitchboardOptions);

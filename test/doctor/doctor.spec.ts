@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { DoctorRow } from '../../src/doctor/doctor-row';
 import { runDoctorCli } from '../../src/doctor/run';
-import { SimulatedUpstream } from '../../src/testing';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 
 const root = resolve(__dirname, '../..');
 

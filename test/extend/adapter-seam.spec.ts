@@ -12,8 +12,8 @@ import {
   SwitchboardError,
   type SessionParams,
   type Switchboard,
-} from '../../src';
-import { defineAdapter } from '../../src/extend';
+} from 'nestjs-switchboard';
+import { defineAdapter } from 'nestjs-switchboard/extend';
 
 // A third party's surface, written against the public API only: nothing under src/ knows it.
 interface Moderations {

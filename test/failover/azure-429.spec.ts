@@ -5,10 +5,10 @@ import {
   SwitchboardHealthIndicator,
   type DeploymentConfig,
   type Switchboard,
-} from '../../src';
-import { METER_NAME, SWITCHBOARD_METRICS } from '../../src/extend';
+} from 'nestjs-switchboard';
+import { METER_NAME, SWITCHBOARD_METRICS } from 'nestjs-switchboard/extend';
 import { QUOTA_EXHAUSTED_AFTER_MS } from '../../src/failover/classify';
-import { SimulatedUpstream } from '../../src/testing';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { TestReader } from '../support/metric-reader';
 
 const GPT = 'gpt-4o';

@@ -4,8 +4,8 @@ import {
   TokenProviderError,
   type DeploymentConfig,
   type Switchboard,
-} from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+} from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 
 const GPT = 'gpt-4o';
 const CLAUDE = 'claude-sonnet-5';

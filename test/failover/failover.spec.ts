@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { failover, failoverPolicy } from '../../src/failover/failover';
-import type { FailoverOptions } from '../../src';
+import type { FailoverOptions } from 'nestjs-switchboard';
 import type { ProviderErrors } from '../../src/registry/deployment';
 
 const errors: ProviderErrors = {

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { createSwitchboard } from '../../src';
+import { createSwitchboard } from 'nestjs-switchboard';
 import { ask, askClaude, CLAUDE, GPT, requestCounts, rig, type Rig } from '../support/upstream';
 import { eventually } from '../support/eventually';
 

@@ -8,9 +8,9 @@ import {
   type DeploymentConfig,
   type Switchboard,
   type SwitchboardOptions,
-} from '../../src';
-import { METER_NAME } from '../../src/extend';
-import { SimulatedUpstream } from '../../src/testing';
+} from 'nestjs-switchboard';
+import { METER_NAME } from 'nestjs-switchboard/extend';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { TestReader } from '../support/metric-reader';
 import '../support/quiet-logs';
 

@@ -1,8 +1,8 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { createSwitchboard, type Switchboard } from '../../src';
-import type { FailureReason } from '../../src/extend';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
+import type { FailureReason } from 'nestjs-switchboard/extend';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { idleClosingServer, type IdleClosingServer } from '../support/idle-closing-server';
 import { ask, GPT } from '../support/upstream';
 import '../support/quiet-logs';

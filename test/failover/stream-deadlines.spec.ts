@@ -1,9 +1,9 @@
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
 import OpenAI from 'openai';
-import { createSwitchboard, type Switchboard, type SwitchboardOptions } from '../../src';
-import { METER_NAME } from '../../src/extend';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type Switchboard, type SwitchboardOptions } from 'nestjs-switchboard';
+import { METER_NAME } from 'nestjs-switchboard/extend';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { TestReader } from '../support/metric-reader';
 import '../support/quiet-logs';
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSwitchboard, SwitchboardError } from '../../src';
+import { createSwitchboard, SwitchboardError } from 'nestjs-switchboard';
 import type { TrafficLine } from '../../src/traffic/traffic-line';
 import { TrafficLog } from '../../src/traffic/traffic-log';
 import '../support/quiet-logs';

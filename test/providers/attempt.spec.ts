@@ -8,7 +8,7 @@ import {
 } from '../../src/registry/deployment';
 import { ModelState } from '../../src/registry/model-state';
 import { Deadlines } from '../../src/runtime/deadlines';
-import type { FailureReason } from '../../src/extend';
+import type { FailureReason } from 'nestjs-switchboard/extend';
 
 const MODEL = 'gpt-4o-mini';
 const ERRORS: ProviderErrors = {

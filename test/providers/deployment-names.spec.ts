@@ -1,8 +1,12 @@
 import type OpenAI from 'openai';
-import { createSwitchboard, SwitchboardError, type Switchboard } from '../../src';
-import { loadSwitchboardConfigFile } from '../../src/config/load-config-file';
-import { SwitchboardConfigError } from '../../src/config/switchboard-config.error';
-import { SimulatedUpstream } from '../../src/testing';
+import {
+  createSwitchboard,
+  loadSwitchboardConfigFile,
+  SwitchboardConfigError,
+  SwitchboardError,
+  type Switchboard,
+} from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -7,8 +7,8 @@ import {
   type DeploymentConfig,
   type Switchboard,
   type SwitchboardLogger,
-} from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+} from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 
 const GPT = 'gpt-4o';
 const CLAUDE = 'claude-sonnet-5';

@@ -9,9 +9,9 @@ import {
   SwitchboardError,
   type DeploymentConfig,
   type Switchboard,
-} from '../../src';
-import type { StateStore } from '../../src/extend';
-import { simulatedEmbedding, SimulatedUpstream } from '../../src/testing';
+} from 'nestjs-switchboard';
+import type { StateStore } from 'nestjs-switchboard/extend';
+import { simulatedEmbedding, SimulatedUpstream } from 'nestjs-switchboard/testing';
 
 const GPT = 'gpt-4o-mini';
 const EMBED = 'text-embedding-3-small';

@@ -3,7 +3,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
 import { z } from 'zod';
-import { SwitchboardError } from '../../src';
+import { SwitchboardError } from 'nestjs-switchboard';
 import { ask, askClaude, CLAUDE, GPT, requestCounts, rig, type Rig } from '../support/upstream';
 
 describe('calls through the real SDKs', () => {

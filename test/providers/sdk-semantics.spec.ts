@@ -4,7 +4,7 @@ import { APIPromise as OpenAIAPIPromise } from 'openai/core/api-promise';
 import { APIPromise as AnthropicAPIPromise } from '@anthropic-ai/sdk/core/api-promise';
 import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 import { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
-import { SwitchboardError } from '../../src';
+import { SwitchboardError } from 'nestjs-switchboard';
 import { ask, askClaude, CLAUDE, GPT, rig, type Rig } from '../support/upstream';
 
 const usage = (r: Rig, name: string, model: string) => {

@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { SwitchboardError } from '../../src';
+import { SwitchboardError } from 'nestjs-switchboard';
 import { FakeClock } from '../support/random';
 import { ask, askClaude, CLAUDE, GPT, requestCounts, rig, type Rig } from '../support/upstream';
 

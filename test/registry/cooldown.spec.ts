@@ -1,4 +1,4 @@
-import { createSwitchboard, type SwitchboardOptions } from '../../src';
+import { createSwitchboard, type SwitchboardOptions } from 'nestjs-switchboard';
 import { ConsecutiveBreaker } from '../../src/registry/consecutive-breaker';
 import { Cooldown, DEFAULT_MAX_COOLDOWN } from '../../src/registry/cooldown';
 import { ModelState, type ModelEvent } from '../../src/registry/model-state';

@@ -10,7 +10,7 @@ import {
   SwitchboardConfigError,
   SwitchboardError,
   type Switchboard,
-} from '../../src';
+} from 'nestjs-switchboard';
 import { clip } from '../../src/errors/clip';
 import { httpErrorFor, retryHeaders } from '../../src/errors/http-error';
 import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../../src/scheduling/capacity-queue';
@@ -22,7 +22,7 @@ import {
   SessionAffinity,
   sessionKey,
 } from '../../src/selection/session-affinity';
-import { SimulatedUpstream } from '../../src/testing';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 
 const quiet = { log: () => undefined, warn: () => undefined, error: () => undefined };
 

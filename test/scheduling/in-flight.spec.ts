@@ -3,8 +3,8 @@ import {
   parseSwitchboardConfig,
   type ModelConfig,
   type Switchboard,
-} from '../../src';
-import { SimulatedUpstream, type SimulatedDeploymentOptions } from '../../src/testing';
+} from 'nestjs-switchboard';
+import { SimulatedUpstream, type SimulatedDeploymentOptions } from 'nestjs-switchboard/testing';
 import { seeded } from '../support/random';
 
 const GPT = 'gpt-4o-mini';

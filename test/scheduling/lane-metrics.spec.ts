@@ -4,9 +4,9 @@
  */
 import { metrics, type Attributes } from '@opentelemetry/api';
 import { MeterProvider, type MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
-import { createSwitchboard, type Switchboard } from '../../src';
-import { METER_NAME, SWITCHBOARD_METRICS as M } from '../../src/extend';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
+import { METER_NAME, SWITCHBOARD_METRICS as M } from 'nestjs-switchboard/extend';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { MAX_TENANT_LABELS } from '../../src/telemetry/metric-names';
 import { eventually } from '../support/eventually';
 import { FakeClock } from '../support/random';

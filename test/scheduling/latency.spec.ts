@@ -3,9 +3,9 @@ import {
   TwoRandomChoices,
   type DeploymentConfig,
   type Switchboard,
-} from '../../src';
+} from 'nestjs-switchboard';
 import { DEFAULT_LATENCY_DECAY, LatencyTracker } from '../../src/registry/latency';
-import { SimulatedUpstream } from '../../src/testing';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { openaiDeployments } from '../support/configs';
 import { FakeClock, seeded } from '../support/random';
 

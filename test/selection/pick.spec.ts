@@ -1,5 +1,10 @@
-import { createSwitchboard, Selector, TwoRandomChoices, type Switchboard } from '../../src';
-import type { Deployment, Gate, ModelState } from '../../src/extend';
+import {
+  createSwitchboard,
+  Selector,
+  TwoRandomChoices,
+  type Switchboard,
+} from 'nestjs-switchboard';
+import type { Deployment, Gate, ModelState } from 'nestjs-switchboard/extend';
 import { openaiDeployments } from '../support/configs';
 import { FakeClock, seeded } from '../support/random';
 

@@ -4,8 +4,8 @@ import {
   SwitchboardError,
   TwoRandomChoices,
   type Switchboard,
-} from '../../src';
-import type { Deployment } from '../../src/extend';
+} from 'nestjs-switchboard';
+import type { Deployment } from 'nestjs-switchboard/extend';
 import { ModelState } from '../../src/registry/model-state';
 import { RoomGate } from '../../src/selection/pick';
 import { openaiDeployments } from '../support/configs';

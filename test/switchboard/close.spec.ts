@@ -1,5 +1,5 @@
 import { Test } from '@nestjs/testing';
-import { Switchboard, SwitchboardError, SwitchboardModule } from '../../src';
+import { Switchboard, SwitchboardError, SwitchboardModule } from 'nestjs-switchboard';
 import { ask, askClaude, CLAUDE, GPT, requestCounts, rig, type Rig } from '../support/upstream';
 import '../support/quiet-logs';
 

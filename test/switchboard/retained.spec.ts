@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../../src';
+import { createSwitchboard, type DeploymentConfig, type Switchboard } from 'nestjs-switchboard';
 import { ModelState } from '../../src/registry/model-state';
 import { TOKENS, UNTIL } from '../../src/quota/hot-row';
 import { openaiDeployments } from '../support/configs';

@@ -9,8 +9,13 @@ import {
   type INestApplication,
 } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { Switchboard, SwitchboardError, SwitchboardModule, createSwitchboard } from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+import {
+  Switchboard,
+  SwitchboardError,
+  SwitchboardModule,
+  createSwitchboard,
+} from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import '../support/quiet-logs';
 
 const GPT = 'gpt-4o-mini';

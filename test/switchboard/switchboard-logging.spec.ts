@@ -1,8 +1,8 @@
 import { type INestApplication, type LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { RateLimitError } from 'openai';
-import { Switchboard, SwitchboardModule } from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+import { Switchboard, SwitchboardModule } from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 
 const MODEL = 'gpt-4o-mini';
 const KEYS = { east: 'sk-east-7f3a9c1e', west: 'sk-west-0b8d2e44' };

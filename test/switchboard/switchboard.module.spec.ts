@@ -7,7 +7,7 @@ import {
   type INestApplication,
 } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { DeploymentRegistry, type Deployment } from '../../src/extend';
+import { DeploymentRegistry, type Deployment } from 'nestjs-switchboard/extend';
 import {
   Selector,
   Switchboard,
@@ -18,7 +18,7 @@ import {
   TwoRandomChoices,
   type SwitchboardModuleOptions,
   type SwitchboardOptionsFactory,
-} from '../../src';
+} from 'nestjs-switchboard';
 import { openaiDeployments } from '../support/configs';
 import '../support/quiet-logs';
 
