@@ -8,7 +8,7 @@ import {
   SwitchboardConfigError,
   SwitchboardError,
   type SwitchboardOptions,
-} from '../../src';
+} from 'nestjs-switchboard';
 import { MAX_CONFIG_FILE_BYTES } from '../../src/config/read-bounded-file';
 
 let dir: string;

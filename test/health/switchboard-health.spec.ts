@@ -7,8 +7,8 @@ import {
   SwitchboardHealthIndicator,
   SwitchboardModule,
   type SwitchboardModuleOptions,
-} from '../../src';
-import type { StateStore, StateStoreHealth } from '../../src/extend';
+} from 'nestjs-switchboard';
+import type { StateStore, StateStoreHealth } from 'nestjs-switchboard/extend';
 import { anthropicDeployment, openaiDeployments } from '../support/configs';
 import { FakeClock } from '../support/random';
 import '../support/quiet-logs';

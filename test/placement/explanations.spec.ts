@@ -5,9 +5,9 @@
  * clock drives the switchboard and the simulated deployments, so the cooldown left is exact.
  */
 import OpenAI, { RateLimitError } from 'openai';
-import { createSwitchboard, type Switchboard } from '../../src';
-import type { DeploymentExplanation } from '../../src/extend';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
+import type { DeploymentExplanation } from 'nestjs-switchboard/extend';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { FakeClock } from '../support/random';
 import '../support/quiet-logs';
 

@@ -6,9 +6,9 @@ import {
   SwitchboardError,
   type Switchboard,
   type SwitchboardOptions,
-} from '../../src';
-import { METER_NAME } from '../../src/extend';
-import { SimulatedUpstream } from '../../src/testing';
+} from 'nestjs-switchboard';
+import { METER_NAME } from 'nestjs-switchboard/extend';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { FakeClock, seeded } from '../support/random';
 import { TestReader } from '../support/metric-reader';
 import '../support/quiet-logs';

@@ -1,7 +1,7 @@
 import { documentedRules, ruleKindOf } from '../../src/planning/documented-rules';
 import type { UpstreamCall } from '../../src/planning/upstream-rules';
 import { VirtualTime } from '../../src/planning/virtual-time';
-import type { DeploymentConfig, ModelConfig } from '../../src/types';
+import type { DeploymentConfig, ModelConfig } from 'nestjs-switchboard';
 
 const T0 = 1_767_603_600_000;
 const call = (input: number, maxTokens?: number, cached = 0, output = 50): UpstreamCall => ({

@@ -1,9 +1,8 @@
-import type { SwitchboardOptions } from '../../src/config/switchboard-options';
+import type { ModelConfig, SwitchboardOptions } from 'nestjs-switchboard';
 import { plan } from '../../src/planning/plan';
 import { parseTraffic } from '../../src/planning/traffic-trace';
 import type { UpstreamRules } from '../../src/planning/upstream-rules';
 import { documentedRules } from '../../src/planning/documented-rules';
-import type { ModelConfig } from '../../src/types';
 
 const T0 = Date.UTC(2026, 0, 5, 9);
 

@@ -1,6 +1,6 @@
-import { createSwitchboard, type Switchboard } from '../../src';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
 import { isNoRoom } from '../../src/quota/no-room';
-import { SimulatedUpstream, type SimulatedDeployment } from '../../src/testing';
+import { SimulatedUpstream, type SimulatedDeployment } from 'nestjs-switchboard/testing';
 import { FakeClock, seeded } from '../support/random';
 import { ask, GPT } from '../support/upstream';
 

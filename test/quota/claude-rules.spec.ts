@@ -1,8 +1,8 @@
-import { createSwitchboard } from '../../src';
+import { createSwitchboard } from 'nestjs-switchboard';
 import type { Admission } from '../../src/quota/admission';
 import { START_OUTPUT_ESTIMATE } from '../../src/quota/output-estimate';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
-import type { SimulatedDeployment } from '../../src/testing';
+import type { SimulatedDeployment } from 'nestjs-switchboard/testing';
 import { oneDeployment } from '../support/one-deployment';
 import { FakeClock } from '../support/random';
 import { CLAUDE } from '../support/upstream';

@@ -1,6 +1,6 @@
-import { createSwitchboard, type ModelConfig, type Switchboard } from '../../src';
+import { createSwitchboard, type ModelConfig, type Switchboard } from 'nestjs-switchboard';
 import { isNoRoom } from '../../src/quota/no-room';
-import { SimulatedUpstream } from '../../src/testing';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { FakeClock } from '../support/random';
 import { ask, GPT } from '../support/upstream';
 

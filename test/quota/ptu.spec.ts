@@ -3,8 +3,8 @@ import {
   type ModelConfig,
   type Switchboard,
   type SwitchboardOptions,
-} from '../../src';
-import { SimulatedUpstream, type SimulatedDeployment } from '../../src/testing';
+} from 'nestjs-switchboard';
+import { SimulatedUpstream, type SimulatedDeployment } from 'nestjs-switchboard/testing';
 import { FakeClock, seeded } from '../support/random';
 import '../support/quiet-logs';
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
-import { createSwitchboard, redisState, type Switchboard } from '../../src';
+import { createSwitchboard, redisState, type Switchboard } from 'nestjs-switchboard';
 import { peerFold, type PeerReport } from '../../src/state/peer-report';
-import { SimulatedUpstream } from '../../src/testing';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { eventually } from '../support/eventually';
 import { FakeClock } from '../support/random';
 import { RedisServer } from '../support/redis-server';

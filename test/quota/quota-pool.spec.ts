@@ -1,5 +1,5 @@
-import { createSwitchboard, type Switchboard } from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { FakeClock } from '../support/random';
 import { CLAUDE } from '../support/upstream';
 

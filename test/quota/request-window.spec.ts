@@ -1,5 +1,5 @@
-import type { ModelConfig } from '../../src';
-import type { SimulatedDeploymentOptions } from '../../src/testing';
+import type { ModelConfig } from 'nestjs-switchboard';
+import type { SimulatedDeploymentOptions } from 'nestjs-switchboard/testing';
 import { oneDeployment } from '../support/one-deployment';
 import { ask, GPT } from '../support/upstream';
 

@@ -13,8 +13,8 @@ import type { DynamicModule } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import * as ts from 'typescript';
 import request from 'supertest';
-import { createSwitchboard, type Switchboard } from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { createGateway } from '../../sample/main';
 
 const root = resolve(__dirname, '../..');

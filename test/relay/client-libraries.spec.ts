@@ -7,8 +7,8 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { ChatOpenAI } from '@langchain/openai';
 import { APICallError, embed, generateObject, generateText, streamText } from 'ai';
 import { z } from 'zod';
-import type { Switchboard } from '../../src';
-import { seededRandom, type SimulatedUpstream } from '../../src/testing';
+import type { Switchboard } from 'nestjs-switchboard';
+import { seededRandom, type SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { CLAUDE, counted, EMBED, GPT, received, startUpstream, switchboard } from './rig';
 
 let upstream: SimulatedUpstream;

@@ -11,7 +11,7 @@ import {
 import {
   anthropicErrorBody as simulatedAnthropicBody,
   openaiErrorBody as simulatedOpenaiBody,
-} from '../../src/testing';
+} from 'nestjs-switchboard/testing';
 import { callBody, hasSwitchboardFields, SWITCHBOARD_FIELDS } from '../../src/routing/call-params';
 
 describe('error bodies', () => {

@@ -4,8 +4,8 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import type { Switchboard } from '../../src';
-import { seededRandom, type SimulatedUpstream } from '../../src/testing';
+import type { Switchboard } from 'nestjs-switchboard';
+import { seededRandom, type SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { CLAUDE, counted, EMBED, GPT, received, startUpstream, switchboard } from './rig';
 
 let upstream: SimulatedUpstream;

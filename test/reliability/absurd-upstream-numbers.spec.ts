@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { createSwitchboard, type Switchboard } from '../../src';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
 import { runDoctorCli } from '../../src/doctor/run';
 import { gatewayWith } from '../support/gateway';
 import {

@@ -1,5 +1,5 @@
 import { getEventListeners } from 'node:events';
-import type { Switchboard } from '../../src';
+import type { Switchboard } from 'nestjs-switchboard';
 import {
   APIS,
   bench,

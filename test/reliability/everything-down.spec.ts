@@ -1,5 +1,5 @@
-import type { Switchboard } from '../../src';
-import type { SimulatedFault } from '../../src/testing';
+import type { Switchboard } from 'nestjs-switchboard';
+import type { SimulatedFault } from 'nestjs-switchboard/testing';
 import {
   APIS,
   bench,

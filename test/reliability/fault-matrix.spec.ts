@@ -1,4 +1,4 @@
-import type { SimulatedFault } from '../../src/testing';
+import type { SimulatedFault } from 'nestjs-switchboard/testing';
 import {
   APIS,
   bench,

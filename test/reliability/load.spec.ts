@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../../src';
+import { createSwitchboard, type DeploymentConfig, type Switchboard } from 'nestjs-switchboard';
 import {
   CLAUDE,
   flushRejections,

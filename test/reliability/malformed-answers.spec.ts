@@ -5,8 +5,8 @@
  * such answer names the deployment.
  */
 import OpenAI from 'openai';
-import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type DeploymentConfig, type Switchboard } from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 
 const GPT = 'gpt-4o-mini';
 const CLAUDE = 'claude-sonnet-5';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../../src';
+import { createSwitchboard, type DeploymentConfig, type Switchboard } from 'nestjs-switchboard';
 import { runDoctorCli } from '../../src/doctor/run';
 import {
   completion,

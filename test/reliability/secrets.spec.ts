@@ -7,7 +7,11 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
-import { createSwitchboard, SwitchboardHealthIndicator, type Switchboard } from '../../src';
+import {
+  createSwitchboard,
+  SwitchboardHealthIndicator,
+  type Switchboard,
+} from 'nestjs-switchboard';
 import {
   bench,
   chat,

@@ -9,8 +9,8 @@ import {
   Switchboard,
   SwitchboardModule,
   type SwitchboardOptions,
-} from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+} from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { CLAUDE, flushRejections, GPT, recordUnhandled, type UnhandledRecorder } from './harness';
 
 /** A reader the test collects from by hand. */

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import OpenAI from 'openai';
-import { createSwitchboard, type Switchboard } from '../../src';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
 import { DOCTOR_ERROR_LIMIT } from '../../src/doctor/doctor';
 import { runDoctorCli } from '../../src/doctor/run';
 import { eventually } from '../support/eventually';

@@ -1,9 +1,9 @@
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
 import { RateLimitError } from 'openai';
-import { createSwitchboard, type Switchboard } from '../../src';
-import { METER_NAME } from '../../src/extend';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
+import { METER_NAME } from 'nestjs-switchboard/extend';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { FakeClock, seeded } from '../support/random';
 import '../support/quiet-logs';
 import { TestReader } from '../support/metric-reader';

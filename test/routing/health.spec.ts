@@ -1,5 +1,5 @@
 import { Test } from '@nestjs/testing';
-import { Switchboard, SwitchboardHealthIndicator, SwitchboardModule } from '../../src';
+import { Switchboard, SwitchboardHealthIndicator, SwitchboardModule } from 'nestjs-switchboard';
 import { openaiDeployments } from '../support/configs';
 import { FakeClock } from '../support/random';
 import '../support/quiet-logs';

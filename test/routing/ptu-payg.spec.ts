@@ -1,5 +1,5 @@
-import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type DeploymentConfig, type Switchboard } from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { FakeClock, seeded } from '../support/random';
 import '../support/quiet-logs';
 

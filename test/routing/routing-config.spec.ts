@@ -1,5 +1,9 @@
-import { createSwitchboard, SwitchboardError, type SwitchboardOptions } from '../../src';
-import { parseSwitchboardConfig } from '../../src/config/load-config-file';
+import {
+  createSwitchboard,
+  parseSwitchboardConfig,
+  SwitchboardError,
+  type SwitchboardOptions,
+} from 'nestjs-switchboard';
 import { anthropicDeployment, openaiDeployments } from '../support/configs';
 
 const build = (options: unknown) => () => createSwitchboard(options as SwitchboardOptions);

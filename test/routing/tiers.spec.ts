@@ -3,8 +3,8 @@ import {
   type OpenAIConfig,
   type Switchboard,
   type SwitchboardOptions,
-} from '../../src';
-import type { Deployment } from '../../src/extend';
+} from 'nestjs-switchboard';
+import type { Deployment } from 'nestjs-switchboard/extend';
 import { openaiDeployments } from '../support/configs';
 import { FakeClock, seeded } from '../support/random';
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { SimulatedUpstream } from '../../src/testing';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import type { Gateway } from '../../sample/main';
 import { gatewayWith } from '../support/gateway';
 

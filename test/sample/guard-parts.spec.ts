@@ -12,7 +12,7 @@ import { keyLimitsFromEnv } from '../../sample/guard/guard.module';
 import { isLoopbackHost } from '../../sample/guard/host-check';
 import { KeyLimits } from '../../sample/guard/key-limits';
 import { keyPolicyFromEnv, withKeyTenants } from '../../sample/guard/key-tenants';
-import type { SwitchboardOptions } from '../../src';
+import type { SwitchboardOptions } from 'nestjs-switchboard';
 
 describe('GatewayKeys', () => {
   it('matches each key to its index, and nothing else', () => {

@@ -1,6 +1,6 @@
 import { CapacityQueue } from '../../src/scheduling/capacity-queue';
 import { FairLine } from '../../src/scheduling/fair-line';
-import type { CallTags } from '../../src/scheduling/lanes';
+import type { CallTags } from 'nestjs-switchboard/extend';
 
 interface Item {
   tenant: string;

@@ -2,7 +2,7 @@
  * The headroom as the room test sees it (a reserve carried by a batch call's admission charge),
  * when interactive traffic counts as present, and the options that set them.
  */
-import { createSwitchboard, SwitchboardError, type SwitchboardOptions } from '../../src';
+import { createSwitchboard, SwitchboardError, type SwitchboardOptions } from 'nestjs-switchboard';
 import { ModelState } from '../../src/registry/model-state';
 import { LaneActivity } from '../../src/scheduling/lanes';
 import { FakeClock } from '../support/random';

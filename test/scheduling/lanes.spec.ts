@@ -4,7 +4,7 @@
  * at the whole capacity when alone, and one tenant's burst that does not starve another. The
  * switchboard and the deployments share one clock the test moves: waits are virtual time.
  */
-import { TwoRandomChoices } from '../../src';
+import { TwoRandomChoices } from 'nestjs-switchboard';
 import { ask, GPT, rig, type Rig } from '../support/upstream';
 import { eventually } from '../support/eventually';
 import { FakeClock, seeded } from '../support/random';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type Redis from 'ioredis';
-import type { Switchboard } from '../../src';
+import type { Switchboard } from 'nestjs-switchboard';
 import { peerFold, type PeerReport } from '../../src/state/peer-report';
 import { RedisServer } from '../support/redis-server';
 import { eventually } from '../support/eventually';

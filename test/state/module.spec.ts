@@ -1,8 +1,13 @@
 import { Test } from '@nestjs/testing';
-import { createSwitchboard, redisState, Switchboard, type DeploymentConfig } from '../../src';
-import { SwitchboardHealthIndicator } from '../../src/health/switchboard-health.indicator';
-import { SwitchboardModule } from '../../src/switchboard.module';
-import { SimulatedUpstream } from '../../src/testing';
+import {
+  createSwitchboard,
+  redisState,
+  Switchboard,
+  SwitchboardHealthIndicator,
+  SwitchboardModule,
+  type DeploymentConfig,
+} from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { RedisServer } from '../support/redis-server';
 import { ask, GPT } from '../support/upstream';
 import { eventually } from '../support/eventually';

@@ -1,5 +1,5 @@
 import type OpenAI from 'openai';
-import { SwitchboardHealthIndicator } from '../../src/health/switchboard-health.indicator';
+import { SwitchboardHealthIndicator } from 'nestjs-switchboard';
 import { RedisServer } from '../support/redis-server';
 import { ask, GPT } from '../support/upstream';
 import { cluster, inspector, type Cluster } from './cluster';

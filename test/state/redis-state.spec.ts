@@ -5,9 +5,9 @@ import {
   redisState,
   SwitchboardError,
   type RedisStateOptions,
-} from '../../src';
-import type { RedisClientLike, StateStore } from '../../src/extend';
-import type * as Src from '../../src';
+} from 'nestjs-switchboard';
+import type { RedisClientLike, StateStore } from 'nestjs-switchboard/extend';
+import type * as Src from 'nestjs-switchboard';
 import { openaiDeployments } from '../support/configs';
 import { RedisServer } from '../support/redis-server';
 import { RecordingLogger } from './cluster';

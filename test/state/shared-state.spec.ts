@@ -2,7 +2,7 @@ import type Redis from 'ioredis';
 import OpenAI from 'openai';
 import { checkPeers } from '../../src/state/redis/peer-checks';
 import { readSyncReply, SYNC_SCRIPT, syncCommand } from '../../src/state/redis/sync-script';
-import type { SimulatedDeploymentOptions } from '../../src/testing';
+import type { SimulatedDeploymentOptions } from 'nestjs-switchboard/testing';
 import { RedisServer } from '../support/redis-server';
 import { ask, GPT } from '../support/upstream';
 import { cluster, inspector, type Cluster } from './cluster';

@@ -1,5 +1,5 @@
 import { inspect } from 'node:util';
-import { createSwitchboard, redisState, type Switchboard } from '../../src';
+import { createSwitchboard, redisState, type Switchboard } from 'nestjs-switchboard';
 import { defaultPrefix, redactUrl, secretScrubber } from '../../src/state/redis/redis-options';
 import { openaiDeployments } from '../support/configs';
 import { eventually } from '../support/eventually';

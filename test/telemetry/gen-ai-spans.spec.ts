@@ -5,9 +5,9 @@ import {
   SimpleSpanProcessor,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
-import { createSwitchboard, type Switchboard } from '../../src';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
 import { GEN_AI_SCOPE } from '../../src/telemetry/gen-ai-telemetry';
-import { SimulatedUpstream } from '../../src/testing';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import '../support/quiet-logs';
 import { TestReader } from '../support/metric-reader';
 

@@ -1,8 +1,8 @@
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, type MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
-import { createSwitchboard, type Switchboard } from '../../src';
-import { METER_NAME, SWITCHBOARD_METRICS as M } from '../../src/extend';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
+import { METER_NAME, SWITCHBOARD_METRICS as M } from 'nestjs-switchboard/extend';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { FakeClock } from '../support/random';
 import { TestReader } from '../support/metric-reader';
 

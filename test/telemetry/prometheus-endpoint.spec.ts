@@ -6,8 +6,8 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { OpenTelemetryModule } from 'nestjs-otel';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import request from 'supertest';
-import { Switchboard, SwitchboardModule } from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+import { Switchboard, SwitchboardModule } from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import '../support/quiet-logs';
 
 // ---- README: metrics.ts, imported first thing in main.ts ----------------------------------

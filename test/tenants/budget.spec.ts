@@ -5,8 +5,8 @@
  * One injected clock drives the switchboard and the simulated deployment.
  */
 import OpenAI, { type RateLimitError } from 'openai';
-import { createSwitchboard, type Price, type Switchboard } from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+import { createSwitchboard, type Price, type Switchboard } from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { FakeClock } from '../support/random';
 import '../support/quiet-logs';
 

@@ -1,8 +1,8 @@
 import { metrics, type Attributes } from '@opentelemetry/api';
 import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
-import { METER_NAME, SWITCHBOARD_METRICS } from '../../src/telemetry/metric-names';
+import { METER_NAME, SWITCHBOARD_METRICS } from 'nestjs-switchboard/extend';
 import { costOf, PriceTable } from '../../src/tenants/price';
-import type { Price } from '../../src';
+import type { Price } from 'nestjs-switchboard';
 import { TestReader } from '../support/metric-reader';
 import { ask, askClaude, CLAUDE, GPT, rig, type Rig } from '../support/upstream';
 

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
-import { SwitchboardError } from '../../src';
-import { validateOptions } from '../../src/config/validate-options';
+import { SwitchboardError } from 'nestjs-switchboard';
+import { validateOptions } from 'nestjs-switchboard/extend';
 import { ask, askClaude, GPT, rig, type Rig } from '../support/upstream';
 
 /** A call the switchboard charges 500 tokens at admission: 1200 characters (300) + 200 reserved. */

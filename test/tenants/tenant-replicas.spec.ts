@@ -6,8 +6,8 @@ import {
   type DeploymentConfig,
   type Switchboard,
   type SwitchboardOptions,
-} from '../../src';
-import { SimulatedUpstream } from '../../src/testing';
+} from 'nestjs-switchboard';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { eventually } from '../support/eventually';
 import { FakeClock } from '../support/random';
 import { RedisServer } from '../support/redis-server';

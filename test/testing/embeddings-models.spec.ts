@@ -6,7 +6,7 @@ import {
   simulatedEmbedding,
   startSimulatedUpstream,
   type SimulatedUpstream,
-} from '../../src/testing';
+} from 'nestjs-switchboard/testing';
 
 describe('simulated embeddings, models and token counting', () => {
   let upstream: SimulatedUpstream;

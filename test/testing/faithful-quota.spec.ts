@@ -2,12 +2,12 @@ import Anthropic, { RateLimitError as AnthropicRateLimitError } from '@anthropic
 import AnthropicFoundry from '@anthropic-ai/foundry-sdk';
 import OpenAI, { BadRequestError, RateLimitError } from 'openai';
 
-import { SwitchboardError } from '../../src';
+import { SwitchboardError } from 'nestjs-switchboard';
 import {
   startSimulatedUpstream,
   type SimulatedDeployment,
   type SimulatedUpstream,
-} from '../../src/testing';
+} from 'nestjs-switchboard/testing';
 
 const GPT = 'gpt-4o-mini';
 const CLAUDE = 'claude-sonnet-5';

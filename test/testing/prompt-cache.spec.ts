@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { SimulatedUpstream } from '../../src/testing';
+import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { FakeClock } from '../support/random';
 
 /** 5 000 characters: 1 250 of the simulator's tokens. */

@@ -3,7 +3,7 @@ import { zodTextFormat } from 'openai/helpers/zod';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { z } from 'zod';
 
-import { startSimulatedUpstream, type SimulatedUpstream } from '../../src/testing';
+import { startSimulatedUpstream, type SimulatedUpstream } from 'nestjs-switchboard/testing';
 
 const GPT = 'gpt-4o-mini';
 

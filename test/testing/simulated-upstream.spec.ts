@@ -25,7 +25,7 @@ import {
   SimulatedUpstream,
   startSimulatedUpstream,
   type SimulatedDeployment,
-} from '../../src/testing';
+} from 'nestjs-switchboard/testing';
 
 const GPT = 'gpt-4o-mini';
 const CLAUDE = 'claude-sonnet-5';
