@@ -1,5 +1,5 @@
 import { tokensOf, type Admission } from './admission';
-import type { Anchoring } from './counter';
+import type { Anchoring } from './limit-counter';
 import {
   readRateLimits,
   type HeaderSource,

@@ -1,5 +1,5 @@
 import { chargeOf, roomLeft, type Admission } from './admission';
-import type { Anchoring, CounterScope, LimitCounter } from './counter';
+import type { Anchoring, CounterScope, LimitCounter } from './limit-counter';
 import { Correction } from './correction';
 import { recentRequests } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';

@@ -1,5 +1,5 @@
 import { chargeOf, type Admission, type ChargeUnit } from './admission';
-import type { LimitCounter } from './counter';
+import type { LimitCounter } from './limit-counter';
 
 /**
  * The numbers selection reads on every draw, for one model on one deployment, kept in a row of a

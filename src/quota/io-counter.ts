@@ -1,5 +1,5 @@
 import { roomLeft, type Admission } from './admission';
-import { takeReported, waitFor, type Anchoring, type CounterScope } from './counter';
+import { takeReported, waitFor, type Anchoring, type CounterScope } from './limit-counter';
 import type { OutputEstimate } from './output-estimate';
 import type { QuotaLimit } from './quota-limit';
 import type { ReportedLimit } from './rate-limit-headers';

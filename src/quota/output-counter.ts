@@ -1,4 +1,4 @@
-import type { CounterScope } from './counter';
+import type { CounterScope } from './limit-counter';
 import type { UsageCount } from './drain-count';
 import { IoCounter } from './io-counter';
 import type { OutputEstimate } from './output-estimate';

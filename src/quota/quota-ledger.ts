@@ -14,7 +14,7 @@ import {
   type Anchoring,
   type CounterScope,
   type LimitCounter,
-} from './counter';
+} from './limit-counter';
 import { InputCounter } from './input-counter';
 import type { PeerUsage } from './peer-usage';
 import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';

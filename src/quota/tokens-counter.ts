@@ -1,4 +1,4 @@
-import type { CounterScope } from './counter';
+import type { CounterScope } from './limit-counter';
 import type { UsageCount } from './drain-count';
 import type { QuotaLimit } from './quota-limit';
 import { WindowCounter } from './window-counter';

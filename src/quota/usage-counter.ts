@@ -1,5 +1,5 @@
 import { chargeOf, roomLeft, type Admission, type ChargeUnit } from './admission';
-import type { Anchoring, CounterScope, LimitCounter } from './counter';
+import type { Anchoring, CounterScope, LimitCounter } from './limit-counter';
 import { Correction } from './correction';
 import type { UsageCount } from './drain-count';
 import type { QuotaLimit } from './quota-limit';

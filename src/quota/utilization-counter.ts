@@ -1,5 +1,5 @@
 import { roomLeft, type Admission, type TokenUsage } from './admission';
-import type { LimitCounter } from './counter';
+import type { LimitCounter } from './limit-counter';
 import type { QuotaLimit } from './quota-limit';
 import type { TokensCounter } from './tokens-counter';
 

@@ -1,5 +1,5 @@
 import { roomLeft, type Admission } from './admission';
-import { takeReported, waitFor, type Anchoring, type CounterScope } from './counter';
+import { takeReported, waitFor, type Anchoring, type CounterScope } from './limit-counter';
 import { PeerSum, sentAfter, type SpanColumn } from './peer-usage';
 import type { QuotaLimit } from './quota-limit';
 import { readResetBound, type ReportedLimit } from './rate-limit-headers';

@@ -1,6 +1,6 @@
 import { BurstCounter } from '../../src/quota/burst-counter';
 import { WindowCount } from '../../src/quota/window-count';
-import { fits, type Anchoring, type CounterScope } from '../../src/quota/counter';
+import { fits, type Anchoring, type CounterScope } from '../../src/quota/limit-counter';
 import { InputCounter } from '../../src/quota/input-counter';
 import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { QuotaLimit, type LimitName } from '../../src/quota/quota-limit';

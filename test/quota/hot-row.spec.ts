@@ -1,5 +1,5 @@
 import type { Admission } from '../../src/quota/admission';
-import { fits } from '../../src/quota/counter';
+import { fits } from '../../src/quota/limit-counter';
 import { forget, keptLoad, keptRoom, keptUtil, TOKENS } from '../../src/quota/hot-row';
 import { ModelState } from '../../src/registry/model-state';
 import { FakeClock, seeded } from '../support/random';
