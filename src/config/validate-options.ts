@@ -29,6 +29,19 @@ const positiveMillis = z
   .number({ error: 'must be a positive number of milliseconds' })
   .int({ error: 'must be a positive number of milliseconds' })
   .positive({ error: 'must be a positive number of milliseconds' });
+const positiveInteger = z
+  .number({ error: 'must be a positive integer' })
+  .int({ error: 'must be a positive integer' })
+  .positive({ error: 'must be a positive integer' });
+/** Models mapped to the models tried instead (`fallbacks`, `contentFilterFallbacks`). */
+const fallbackMap = (error: string) =>
+  z.record(
+    name,
+    z
+      .array(name, { error: 'must be a list of model names' })
+      .min(1, { error: 'must list at least one fallback model' }),
+    { error },
+  );
 const httpUrl = z.url({
   protocol: /^https?$/,
   error: 'must be an http(s) URL such as https://my-resource.openai.azure.com/openai/v1/',
@@ -70,10 +83,7 @@ const price = z.strictObject(
       'must be a price in USD per million tokens, such as { input: 2.5, output: 10, cachedInput: 1.25 }',
   },
 );
-const tenantLimit = z
-  .number({ error: 'must be a positive integer' })
-  .int({ error: 'must be a positive integer' })
-  .positive({ error: 'must be a positive integer' });
+const tenantLimit = positiveInteger;
 const budgetMessage = "must be a budget such as { usd: 50, per: 'month' }";
 const tenantPolicy = z.strictObject(
   {
@@ -249,15 +259,9 @@ export const switchboardOptionsSchema = z.strictObject({
     .int({ error: 'must be a non-negative integer number of output tokens' })
     .nonnegative({ error: 'must be a non-negative integer number of output tokens' })
     .optional(),
-  fallbacks: z
-    .record(
-      name,
-      z
-        .array(name, { error: 'must be a list of model names' })
-        .min(1, { error: 'must list at least one fallback model' }),
-      { error: "must map a model to its fallback models, such as { 'gpt-4o': ['gpt-4o-mini'] }" },
-    )
-    .optional(),
+  fallbacks: fallbackMap(
+    "must map a model to its fallback models, such as { 'gpt-4o': ['gpt-4o-mini'] }",
+  ).optional(),
   cacheAffinity: z.boolean({ error: 'must be true or false' }).optional(),
   tenants: z
     .record(name, tenantPolicy, {
@@ -272,28 +276,11 @@ export const switchboardOptionsSchema = z.strictObject({
     .optional(),
   firstTokenTimeout: positiveMillis.optional(),
   streamIdleTimeout: positiveMillis.optional(),
-  contentFilterFallbacks: z
-    .record(
-      name,
-      z
-        .array(name, { error: 'must be a list of model names' })
-        .min(1, { error: 'must list at least one fallback model' }),
-      {
-        error:
-          "must map a model to the models tried when the content filter refuses, such as { 'gpt-4o': ['gpt-4o-eu'] }",
-      },
-    )
-    .optional(),
-  maxSessions: z
-    .number({ error: 'must be a positive integer' })
-    .int({ error: 'must be a positive integer' })
-    .positive({ error: 'must be a positive integer' })
-    .optional(),
-  maxResponses: z
-    .number({ error: 'must be a positive integer' })
-    .int({ error: 'must be a positive integer' })
-    .positive({ error: 'must be a positive integer' })
-    .optional(),
+  contentFilterFallbacks: fallbackMap(
+    "must map a model to the models tried when the content filter refuses, such as { 'gpt-4o': ['gpt-4o-eu'] }",
+  ).optional(),
+  maxSessions: positiveInteger.optional(),
+  maxResponses: positiveInteger.optional(),
   adapters: z
     .array(
       z.custom<unknown>(
