@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 
+import { describeIssues } from '../errors/field-path';
 import { SwitchboardError } from '../switchboard.error';
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._~-]*$/;
@@ -124,15 +125,6 @@ export const simulatedUpstreamSchema = z.strictObject({
   keepAliveTimeout: nonNegative('a number of milliseconds >= 0').optional(),
 });
 
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const key of path) {
-    if (typeof key === 'number') out += `[${key}]`;
-    else out += out ? `.${String(key)}` : String(key);
-  }
-  return out || '(options)';
-}
-
 /**
  * Checks `options` against `schema`; throws one {@link SwitchboardError} naming every invalid
  * field (`deployments[1].tpm must be ...`).
@@ -140,12 +132,6 @@ function formatPath(path: readonly PropertyKey[]): string {
 export function checkOptions<T>(schema: z.ZodType<T>, options: unknown, what: string): T {
   const parsed = schema.safeParse(options);
   if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((issue) => {
-    const at = formatPath(issue.path);
-    if (issue.code === 'unrecognized_keys') {
-      return `${at} has unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
-    }
-    return `${at} ${issue.message}`;
-  });
+  const problems = describeIssues(parsed.error, options);
   throw new SwitchboardError(`Invalid ${what}: ${problems.join('; ')}`);
 }
