@@ -96,16 +96,18 @@ install_deps() { # the apps' dependencies (npm on Node 22, so that engines are j
 
 case "$mode" in
   prepare)
-    install_tools &
-    tools=$!
-    install_deps
-    wait "$tools"
+    # In turn: the apps' npm runs on the Node 22 of the tools.
+    install_tools && install_deps
     finish
     ;;
   check)
     # A failed or missing half one: nothing to check with (its failure is in the tally).
     tally
-    [ "$failed" -eq 0 ] && [ -x "$node22" ] && [ -d "$work/apps/node_modules" ] || finish
+    [ "$failed" -eq 0 ] || finish
+    if [ ! -x "$node22" ] || [ ! -d "$work/apps/node_modules" ]; then
+      step "installs of 'bash compat/run.sh prepare $work' present" false
+      finish
+    fi
     ;;
   all)
     install_tools || finish
@@ -116,19 +118,23 @@ case "$mode" in
 esac
 echo "compat: Node $("$node22" --version) and $(node --version), TypeScript $("$node22" "$tsc6" --version | sed 's/^Version //') and $("$node22" "$tsc7" --version | sed 's/^Version //')"
 
-# TypeScript 7 builds the package (both builds, the build script's rewrites); then the tarball,
-# built by its prepack script with TypeScript 6 (over the same dist/), and what it contains.
-step "build with TypeScript 7" "SWITCHBOARD_TSC='$tsc7' node scripts/build.mjs"
-built7=$?
+# The tarball, built by its prepack script with TypeScript 6, and what it contains.
 step "npm pack (prepack build with TypeScript 6)" \
   "SWITCHBOARD_TSC='$tsc6' npm pack --json --pack-destination '$work' >'$work/pack.json'"
 packed=$?
 if [ "$mode" = all ]; then wait "$deps" || finish; fi
-[ "$built7" -eq 0 ] && [ "$packed" -eq 0 ] || finish
-step "npm pack contents" "node scripts/check-pack.mjs '$work/pack.json'"
+[ "$packed" -eq 0 ] || finish
+step "npm pack contents" "node scripts/check-pack.mjs '$work/pack.json'" # reads dist/ as packed
 tarball="$work/$(node -e 'const j=require("fs").readFileSync(process.argv[1],"utf8");console.log(JSON.parse(j.slice(j.indexOf("[")))[0].filename)' "$work/pack.json")"
+# TypeScript 7 builds the package too (both builds, the build script's rewrites), over the packed
+# dist/, while the tarball installs: one computes, the other mostly writes files.
+step "build with TypeScript 7" "SWITCHBOARD_TSC='$tsc7' node scripts/build.mjs" &
+built7=$!
 step "npm install of the tarball" \
-  "cd '$work/apps' && PATH='$path22' npm install $npm_flags --no-save '$tarball'" || finish
+  "cd '$work/apps' && PATH='$path22' npm install $npm_flags --no-save '$tarball'"
+installed=$?
+wait "$built7"
+[ "$installed" -eq 0 ] || finish
 
 consumer() { # the rest, for one app
   local kind="$1" app="$work/apps/$1" ok6=0 ok7=0
