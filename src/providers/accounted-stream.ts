@@ -9,7 +9,7 @@ import type { PreparedRequest } from './attempt-types';
 /** The attempt a stream belongs to, as its accounting sees it. */
 export interface StreamingAttempt {
   readonly deployment: Deployment;
-  readonly state: ModelState;
+  readonly modelState: ModelState;
   readonly adapter: ApiAdapter;
   readonly request: PreparedRequest;
   readonly caller: AbortSignal | undefined;
@@ -56,7 +56,7 @@ export function accountedStream(
   source: unknown,
   start?: StreamStart,
 ): unknown {
-  const { deployment, state, adapter, request, caller, trace } = run;
+  const { deployment, modelState: state, adapter, request, caller, trace } = run;
   const stream = source as AsyncIterable<unknown> & { controller: AbortController };
   const streamUsage = request.metered ? adapter.streamUsage : undefined;
   const track = request.track;

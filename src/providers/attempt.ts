@@ -134,7 +134,7 @@ class Attempt implements DeadlineEntry {
 
   constructor(
     readonly deployment: Deployment,
-    readonly state: ModelState,
+    readonly modelState: ModelState,
     readonly adapter: ApiAdapter,
     private readonly op: ApiOperation,
     readonly request: PreparedRequest,
@@ -143,7 +143,7 @@ class Attempt implements DeadlineEntry {
     private readonly outcome: AttemptOutcome,
   ) {
     this.deadline = options?.timeout ?? deployment.timeout;
-    this.firstToken = request.stream ? state.firstTokenTimeout || hooks.firstTokenTimeout || 0 : 0;
+    this.firstToken = request.stream ? modelState.firstTokenTimeout || hooks.firstTokenTimeout || 0 : 0;
     const caller = options?.signal ?? undefined;
     this.caller = caller;
     // Without a caller's signal none is made: an AbortSignal costs more than all the rest of an
@@ -168,7 +168,7 @@ class Attempt implements DeadlineEntry {
   }
 
   start(context: AttemptContext): void {
-    const { state, request } = this;
+    const { modelState: state, request } = this;
     if (request.metered) this.sentAt = state.admit(request.admission);
     this.startedAt = this.sentAt ?? state.latency.now();
     state.inFlight.start();
@@ -272,7 +272,7 @@ class Attempt implements DeadlineEntry {
   }
 
   private answered(data: unknown, response: Response): void {
-    const { state, request } = this;
+    const { modelState: state, request } = this;
     if (this.settled) {
       // Timed out just before the headers came: close the stream nobody will read.
       if (request.stream) (data as { controller?: AbortController }).controller?.abort();
@@ -322,7 +322,7 @@ class Attempt implements DeadlineEntry {
         if (this.settled) return;
         this.settled = true;
         this.hooks.deadlines.remove(this);
-        if (!first.done) this.state.latency.firstEvent(this.startedAt);
+        if (!first.done) this.modelState.latency.firstEvent(this.startedAt);
         const start: StreamStart = { iterator, first };
         this.outcome.resolve(new Answered(accountedStream(this, data, start), response));
       },
@@ -361,7 +361,7 @@ class Attempt implements DeadlineEntry {
     if (this.settled) return;
     if (!this.resent && !this.timedOut && !this.caller?.aborted && isStaleSocket(error)) {
       this.resent = true;
-      this.hooks.staleSocketRetried?.(this.state);
+      this.hooks.staleSocketRetried?.(this.modelState);
       this.send();
       return;
     }
@@ -374,7 +374,7 @@ class Attempt implements DeadlineEntry {
   /** The call's account takes the usage this attempt produced; its span, the cost. */
   costs(usage: Usage | undefined): void {
     const { request } = this;
-    const usd = request.account!.settled(this.deployment, this.state, request.admission, usage);
+    const usd = request.account!.settled(this.deployment, this.modelState, request.admission, usage);
     if (usd !== undefined) this.trace?.cost(usd);
   }
 
@@ -385,7 +385,7 @@ class Attempt implements DeadlineEntry {
 
   /** ms a stream may pause between events once output began (0: for ever). */
   get streamIdleTimeout(): number {
-    return this.state.streamIdleTimeout || this.hooks.streamIdleTimeout || 0;
+    return this.modelState.streamIdleTimeout || this.hooks.streamIdleTimeout || 0;
   }
 
   /**
@@ -397,7 +397,7 @@ class Attempt implements DeadlineEntry {
     if (this.onCallerAbort) this.caller!.removeEventListener('abort', this.onCallerAbort);
     if (this.holding) {
       this.holding = false;
-      this.state.inFlight.end();
+      this.modelState.inFlight.end();
     }
   }
 
@@ -407,7 +407,7 @@ class Attempt implements DeadlineEntry {
    * reported, the admission charge stands).
    */
   fail(error: unknown, produced: Usage | undefined | false): Error {
-    const { deployment, state, request } = this;
+    const { deployment, modelState: state, request } = this;
     // Nothing was produced (a 429 among others: the upstream did not admit it): the charge goes
     // back, the request stays counted. Before its headers are read, so they are compared with a
     // count that no longer holds it, and from the newest usage, where it was charged: a shared

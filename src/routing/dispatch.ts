@@ -79,7 +79,7 @@ export interface DispatchShared {
 export interface Pin {
   readonly id: string;
   readonly deployment: Deployment;
-  readonly state: ModelState;
+  readonly modelState: ModelState;
   readonly model: string | undefined;
 }
 
@@ -390,7 +390,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
 
   /** The pinned deployment, when it has room for the call. */
   private pinned(pin: Pin): Route {
-    const { deployment: d, state, model, id } = pin;
+    const { deployment: d, modelState: state, model, id } = pin;
     const calls = state.inFlight;
     if (model !== undefined && (!state.hasRoom(this.request.admission) || !calls.hasRoom())) {
       const why = state.isCooling()
@@ -434,7 +434,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
         hooks = { ...hooks, sent: (s) => metrics.request(s, model, reason) };
         prepared = { ...request, body: { ...request.body, model: to.model } };
       }
-      const state = this.pin?.state ?? deployment.models.get(to.model)!;
+      const state = this.pin?.modelState ?? deployment.models.get(to.model)!;
       runAttempt(
         deployment,
         state,

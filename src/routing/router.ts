@@ -482,14 +482,14 @@ export class Router implements DispatchShared {
       }
       d = candidates[0]!;
     }
-    if (model === undefined) return { id, deployment: d, state: this.unmeteredState(d), model };
+    if (model === undefined) return { id, deployment: d, modelState: this.unmeteredState(d), model };
     const state = d.models.get(model);
     if (state === undefined) {
       throw new SwitchboardError(
         `${clip(id)} lives on deployment ${d.name}, which does not serve ${model}: use a model that ${d.name} serves, or start without previous_response_id`,
       );
     }
-    return { id, deployment: d, state, model };
+    return { id, deployment: d, modelState: state, model };
   }
 
   private unmeteredState(d: Deployment): ModelState {

@@ -101,7 +101,7 @@ class RedisStateStore implements StateStore {
   private readonly scrub: (text: string) => string;
   private unsubscribe: (() => void) | undefined;
   private syncTimer: NodeJS.Timeout | undefined;
-  private inFlight: Promise<void> | undefined;
+  private syncing: Promise<void> | undefined;
   private flushQueued = false;
   private attached = false;
   private closed = false;
@@ -266,7 +266,7 @@ class RedisStateStore implements StateStore {
     this.unsubscribe?.();
     const client = this.client;
     if (client === undefined) return;
-    await this.inFlight;
+    await this.syncing;
     // Leave the others this instance's last usage and cooldowns (and read theirs a last time).
     if (client.status === 'ready' && this.problem === undefined) {
       await this.syncWith(client).then(
@@ -292,8 +292,8 @@ class RedisStateStore implements StateStore {
 
   private tick(): void {
     if (this.closed || this.client === undefined) return;
-    if (this.inFlight !== undefined || this.client.status !== 'ready') return;
-    this.inFlight = this.syncWith(this.client)
+    if (this.syncing !== undefined || this.client.status !== 'ready') return;
+    this.syncing = this.syncWith(this.client)
       .then(
         (report) => {
           this.recover();
@@ -302,7 +302,7 @@ class RedisStateStore implements StateStore {
         (error: unknown) => this.degrade(error),
       )
       .finally(() => {
-        this.inFlight = undefined;
+        this.syncing = undefined;
       });
   }
 

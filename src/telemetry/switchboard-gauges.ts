@@ -118,11 +118,11 @@ export class SwitchboardGauges {
         }
       },
     );
-    this.inFlight(meter, states);
+    this.callsInFlight(meter, states);
   }
 
   /** Calls in flight, their caps, and the latency estimates. */
-  private inFlight(meter: Meter, states: () => ModelState[]): void {
+  private callsInFlight(meter: Meter, states: () => ModelState[]): void {
     this.gauge(
       meter.createObservableGauge(M.IN_FLIGHT, {
         description: 'Calls of a model sent to a deployment and not yet ended',
