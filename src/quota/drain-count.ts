@@ -20,6 +20,9 @@ export type UsageCount = Pick<
   readonly drains?: boolean;
 };
 
+/** How long a draining count read at one moment is taken to hold (see {@link DrainCount.changesAt}). */
+export const DRAIN_HOLD_MS = 100;
+
 /**
  * Usage as a token bucket holds it (Anthropic's input and output, OpenAI's tokens and requests):
  * what was charged drains away continuously at the limit per minute, so room comes back at
@@ -76,9 +79,14 @@ export class DrainCount implements UsageCount {
     if (amount > 0) this.add(-amount, now ?? this.clock());
   }
 
-  /** While anything is left it drains: it changes continuously. */
+  /**
+   * While anything is left it drains, continuously; but it only ever falls, so what is read now
+   * over-counts it for a while by no more than it drains. A draw may read it from the model's
+   * hot row for {@link DRAIN_HOLD_MS} (at most `limit / 600` less room than there is), instead
+   * of asking every counter of every candidate: selection stays flat with the pool's size.
+   */
   changesAt(now: number): number {
-    return this.at(now) > 0 ? now : Infinity;
+    return this.at(now) > 0 ? now + DRAIN_HOLD_MS : Infinity;
   }
 
   /** ms from `now` until the count is at most `target` as it drains. */

@@ -85,6 +85,12 @@ function holds(table: Float64Array, row: number, now: number): boolean {
   return now < table[row + UNTIL]! && now >= table[row + FROM]!;
 }
 
+/** ms from `now` until what `hot` keeps lapses (0 when it does not hold). */
+export function keptFor(hot: HotRow, now: number): number {
+  const { table, row } = hot;
+  return holds(table, row, now) ? table[row + UNTIL]! - now : 0;
+}
+
 /** The utilization kept in `hot` when it holds at `now`, else -1. */
 export function keptUtil(hot: HotRow, now: number): number {
   const { table, row } = hot;

@@ -35,7 +35,16 @@ import {
 import { CachedPrefixes } from './cached-prefixes';
 import { WindowCount, usageBuckets, type UsageBucket } from './window-count';
 import { DrainCount } from './drain-count';
-import { fitsRoom, forget, hotRow, keptUtil, measure, RESERVE, type HotRow } from './hot-row';
+import {
+  fitsRoom,
+  forget,
+  hotRow,
+  keptFor,
+  keptUtil,
+  measure,
+  RESERVE,
+  type HotRow,
+} from './hot-row';
 import { OutputCounter } from './output-counter';
 import { OutputEstimate } from './output-estimate';
 import { shortLimit } from './request-window';
@@ -444,6 +453,9 @@ export class QuotaLedger {
       if (w > wait) wait = w;
     }
     if (!Number.isFinite(wait)) wait = this.scope.span;
+    // The row may hold a draining count as it was a moment ago (a little less room than now):
+    // what it holds back, it holds until it lapses, which a waiting call then waits for.
+    if (wait <= 0) wait = keptFor(this.hot, now);
     return Math.ceil(wait);
   }
 
