@@ -143,7 +143,9 @@ class Attempt implements DeadlineEntry {
     private readonly outcome: AttemptOutcome,
   ) {
     this.deadline = options?.timeout ?? deployment.timeout;
-    this.firstToken = request.stream ? modelState.firstTokenTimeout || hooks.firstTokenTimeout || 0 : 0;
+    this.firstToken = request.stream
+      ? modelState.firstTokenTimeout || hooks.firstTokenTimeout || 0
+      : 0;
     const caller = options?.signal ?? undefined;
     this.caller = caller;
     // Without a caller's signal none is made: an AbortSignal costs more than all the rest of an
@@ -374,7 +376,12 @@ class Attempt implements DeadlineEntry {
   /** The call's account takes the usage this attempt produced; its span, the cost. */
   costs(usage: Usage | undefined): void {
     const { request } = this;
-    const usd = request.account!.settled(this.deployment, this.modelState, request.admission, usage);
+    const usd = request.account!.settled(
+      this.deployment,
+      this.modelState,
+      request.admission,
+      usage,
+    );
     if (usd !== undefined) this.trace?.cost(usd);
   }
 

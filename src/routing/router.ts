@@ -482,7 +482,8 @@ export class Router implements DispatchShared {
       }
       d = candidates[0]!;
     }
-    if (model === undefined) return { id, deployment: d, modelState: this.unmeteredState(d), model };
+    if (model === undefined)
+      return { id, deployment: d, modelState: this.unmeteredState(d), model };
     const state = d.models.get(model);
     if (state === undefined) {
       throw new SwitchboardError(
