@@ -15,8 +15,9 @@ import {
 } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 
-export const GPT = 'gpt-4o-mini';
-export const CLAUDE = 'claude-sonnet-5';
+import { CLAUDE, GPT } from '../support/upstream';
+
+export { CLAUDE, GPT };
 
 /**
  * The host process. Under Jest, `process` is a copy whose listeners never hear the real events;

@@ -16,9 +16,8 @@ import {
   type SwitchboardOptions,
 } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
+import { CLAUDE, GPT, oaiAndClaude } from '../support/upstream';
 
-const GPT = 'gpt-4o-mini';
-const CLAUDE = 'claude-sonnet-5';
 const LONG = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
 
 type Outcome = { call: string; result: 'fulfilled' | 'rejected'; detail: string };
@@ -34,22 +33,11 @@ async function main(mode: string): Promise<void> {
     // A fixed window: the usage-reset timer runs (the sliding default needs none).
     usageWindow: 'fixed',
     logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
-    deployments: [
-      {
-        provider: 'openai',
-        name: 'oai',
-        baseURL: upstream.deployment('oai').openaiBaseURL,
-        apiKey: 'k',
-        models: [{ name: GPT, tpm: 100_000, rpm: 1_000 }],
-      },
-      {
-        provider: 'anthropic',
-        name: 'claude',
-        baseURL: upstream.deployment('claude').anthropicBaseURL,
-        apiKey: () => Promise.resolve('token'),
-        models: [{ name: CLAUDE, tpm: 100_000, rpm: 1_000 }],
-      },
-    ],
+    deployments: oaiAndClaude(
+      upstream,
+      { tpm: 100_000, rpm: 1_000 },
+      { oai: 'k', claude: () => Promise.resolve('token') },
+    ),
   };
 
   let sb: Switchboard;

@@ -11,6 +11,7 @@ import {
   type SwitchboardOptions,
 } from 'nestjs-switchboard';
 import { SimulatedUpstream } from 'nestjs-switchboard/testing';
+import { oaiAndClaude } from '../support/upstream';
 import { CLAUDE, flushRejections, GPT, recordUnhandled, type UnhandledRecorder } from './harness';
 
 /** A reader the test collects from by hand. */
@@ -73,22 +74,7 @@ describe('shutdown', () => {
     });
     options = {
       logger: quiet,
-      deployments: [
-        {
-          provider: 'openai',
-          name: 'oai',
-          baseURL: upstream.deployment('oai').openaiBaseURL,
-          apiKey: 'k',
-          models: [{ name: GPT, tpm: 100_000, rpm: 1_000 }],
-        },
-        {
-          provider: 'anthropic',
-          name: 'claude',
-          baseURL: upstream.deployment('claude').anthropicBaseURL,
-          apiKey: 'k',
-          models: [{ name: CLAUDE, tpm: 100_000, rpm: 1_000 }],
-        },
-      ],
+      deployments: oaiAndClaude(upstream, { tpm: 100_000, rpm: 1_000 }),
     };
   });
   afterAll(async () => {

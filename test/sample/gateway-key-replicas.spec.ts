@@ -15,7 +15,7 @@ import type { Gateway } from '../../sample/main';
 import { eventually } from '../support/eventually';
 import { gatewayWith } from '../support/gateway';
 import { RedisServer } from '../support/redis-server';
-import { CLAUDE, GPT } from '../support/upstream';
+import { CLAUDE, GPT, oaiAndClaude } from '../support/upstream';
 
 /**
  * Each test spends a key of its own (its minute starts with it). Every key has the environment's
@@ -40,22 +40,11 @@ beforeAll(async () => {
   writeFileSync(
     file,
     JSON.stringify({
-      deployments: [
-        {
-          provider: 'openai',
-          name: 'oai',
-          baseURL: upstream.deployment('oai').openaiBaseURL,
-          apiKey: 'sk-oai',
-          models: [{ name: GPT, tpm: 10_000_000, rpm: 100_000 }],
-        },
-        {
-          provider: 'anthropic',
-          name: 'claude',
-          baseURL: upstream.deployment('claude').anthropicBaseURL,
-          apiKey: 'sk-claude',
-          models: [{ name: CLAUDE, tpm: 10_000_000, rpm: 100_000 }],
-        },
-      ],
+      deployments: oaiAndClaude(
+        upstream,
+        { tpm: 10_000_000, rpm: 100_000 },
+        { oai: 'sk-oai', claude: 'sk-claude' },
+      ),
       pricing: { [GPT]: PRICE },
       // A key's own policy: its budget, with the environment's limits per minute beside it.
       tenants: { 'key-3': { budget: { usd: 2.5 * BIG_RESERVE, per: 'day' } } },

@@ -5,6 +5,33 @@ import { SimulatedUpstream, type SimulatedDeploymentOptions } from '../../src/te
 export const GPT = 'gpt-4o-mini';
 export const CLAUDE = 'claude-sonnet-5';
 
+/**
+ * The two deployments of a simulated upstream that serves `oai` and `claude`: an OpenAI one for
+ * GPT and a Foundry one for CLAUDE, each with `quota`.
+ */
+export function oaiAndClaude(
+  upstream: SimulatedUpstream,
+  quota: { tpm: number; rpm: number },
+  keys: { oai: string; claude: string | (() => Promise<string>) } = { oai: 'k', claude: 'k' },
+): DeploymentConfig[] {
+  return [
+    {
+      provider: 'openai',
+      name: 'oai',
+      baseURL: upstream.deployment('oai').openaiBaseURL,
+      apiKey: keys.oai,
+      models: [{ name: GPT, ...quota }],
+    },
+    {
+      provider: 'anthropic',
+      name: 'claude',
+      baseURL: upstream.deployment('claude').anthropicBaseURL,
+      apiKey: keys.claude,
+      models: [{ name: CLAUDE, ...quota }],
+    },
+  ];
+}
+
 /** Simulated deployments plus a switchboard pointed at them; `close()` ends both. */
 export interface Rig {
   upstream: SimulatedUpstream;
