@@ -1,18 +1,10 @@
 import { DeploymentQuota, type QuotaDemand, type QuotaSettings } from '../../src/testing/quota';
+import { quotaSettings } from '../support/quota-settings';
 import { openaiDuration } from '../../src/testing/rules/openai';
 import type { CompletionPlan } from '../../src/testing/wire/common';
 
 function quotaWith(settings: Partial<QuotaSettings>) {
-  const full: QuotaSettings = {
-    quota: 'faithful',
-    rpm: 0,
-    tpm: 0,
-    itpm: 0,
-    otpm: 0,
-    inferredMaxTokens: 4096,
-    chargeMaxTokens: false,
-    ...settings,
-  };
+  const full = quotaSettings(settings);
   return new DeploymentQuota(() => full, 1, 10_000);
 }
 

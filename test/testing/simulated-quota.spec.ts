@@ -5,6 +5,7 @@ import {
   type QuotaDemand,
   type QuotaSettings,
 } from '../../src/testing/quota';
+import { quotaSettings } from '../support/quota-settings';
 
 const demand = (tokens: number, extra: Partial<QuotaDemand> = {}): QuotaDemand => ({
   requests: 1,
@@ -15,16 +16,7 @@ const demand = (tokens: number, extra: Partial<QuotaDemand> = {}): QuotaDemand =
 });
 
 function quotaWith(settings: Partial<QuotaSettings>, requestWindowMs = 10_000, timeScale = 1) {
-  const full: QuotaSettings = {
-    quota: 'faithful',
-    rpm: 0,
-    tpm: 0,
-    itpm: 0,
-    otpm: 0,
-    inferredMaxTokens: 4096,
-    chargeMaxTokens: false,
-    ...settings,
-  };
+  const full = quotaSettings(settings);
   return { quota: new DeploymentQuota(() => full, timeScale, requestWindowMs), settings: full };
 }
 
