@@ -284,11 +284,16 @@ export class Router implements DispatchShared {
       let request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
       const sdkOptions = options as SdkRequestOptions | undefined;
       const model = body.model as string;
-      // A provisioned deployment counts cached input as free: its answers teach which prompt
-      // prefix it has cached, and a call over that prefix is charged its uncached part there.
-      if (this.provisioned.has(model) && request.metered && adapter.path[0] !== 'embeddings') {
-        const key = prefixKey(body, request.admission.input);
-        if (key !== undefined) request.admission.cachePrefix ??= { key, tokens: CACHEABLE_TOKENS };
+      // A cacheable prompt prefix, hashed once for the two that read it: a provisioned
+      // deployment, which counts cached input as free (its answers teach which prefix it has
+      // cached, and a call over it is charged its uncached part there), and cache affinity.
+      const provisioned = this.provisioned.has(model);
+      const prefix =
+        (provisioned || this.cacheAffinity) && request.metered && adapter.path[0] !== 'embeddings'
+          ? prefixKey(body, request.admission.input)
+          : undefined;
+      if (provisioned && prefix !== undefined) {
+        request.admission.cachePrefix ??= { key: prefix, tokens: CACHEABLE_TOKENS };
       }
       const tenants = this.tenants;
       const tenant = (params as SessionParams).tenant;
@@ -321,14 +326,7 @@ export class Router implements DispatchShared {
       // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached. Not
       // where a provisioned deployment serves the model: it is paid for whether used or not, so its
       // room goes first, before a prefix cached on a tier below it.
-      const sticky =
-        sessionId ??
-        (this.cacheAffinity &&
-        request.metered &&
-        adapter.path[0] !== 'embeddings' &&
-        !this.provisioned.has(model)
-          ? prefixKey(body, request.admission.input)
-          : undefined);
+      const sticky = sessionId ?? (provisioned ? undefined : prefix);
       const pending = sessionFromStore(this.registry, this.state, sticky);
       const dispatch = () => {
         const call = new Dispatch(this, {
