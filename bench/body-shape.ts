@@ -30,7 +30,10 @@ const SHAPES: Record<string, (model: string) => Buffer> = {
   [`${MAX_BODY_CONTAINERS - 10} empty objects`]: (m) =>
     body(m, `[${'{},'.repeat(MAX_BODY_CONTAINERS - 11)}{}]`),
   [`${MAX_BODY_CONTAINERS - 10} objects of 8 keys`]: (m) =>
-    body(m, `[${'{"a":0,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"h":0},'.repeat(MAX_BODY_CONTAINERS - 11)}{}]`),
+    body(
+      m,
+      `[${'{"a":0,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"h":0},'.repeat(MAX_BODY_CONTAINERS - 11)}{}]`,
+    ),
   'one 20 MB string': (m) => body(m, '0'),
 };
 
