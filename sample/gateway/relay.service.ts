@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Injectable } from '@nestjs/common';
 import type { Counter } from '@opentelemetry/api';
 import { Switchboard } from 'nestjs-switchboard';
-import { clip, scrub } from 'nestjs-switchboard/extend';
+import { bodyShapeProblem, clip, scrub } from 'nestjs-switchboard/extend';
 import { MetricService } from 'nestjs-otel';
 import { gatewayKeyOf } from '../guard/gateway.guard';
 import { createdResponseId, ResponseOwners } from '../guard/response-owners';
@@ -102,9 +102,11 @@ export class RelayService {
       Buffer.isBuffer(req.body) &&
       req.body.includes('previous_response_id')
     ) {
+      const text = req.body.toString('utf8');
+      // A body too deep or too large to parse at bounded cost: the relay refuses it.
+      if (bodyShapeProblem(text) !== undefined) return undefined;
       try {
-        id = (JSON.parse(req.body.toString('utf8')) as { previous_response_id?: unknown })
-          .previous_response_id;
+        id = (JSON.parse(text) as { previous_response_id?: unknown }).previous_response_id;
       } catch {
         return undefined; // Not JSON: the relay says so.
       }

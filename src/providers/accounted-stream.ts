@@ -100,6 +100,7 @@ export function accountedStream(
         if (request.hideUsageEvents && adapter.isUsageEvent?.(event)) continue;
         yield event;
       }
+      track?.ended?.();
       if (!settled) {
         settled = true;
         state.settle(request.admission, used);
