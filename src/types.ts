@@ -401,6 +401,10 @@ export interface SessionParams {
    * room among them is a 429 (or a wait in `queue`), never a call elsewhere.
    */
   tags?: string[];
+  /**
+   * `false`: the response cache (`options.cache`) neither answers this call nor keeps its answer.
+   */
+  cache?: boolean;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Injectable } from '@nestjs/common';
 import type { Counter } from '@opentelemetry/api';
 import { Switchboard } from 'nestjs-switchboard';
-import { clip, scrub } from 'nestjs-switchboard/extend';
+import { bodyShapeProblem, clip, scrub } from 'nestjs-switchboard/extend';
 import { MetricService } from 'nestjs-otel';
 import { gatewayKeyOf } from '../guard/gateway.guard';
 import { createdResponseId, ResponseOwners, storedReferences } from '../guard/response-owners';
@@ -95,9 +95,12 @@ export class RelayService {
     if (req.method === 'GET' && path.startsWith(`${STORED}/`)) {
       refs = [{ param: 'response_id', id: decoded(path.slice(STORED.length + 1)) }];
     } else if (req.method === 'POST' && path === STORED && Buffer.isBuffer(req.body)) {
+      const text = req.body.toString('utf8');
+      // A body too deep or too large to parse at bounded cost: the relay refuses it.
+      if (bodyShapeProblem(text) !== undefined) return undefined;
       // Read as the upstream reads it: the parsed body, whatever escapes spell its fields.
       try {
-        refs = storedReferences(JSON.parse(req.body.toString('utf8')));
+        refs = storedReferences(JSON.parse(text));
       } catch {
         return undefined; // Not JSON: the relay says so.
       }

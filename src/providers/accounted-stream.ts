@@ -102,6 +102,7 @@ export function accountedStream(
         if (request.hideUsageEvents && adapter.isUsageEvent?.(event)) continue;
         yield event;
       }
+      track?.ended?.();
       if (!settled) {
         settled = true;
         const usage = run.checked(used);

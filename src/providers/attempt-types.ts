@@ -101,4 +101,6 @@ export interface ResponseTracker {
     deployment: Deployment,
     adapter: ApiAdapter,
   ): void;
+  /** The stream of the attempt that succeeded ended normally: its consumer read every event. */
+  ended?(): void;
 }

@@ -32,6 +32,8 @@ import { prepareRequest } from './prepare-request';
 import { CACHEABLE_TOKENS, prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
 import type { TagSet } from '../placement/tags';
+import { responseCache } from '../cache/build-cache';
+import type { CacheCall, ResponseCache } from '../cache/response-cache';
 
 /** Calls that failed for their callers, per model. */
 export interface FailedCalls {
@@ -81,6 +83,8 @@ export class Router implements DispatchShared {
   /** Per model with a `contextWindow`, its window; `undefined` when none has one. */
   readonly windows: ReadonlyMap<string, number> | undefined;
   private readonly chains: ResponseChains;
+  /** Answers served again, with `options.cache`. */
+  private readonly cache: ResponseCache | undefined;
   private readonly defaultReservation: number;
   /** Whether calls without a session keep to where their prompt prefix is cached. */
   private readonly cacheAffinity: boolean;
@@ -101,6 +105,8 @@ export class Router implements DispatchShared {
       picker: DeploymentPicker;
       state: StateStore;
       logger: SwitchboardLogger;
+      /** The bytes an event of `sb.fetch`'s stream came in (the response cache replays them). */
+      wireBytes?: (event: unknown) => Uint8Array | undefined;
       /** Built once the queue and the fallbacks are known, which the metrics report on. */
       metrics: (
         queue: CapacityQueue | undefined,
@@ -127,6 +133,15 @@ export class Router implements DispatchShared {
       ),
     );
     this.clock = options.clock ?? Date.now;
+    this.cache = responseCache(options.cache, {
+      registry,
+      state,
+      clock: this.clock,
+      logger: this.logger,
+      bytesOf: context.wireBytes ?? (() => undefined),
+      deployments: options.deployments,
+      pricing: options.pricing,
+    });
     const queue = options.queue
       ? new CapacityQueue({ ...options.queue, clock: this.clock })
       : undefined;
@@ -279,6 +294,15 @@ export class Router implements DispatchShared {
     params: unknown,
     options: unknown,
   ): Promise<Answer> {
+    const cache = this.cache;
+    if (cache !== undefined && !this.closed && !cache.decided(options)) {
+      const cached = this.cacheCall(adapter, op, surface, opName, params);
+      if (cached !== undefined) {
+        return cache.serve(cached, options, (decided) =>
+          this.call(adapter, op, surface, opName, params, decided),
+        );
+      }
+    }
     try {
       // The method's name (`sb.chat.completions.create()`) is spelled out only for an error.
       if (this.closed) throw closedError(`${surface}.${opName}()`);
@@ -295,6 +319,7 @@ export class Router implements DispatchShared {
       let request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains, {
         usage: account?.key !== undefined,
       });
+      if (cache !== undefined) request = cache.recording(options, request);
       const sdkOptions = options as SdkRequestOptions | undefined;
       // A cacheable prompt prefix, hashed once for the two that read it: a provisioned
       // deployment, which counts cached input as free (its answers teach which prefix it has
@@ -383,6 +408,38 @@ export class Router implements DispatchShared {
         });
     } catch (error) {
       return Promise.reject(error);
+    }
+  }
+
+  /**
+   * What the response cache needs of a call it covers; `undefined` for a call it does not cover,
+   * or one the router refuses anyway (which then fails as it would without a cache).
+   */
+  private cacheCall(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    surface: string,
+    opName: string,
+    params: unknown,
+  ): CacheCall | undefined {
+    try {
+      const body = callBody(surface, opName, params);
+      if (op.metered === false || !this.cache!.covers(adapter, body.model)) return undefined;
+      const deployment = this.registry.poolFor(body.model as string)[0]!;
+      if (deployment.provider !== adapter.provider) return undefined;
+      const { tenant, cache } = params as SessionParams;
+      return {
+        adapter,
+        opName,
+        body,
+        tenant,
+        required: requiredTags(params as object, this.tenants?.tagsOf(tenant)),
+        stream: op.streams ? op.streams(body) : body.stream === true,
+        off: cache === false,
+        deployment,
+      };
+    } catch {
+      return undefined;
     }
   }
 
