@@ -149,6 +149,11 @@ const model = z.strictObject({
     .int({ error: 'must be a positive integer number of tokens' })
     .positive({ error: 'must be a positive integer number of tokens' })
     .optional(),
+  maxOutput: z
+    .number({ error: 'must be a positive integer number of tokens' })
+    .int({ error: 'must be a positive integer number of tokens' })
+    .positive({ error: 'must be a positive integer number of tokens' })
+    .optional(),
   firstTokenTimeout: positiveMillis.optional(),
   streamIdleTimeout: positiveMillis.optional(),
 });
