@@ -130,12 +130,13 @@ export function fits(counter: LimitCounter, admission: Admission, now: number): 
 
 /**
  * ms until `window` plus its `correction` is at most `target`: the sooner of usage sliding
- * out and the correction fading. `end` (epoch ms, 0 = none) is when the upstream's window is known
- * to end: it then forgets all it counted, except the calls in flight (`pending`).
+ * out and the correction fading, over a window of `span` ms. `end` (epoch ms, 0 = none) is when
+ * the upstream's window is known to end: it then forgets all it counted, except the calls in
+ * flight (`pending`).
  *
  * @example
  * ```ts
- * const ms = waitFor(tokens.window, tokens.correction, tpm.value - 1_456, now, 60_000);
+ * const ms = waitFor(tokens.window, tokens.correction, tpm.value - 1_456, now, { span: 60_000 });
  * ```
  */
 export function waitFor(
@@ -143,9 +144,7 @@ export function waitFor(
   correction: Correction,
   target: number,
   now: number,
-  span: number,
-  end = 0,
-  pending = 0,
+  { span, end = 0, pending = 0 }: { span: number; end?: number; pending?: number },
 ): number {
   const c = correction.at(now, span);
   let bySliding = window.timeUntil(target - Math.max(0, c), Infinity, now);
