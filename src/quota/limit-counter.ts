@@ -160,7 +160,9 @@ export function waitFor(
 
 /**
  * Note the upstream's reported remaining for operators (the newest answer wins), and learn the
- * limit it reports from our own answers only: a peer's reading never sets a limit.
+ * limit it reports from our own answers only: a peer's reading never sets a limit. False when
+ * there is nothing to anchor on (no remaining, no limit, or the remaining of a pool whose share
+ * is configured here).
  *
  * @example
  * ```ts
@@ -182,7 +184,8 @@ export function takeReported(
   if (last === undefined || last.at <= at) {
     scope.reported[limit.name] = { remaining: reported.remaining, at };
   }
-  return true;
+  // A pool's remaining says nothing of the share configured here: the split holds by itself.
+  return !limit.pooled;
 }
 
 /**
