@@ -267,7 +267,10 @@ describe('10 000 calls over 50 tenants', () => {
       let sent = false;
       const answer = await cache.serve(call, undefined, (decided) => {
         sent = true;
-        const request = cache.recording(decided, { body, stream: false } as PreparedRequest);
+        const request = cache.recording(decided, {
+          body,
+          stream: false,
+        } as unknown as PreparedRequest);
         const data = {
           ...(completion() as object),
           id: tenant,
