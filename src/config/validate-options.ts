@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { clip } from '../errors/clip';
 import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
 import { checkFallbacks } from './fallbacks';
+import { cacheOptionsSchema } from '../cache/cache-options';
 import { SwitchboardError } from '../switchboard.error';
 import { tenantScope } from '../tenants/tenant-scope';
 import type { SwitchboardOptions } from './switchboard-options';
@@ -165,6 +166,11 @@ const model = z.strictObject({
     .int({ error: 'must be a positive integer number of tokens' })
     .positive({ error: 'must be a positive integer number of tokens' })
     .optional(),
+  maxOutput: z
+    .number({ error: 'must be a positive integer number of tokens' })
+    .int({ error: 'must be a positive integer number of tokens' })
+    .positive({ error: 'must be a positive integer number of tokens' })
+    .optional(),
   firstTokenTimeout: positiveMillis.optional(),
   streamIdleTimeout: positiveMillis.optional(),
 });
@@ -280,6 +286,7 @@ export const switchboardOptionsSchema = z.strictObject({
     "must map a model to its fallback models, such as { 'gpt-4o': ['gpt-4o-mini'] }",
   ).optional(),
   cacheAffinity: z.boolean({ error: 'must be true or false' }).optional(),
+  cache: cacheOptionsSchema.optional(),
   tenants: z
     .record(name, tenantPolicy, {
       error:

@@ -14,6 +14,8 @@ import { RELAY_APIS, RESPONSES, RETRIEVE_RESPONSE, routeOf, type RelayApi } from
 import { RELAY_BODY, rawAnswer, type RelayBody, type RelayOptions } from './relay-operations';
 import { bodyText, headerOf, requestParts, type RequestParts } from './request-parts';
 import { bytesOf, responseOfStream } from './sse-events';
+import { cacheOffByHeaders } from '../cache/cache-headers';
+import { cachedReply } from '../cache/cached-answer';
 
 /**
  * A `fetch` that answers OpenAI- and Anthropic-wire requests through a switchboard.
@@ -140,6 +142,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     if (tenant !== undefined && tenant !== '') params.tenant = tenant;
     const tags = headerTags(headerOf(parts.headers, 'x-switchboard-tags'));
     if (tags !== undefined) params.tags = tags;
+    if (cacheOffByHeaders((name) => headerOf(parts.headers, name))) params.cache = false;
     const relayBody: RelayBody = {
       raw: own ? undefined : body!.raw,
       parsed: params,
@@ -152,6 +155,9 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     } catch (error) {
       return failed(api, error, parts.signal);
     }
+    // Served from the response cache: the recorded JSON, or the recorded SSE bytes as they came.
+    const reply = cachedReply(answer);
+    if (reply !== undefined) return reply;
     if (params.stream === true && api.op.streams?.(params) === true) {
       return streamed(api, answer.data);
     }
