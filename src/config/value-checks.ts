@@ -1,6 +1,6 @@
 // Checks of single values that a wrong one would turn into a silent failure later: a duration
 // Node's timers cannot hold, a port `fetch` will not connect to, a key no header can carry.
-import { z } from 'zod';
+import { type z } from 'zod';
 
 /**
  * The longest delay Node's timers hold: 2^31 - 1 ms (about 24.8 days). A longer one fires after

@@ -80,11 +80,14 @@ describe('a configured key', () => {
       });
       const error = await client.chat.completions
         .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
-        .catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+        .then(
+          () => undefined,
+          (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+        );
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(JSON.stringify(error.error)).toContain('Deployment rejects');
-      expect(JSON.stringify(error.error)).not.toContain(KEY);
-      expect(error.message).not.toContain(KEY);
+      expect(JSON.stringify(error!.error)).toContain('Deployment rejects');
+      expect(JSON.stringify(error!.error)).not.toContain(KEY);
+      expect(error!.message).not.toContain(KEY);
     } finally {
       await gateway.close();
     }
