@@ -170,7 +170,7 @@ describe('turning it off', () => {
       {
         provider: 'openai' as const,
         name: 'd',
-        baseURL: 'http://127.0.0.1:1/v1',
+        baseURL: 'http://127.0.0.1:65000/v1',
         apiKey: 'k',
         models: [{ name: GPT }],
       },
