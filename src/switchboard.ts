@@ -12,6 +12,7 @@ import { Selector } from './selection/selector';
 import { SessionAffinity, sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { createRelay, type SwitchboardFetch } from './relay/relay';
+import { bytesOf } from './relay/sse-events';
 import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
@@ -137,6 +138,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       picker: this.picker,
       state: this.state,
       logger: this.logger,
+      wireBytes: bytesOf,
       metrics: (queue, fallbacks, costs) =>
         new SwitchboardMetrics(this.registry, undefined, {
           queue,

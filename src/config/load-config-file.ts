@@ -51,6 +51,7 @@ const NUMERIC_KEYS = new Set([
   'itpm',
   'otpm',
   'outputReservation',
+  'maxOutput',
   'outputWeight',
   'cooldown',
   'maxCooldown',

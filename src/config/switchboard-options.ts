@@ -1,6 +1,7 @@
 import type { Type } from '@nestjs/common';
 import type { ReadinessOptions } from '../health/health-options';
 import type { ApiAdapter } from '../providers/adapter';
+import type { CacheOptions } from '../cache/cache-options';
 import type { Selector } from '../selection/selector';
 import type { StateStore } from '../state/state-store';
 import type {
@@ -84,6 +85,12 @@ export interface SwitchboardOptions {
    * sessions are.
    */
   cacheAffinity?: boolean;
+  /**
+   * The response cache: an exact answer (same tenant, operation, model and body) served again
+   * for `ttl` ms without a deployment, quota or budget; per call `cache: false` turns it off.
+   * See docs/cache.md.
+   */
+  cache?: CacheOptions;
   /**
    * How many stored response ids are remembered with the deployment that created them (LRU), so
    * `previous_response_id` and `responses.retrieve(id)` reach it. Default 10 000.

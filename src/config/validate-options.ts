@@ -3,6 +3,7 @@ import { clip } from '../errors/clip';
 import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
 import { checkFallbacks } from './fallbacks';
 import { readinessOptionsSchema } from '../health/health-options';
+import { cacheOptionsSchema } from '../cache/cache-options';
 import { SwitchboardError } from '../switchboard.error';
 import { tenantScope } from '../tenants/tenant-scope';
 import type { SwitchboardOptions } from './switchboard-options';
@@ -149,6 +150,11 @@ const model = z.strictObject({
     .int({ error: 'must be a positive integer number of tokens' })
     .positive({ error: 'must be a positive integer number of tokens' })
     .optional(),
+  maxOutput: z
+    .number({ error: 'must be a positive integer number of tokens' })
+    .int({ error: 'must be a positive integer number of tokens' })
+    .positive({ error: 'must be a positive integer number of tokens' })
+    .optional(),
   firstTokenTimeout: positiveMillis.optional(),
   streamIdleTimeout: positiveMillis.optional(),
 });
@@ -264,6 +270,7 @@ export const switchboardOptionsSchema = z.strictObject({
     "must map a model to its fallback models, such as { 'gpt-4o': ['gpt-4o-mini'] }",
   ).optional(),
   cacheAffinity: z.boolean({ error: 'must be true or false' }).optional(),
+  cache: cacheOptionsSchema.optional(),
   tenants: z
     .record(name, tenantPolicy, {
       error:

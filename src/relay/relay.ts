@@ -7,12 +7,14 @@ import { hasSwitchboardFields } from '../routing/call-params';
 import type { Provider } from '../types';
 import { clip } from '../errors/clip';
 import { errorBody, upstreamErrorBody, type Problem } from './error-body';
-import { MAX_BODY_DEPTH, nestedDeeperThan } from './body-checks';
+import { bodyShapeMessage, bodyShapeProblem } from './body-checks';
 import { httpErrorFor } from './http-error';
 import { RELAY_APIS, RESPONSES, RETRIEVE_RESPONSE, routeOf, type RelayApi } from './relay-apis';
 import { RELAY_BODY, rawAnswer, type RelayBody, type RelayOptions } from './relay-operations';
 import { bodyText, headerOf, requestParts, type RequestParts } from './request-parts';
 import { bytesOf, responseOfStream } from './sse-events';
+import { cacheOffByHeaders } from '../cache/cache-headers';
+import { cachedReply } from '../cache/cached-answer';
 
 /**
  * A `fetch` that answers OpenAI- and Anthropic-wire requests through a switchboard.
@@ -101,6 +103,13 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
 
   async function create(api: RelayApi, parts: RequestParts): Promise<Response> {
     const body = await bodyText(parts);
+    // Before the parse: its cost grows with the values and nesting, not only the bytes.
+    const shape = body === undefined ? undefined : bodyShapeProblem(body.text);
+    if (shape !== undefined) {
+      const message = bodyShapeMessage(shape);
+      port.warn?.(`sb.fetch refused a request body: ${message}`);
+      return problem(api.provider, { status: 400, message });
+    }
     let parsed: unknown;
     try {
       parsed = body === undefined ? undefined : JSON.parse(body.text);
@@ -122,14 +131,6 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
 
     // A body carrying the switchboard's own fields goes upstream re-serialized, without them.
     const own = hasSwitchboardFields(params);
-    // Re-serializing recurses: a body nested past what the stack holds is refused, not a 500.
-    if (own && nestedDeeperThan(body!.text, MAX_BODY_DEPTH)) {
-      port.warn?.(`sb.fetch refused a request body nested deeper than ${MAX_BODY_DEPTH} levels`);
-      return problem(api.provider, {
-        status: 400,
-        message: `The request body is nested deeper than ${MAX_BODY_DEPTH} levels.`,
-      });
-    }
     const sessionId = headerOf(parts.headers, 'x-session-id');
     if (sessionId !== undefined && sessionId !== '') params.session_id = sessionId;
     const lane = headerOf(parts.headers, 'x-switchboard-lane');
@@ -138,6 +139,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     if (tenant !== undefined && tenant !== '') params.tenant = tenant;
     const tags = headerTags(headerOf(parts.headers, 'x-switchboard-tags'));
     if (tags !== undefined) params.tags = tags;
+    if (cacheOffByHeaders((name) => headerOf(parts.headers, name))) params.cache = false;
     const relayBody: RelayBody = {
       raw: own ? undefined : body!.raw,
       parsed: params,
@@ -150,6 +152,9 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     } catch (error) {
       return failed(api, error, parts.signal);
     }
+    // Served from the response cache: the recorded JSON, or the recorded SSE bytes as they came.
+    const reply = cachedReply(answer);
+    if (reply !== undefined) return reply;
     if (params.stream === true && api.op.streams?.(params) === true) {
       return streamed(api, answer.data);
     }

@@ -367,7 +367,7 @@ describe('a deeply nested body', () => {
         `The request body is nested deeper than ${MAX_BODY_DEPTH} levels.`,
       );
       expect(warnings).toEqual([
-        `sb.fetch refused a request body nested deeper than ${MAX_BODY_DEPTH} levels`,
+        `sb.fetch refused a request body: The request body is nested deeper than ${MAX_BODY_DEPTH} levels.`,
       ]);
     } finally {
       await sb.close();
