@@ -153,6 +153,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     const router = this.router;
     this.fetch = createRelay({
       registry: this.registry,
+      secrets: options.deployments.flatMap((d) => (typeof d.apiKey === 'string' ? [d.apiKey] : [])),
       warn: (line) => this.logger.warn(line),
       call: (adapter, op, params, callOptions) =>
         router.call(adapter, op, 'sb', 'fetch', params, callOptions),
