@@ -58,7 +58,8 @@ export function blockedPortProblem(url: string): string | undefined {
   );
 }
 
-export { hasControlCharacter } from '../errors/control-characters';
+// Where providers read it too: below both folders, so that neither imports the other.
+export { hasControlCharacter } from '../runtime/control-characters';
 
 /** The message of a key with a control character: never the key itself. */
 export const KEY_CONTROL_MESSAGE =
