@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { clip } from '../errors/clip';
 import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
 import { checkFallbacks } from './fallbacks';
+import { readinessOptionsSchema } from '../health/health-options';
 import { cacheOptionsSchema } from '../cache/cache-options';
 import { SwitchboardError } from '../switchboard.error';
 import { tenantScope } from '../tenants/tenant-scope';
@@ -333,6 +334,8 @@ export const switchboardOptionsSchema = z.strictObject({
     .trim()
     .min(1, { error: 'must be the path of a file to append JSON lines to, such as traffic.jsonl' })
     .optional(),
+  simulate: z.boolean({ error: 'must be true or false' }).optional(),
+  health: readinessOptionsSchema.optional(),
   clock: fn('a function returning milliseconds').optional(),
   random: fn('a function returning a number in [0, 1)').optional(),
 });

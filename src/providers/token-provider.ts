@@ -1,6 +1,6 @@
 import { TokenProviderError } from '../failover/token-provider.error';
 import type { ApiKey } from '../types';
-import { hasControlCharacter } from '../config/value-checks';
+import { hasControlCharacter } from '../runtime/control-characters';
 
 /**
  * A deployment's `apiKey` as its SDK client takes it: a function is wrapped so that its failure
