@@ -31,6 +31,7 @@ import { resolveFallbacks } from '../config/fallbacks';
 import { prepareRequest } from './prepare-request';
 import { CACHEABLE_TOKENS, prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
+import { translatableFallbacks, type SkippedFallback } from '../translate/fallback-choice';
 
 /** Calls that failed for their callers, per model. */
 export interface FailedCalls {
@@ -305,11 +306,19 @@ export class Router implements DispatchShared {
         return this.pinned(adapter, op, chained, request, sdkOptions, model, sessionId);
       }
       const allowed = allowsFallbacks(params as object);
-      const fallbacks = this.fallbacks.size > 0 && allowed ? this.fallbacks.get(model) : undefined;
-      const filterFallbacks =
+      let fallbacks = this.fallbacks.size > 0 && allowed ? this.fallbacks.get(model) : undefined;
+      let filterFallbacks =
         this.contentFilterFallbacks.size > 0 && allowed
           ? this.contentFilterFallbacks.get(model)
           : undefined;
+      // Fallbacks of the other vendor that this call cannot be translated for are skipped.
+      let skipped: SkippedFallback[] | undefined;
+      if (fallbacks !== undefined) {
+        ({ fallbacks, skipped } = this.translatable(adapter, opName, body, fallbacks));
+      }
+      if (filterFallbacks !== undefined) {
+        filterFallbacks = this.translatable(adapter, opName, body, filterFallbacks).fallbacks;
+      }
       // A call too long for its model goes to the first fallback whose window holds it.
       const windows = this.windows;
       let wider: string[] | undefined;
@@ -340,6 +349,7 @@ export class Router implements DispatchShared {
           tags,
           required,
           filterFallbacks,
+          skipped,
         });
         if (wider !== undefined) call.leaveModel('context_window', wider);
         return call.run();
@@ -499,6 +509,15 @@ export class Router implements DispatchShared {
       this.unmetered.set(d, state);
     }
     return state;
+  }
+
+  private translatable(
+    adapter: ApiAdapter,
+    op: string,
+    body: Record<string, unknown>,
+    fallbacks: readonly string[],
+  ): ReturnType<typeof translatableFallbacks> {
+    return translatableFallbacks(adapter, op, body, fallbacks, (m) => this.registry.models.get(m));
   }
 
   private wrongProvider(adapter: ApiAdapter, model: unknown): SwitchboardError {
