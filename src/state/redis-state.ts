@@ -26,7 +26,8 @@ import {
 import { knownLimits, ownUsage, poolField, type Entry } from './redis/own-usage';
 import { DEFAULT_MAX_COOLDOWN } from '../runtime/upstream-numbers';
 import { DEFAULT_SKEW, readSyncReply, SYNC_SCRIPT, syncCommand } from './redis/sync-script';
-import type { StateContext, StateStore, StateStoreHealth } from './state-store';
+import type { SharedValues, StateContext, StateStore, StateStoreHealth } from './state-store';
+import { sharedValuesOf } from './redis/shared-values';
 import { SharedTenantCounts } from './redis/tenant-script';
 import type { TenantCounts } from '../tenants/tenant-counts';
 
@@ -234,17 +235,30 @@ class RedisStateStore implements StateStore {
 
   tenantCounts(): TenantCounts {
     return new SharedTenantCounts({
-      ready: () => {
-        const client = this.client;
-        return client?.status === 'ready' && this.problem === undefined && !this.closed
-          ? client
-          : undefined;
-      },
+      ready: () => this.readyClient(),
       prefix: () => this.prefix,
       timeout: this.options.timeout,
       degrade: (error) => this.degrade(error),
       skipped: (what) => this.problems.key(what),
     });
+  }
+
+  sharedValues(): SharedValues {
+    return sharedValuesOf({
+      ready: () => this.readyClient(),
+      prefix: () => this.prefix,
+      timeout: this.options.timeout,
+      degrade: (error) => this.degrade(error),
+      skipped: (what) => this.problems.key(what),
+    });
+  }
+
+  /** The client while commands can be sent: connected, not degraded, not closed. */
+  private readyClient(): RedisClientLike | undefined {
+    const client = this.client;
+    return client?.status === 'ready' && this.problem === undefined && !this.closed
+      ? client
+      : undefined;
   }
 
   health(): StateStoreHealth {
