@@ -15,7 +15,7 @@ import type {
 } from '../telemetry/switchboard-metrics';
 import { LocalTenantCounts } from '../tenants/tenant-counts';
 import { Tenants } from '../tenants/tenants';
-import { contextWindows, fits, tokensNeeded, tooLongError } from './context-windows';
+import { contextWindows, widerModels } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
 import { Dispatch, type DispatchShared } from './dispatch';
 
@@ -31,6 +31,7 @@ import { CACHEABLE_TOKENS, prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
 import { responseCache } from '../cache/build-cache';
 import type { CacheCall, ResponseCache } from '../cache/response-cache';
+import { translatableFallbacks, type SkippedFallback } from '../translate/fallback-choice';
 
 /**
  * Every call of a switchboard comes in here, from the surfaces it mounts, and leaves as one
@@ -261,9 +262,19 @@ export class Router implements DispatchShared {
           required,
         });
       if (call.chained !== undefined && account?.key === undefined) return pinned(request);
-      const fallbacks =
+      let fallbacks =
         this.fallbacks.size > 0 && call.fallbacks ? this.fallbacks.get(model) : undefined;
-      const wider = this.widerModels(model, request, fallbacks);
+      // Fallbacks of the other vendor that this call cannot be translated for are skipped.
+      let skipped: SkippedFallback[] | undefined;
+      if (fallbacks !== undefined) ({ fallbacks, skipped } = this.translatable(call, fallbacks));
+      const filterFallbacksOf = (target: string): readonly string[] | undefined => {
+        const list =
+          this.contentFilterFallbacks.size > 0 && call.fallbacks
+            ? this.contentFilterFallbacks.get(target)
+            : undefined;
+        return list && this.translatable(call, list).fallbacks;
+      };
+      const wider = widerModels(this.windows, model, request, fallbacks);
       // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached. Not
       // where a provisioned deployment serves the model: it is paid for whether used or not, so its
       // room goes first, before a prefix cached on a tier below it.
@@ -282,7 +293,8 @@ export class Router implements DispatchShared {
           fallbacks: rest,
           tags: call.tags,
           required,
-          filterFallbacks: call.fallbacks ? this.contentFilterFallbacks.get(target) : undefined,
+          filterFallbacks: filterFallbacksOf(target),
+          skipped,
         });
         if (wider !== undefined && own) run.leaveModel('context_window', wider);
         return pending === undefined ? run.run() : pending.then(() => run.run());
@@ -322,22 +334,14 @@ export class Router implements DispatchShared {
     return prefix;
   }
 
-  /**
-   * For a call too long for its model, the fallbacks whose context window holds it (the first
-   * with room takes it); `undefined` when it fits. None: a `SwitchboardError` naming the sizes.
-   */
-  private widerModels(
-    model: string,
-    request: PreparedRequest,
-    fallbacks: readonly string[] | undefined,
-  ): string[] | undefined {
-    const windows = this.windows;
-    if (windows === undefined || !request.metered) return undefined;
-    const need = tokensNeeded(request.admission);
-    if (fits(windows, model, need)) return undefined;
-    const wider = (fallbacks ?? []).filter((m) => fits(windows, m, need));
-    if (wider.length === 0) throw tooLongError(model, request.admission, windows, fallbacks);
-    return wider;
+  private translatable(
+    call: CallRecord,
+    fallbacks: readonly string[],
+  ): ReturnType<typeof translatableFallbacks> {
+    const { adapter, opName } = call.entry;
+    return translatableFallbacks(adapter, opName, call.body, fallbacks, (m) =>
+      this.registry.models.get(m),
+    );
   }
 
   /**
