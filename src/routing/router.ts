@@ -126,9 +126,10 @@ export class Router implements DispatchShared {
       ),
     );
     this.clock = options.clock ?? Date.now;
-    const queue = options.queue
-      ? new CapacityQueue({ ...options.queue, clock: this.clock })
-      : undefined;
+    // A store that brings room (leases) holds calls for its round trip even without a queue.
+    const waits =
+      options.queue ?? (state.admissionWait ? { maxWait: state.admissionWait } : undefined);
+    const queue = waits ? new CapacityQueue({ ...waits, clock: this.clock }) : undefined;
     this.queue = queue;
     this.lanes = new LaneActivity({
       headroom: options.queue?.batchHeadroom,

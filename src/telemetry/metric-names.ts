@@ -60,6 +60,12 @@ export const SWITCHBOARD_METRICS = {
    * `switchboard_cost_usd_total`.
    */
   COST: 'switchboard.cost_usd',
+  /**
+   * Counter {model, deployment, result}: leases of quota a shared store (`redisState`) granted
+   * this replica (`granted`), granted shrunk to one call's charge as the shared room ran low
+   * (`shrunk`), or handed back unused (`returned`).
+   */
+  LEASES: 'switchboard.leases',
   /** Gauge {model}: deployments that would take a call for the model now. */
   HEALTHY_DEPLOYMENTS: 'switchboard.healthy_deployments',
   /** Gauge {model, deployment}: utilization, max of each limit's share, 1 while cooling. */
