@@ -1,6 +1,6 @@
 // Checks what `npm pack` puts in the tarball: both builds with their types, ./extend, ./testing,
 // LICENSE and README; no tests, sample, bench or sources. Then the public API of that build (see
-// public-api.mjs): at most 40 names at the root, no internal class named by a public type. Prints
+// public-api.mjs): at most 41 names at the root, no internal class named by a public type. Prints
 // the file list; exits 1 naming what is wrong.
 //
 //   node scripts/check-pack.mjs            # runs `npm pack --dry-run --json` (which builds first)

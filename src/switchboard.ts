@@ -12,11 +12,14 @@ import { Selector } from './selection/selector';
 import { SessionAffinity, sessionKey } from './selection/session-affinity';
 import { TwoRandomChoices } from './selection/two-random-choices';
 import { createRelay, type SwitchboardFetch } from './relay/relay';
+import { bytesOf } from './relay/sse-events';
 import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
 import { DEFAULT_MAX_COOLDOWN } from './runtime/upstream-numbers';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
+import { isSimulated } from './config/simulate-option';
+import { simulateInProcess, type Simulation } from './simulate/in-process';
 
 export type { SessionParams } from './types';
 export type { OpenAIRequestOptions } from './providers/openai/openai-deployment';
@@ -85,6 +88,10 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   private resetTimer: NodeJS.Timeout | undefined;
   private started = false;
   private closed = false;
+  /** With `simulate`: the simulated upstream serving every deployment, closed with the switchboard. */
+  private readonly simulation: Simulation | undefined;
+  /** When readiness holds (`health.ready`): while any model, or every model, can be served. */
+  readonly ready: 'any' | 'all';
 
   /**
    * A `fetch` for any client library that takes one (the AI SDK, LangChain, the `openai` and
@@ -107,6 +114,9 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   constructor(options: SwitchboardOptions) {
     validateOptions(options);
     this.logger = options.logger ?? new Logger('Switchboard');
+    this.simulation = isSimulated(options) ? simulateInProcess(options, this.logger) : undefined;
+    if (this.simulation !== undefined) options = this.simulation.options;
+    this.ready = options.health?.ready ?? 'any';
     this.selector = resolveSelector(options);
     this.registry = new DeploymentRegistry(options.deployments, {
       builders: PROVIDERS,
@@ -128,6 +138,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       picker: this.picker,
       state: this.state,
       logger: this.logger,
+      wireBytes: bytesOf,
       metrics: (queue, fallbacks, costs) =>
         new SwitchboardMetrics(this.registry, undefined, {
           queue,
@@ -142,6 +153,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     const router = this.router;
     this.fetch = createRelay({
       registry: this.registry,
+      secrets: options.deployments.flatMap((d) => (typeof d.apiKey === 'string' ? [d.apiKey] : [])),
       warn: (line) => this.logger.warn(line),
       call: (adapter, op, params, callOptions) =>
         router.call(adapter, op, 'sb', 'fetch', params, callOptions),
@@ -297,7 +309,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
           code: 'unavailable',
         }),
     );
-    await Promise.all([written, this.state.close()]);
+    await Promise.all([written, this.state.close(), this.simulation?.close()]);
   }
 
   /**

@@ -111,6 +111,14 @@ export interface ModelConfig {
    */
   contextWindow?: number;
   /**
+   * The most output tokens the model may write in one answer: what a budgeted tenant's call that
+   * sets no `max_tokens` reserves against its budget, since such an answer may run to it. Absent:
+   * the documented maximum of the model (`docs/tenants.md`), else 128 000.
+   *
+   * @example `{ name: 'gpt-4o-mini', maxOutput: 16_384 }`
+   */
+  maxOutput?: number;
+  /**
    * ms from sending a streamed call to its first event on this model (overrides the
    * switchboard's `firstTokenTimeout`; reasoning models think long before their first event).
    */
@@ -393,6 +401,10 @@ export interface SessionParams {
    * room among them is a 429 (or a wait in `queue`), never a call elsewhere.
    */
   tags?: string[];
+  /**
+   * `false`: the response cache (`options.cache`) neither answers this call nor keeps its answer.
+   */
+  cache?: boolean;
 }
 
 /**

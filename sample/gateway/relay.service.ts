@@ -2,10 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Injectable } from '@nestjs/common';
 import type { Counter } from '@opentelemetry/api';
 import { Switchboard } from 'nestjs-switchboard';
-import { clip, scrub } from 'nestjs-switchboard/extend';
+import { bodyShapeProblem, clip, scrub } from 'nestjs-switchboard/extend';
 import { MetricService } from 'nestjs-otel';
 import { gatewayKeyOf } from '../guard/gateway.guard';
-import { createdResponseId, ResponseOwners } from '../guard/response-owners';
+import { createdResponseId, ResponseOwners, storedReferences } from '../guard/response-owners';
 import { pathOf } from './body-routes';
 import { apiOf, wireForPath, type Problem } from './wire';
 
@@ -91,32 +91,30 @@ export class RelayService {
    */
   private foreignResponse(req: GatewayRequest, key: number): Problem | undefined {
     const path = pathOf(req.url);
-    let id: unknown;
-    let param: string;
+    let refs: { param: string; id: unknown }[];
     if (req.method === 'GET' && path.startsWith(`${STORED}/`)) {
-      id = decoded(path.slice(STORED.length + 1));
-      param = 'response_id';
-    } else if (
-      req.method === 'POST' &&
-      path === STORED &&
-      Buffer.isBuffer(req.body) &&
-      req.body.includes('previous_response_id')
-    ) {
+      refs = [{ param: 'response_id', id: decoded(path.slice(STORED.length + 1)) }];
+    } else if (req.method === 'POST' && path === STORED && Buffer.isBuffer(req.body)) {
+      const text = req.body.toString('utf8');
+      // A body too deep or too large to parse at bounded cost: the relay refuses it.
+      if (bodyShapeProblem(text) !== undefined) return undefined;
+      // Read as the upstream reads it: the parsed body, whatever escapes spell its fields.
       try {
-        id = (JSON.parse(req.body.toString('utf8')) as { previous_response_id?: unknown })
-          .previous_response_id;
+        refs = storedReferences(JSON.parse(text));
       } catch {
         return undefined; // Not JSON: the relay says so.
       }
-      param = 'previous_response_id';
     } else return undefined;
-    if (typeof id !== 'string' || this.owners.owns(id, key)) return undefined;
-    return {
-      status: 404,
-      message: `No response ${clip(id)} was created with this key.`,
-      param,
-      code: 'not_found',
-    };
+    for (const { param, id } of refs) {
+      if (typeof id !== 'string' || this.owners.owns(id, key)) continue;
+      return {
+        status: 404,
+        message: `No ${param === 'conversation' ? 'conversation' : 'response'} ${clip(id)} was created with this key.`,
+        param,
+        code: 'not_found',
+      };
+    }
+    return undefined;
   }
 }
 

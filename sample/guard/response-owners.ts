@@ -94,3 +94,32 @@ export function createdResponseId(found: (id: string) => void): {
     },
   };
 }
+
+/**
+ * What a `POST /v1/responses` body builds on, read from the parsed body (never from its bytes:
+ * JSON may spell a field `"previous\u005fresponse_id"`, which the upstream reads as the same):
+ * `previous_response_id`, and the `conversation` it continues (an id, or `{ id }`). Each is a
+ * stored object some key made.
+ *
+ * @example
+ * ```ts
+ * storedReferences({ previous_response_id: 'resp_1', conversation: { id: 'conv_1' } });
+ * // [{ param: 'previous_response_id', id: 'resp_1' }, { param: 'conversation', id: 'conv_1' }]
+ * ```
+ */
+export function storedReferences(body: unknown): { param: string; id: unknown }[] {
+  if (typeof body !== 'object' || body === null) return [];
+  const fields = body as { previous_response_id?: unknown; conversation?: unknown };
+  const out: { param: string; id: unknown }[] = [];
+  const previous = fields.previous_response_id;
+  if (previous !== undefined && previous !== null) {
+    out.push({ param: 'previous_response_id', id: previous });
+  }
+  const conversation = fields.conversation;
+  if (conversation !== undefined && conversation !== null) {
+    const id =
+      typeof conversation === 'object' ? (conversation as { id?: unknown }).id : conversation;
+    out.push({ param: 'conversation', id });
+  }
+  return out;
+}

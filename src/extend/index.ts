@@ -48,6 +48,13 @@ export type { FailedCalls } from '../routing/router';
 export type { DeploymentExplanation, PassedOverReason } from '../errors/explanation';
 export type { SwitchboardFetch } from '../relay/relay';
 export {
+  bodyShapeProblem,
+  MAX_BODY_CONTAINERS,
+  MAX_BODY_DEPTH,
+  MAX_BODY_VALUES,
+} from '../relay/body-checks';
+export type { BodyShapeProblem } from '../relay/body-checks';
+export {
   errorBody as apiErrorBody,
   upstreamErrorBody as apiUpstreamErrorBody,
 } from '../relay/error-body';

@@ -24,6 +24,8 @@ export interface StreamingAttempt {
   fail(error: unknown, produced: Usage | undefined): Error;
   /** The attempt is over: its deadline and listener go, its slot in flight is freed (once). */
   release(): void;
+  /** The usage the stream reported, when it can be so (else logged once; `undefined`). */
+  checked(usage: Usage | undefined): Usage | undefined;
   /** The call's account takes the usage the stream reported (with `tenants` or `pricing`). */
   costs(usage: Usage | undefined): void;
 }
@@ -100,10 +102,12 @@ export function accountedStream(
         if (request.hideUsageEvents && adapter.isUsageEvent?.(event)) continue;
         yield event;
       }
+      track?.ended?.();
       if (!settled) {
         settled = true;
-        state.settle(request.admission, used);
-        if (request.account !== undefined) run.costs(used);
+        const usage = run.checked(used);
+        state.settle(request.admission, usage);
+        if (request.account !== undefined) run.costs(usage);
       }
       if (!caller?.aborted) state.recordSuccess();
     } catch (error) {
@@ -116,8 +120,9 @@ export function accountedStream(
       if (!finished) await closeQuietly(iterator);
       if (!settled) {
         settled = true;
-        state.settle(request.admission, used);
-        if (request.account !== undefined) run.costs(used);
+        const usage = run.checked(used);
+        state.settle(request.admission, usage);
+        if (request.account !== undefined) run.costs(usage);
       }
       run.release();
       // Ended by the source, or by a consumer that stopped reading: a success either way.

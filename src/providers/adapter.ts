@@ -138,8 +138,11 @@ export interface ApiAdapter<Facade extends object = object, Client = unknown> {
    * keeps what earlier events of the same stream said.
    */
   streamUsage?(event: unknown, memo: Usage): Usage | undefined;
-  /** Change what a streaming request sends so its usage can be read (`include_usage`). */
-  prepareStream?(body: Record<string, unknown>): PreparedBody;
+  /**
+   * Change what a streaming request sends so its usage can be read (`include_usage`): unless the
+   * caller chose, or, with `force` (an answer that must be settled), always.
+   */
+  prepareStream?(body: Record<string, unknown>, force?: boolean): PreparedBody;
   /** Whether a stream event carries only the usage the switchboard asked for. */
   isUsageEvent?(event: unknown): boolean;
   /** Stored objects that pin later calls to one deployment. */

@@ -1,5 +1,6 @@
 import type { FailureReason } from '../failover/classify';
 import type { Admission, TokenUsage } from '../quota/admission';
+import type { RateLimitErrorClass } from '../quota/no-room';
 import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import type { Deadlines } from '../runtime/deadlines';
@@ -10,6 +11,8 @@ import type { ApiAdapter } from './adapter';
 export interface AttemptHooks {
   sent(state: ModelState): void;
   failed(state: ModelState, reason: FailureReason): void;
+  /** The upstream reported usage that cannot be (`fault` says what): the attempt keeps its charge. */
+  faultyUsage?(state: ModelState, fault: string): void;
   /** A request lost to a stale pooled socket was sent again at once, on the same deployment. */
   staleSocketRetried?(state: ModelState): void;
   /** The attempt starts: its GenAI span and measurements, told how it ends. */
@@ -65,6 +68,15 @@ export interface PreparedRequest {
  * ```
  */
 export interface UsageAccount {
+  /**
+   * Before an attempt that may go to any of `models`: resolves once a budget holds what it may be
+   * billed (`undefined`: it already does, or there is no budget), or rejects with the 429.
+   */
+  cover(
+    models: readonly string[],
+    admission: Admission,
+    RateLimitError: RateLimitErrorClass,
+  ): Promise<void> | undefined;
   settled(
     deployment: Deployment,
     state: ModelState,
@@ -89,4 +101,6 @@ export interface ResponseTracker {
     deployment: Deployment,
     adapter: ApiAdapter,
   ): void;
+  /** The stream of the attempt that succeeded ended normally: its consumer read every event. */
+  ended?(): void;
 }

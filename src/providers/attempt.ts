@@ -12,6 +12,7 @@ import { accountedStream, type StreamStart } from './accounted-stream';
 import type { ApiAdapter, ApiOperation, ApiPromiseLike } from './adapter';
 import { Answered } from './answered';
 import type { AttemptHooks, PreparedRequest } from './attempt-types';
+import { usageFault } from './attempt-usage';
 import { translate } from './translate-error';
 
 export type { AttemptHooks, PreparedRequest, ResponseTracker } from './attempt-types';
@@ -294,7 +295,7 @@ class Attempt implements DeadlineEntry {
     }
     this.release();
     if (request.metered) {
-      const usage = this.adapter.usage(data);
+      const usage = this.checked(this.adapter.usage(data));
       state.answered(request.admission, usage, this.startedAt);
       if (request.account !== undefined) this.costs(usage);
     }
@@ -373,6 +374,18 @@ class Attempt implements DeadlineEntry {
     this.outcome.reject(this.fail(error, false));
   }
 
+  /**
+   * The usage the upstream reported, when it can be so; else (`1e300`, negative, cached above
+   * the prompt) one log line names the deployment, and the attempt is charged its reservation.
+   */
+  checked(usage: Usage | undefined): Usage | undefined {
+    if (usage === undefined) return undefined;
+    const fault = usageFault(usage, this.deployment.provider);
+    if (fault === undefined) return usage;
+    this.hooks.faultyUsage?.(this.modelState, fault);
+    return undefined;
+  }
+
   /** The call's account takes the usage this attempt produced; its span, the cost. */
   costs(usage: Usage | undefined): void {
     const { request } = this;
@@ -413,8 +426,9 @@ class Attempt implements DeadlineEntry {
    * a stream broke off, so the upstream counted what it reported so far (undefined: nothing
    * reported, the admission charge stands).
    */
-  fail(error: unknown, produced: Usage | undefined | false): Error {
+  fail(error: unknown, reported: Usage | undefined | false): Error {
     const { deployment, modelState: state, request } = this;
+    const produced = reported === false ? false : this.checked(reported);
     // Nothing was produced (a 429 among others: the upstream did not admit it): the charge goes
     // back, the request stays counted. Before its headers are read, so they are compared with a
     // count that no longer holds it, and from the newest usage, where it was charged: a shared

@@ -63,9 +63,12 @@ export class AnswerLog {
     return anchored;
   }
 
-  /** Parse an answer's rate-limit headers, its `*-limit` ones once in a while. */
-  read(headers: HeaderSource): RateLimitReading | undefined {
-    const withLimits = this.limitCheck <= 0;
+  /**
+   * Parse an answer's rate-limit headers, its `*-limit` ones once in a while, or whenever `doubt`
+   * says a limit in force waits to be confirmed.
+   */
+  read(headers: HeaderSource, doubt = false): RateLimitReading | undefined {
+    const withLimits = doubt || this.limitCheck <= 0;
     const reading = readRateLimits(headers, withLimits, this.family);
     if (reading === undefined) return undefined;
     if (withLimits) this.limitCheck = LIMIT_RECHECK;

@@ -17,8 +17,11 @@ export interface CounterScope {
   peers: PeerUsage | undefined;
   /** The upstream's last reported remaining, per limit, for operators. */
   readonly reported: Partial<Record<LimitName, ReportedRemaining>>;
-  /** Told when a limit is learned from this instance's own answers, or corrected by them. */
-  learned(limit: QuotaLimit, value: number): void;
+  /**
+   * Told when a limit is learned from this instance's own answers at `now`, or corrected by them
+   * (a value below the configured one holds for {@link span} from then).
+   */
+  learned(limit: QuotaLimit, value: number, now?: number): void;
 }
 
 /**
@@ -39,9 +42,9 @@ export function counterScope(
     span,
     peers: undefined,
     reported: {},
-    learned(limit, value) {
+    learned(limit, value, now) {
       const configured = limit.configured !== undefined && limit.configured > 0;
-      const was = limit.learn(value);
+      const was = limit.learn(value, now, now === undefined ? 0 : this.span);
       if (was === undefined) return;
       onChange?.();
       onLimit?.(limit.name, value, was, configured);
@@ -172,7 +175,7 @@ export function takeReported(
   scope: CounterScope,
 ): reported is ReportedLimit & { remaining: number } {
   if (reported.limit !== undefined && context.peer === undefined) {
-    scope.learned(limit, reported.limit);
+    scope.learned(limit, reported.limit, context.now);
   }
   if (reported.remaining === undefined || limit.value === 0) return false;
   const at = context.peer?.at ?? context.now;

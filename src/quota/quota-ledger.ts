@@ -51,6 +51,7 @@ import { shortLimit } from './request-window';
 import type { UpstreamKind } from './upstream-kind';
 import { RequestsCounter } from './requests-counter';
 import { TokensCounter } from './tokens-counter';
+import type { UsageCounter } from './usage-counter';
 import { UtilizationCounter } from './utilization-counter';
 
 export type { PeerUsage } from './peer-usage';
@@ -321,10 +322,18 @@ export class QuotaLedger {
     return this.scope.reported;
   }
 
-  /** Forget what upstream windows that ended by `now` counted. */
+  /**
+   * Forget what upstream windows that ended by `now` counted, and readings below a configured
+   * limit that no answer renewed within their window.
+   */
   private catchUp(now: number): void {
     this.tokens.catchUp(now);
     this.requests.catchUp(now);
+    const { tpm, rpm, itpm, otpm } = this.limits;
+    if (tpm.lapse(now) || rpm.lapse(now) || itpm.lapse(now) || otpm.lapse(now)) {
+      this.gating = undefined;
+      forget(this.hot);
+    }
   }
 
   /**
@@ -440,15 +449,32 @@ export class QuotaLedger {
   /** {@link hasRoom} of a charge already priced here. */
   private hasRoomPriced(admission: Admission, now: number): boolean {
     // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
-    // they hold, room is read from there.
+    // they hold, room is read from there (a learned limit may owe a probe: asked below).
     if (this.scope.peers === undefined && (admission.reserve ?? 0) <= 0) {
       this.util(now);
-      if (keptUtil(this.hot, now) >= 0) return fitsRoom(this.hot.table, this.hot.row, admission);
+      if (keptUtil(this.hot, now) >= 0) {
+        const room = fitsRoom(this.hot.table, this.hot.row, admission);
+        if (room || !this.anyLearned()) return room;
+      }
     }
     this.catchUp(now);
     const gating = this.gatingCounters();
-    for (const counter of gating) if (!fits(counter, admission, now)) return false;
+    for (const counter of gating) {
+      if (!fits(counter, admission, now) && this.probe(counter, admission, now) === undefined)
+        return false;
+    }
     return true;
+  }
+
+  /**
+   * The limit a call may probe: only a value learned from headers says it can never fit, and no
+   * probe went this window. A header may have said too little (a proxy, a limit lowered for a
+   * moment): one call per window goes, and its answer says the limit again.
+   */
+  private probe(counter: LimitCounter, admission: Admission, now: number): QuotaLimit | undefined {
+    const limit = (counter as Partial<UsageCounter>).limit;
+    if (limit === undefined || !this.capped.includes(counter as TokensCounter)) return undefined;
+    return limit.probeDue(counter.charge(admission), now, this.scope.span) ? limit : undefined;
   }
 
   /**
@@ -458,7 +484,7 @@ export class QuotaLedger {
    */
   roomAt(admission: Admission, now = this.clock()): number {
     admission = this.priced(admission, now);
-    if (this.tooBig(admission) !== undefined) return Infinity;
+    if (this.tooBig(admission, now) !== undefined) return Infinity;
     if (this.hasRoomPriced(admission, now)) return 0;
     let wait = 0;
     for (const counter of this.counters) {
@@ -480,19 +506,26 @@ export class QuotaLedger {
     admission: Admission,
     now = this.clock(),
   ): { limit: LimitName; value: number; charge: number } | undefined {
-    return this.tooBig(this.priced(admission, now));
+    return this.tooBig(this.priced(admission, now), now);
   }
 
-  /** {@link exceeds} of a charge already priced here. */
+  /** {@link exceeds} of a charge already priced here; a limit owing a probe is not one. */
   private tooBig(
     admission: Admission,
+    now: number,
   ): { limit: LimitName; value: number; charge: number } | undefined {
     for (const counter of this.capped) {
       const charge = counter.exceeds(admission);
-      if (charge !== undefined)
-        return { limit: counter.limit.name, value: counter.limit.value, charge };
+      if (charge === undefined || counter.limit.probeDue(charge, now, this.scope.span)) continue;
+      return { limit: counter.limit.name, value: counter.limit.value, charge };
     }
     return undefined;
+  }
+
+  /** Whether any limit in force came from the headers (it may owe a probe). */
+  private anyLearned(): boolean {
+    const { tpm, itpm, otpm } = this.limits;
+    return tpm.learned || itpm.learned || otpm.learned;
   }
 
   /**
@@ -511,6 +544,7 @@ export class QuotaLedger {
       admission.output = priced.output;
     }
     forget(this.hot);
+    for (const counter of this.capped) this.probe(counter, admission, now)?.probed(now);
     for (const counter of this.counters) counter.admit(admission, now);
     this.answers.admitted(admission, now);
     return now;
@@ -583,7 +617,9 @@ export class QuotaLedger {
    * header lookups when there are none, and one clock read when there are.
    */
   observe(headers: HeaderSource, own?: Admission, sentAt?: number): void {
-    const reading = this.answers.read(headers);
+    const { tpm, rpm, itpm, otpm } = this.limits;
+    const doubt = tpm.doubtful || rpm.doubtful || itpm.doubtful || otpm.doubtful;
+    const reading = this.answers.read(headers, doubt);
     if (reading === undefined) return;
     forget(this.hot);
     const now = this.clock();
@@ -658,7 +694,8 @@ export class QuotaLedger {
     const limit = reported.limit;
     if (limit !== undefined && context.peer === undefined) {
       if (!(rpm.configured !== undefined && rpm.configured > 0)) {
-        this.scope.learned(rpm, requestsPerMinute(limit, 'openai', this.burst.period));
+        const perMinute = requestsPerMinute(limit, 'openai', this.burst.period);
+        this.scope.learned(rpm, perMinute, context.now);
       } else if (
         !this.requestWindowSet &&
         limit !== shortLimit(rpm.value, this.burst.period) &&
@@ -687,7 +724,7 @@ export class QuotaLedger {
     const rpm = this.limits.rpm;
     this.burst.period = '1s';
     // A learned rpm is six times the header's limit, which speaks of the 1 s window now.
-    if (rpm.configured === undefined && rpm.value > 0) this.scope.learned(rpm, rpm.value * 10);
+    if (rpm.configured === undefined && rpm.value > 0) this.scope.learned(rpm, rpm.value * 10, now);
     this.gating = undefined;
     forget(this.hot);
   }

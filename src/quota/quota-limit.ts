@@ -6,6 +6,12 @@ export type LimitName = 'tpm' | 'rpm' | 'itpm' | 'otpm';
  * upstream's headers. What the upstream counts beyond ours is its counter's `Correction`,
  * kept apart.
  *
+ * A reading below the configured value is a correction, not a new configuration: it holds for a
+ * window after the last answer that reported it, then the configured value is back (a proxy
+ * rewriting headers, or a deployment lowered for a moment, cannot lock a model out). A call that
+ * only a learned value says can never fit goes through as one probe per window, whose answer's
+ * headers say the limit again.
+ *
  * @example
  * ```ts
  * const tpm = new QuotaLimit('tpm', 10_000);
@@ -20,6 +26,10 @@ export class QuotaLimit {
    * headers disagreed with it. A configured limit the headers confirm stays configured.
    */
   learned = false;
+  /** Epoch ms when a value below the configured one lapses (0: none holds). */
+  private fadesAt = 0;
+  /** Epoch ms of the last call let through as a probe of a learned value. */
+  private probedAt = -Infinity;
 
   constructor(
     readonly name: LimitName,
@@ -30,16 +40,59 @@ export class QuotaLimit {
   }
 
   /**
-   * Take the upstream's reported limit. Returns the previous value when it changed (so the caller
-   * can log a configured limit that disagreed), else `undefined`.
+   * Take the upstream's reported limit at `now`; one below the configured value holds for
+   * `span` ms from now (each answer that reports it again renews it). Returns the previous value
+   * when it changed (so the caller can log a configured limit that disagreed), else `undefined`.
    */
-  learn(reported: number): number | undefined {
+  learn(reported: number, now = 0, span = 0): number | undefined {
     if (!(reported > 0)) return undefined;
     const was = this.value;
     this.learned = reported !== this.configured;
+    const lower = this.configured !== undefined && reported < this.configured;
+    this.fadesAt = lower && span > 0 ? now + span : 0;
     if (was === reported) return undefined;
     this.value = reported;
+    this.probedAt = -Infinity;
     return was;
+  }
+
+  /** When a value below the configured one lapses (epoch ms), `Infinity` when none holds. */
+  get changesAt(): number {
+    return this.fadesAt === 0 ? Infinity : this.fadesAt;
+  }
+
+  /**
+   * Back to the configured value once a lower reading was not renewed for its window. Returns
+   * true when the value in force changed.
+   */
+  lapse(now: number): boolean {
+    if (this.fadesAt === 0 || now < this.fadesAt) return false;
+    this.fadesAt = 0;
+    this.learned = false;
+    const changed = this.value !== this.configured;
+    this.value = this.configured ?? 0;
+    return changed;
+  }
+
+  /**
+   * Whether a charge above the value in force may go as this window's probe: the value was
+   * learned (a header may have said too little) and no probe went in the last `span` ms.
+   */
+  probeDue(charge: number, now: number, span: number): boolean {
+    return this.learned && charge > this.value && now - this.probedAt >= span;
+  }
+
+  /**
+   * True while the value in force is in doubt (a lower reading holds, or a probe went): the next
+   * answers' limit headers are read, to confirm or correct it.
+   */
+  get doubtful(): boolean {
+    return this.fadesAt !== 0 || this.probedAt !== -Infinity;
+  }
+
+  /** A call above the learned value went as a probe at `now`. */
+  probed(now: number): void {
+    this.probedAt = now;
   }
 }
 

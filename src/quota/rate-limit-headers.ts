@@ -129,13 +129,26 @@ function readAnthropic(headers: HeaderSource, withLimits: boolean): RateLimitRea
     withLimits ? headers.get(`anthropic-ratelimit-${what}-limit`) : null;
   return {
     requests: reported(requestsLeft, limit('requests')),
-    tokens: reported(headers.get('anthropic-ratelimit-tokens-remaining'), limit('tokens')),
-    input: reported(inputLeft, limit('input-tokens')),
-    output: reported(
-      headers.get('anthropic-ratelimit-output-tokens-remaining'),
-      limit('output-tokens'),
+    tokens: rounded(reported(headers.get('anthropic-ratelimit-tokens-remaining'), limit('tokens'))),
+    input: rounded(reported(inputLeft, limit('input-tokens'))),
+    output: rounded(
+      reported(headers.get('anthropic-ratelimit-output-tokens-remaining'), limit('output-tokens')),
     ),
   };
+}
+
+/**
+ * Half of the thousand Anthropic rounds its remaining tokens to ("rounded to the nearest
+ * thousand"): what is left may be this much below what the header says.
+ */
+export const ANTHROPIC_ROUNDING = 500;
+
+/** A remaining count rounded to the nearest thousand, taken on the safe side: 500 less. */
+function rounded(limit: ReportedLimit | undefined): ReportedLimit | undefined {
+  if (limit?.remaining !== undefined) {
+    limit.remaining = Math.max(0, limit.remaining - ANTHROPIC_ROUNDING);
+  }
+  return limit;
 }
 
 function reported(remaining: string | null, limit: string | null): ReportedLimit | undefined {

@@ -24,7 +24,8 @@ export function shortLimit(rpm: number, window: RequestWindow): number {
 }
 
 /** The words of a 429 that refused a call for the request limit, not the token limit. */
-const REQUEST_LIMIT_WORDS = /call rate limit|requests per min/i;
+const REQUEST_LIMIT_WORDS =
+  /call rate limit|requests per min|request rate limit|number of requests/i;
 
 /**
  * Whether an upstream's 429 says its request limit was hit, by its own words: Azure OpenAI's

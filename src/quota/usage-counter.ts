@@ -76,8 +76,9 @@ export abstract class UsageCounter implements LimitCounter {
   }
 
   changesAt(now: number): number {
-    if (this.limit.value <= 0) return Infinity;
-    return Math.min(this.correction.changesAt(now), this.window.changesAt(now));
+    const lapse = this.limit.changesAt;
+    if (this.limit.value <= 0) return lapse;
+    return Math.min(this.correction.changesAt(now), this.window.changesAt(now), lapse);
   }
 
   abstract wait(admission: Admission, now: number): number;

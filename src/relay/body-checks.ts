@@ -101,23 +101,57 @@ export const checkCountTokens: BodyCheck = (body) => {
 };
 
 /**
- * The deepest nesting of objects and arrays a body the relay re-serializes may have. `JSON.parse`
- * reads any depth, `JSON.stringify` recurses and runs out of stack near ten thousand; no API
- * body comes near a hundred.
+ * The deepest nesting of objects and arrays a request body may have. `JSON.parse` reads any
+ * depth, `JSON.stringify` recurses and runs out of stack near ten thousand, and parsing millions
+ * of nested arrays holds the event loop for seconds; no API body comes near a hundred.
  */
 export const MAX_BODY_DEPTH = 512;
 
 /**
- * Whether the JSON `text` nests objects and arrays deeper than `max`: one pass over its
- * characters, no recursion, brackets inside strings ignored.
+ * The most objects and arrays a request body may hold. Each costs `JSON.parse` about a
+ * microsecond, so this bounds the parse near a tenth of a second; a chat body with hundreds of
+ * messages, content parts and tool schemas holds a few thousand.
+ */
+export const MAX_BODY_CONTAINERS = 100_000;
+
+/**
+ * The most values (scalars, objects and arrays) a request body may hold: room for the 300 000
+ * token ids an embeddings request may send as arrays, and a bound on the parse (a few tenths of a
+ * microsecond each).
+ */
+export const MAX_BODY_VALUES = 1_000_000;
+
+/** Why a JSON text is refused before it is parsed: what it exceeds, and the bound. */
+export interface BodyShapeProblem {
+  readonly exceeds: 'depth' | 'containers' | 'values';
+  readonly limit: number;
+  /** The character offset where the bound was passed: the scan stops there. */
+  readonly at: number;
+}
+
+/**
+ * Whether the JSON `text` may be parsed at bounded cost: one pass over its characters (no
+ * recursion, no parse, brackets and commas inside strings ignored) that stops at the first
+ * character passing {@link MAX_BODY_DEPTH}, {@link MAX_BODY_CONTAINERS} or
+ * {@link MAX_BODY_VALUES}. Undefined when it may; the text is not checked for being JSON.
  *
  * @example
  * ```ts
- * nestedDeeperThan('{"a":[[1]]}', 2); // true
+ * bodyShapeProblem('{"a":[[1]]}', { depth: 2 }); // { exceeds: 'depth', limit: 2, at: 6 }
+ * bodyShapeProblem('{"a":1}'); // undefined
  * ```
  */
-export function nestedDeeperThan(text: string, max: number): boolean {
+export function bodyShapeProblem(
+  text: string,
+  limits: { depth?: number; containers?: number; values?: number } = {},
+): BodyShapeProblem | undefined {
+  const maxDepth = limits.depth ?? MAX_BODY_DEPTH;
+  const maxContainers = limits.containers ?? MAX_BODY_CONTAINERS;
+  const maxValues = limits.values ?? MAX_BODY_VALUES;
   let depth = 0;
+  let containers = 0;
+  // Commas and opening brackets: every value but the first of each container is after a comma.
+  let values = 1;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -126,8 +160,51 @@ export function nestedDeeperThan(text: string, max: number): boolean {
       else if (c === 0x22 /* " */) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
-      if (++depth > max) return true;
+      if (++depth > maxDepth) return { exceeds: 'depth', limit: maxDepth, at: i };
+      if (++containers > maxContainers) {
+        return { exceeds: 'containers', limit: maxContainers, at: i };
+      }
+      if (++values > maxValues) return { exceeds: 'values', limit: maxValues, at: i };
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) depth--;
+    else if (c === 0x2c /* , */ && ++values > maxValues) {
+      return { exceeds: 'values', limit: maxValues, at: i };
+    }
   }
-  return false;
+  return undefined;
+}
+
+/**
+ * The sentence that refuses a body {@link bodyShapeProblem} found.
+ *
+ * @example
+ * ```ts
+ * bodyShapeMessage({ exceeds: 'depth', limit: 512, at: 512 });
+ * // 'The request body is nested deeper than 512 levels.'
+ * ```
+ */
+export function bodyShapeMessage(problem: BodyShapeProblem): string {
+  switch (problem.exceeds) {
+    case 'depth':
+      return `The request body is nested deeper than ${problem.limit} levels.`;
+    case 'containers':
+      return `The request body holds more than ${problem.limit} objects and arrays.`;
+    case 'values':
+      return `The request body holds more than ${problem.limit} values.`;
+  }
+}
+
+/**
+ * Whether the JSON `text` nests objects and arrays deeper than `max` (see
+ * {@link bodyShapeProblem}, which also bounds how many values it holds).
+ *
+ * @example
+ * ```ts
+ * nestedDeeperThan('{"a":[[1]]}', 2); // true
+ * ```
+ */
+export function nestedDeeperThan(text: string, max: number): boolean {
+  return (
+    bodyShapeProblem(text, { depth: max, containers: Infinity, values: Infinity })?.exceeds ===
+    'depth'
+  );
 }

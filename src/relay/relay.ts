@@ -6,13 +6,16 @@ import { headerTags } from '../placement/tags';
 import { hasSwitchboardFields } from '../routing/call-params';
 import type { Provider } from '../types';
 import { clip } from '../errors/clip';
+import { REDACTED } from '../errors/scrub';
 import { errorBody, upstreamErrorBody, type Problem } from './error-body';
-import { MAX_BODY_DEPTH, nestedDeeperThan } from './body-checks';
+import { bodyShapeMessage, bodyShapeProblem } from './body-checks';
 import { httpErrorFor } from './http-error';
 import { RELAY_APIS, RESPONSES, RETRIEVE_RESPONSE, routeOf, type RelayApi } from './relay-apis';
 import { RELAY_BODY, rawAnswer, type RelayBody, type RelayOptions } from './relay-operations';
 import { bodyText, headerOf, requestParts, type RequestParts } from './request-parts';
 import { bytesOf, responseOfStream } from './sse-events';
+import { cacheOffByHeaders } from '../cache/cache-headers';
+import { cachedReply } from '../cache/cached-answer';
 
 /**
  * A `fetch` that answers OpenAI- and Anthropic-wire requests through a switchboard.
@@ -30,6 +33,8 @@ export type SwitchboardFetch = (input: RequestInfo | URL, init?: RequestInit) =>
  */
 export interface RelayPort {
   readonly registry: DeploymentRegistry;
+  /** The deployments' own keys: never in an answer, even where an upstream quoted one. */
+  readonly secrets?: readonly string[];
   /** Where a request refused for what no client should send is logged, one line each. */
   warn?(line: string): void;
   /** A balanced call, as `sb.chat.completions.create(params, options)` makes it. */
@@ -101,6 +106,13 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
 
   async function create(api: RelayApi, parts: RequestParts): Promise<Response> {
     const body = await bodyText(parts);
+    // Before the parse: its cost grows with the values and nesting, not only the bytes.
+    const shape = body === undefined ? undefined : bodyShapeProblem(body.text);
+    if (shape !== undefined) {
+      const message = bodyShapeMessage(shape);
+      port.warn?.(`sb.fetch refused a request body: ${message}`);
+      return problem(api.provider, { status: 400, message });
+    }
     let parsed: unknown;
     try {
       parsed = body === undefined ? undefined : JSON.parse(body.text);
@@ -122,14 +134,6 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
 
     // A body carrying the switchboard's own fields goes upstream re-serialized, without them.
     const own = hasSwitchboardFields(params);
-    // Re-serializing recurses: a body nested past what the stack holds is refused, not a 500.
-    if (own && nestedDeeperThan(body!.text, MAX_BODY_DEPTH)) {
-      port.warn?.(`sb.fetch refused a request body nested deeper than ${MAX_BODY_DEPTH} levels`);
-      return problem(api.provider, {
-        status: 400,
-        message: `The request body is nested deeper than ${MAX_BODY_DEPTH} levels.`,
-      });
-    }
     const sessionId = headerOf(parts.headers, 'x-session-id');
     if (sessionId !== undefined && sessionId !== '') params.session_id = sessionId;
     const lane = headerOf(parts.headers, 'x-switchboard-lane');
@@ -138,6 +142,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     if (tenant !== undefined && tenant !== '') params.tenant = tenant;
     const tags = headerTags(headerOf(parts.headers, 'x-switchboard-tags'));
     if (tags !== undefined) params.tags = tags;
+    if (cacheOffByHeaders((name) => headerOf(parts.headers, name))) params.cache = false;
     const relayBody: RelayBody = {
       raw: own ? undefined : body!.raw,
       parsed: params,
@@ -150,6 +155,9 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     } catch (error) {
       return failed(api, error, parts.signal);
     }
+    // Served from the response cache: the recorded JSON, or the recorded SSE bytes as they came.
+    const reply = cachedReply(answer);
+    if (reply !== undefined) return reply;
     if (params.stream === true && api.op.streams?.(params) === true) {
       return streamed(api, answer.data);
     }
@@ -252,7 +260,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     if (upstream === undefined && Array.isArray(explanations) && explanations.length > 0) {
       (body as { error: Record<string, unknown> }).error.explanations = explanations;
     }
-    return json(http.status, body, http.headers);
+    return json(http.status, body, http.headers, port.secrets);
   }
 
   function streamed(api: RelayApi, data: unknown): Response {
@@ -271,7 +279,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
         } catch (error) {
           const http = httpErrorFor(error);
           const problem = { status: http.status, message: http.message };
-          controller.enqueue(encoder.encode(api.errorFrame(problem)));
+          controller.enqueue(encoder.encode(withoutSecrets(api.errorFrame(problem), port.secrets)));
           controller.close();
         }
       },
@@ -318,8 +326,13 @@ function notFound(provider: Provider, parts: RequestParts): Response {
   });
 }
 
-function json(status: number, body: object, headers?: Record<string, string>): Response {
-  return new Response(JSON.stringify(body), {
+function json(
+  status: number,
+  body: object,
+  headers?: Record<string, string>,
+  secrets?: readonly string[],
+): Response {
+  return new Response(withoutSecrets(JSON.stringify(body), secrets), {
     status,
     headers:
       headers === undefined
@@ -341,3 +354,19 @@ function upstreamHeaders(headers: HeadersInit | undefined): Record<string, strin
 const UPSTREAM_JSON: Record<string, string> = Object.freeze({
   'content-type': JSON_TYPE,
 }) as Record<string, string>;
+
+const MIN_SECRET_LENGTH = 8;
+
+/** `text` with every one of `secrets` (as written, and as JSON escapes it) replaced. */
+function withoutSecrets(text: string, secrets: readonly string[] | undefined): string {
+  if (secrets === undefined) return text;
+  let out = text;
+  for (const secret of secrets) {
+    // A short one would blank ordinary words out of every message; none is a real key.
+    if (secret.length < MIN_SECRET_LENGTH) continue;
+    for (const form of [secret, JSON.stringify(secret).slice(1, -1)]) {
+      if (out.includes(form)) out = out.split(form).join(REDACTED);
+    }
+  }
+  return out;
+}

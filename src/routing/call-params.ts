@@ -13,6 +13,7 @@ export const SWITCHBOARD_FIELDS = Object.freeze([
   'lane',
   'tenant',
   'tags',
+  'cache',
 ] as const);
 
 /** One of {@link SWITCHBOARD_FIELDS}. */
@@ -49,7 +50,8 @@ export function hasSwitchboardFields(params: object): boolean {
 
 /**
  * The params of a call as its caller passed them, read once at the door: the SDK's own body, and
- * the switchboard's fields taken out of it (`session_id`, `fallbacks`, `lane`, `tenant`, `tags`).
+ * the switchboard's fields taken out of it (`session_id`, `fallbacks`, `lane`, `tenant`, `tags`,
+ * `cache`).
  * The params object is copied only when it carries such a field.
  *
  * @example
@@ -69,6 +71,7 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
     lane,
     tenant,
     tags,
+    cache,
     ...body
   } = params as Record<string, unknown>;
   tagSet(tags);
@@ -83,6 +86,11 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
   if (lane !== undefined && lane !== 'interactive' && lane !== 'batch') {
     throw new TypeError(
       `lane must be 'interactive' or 'batch', got ${typeof lane === 'string' ? `'${lane.slice(0, 40)}'` : typeof lane}`,
+    );
+  }
+  if (cache !== undefined && typeof cache !== 'boolean') {
+    throw new TypeError(
+      `cache must be false (this call is neither served from nor kept in the response cache) or true, got ${typeof cache}`,
     );
   }
   if (tenant !== undefined && typeof tenant !== 'string') {

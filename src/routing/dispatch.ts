@@ -330,8 +330,34 @@ export class Dispatch implements AttemptOutcome, CallGate {
     this.rejectCall(error);
   }
 
-  /** Routes one attempt and sends it, or waits for room; `outcome` hears how it ends. */
+  /**
+   * Routes one attempt and sends it, or waits for room; `outcome` hears how it ends. A budgeted
+   * call first holds what this attempt may be billed at the dearest model it may go to.
+   */
   private begin(outcome: AttemptOutcome): void {
+    const account = this.request.account;
+    if (account !== undefined) {
+      const models = this.pin !== undefined ? [this.model] : this.targets();
+      const gap = account.cover(models, this.request.admission, this.errors.RateLimitError);
+      if (gap !== undefined) {
+        gap.then(
+          () => this.place(outcome),
+          (error: Error) => outcome.reject(error),
+        );
+        return;
+      }
+    }
+    this.place(outcome);
+  }
+
+  /** The models the next attempt may go to: its target, then the target's fallbacks. */
+  private targets(): readonly string[] {
+    const rest = this.targetFallbacks;
+    return rest === undefined ? [this.target] : [this.target, ...rest];
+  }
+
+  /** Routes one attempt and sends it, or waits for room. */
+  private place(outcome: AttemptOutcome): void {
     let routed: Route | NoRoom;
     try {
       const queue = this.shared.queue;

@@ -8,7 +8,8 @@ const UNMETERED: Admission = Object.freeze({ input: 0, output: 0 });
 /**
  * A call's body made ready for its surface, with what it is charged at admission (`defaultOutput`
  * reserved when the body caps no output) and, for APIs whose answers create stored objects, who
- * remembers where they live.
+ * remembers where they live. With `settle.usage` (a tenant with limits), a stream is asked for
+ * its usage even when the caller said not to (the usage event is hidden from it).
  *
  * @example
  * ```ts
@@ -22,13 +23,14 @@ export function prepareRequest(
   body: Record<string, unknown>,
   defaultOutput: number,
   tracker: ResponseTracker | undefined,
+  settle?: { usage: boolean },
 ): PreparedRequest {
   const stream = op.streams ? op.streams(body) : body.stream === true;
   const metered = op.metered !== false;
   const admission = metered ? adapter.admission(body, defaultOutput) : UNMETERED;
   const track = adapter.chain ? tracker : undefined;
   if (stream && adapter.prepareStream) {
-    const prepared = adapter.prepareStream(body);
+    const prepared = adapter.prepareStream(body, settle?.usage);
     return {
       body: prepared.body,
       stream,

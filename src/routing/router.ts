@@ -31,6 +31,9 @@ import { resolveFallbacks } from '../config/fallbacks';
 import { prepareRequest } from './prepare-request';
 import { CACHEABLE_TOKENS, prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
+import type { TagSet } from '../placement/tags';
+import { responseCache } from '../cache/build-cache';
+import type { CacheCall, ResponseCache } from '../cache/response-cache';
 
 /** Calls that failed for their callers, per model. */
 export interface FailedCalls {
@@ -80,6 +83,8 @@ export class Router implements DispatchShared {
   /** Per model with a `contextWindow`, its window; `undefined` when none has one. */
   readonly windows: ReadonlyMap<string, number> | undefined;
   private readonly chains: ResponseChains;
+  /** Answers served again, with `options.cache`. */
+  private readonly cache: ResponseCache | undefined;
   private readonly defaultReservation: number;
   /** Whether calls without a session keep to where their prompt prefix is cached. */
   private readonly cacheAffinity: boolean;
@@ -100,6 +105,8 @@ export class Router implements DispatchShared {
       picker: DeploymentPicker;
       state: StateStore;
       logger: SwitchboardLogger;
+      /** The bytes an event of `sb.fetch`'s stream came in (the response cache replays them). */
+      wireBytes?: (event: unknown) => Uint8Array | undefined;
       /** Built once the queue and the fallbacks are known, which the metrics report on. */
       metrics: (
         queue: CapacityQueue | undefined,
@@ -126,6 +133,15 @@ export class Router implements DispatchShared {
       ),
     );
     this.clock = options.clock ?? Date.now;
+    this.cache = responseCache(options.cache, {
+      registry,
+      state,
+      clock: this.clock,
+      logger: this.logger,
+      bytesOf: context.wireBytes ?? (() => undefined),
+      deployments: options.deployments,
+      pricing: options.pricing,
+    });
     // A store that brings room (leases) holds calls for its round trip even without a queue.
     const waits =
       options.queue ?? (state.admissionWait ? { maxWait: state.admissionWait } : undefined);
@@ -183,6 +199,10 @@ export class Router implements DispatchShared {
           );
         }
       },
+      faultyUsage: (model, fault) =>
+        this.logger.warn(
+          `${model.deployment}/${model.name} reported usage that cannot be (${fault}): the attempt is charged its reservation`,
+        ),
       staleSocketRetried: (model) => metrics.retry(model, 'stale_socket'),
       started: traffic
         ? (deployment, model, request, attempt, api) =>
@@ -275,6 +295,15 @@ export class Router implements DispatchShared {
     params: unknown,
     options: unknown,
   ): Promise<Answer> {
+    const cache = this.cache;
+    if (cache !== undefined && !this.closed && !cache.decided(options)) {
+      const cached = this.cacheCall(adapter, op, surface, opName, params);
+      if (cached !== undefined) {
+        return cache.serve(cached, options, (decided) =>
+          this.call(adapter, op, surface, opName, params, decided),
+        );
+      }
+    }
     try {
       // The method's name (`sb.chat.completions.create()`) is spelled out only for an error.
       if (this.closed) throw closedError(`${surface}.${opName}()`);
@@ -282,9 +311,17 @@ export class Router implements DispatchShared {
       const sessionId = sessionIdOf(params as object);
       const pool = this.registry.poolFor(body.model);
       if (pool[0]!.provider !== adapter.provider) throw this.wrongProvider(adapter, body.model);
-      let request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
-      const sdkOptions = options as SdkRequestOptions | undefined;
       const model = body.model as string;
+      const tenants = this.tenants;
+      const tenant = (params as SessionParams).tenant;
+      const account =
+        tenants === undefined || op.metered === false ? undefined : tenants.open(tenant, model);
+      // A tenant with limits settles every answer: its stream is asked for usage.
+      let request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains, {
+        usage: account?.key !== undefined,
+      });
+      if (cache !== undefined) request = cache.recording(options, request);
+      const sdkOptions = options as SdkRequestOptions | undefined;
       // A cacheable prompt prefix, hashed once for the two that read it: a provisioned
       // deployment, which counts cached input as free (its answers teach which prefix it has
       // cached, and a call over it is charged its uncached part there), and cache affinity.
@@ -296,21 +333,17 @@ export class Router implements DispatchShared {
       if (provisioned && prefix !== undefined) {
         request.admission.cachePrefix ??= { key: prefix, tokens: CACHEABLE_TOKENS };
       }
-      const tenants = this.tenants;
-      const tenant = (params as SessionParams).tenant;
-      const account =
-        tenants === undefined || !request.metered ? undefined : tenants.open(tenant, model);
       if (account !== undefined) request = { ...request, account };
+      const tags = tagsOf(params as object);
+      // A tenant's tags bind every call it makes, metered or not: a prompt stays where it may go.
+      const required = requiredTags(params as object, tenants?.tagsOf(tenant));
       const chained = adapter.chain?.refersTo(body);
       if (chained !== undefined && account?.key === undefined) {
-        return this.pinned(adapter, op, chained, request, sdkOptions, model, sessionId);
+        const call = { id: chained, request, options: sdkOptions, model, sessionId, required };
+        return this.pinned(adapter, op, call);
       }
       const allowed = allowsFallbacks(params as object);
       const fallbacks = this.fallbacks.size > 0 && allowed ? this.fallbacks.get(model) : undefined;
-      const filterFallbacks =
-        this.contentFilterFallbacks.size > 0 && allowed
-          ? this.contentFilterFallbacks.get(model)
-          : undefined;
       // A call too long for its model goes to the first fallback whose window holds it.
       const windows = this.windows;
       let wider: string[] | undefined;
@@ -321,66 +354,54 @@ export class Router implements DispatchShared {
           if (wider.length === 0) throw tooLongError(model, request.admission, windows, fallbacks);
         }
       }
-      const tags = tagsOf(params as object);
-      // A tenant's tags bind every call it makes, metered or not: a prompt stays where it may go.
-      const required = requiredTags(params as object, tenants?.tagsOf(tenant));
       // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached. Not
       // where a provisioned deployment serves the model: it is paid for whether used or not, so its
       // room goes first, before a prefix cached on a tier below it.
       const sticky = sessionId ?? (provisioned ? undefined : prefix);
       const pending = sessionFromStore(this.registry, this.state, sticky);
-      const dispatch = () => {
+      const held = request;
+      const dispatch = (target: string, rest: readonly string[] | undefined) => {
         const call = new Dispatch(this, {
           adapter,
           op,
-          request,
+          request: target === model ? held : { ...held, body: { ...held.body, model: target } },
           options: sdkOptions,
-          sessionId: sticky,
-          pool: required === undefined ? pool : this.registry.poolFor(model, required),
-          fallbacks,
+          sessionId: target === model ? sticky : sessionId,
+          pool: this.registry.poolFor(target, required),
+          fallbacks: rest,
           tags,
           required,
-          filterFallbacks,
+          filterFallbacks:
+            this.contentFilterFallbacks.size > 0 && allowed
+              ? this.contentFilterFallbacks.get(target)
+              : undefined,
         });
-        if (wider !== undefined) call.leaveModel('context_window', wider);
-        return call.run();
+        if (wider !== undefined && target === model) call.leaveModel('context_window', wider);
+        return pending === undefined ? call.run() : pending.then(() => call.run());
       };
-      if (account?.key === undefined) {
-        return pending === undefined ? dispatch() : pending.then(dispatch);
-      }
+      if (account?.key === undefined) return dispatch(model, fallbacks);
       // A tenant with limits: its charge is taken first, for the call's model or, over the
       // budget, the first fallback whose price fits; what the call does not use goes back.
       const models = fallbacks === undefined ? [model] : [model, ...fallbacks];
-      const admitted = tenants!.admit(
-        account,
-        request.admission,
-        models,
-        pool[0]!.errors.RateLimitError,
-        sdkOptions?.signal,
-      );
-      const held = request;
-      return admitted
+      return tenants!
+        .admit(
+          account,
+          request.admission,
+          models,
+          pool[0]!.errors.RateLimitError,
+          sdkOptions?.signal,
+        )
         .then((chosen) => {
-          if (chained !== undefined) {
-            return this.pinned(adapter, op, chained, held, sdkOptions, model, sessionId);
-          }
-          if (chosen === model) return pending === undefined ? dispatch() : pending.then(dispatch);
-          const rest = models.slice(models.indexOf(chosen) + 1);
-          const instead = { ...held, body: { ...held.body, model: chosen } };
-          const run = () =>
-            new Dispatch(this, {
-              adapter,
-              op,
-              request: instead,
-              options: sdkOptions,
-              sessionId,
-              pool: this.registry.poolFor(chosen, required),
-              fallbacks: rest.length > 0 ? rest : undefined,
-              tags,
-              required,
-              filterFallbacks: allowed ? this.contentFilterFallbacks.get(chosen) : undefined,
-            }).run();
-          return pending === undefined ? run() : pending.then(run);
+          if (chained === undefined) return dispatch(chosen.model, chosen.fallbacks);
+          const call = {
+            id: chained,
+            request: held,
+            options: sdkOptions,
+            model,
+            sessionId,
+            required,
+          };
+          return this.pinned(adapter, op, call);
         })
         .catch((error: unknown) => {
           account.end(error);
@@ -388,6 +409,38 @@ export class Router implements DispatchShared {
         });
     } catch (error) {
       return Promise.reject(error);
+    }
+  }
+
+  /**
+   * What the response cache needs of a call it covers; `undefined` for a call it does not cover,
+   * or one the router refuses anyway (which then fails as it would without a cache).
+   */
+  private cacheCall(
+    adapter: ApiAdapter,
+    op: ApiOperation,
+    surface: string,
+    opName: string,
+    params: unknown,
+  ): CacheCall | undefined {
+    try {
+      const body = callBody(surface, opName, params);
+      if (op.metered === false || !this.cache!.covers(adapter, body.model)) return undefined;
+      const deployment = this.registry.poolFor(body.model as string)[0]!;
+      if (deployment.provider !== adapter.provider) return undefined;
+      const { tenant, cache } = params as SessionParams;
+      return {
+        adapter,
+        opName,
+        body,
+        tenant,
+        required: requiredTags(params as object, this.tenants?.tagsOf(tenant)),
+        stream: op.streams ? op.streams(body) : body.stream === true,
+        off: cache === false,
+        deployment,
+      };
+    } catch {
+      return undefined;
     }
   }
 
@@ -406,7 +459,8 @@ export class Router implements DispatchShared {
         throw new TypeError(`${name} expects an id string as its first argument`);
       }
       const request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
-      return this.pinned(adapter, op, id, request, options as SdkRequestOptions, undefined);
+      const call = { id, request, options: options as SdkRequestOptions | undefined };
+      return this.pinned(adapter, op, call);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -416,42 +470,26 @@ export class Router implements DispatchShared {
    * A call that builds on (or reads) the stored object `id`: dispatched to the deployment that
    * created it, or failed with a {@link SwitchboardError} naming the id.
    */
-  private pinned(
-    adapter: ApiAdapter,
-    op: ApiOperation,
-    id: string,
-    request: PreparedRequest,
-    options: SdkRequestOptions | undefined,
-    model: string | undefined,
-    sessionId?: string,
-  ): Promise<Answer> {
-    const holder = this.chains.holder(id);
-    if (typeof holder !== 'object') {
-      return this.dispatchPinned(adapter, op, id, holder, request, options, model, sessionId);
-    }
-    return holder.then((name) =>
-      this.dispatchPinned(adapter, op, id, name, request, options, model, sessionId),
-    );
+  private pinned(adapter: ApiAdapter, op: ApiOperation, call: PinnedCall): Promise<Answer> {
+    const holder = this.chains.holder(call.id);
+    if (typeof holder !== 'object') return this.dispatchPinned(adapter, op, call, holder);
+    return holder.then((name) => this.dispatchPinned(adapter, op, call, name));
   }
 
   private dispatchPinned(
     adapter: ApiAdapter,
     op: ApiOperation,
-    id: string,
+    call: PinnedCall,
     holder: string | undefined,
-    request: PreparedRequest,
-    options: SdkRequestOptions | undefined,
-    model: string | undefined,
-    sessionId: string | undefined,
   ): Promise<Answer> {
     try {
-      const pin = this.pinFor(adapter, id, holder, model);
+      const pin = this.pinFor(adapter, call, holder);
       return new Dispatch(this, {
         adapter,
         op,
-        request,
-        options,
-        sessionId,
+        request: call.request,
+        options: call.options,
+        sessionId: call.sessionId,
         pool: [pin.deployment],
         pin,
       }).run();
@@ -460,12 +498,8 @@ export class Router implements DispatchShared {
     }
   }
 
-  private pinFor(
-    adapter: ApiAdapter,
-    id: string,
-    holder: string | undefined,
-    model: string | undefined,
-  ): Pin {
+  private pinFor(adapter: ApiAdapter, call: PinnedCall, holder: string | undefined): Pin {
+    const { id, model, required } = call;
     let d = holder === undefined ? undefined : this.registry.deployments.get(holder);
     if (d === undefined) {
       // Where only one deployment could have created it, that one holds it.
@@ -480,6 +514,15 @@ export class Router implements DispatchShared {
         );
       }
       d = candidates[0]!;
+    }
+    // Where a call may go binds the chain it continues: its prompt and the stored context would
+    // both reach a deployment the call's tags rule out.
+    const missing = required?.tags.filter((tag) => !d.tags.includes(tag)) ?? [];
+    if (missing.length > 0) {
+      throw new SwitchboardError(
+        `${clip(id)} lives on deployment ${d.name}, which lacks the tag${missing.length > 1 ? 's' : ''} ${missing.join(', ')} the call requires: it is not sent there. Start without previous_response_id on a deployment carrying ${required!.tags.join(', ')}.`,
+        { code: 'invalid_request' },
+      );
     }
     if (model === undefined)
       return { id, deployment: d, modelState: this.unmeteredState(d), model };
@@ -511,6 +554,18 @@ export class Router implements DispatchShared {
       `${String(model)} is served by ${provider} deployments only and cannot take a sb.${adapter.path.join('.')} call: use ${right.join(' or ')}`,
     );
   }
+}
+
+/** A call to the deployment holding the stored object `id`, and what binds it. */
+interface PinnedCall {
+  readonly id: string;
+  readonly request: PreparedRequest;
+  readonly options: SdkRequestOptions | undefined;
+  /** The call's model; `undefined` for a retrieval. */
+  readonly model?: string;
+  readonly sessionId?: string;
+  /** The tags a deployment must carry to take the call. */
+  readonly required?: TagSet;
 }
 
 /** The GenAI operation of an API surface's calls. */

@@ -29,7 +29,8 @@ import { Leases } from './leases/leases';
 import { resolveLeases } from './leases/lease-options';
 import { DEFAULT_MAX_COOLDOWN } from '../runtime/upstream-numbers';
 import { DEFAULT_SKEW, readSyncReply, SYNC_SCRIPT, syncCommand } from './redis/sync-script';
-import type { StateContext, StateStore, StateStoreHealth } from './state-store';
+import type { SharedValues, StateContext, StateStore, StateStoreHealth } from './state-store';
+import { sharedValuesOf } from './redis/shared-values';
 import { SharedTenantCounts, type SharedTenantContext } from './redis/tenant-script';
 import type { TenantCounts } from '../tenants/tenant-counts';
 
@@ -141,14 +142,7 @@ class RedisStateStore implements StateStore {
     const { sessionTtl, responseTtl } = options;
     this.pointers = new PointerKeys({ ...this.host, sessionTtl, responseTtl });
     const leases = resolveLeases(options.leases, options.replicas);
-    this.leases =
-      leases &&
-      new Leases(leases, {
-        ...this.host,
-        id: this.id,
-        clock: () => this.clock(),
-        logger: () => this.logger,
-      });
+    this.leases = leases && new Leases(leases, { ...this.host, id: this.id });
     this.listeners = {
       error: (error) => this.outage.degrade(error),
       close: () => this.outage.degrade(CLOSED),
@@ -190,7 +184,7 @@ class RedisStateStore implements StateStore {
     client.on('error', this.listeners.error);
     client.on('close', this.listeners.close);
     client.on('ready', this.listeners.ready);
-    this.leases?.attach(holders);
+    this.leases?.attach(holders, context);
     this.syncTimer = setInterval(() => this.tick(), this.options.syncInterval);
     this.syncTimer.unref();
     if (client.status === 'ready') this.listeners.ready();
@@ -236,6 +230,10 @@ class RedisStateStore implements StateStore {
 
   tenantCounts(): TenantCounts {
     return new SharedTenantCounts(this.host);
+  }
+
+  sharedValues(): SharedValues {
+    return sharedValuesOf(this.host);
   }
 
   health(): StateStoreHealth {

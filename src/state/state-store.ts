@@ -100,10 +100,34 @@ export interface StateStore {
    * let a tenant through past its limits together. Absent: counted in this process.
    */
   tenantCounts?(): TenantCounts;
+  /**
+   * Plain values other features keep in the shared store (the response cache's entries), under
+   * the store's prefix. Absent: nothing is shared.
+   */
+  sharedValues?(): SharedValues;
   /** Current health of the store. */
   health(): StateStoreHealth;
   /** Stop syncing and release connections; idempotent. */
   close(): Promise<void>;
+}
+
+/**
+ * Values kept in a shared store under its prefix, each with an expiry. Reads and writes never
+ * fail a call: while the store cannot be reached a read finds nothing and a write is dropped.
+ * What a read returns was written by anyone with access to the store: check it before use.
+ *
+ * @example
+ * ```ts
+ * const values = store.sharedValues?.();
+ * values?.set('cache:9f2c…', text, 60_000);
+ * const text = await values?.get('cache:9f2c…'); // undefined when absent or unreachable
+ * ```
+ */
+export interface SharedValues {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string, ttlMs: number): void;
+  /** A value another writer left was refused (`what` says which and why): logged once. */
+  skipped(what: string): void;
 }
 
 /**

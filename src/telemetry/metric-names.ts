@@ -66,6 +66,17 @@ export const SWITCHBOARD_METRICS = {
    * (`shrunk`), or handed back unused (`returned`).
    */
   LEASES: 'switchboard.leases',
+  /**
+   * With `cache`. Counter {model, result}: calls the response cache answered (`hit`), looked up
+   * and sent on (`miss`), or was told to leave alone (`bypass`: `cache: false`, state held
+   * upstream).
+   */
+  CACHE: 'switchboard.cache',
+  /**
+   * With `cache` and `pricing`. Counter {model}, USD: what the answers served from the cache cost
+   * when they were first made. Scraped as `switchboard_cache_saved_usd_total`.
+   */
+  CACHE_SAVED: 'switchboard.cache.saved_usd',
   /** Gauge {model}: deployments that would take a call for the model now. */
   HEALTHY_DEPLOYMENTS: 'switchboard.healthy_deployments',
   /** Gauge {model, deployment}: utilization, max of each limit's share, 1 while cooling. */

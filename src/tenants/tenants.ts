@@ -1,11 +1,12 @@
-import { reconcile, tokensOf, type Admission, type TokenUsage } from '../quota/admission';
-import { heldBackError, isNoRoom, type RateLimitErrorClass } from '../quota/no-room';
-import type { Deployment } from '../registry/deployment';
+import { tokensOf, type Admission, type TokenUsage } from '../quota/admission';
+import { heldBackError, type RateLimitErrorClass } from '../quota/no-room';
 import type { ModelState } from '../registry/model-state';
 import { sessionKey } from '../selection/session-affinity';
 import { SwitchboardError } from '../switchboard.error';
 import type { DeploymentConfig, Price, TenantPolicy } from '../types';
-import { costOf, PriceTable } from './price';
+import { CallAccount, type AccountBook } from './call-account';
+import { maxOutputs, UNKNOWN_MAX_OUTPUT } from './max-output';
+import { PriceTable } from './price';
 import { tenantScope } from './tenant-scope';
 import type {
   TenantCharge,
@@ -29,81 +30,37 @@ export interface TenantWait {
   maxQueued: number;
 }
 
-/**
- * One call's account: its tenant (when a policy applies), what it took at admission, and what
- * its answer settles. An attempt that produced usage settles it ({@link settled}): the tokens as
- * the upstream counts them, the cost at the price of the deployment that answered. A call that
- * failed without an answer gives back what it took ({@link end}).
- */
-export class CallAccount {
-  /** When its charge was taken (epoch ms of the switchboard's clock); 0: not taken. */
-  at = 0;
-  /** What it took. */
-  taken: TenantCharge = { tokens: 0, requests: 0, usd: 0 };
-  private done = false;
-
-  constructor(
-    private readonly tenants: Tenants,
-    /** The store key of a tenant with limits; `undefined` when no policy applies. */
-    readonly key: string | undefined,
-    /** The tenant's name as the cost metric labels it: a named tenant, or `other`. */
-    readonly label: string,
-    readonly limits: TenantLimits,
-    readonly name: string,
-  ) {}
-
-  /**
-   * An attempt on `state` of `deployment` produced `usage` (`undefined`: the answer did not say,
-   * its admission charge stands). Returns the USD it cost, when the model has a price there.
-   */
-  settled(
-    deployment: Deployment,
-    state: ModelState,
-    admission: Admission,
-    usage: TokenUsage | undefined,
-  ): number | undefined {
-    if (this.done) return undefined;
-    this.done = true;
-    const used = usage ?? { input: admission.input, output: admission.output };
-    const price = this.tenants.prices.on(deployment.name, state.name);
-    const usd = price === undefined ? 0 : costOf(price, used, deployment.provider);
-    if (price !== undefined) this.tenants.spent(state, this.label, usd);
-    if (this.key !== undefined && this.at !== 0) {
-      const d = reconcile(state.quota.charge, admission, used);
-      const tokens = tokensOf(admission) + tokensOf(d);
-      this.tenants.adjust(this, {
-        tokens: tokens - this.taken.tokens,
-        requests: 0,
-        usd: usd - this.taken.usd,
-      });
-    }
-    return price === undefined ? undefined : usd;
-  }
-
-  /** The call ended with `error` and no attempt settled: what it took goes back. */
-  end(error: unknown): void {
-    if (this.done) return;
-    this.done = true;
-    if (this.key === undefined || this.at === 0) return;
-    // A call the switchboard held back reached no upstream: its request goes back too.
-    this.tenants.adjust(this, {
-      tokens: -this.taken.tokens,
-      requests: isNoRoom(error) ? -this.taken.requests : 0,
-      usd: -this.taken.usd,
-    });
-  }
-}
-
 /** A tenant's policy as calls read it: its limits (none set: `undefined`) and its tags. */
 interface Policy {
   limits: TenantLimits | undefined;
   tags: readonly string[] | undefined;
 }
 
+/**
+ * Where an admitted call may go: its model, and the fallbacks the budget it holds covers.
+ *
+ * @example
+ * ```ts
+ * const place: TenantPlace = { model: 'gpt-4o', fallbacks: ['gpt-4o-mini'] };
+ * ```
+ */
+export interface TenantPlace {
+  model: string;
+  fallbacks: readonly string[] | undefined;
+}
+
+/** What the 429 of a call held back by its tenant's limit says. */
+interface OverLimit {
+  account: CallAccount;
+  charges: readonly { charge: TenantCharge }[];
+  RateLimitError: RateLimitErrorClass;
+  joined: number;
+}
+
 interface Waiter {
   account: CallAccount;
-  charges: { model: string; charge: TenantCharge }[];
-  resolve: (model: string) => void;
+  charges: { place: TenantPlace; charge: TenantCharge }[];
+  resolve: (place: TenantPlace) => void;
   reject: (error: unknown) => void;
   RateLimitError: RateLimitErrorClass;
   deadline: NodeJS.Timeout | undefined;
@@ -138,8 +95,10 @@ interface Line {
  * const model = await tenants.admit(account, admission, ['gpt-4o', 'gpt-4o-mini'], OpenAI.RateLimitError);
  * ```
  */
-export class Tenants {
+export class Tenants implements AccountBook {
   readonly prices: PriceTable;
+  /** Per model, the most output an answer may run to (`maxOutput`, else documented). */
+  private readonly maxOutput: ReadonlyMap<string, number>;
   /**
    * @internal Hears what each answer cost, per model and cost label (the switchboard's metrics
    * count it): handed in by whoever reports costs, so the tenants do not import them.
@@ -164,6 +123,7 @@ export class Tenants {
     context: { counts: TenantCounts; clock: () => number; wait?: TenantWait },
   ) {
     this.prices = new PriceTable(options.deployments, options.pricing);
+    this.maxOutput = maxOutputs(options.deployments);
     this.counts = context.counts;
     this.clock = context.clock;
     this.wait = context.wait;
@@ -241,9 +201,11 @@ export class Tenants {
   }
 
   /**
-   * Take the charge of `admission` for the account's tenant, for the first of `models` (the
-   * call's model, then its fallbacks) whose price fits the budget; resolves with that model.
-   * Over a limit: the SDK's `RateLimitError` at once, or after waiting in the tenant's line.
+   * Take the charge of `admission` for the account's tenant: for the call's model (the first of
+   * `models`, then its fallbacks), at the dearest of the models it may still go to, else, over a
+   * budget, at its own price with only the fallbacks that price covers; else the next model.
+   * Resolves with where the call may go. Over a limit: the SDK's `RateLimitError` at once, or
+   * after waiting in the tenant's line.
    */
   admit(
     account: CallAccount,
@@ -251,7 +213,7 @@ export class Tenants {
     models: readonly string[],
     RateLimitError: RateLimitErrorClass,
     signal?: AbortSignal | null,
-  ): Promise<string> {
+  ): Promise<TenantPlace> {
     const tokens = tokensOf(admission);
     const limits = account.limits;
     for (const limit of ['tpm', 'tokensPerDay'] as const) {
@@ -264,11 +226,10 @@ export class Tenants {
         );
       }
     }
-    const charges = (limits.usd === undefined ? models.slice(0, 1) : models).map((model) => ({
-      model,
-      charge: { tokens, requests: 1, usd: this.prices.dearest(model, admission) },
-    }));
-    return new Promise<string>((resolve, reject) => {
+    const charges = this.places(models, admission, limits.usd !== undefined).map(
+      ({ place, usd }) => ({ place, charge: { tokens, requests: 1, usd } }),
+    );
+    return new Promise<TenantPlace>((resolve, reject) => {
       const w: Waiter = {
         account,
         charges,
@@ -358,6 +319,77 @@ export class Tenants {
     if (delta.tokens < 0 || delta.requests < 0 || delta.usd < 0) this.kick(account.key!);
   }
 
+  /** @internal The price of `model` on `deployment`, if it has one. */
+  priceOn(deployment: string, model: string): Price | undefined {
+    return this.prices.on(deployment, model);
+  }
+
+  /**
+   * @internal The most an attempt of `model` may be billed, in tokens: its prompt estimate and its
+   * output cap, or, uncapped, the most the model may write.
+   */
+  reservation(model: string, admission: Admission): TokenUsage {
+    const asked = admission.asked ?? admission;
+    const n = admission.uncapped;
+    if (n === undefined) return { input: asked.input, output: asked.output };
+    return { input: asked.input, output: n * (this.maxOutput.get(model) ?? UNKNOWN_MAX_OUTPUT) };
+  }
+
+  /** @internal USD reserved for an attempt that may go to any of `models`: the dearest. */
+  reservedUsd(models: readonly string[], admission: Admission): number {
+    let most = 0;
+    for (const model of models) {
+      const usd = this.prices.dearest(model, this.reservation(model, admission));
+      if (usd > most) most = usd;
+    }
+    return most;
+  }
+
+  /** @internal Take `usd` more of an account's budget for its next attempt. */
+  async topUp(
+    account: CallAccount,
+    usd: number,
+    RateLimitError: RateLimitErrorClass,
+  ): Promise<void> {
+    const charge = { tokens: 0, requests: 0, usd };
+    const v = await this.counts.take(account.key!, account.limits, charge, this.clock());
+    if (!v.ok) {
+      const w = { account, charges: [{ charge }], RateLimitError, joined: this.clock() };
+      throw this.overLimit(w, v);
+    }
+    account.added(usd);
+  }
+
+  /**
+   * Where a call may be admitted, in the order tried, with the USD each reserves: each model at
+   * the dearest of it and its later fallbacks; over a budget also at its own price, with only
+   * the fallbacks that price covers.
+   */
+  private places(
+    models: readonly string[],
+    admission: Admission,
+    budget: boolean,
+  ): { place: TenantPlace; usd: number }[] {
+    const rest = (i: number) => (i + 1 < models.length ? models.slice(i + 1) : undefined);
+    if (!budget) {
+      const usd = this.reservedUsd(models.slice(0, 1), admission);
+      return [{ place: { model: models[0]!, fallbacks: rest(0) }, usd }];
+    }
+    const own = models.map((m) => this.reservedUsd([m], admission));
+    const out: { place: TenantPlace; usd: number }[] = [];
+    for (let i = 0; i < models.length; i++) {
+      const later = rest(i);
+      const dearest = Math.max(own[i]!, ...(later ?? []).map((_, j) => own[i + 1 + j]!));
+      out.push({ place: { model: models[i]!, fallbacks: later }, usd: dearest });
+      if (dearest > own[i]!) {
+        const covered = later?.filter((_, j) => own[i + 1 + j]! <= own[i]!);
+        const fallbacks = covered !== undefined && covered.length > 0 ? covered : undefined;
+        out.push({ place: { model: models[i]!, fallbacks }, usd: own[i]! });
+      }
+    }
+    return out;
+  }
+
   /** Fail everyone waiting and stop the timers. */
   close(error: () => unknown): void {
     this.closed = true;
@@ -434,12 +466,11 @@ export class Tenants {
   private async attempt(w: Waiter): Promise<TenantVerdict> {
     const { account } = w;
     let first: TenantVerdict | undefined;
-    for (const { model, charge } of w.charges) {
+    for (const { place, charge } of w.charges) {
       const v = await this.counts.take(account.key!, account.limits, charge, this.clock());
       if (v.ok) {
-        account.at = v.at;
-        account.taken = charge;
-        w.resolve(model);
+        account.took(charge, v.at);
+        w.resolve(place);
         return v;
       }
       first ??= v;
@@ -454,7 +485,7 @@ export class Tenants {
   }
 
   /** The 429 of a call its tenant's limit holds back. */
-  private overLimit(w: Waiter, v: TenantVerdict | undefined): Error {
+  private overLimit(w: OverLimit, v: TenantVerdict | undefined): Error {
     const name = w.account.name;
     const waited = this.clock() - w.joined;
     const after = waited > 0 ? ` after waiting ${Math.round(waited)} ms` : '';

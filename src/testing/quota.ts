@@ -59,7 +59,8 @@ export class DeploymentQuota {
   constructor(
     private readonly settings: () => QuotaSettings,
     private readonly timeScale: number,
-    private readonly requestWindowMs: number,
+    /** The short request window when one is configured (Azure's default: 10 s). */
+    private readonly requestWindowMs: number | undefined,
   ) {}
 
   /** Forgets all usage. */
@@ -128,14 +129,16 @@ export class DeploymentQuota {
 
   private build(family: QuotaFamily, settings: QuotaSettings): UpstreamRules {
     if (settings.quota === 'friendly') return new FriendlyRules(settings, this.timeScale);
-    if (family === 'anthropic') return new AnthropicRules(settings, this.timeScale);
+    if (family === 'anthropic') {
+      return new AnthropicRules(settings, this.timeScale, this.requestWindowMs);
+    }
     switch (settings.rules ?? 'azure') {
       case 'azure-ptu':
         return new AzurePtuRules(settings, this.timeScale);
       case 'openai':
-        return new OpenAIRules(settings, this.timeScale);
+        return new OpenAIRules(settings, this.timeScale, this.requestWindowMs);
       default:
-        return new AzureStandardRules(settings, this.requestWindowMs, this.timeScale);
+        return new AzureStandardRules(settings, this.requestWindowMs ?? 10_000, this.timeScale);
     }
   }
 }

@@ -73,7 +73,12 @@ export interface SimulatedDeploymentOptions {
    * `max_completion_tokens` / `max_tokens` / `max_output_tokens` (default 4096).
    */
   inferredMaxTokens?: number;
-  /** Faithful Azure routes: the RPM window, `'10s'` (default, `rpm / 6`) or `'1s'` (`rpm / 60`). */
+  /**
+   * The RPM window: on faithful Azure routes `'10s'` (default, `rpm / 6`) or `'1s'` (`rpm / 60`);
+   * on OpenAI (`rules: 'openai'`) and Anthropic routes, the shorter interval a per-minute request
+   * limit is also enforced over, as a bucket of that share of `rpm` (default: none, the minute's
+   * bucket alone).
+   */
   requestWindow?: '10s' | '1s';
   /** Speed-up of the quota windows: `60` makes the 60 s TPM window last 1 s (default 1). */
   timeScale?: number;
@@ -454,7 +459,11 @@ export class SimulatedDeployment {
       new DeploymentQuota(
         () => this.quotaSettings(),
         timeScale,
-        this.requestWindow === '1s' ? 1_000 : 10_000,
+        options.requestWindow === undefined
+          ? undefined
+          : this.requestWindow === '1s'
+            ? 1_000
+            : 10_000,
       );
     if (options.quotaPool !== undefined) pools.set(options.quotaPool, quota);
     internals.set(this, {

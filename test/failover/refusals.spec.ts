@@ -255,7 +255,7 @@ describe('configuration of the refusals and stream deadlines', () => {
   const openai = (name: string, models: object[]) => ({
     provider: 'openai' as const,
     name,
-    baseURL: `http://127.0.0.1:9/${name}/`,
+    baseURL: `http://127.0.0.1:2/${name}/`,
     apiKey: 'k',
     models: models as { name: string }[],
   });

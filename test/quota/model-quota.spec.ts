@@ -142,8 +142,9 @@ describe('anchoring on the upstream headers', () => {
         'anthropic-ratelimit-output-tokens-remaining': 7000,
       }),
     );
-    expect(r?.input).toEqual({ limit: 30_000, remaining: 29_000 });
-    expect(r?.output).toEqual({ limit: undefined, remaining: 7000 });
+    // Anthropic rounds remaining tokens to the nearest thousand: read on the safe side, 500 less.
+    expect(r?.input).toEqual({ limit: 30_000, remaining: 28_500 });
+    expect(r?.output).toEqual({ limit: undefined, remaining: 6500 });
     expect(r?.requests).toEqual({ limit: undefined, remaining: 49 });
   });
 
@@ -281,6 +282,11 @@ describe('anchoring on the upstream headers', () => {
     ]).toEqual([50, 30_000, 8000, 0]);
     // OTPM counts what answers produce: a cap above it is no reason never to send the call.
     expect(s.quota.exceeds({ input: 100, output: 9000 })).toBeUndefined();
+    // A learned limit may have been said too low: one call above it goes per window, as a probe.
+    const probe = { input: 31_000, output: 9000 };
+    expect(s.quota.exceeds(probe)).toBeUndefined();
+    expect(s.quota.hasRoom(probe)).toBe(true);
+    s.quota.admit(probe);
     expect(s.quota.exceeds({ input: 31_000, output: 9000 })).toEqual({
       limit: 'itpm',
       value: 30_000,

@@ -22,7 +22,7 @@ function registry(clock: () => number): DeploymentRegistry {
       {
         provider: 'openai',
         name: 'east',
-        baseURL: 'http://127.0.0.1:9/east/openai/v1/',
+        baseURL: 'http://127.0.0.1:2/east/openai/v1/',
         apiKey: 'k',
         models: [{ name: 'm', tpm: 10_000, rpm: 100 }],
       },
@@ -79,10 +79,15 @@ describe('the work of a call where nothing is configured for it', () => {
       }),
     );
     expect(ledger.limits.itpm.value).toBe(4_000);
-    expect(ledger.hasRoom(big)).toBe(false);
-    expect(ledger.hasRoom({ input: 3_000, output: 0 })).toBe(true);
+    // The remaining 4 000 is rounded to the nearest thousand: 500 may be used already.
     ledger.admit({ input: 2_000, output: 0 });
-    expect(ledger.util()).toBeCloseTo(0.5);
+    expect(ledger.util()).toBeCloseTo(2_500 / 4_000);
+    expect(ledger.hasRoom({ input: 1_500, output: 0 })).toBe(true);
+    expect(ledger.hasRoom({ input: 1_600, output: 0 })).toBe(false);
+    // Above the learned limit itself: one call a window goes, as a probe of the header's word.
+    expect(ledger.hasRoom(big)).toBe(true);
+    ledger.admit(big);
+    expect(ledger.hasRoom(big)).toBe(false);
   });
 
   it('counts the requests of the newest sixth once the window slides, not before', () => {

@@ -92,6 +92,7 @@ describe("the switchboard's own body fields", () => {
       lane: 'batch',
       tenant: 'acme',
       tags: ['eu'],
+      cache: false,
     };
     expect(Object.keys(values).sort()).toEqual([...SWITCHBOARD_FIELDS].sort());
     for (const field of SWITCHBOARD_FIELDS) {

@@ -98,5 +98,33 @@ describe.each(['express', 'fastify'] as const)('with keys, under %s', (platform)
       const unknown = await maker.responses.retrieve('resp_unknown').catch((e: unknown) => e);
       expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
     });
+
+    it('ownership is read from the parsed body: an escaped field name or a conversation id is refused alike', async () => {
+      const maker = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: KEYS[0], maxRetries: 0 });
+      const made = await maker.responses.create({ model: GPT, input: 'remember this' });
+      const sent = upstreamRequests();
+      const post = (body: string) =>
+        fetch(`${gateway.url}/v1/responses`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${KEYS[1]}` },
+          body,
+        });
+      // JSON reads "previous\u005fresponse_id" as previous_response_id, as the upstream does.
+      const escaped = await post(
+        `{"model":"${GPT}","input":"go on","previous\\u005fresponse_id":"${made.id}"}`,
+      );
+      expect(escaped.status).toBe(404);
+      expect(((await escaped.json()) as { error: { param: string } }).error.param).toBe(
+        'previous_response_id',
+      );
+      for (const conversation of [made.id, { id: made.id }, 'conv_unknown']) {
+        const res = await post(JSON.stringify({ model: GPT, input: 'go on', conversation }));
+        expect(res.status).toBe(404);
+        expect(((await res.json()) as { error: { param: string } }).error.param).toBe(
+          'conversation',
+        );
+      }
+      expect(upstreamRequests()).toBe(sent);
+    });
   });
 });

@@ -60,9 +60,14 @@ const params = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, conte
 it('shows the cap of calls in flight and the calls it holds while they last', async () => {
   expect((await near()).inFlight).toEqual({ count: 0, cap: 2 });
   expect((await near()).latency).toEqual({});
+  // The answer is held until the status was read: on a busy machine a 20-ms answer can come
+  // back before the status request is served.
+  const deployment = upstream.deployment('near');
+  deployment.holdAnswers();
   const pending = openai.chat.completions.create(params);
-  await upstream.deployment('near').waitFor((d) => d.stats.inFlight === 1);
+  await deployment.waitFor((d) => d.heldAnswers === 1);
   expect((await near()).inFlight).toEqual({ count: 1, cap: 2 });
+  deployment.releaseAll();
   await pending;
   expect((await near()).inFlight).toEqual({ count: 0, cap: 2 });
 });

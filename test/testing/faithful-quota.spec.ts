@@ -202,21 +202,23 @@ describe("simulated quotas, 'faithful' (the default)", () => {
         'anthropic-ratelimit-requests-limit': '50',
         'anthropic-ratelimit-requests-remaining': '49',
         'anthropic-ratelimit-input-tokens-limit': '2000',
-        'anthropic-ratelimit-input-tokens-remaining': '1900',
+        // 1 900 left, rounded to the nearest thousand as Anthropic's headers are
+        'anthropic-ratelimit-input-tokens-remaining': '2000',
         'anthropic-ratelimit-output-tokens-limit': '1000',
         // written at admission: max_tokens does not factor into OTPM
         'anthropic-ratelimit-output-tokens-remaining': '1000',
-        // the sum of input and output, remaining rounded down to thousands
+        // the sum of input and output, remaining (2 900) rounded to the nearest thousand
         'anthropic-ratelimit-tokens-limit': '3000',
-        'anthropic-ratelimit-tokens-remaining': '2000',
+        'anthropic-ratelimit-tokens-remaining': '3000',
       });
       expect(headers['anthropic-ratelimit-input-tokens-reset']).toBe(
         new Date(now + 3_000).toISOString(),
       );
       expect(headers['x-ratelimit-remaining-tokens']).toBeUndefined();
-      // once the answer ended, the 100 output tokens it produced are charged
+      // once the answer ended, the 100 output tokens it produced are charged: 900 left, which the
+      // header gives to the nearest thousand (the charge itself: simulated-quota.spec)
       expect(d.rateLimitHeaders('anthropic')['anthropic-ratelimit-output-tokens-remaining']).toBe(
-        900,
+        1000,
       );
     });
 
@@ -260,18 +262,18 @@ describe("simulated quotas, 'faithful' (the default)", () => {
         cache_creation_input_tokens: 1100,
         cache_read_input_tokens: 0,
       });
-      expect(first.response.headers.get('anthropic-ratelimit-input-tokens-remaining')).toBe(
-        String(2000 - 1110),
-      );
+      // 890 left, to the nearest thousand
+      expect(first.response.headers.get('anthropic-ratelimit-input-tokens-remaining')).toBe('1000');
       const second = await anthropic(d).messages.create(params).withResponse();
       expect(second.data.usage).toMatchObject({
         input_tokens: 10,
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: 1100,
       });
-      // cache reads are free: only the 10 uncached tokens are charged
+      // cache reads are free: only the 10 uncached tokens are charged (880 left; with the reads
+      // charged, none would be)
       expect(second.response.headers.get('anthropic-ratelimit-input-tokens-remaining')).toBe(
-        String(2000 - 1120),
+        '1000',
       );
       // another deployment has its own cache
       const plain = await anthropic(upstream.deployment('azure')).messages.create(params);

@@ -130,16 +130,36 @@ describe('DeploymentQuota, Anthropic rules', () => {
     const admitted = quota.admit('anthropic', demand(0, { inputTokens: 5, outputTokens: 800 }), 0);
     if (!admitted.ok) throw new Error('expected admission');
     expect(quota.headers('anthropic', 0)['anthropic-ratelimit-output-tokens-remaining']).toBe(1000);
-    quota.settle(admitted.charge, 50, 0);
-    expect(quota.headers('anthropic', 0)['anthropic-ratelimit-output-tokens-remaining']).toBe(950);
+    quota.settle(admitted.charge, 600, 0);
+    // 400 left, rounded to the nearest thousand
+    expect(quota.headers('anthropic', 0)['anthropic-ratelimit-output-tokens-remaining']).toBe(0);
     const second = quota.admit('anthropic', demand(0, { inputTokens: 5 }), 0);
     if (!second.ok) throw new Error('expected admission');
     quota.settle(second.charge, 1_000, 0);
-    // 50 over: refused until the bucket holds a token again, at 1000 a minute
+    // 600 over: refused until the bucket holds a token again, at 1000 a minute
     expect(quota.admit('anthropic', demand(0, { inputTokens: 5 }), 0)).toMatchObject({
       ok: false,
       reason: 'output_tokens',
-      retryMs: 3_060,
+      retryMs: 36_060,
+    });
+  });
+
+  it('enforces a per-minute request limit per second when told to, as a bucket', () => {
+    const { quota } = quotaWith({ rpm: 600 }, 1_000);
+    // 10 a second: the eleventh waits 100 ms, while the minute's header shows 590 left.
+    for (let i = 0; i < 10; i++) {
+      expect(quota.admit('anthropic', demand(0, { inputTokens: 1 }), 0)).toMatchObject({
+        ok: true,
+      });
+    }
+    expect(quota.admit('anthropic', demand(0, { inputTokens: 1 }), 0)).toMatchObject({
+      ok: false,
+      reason: 'requests',
+      retryMs: 100,
+    });
+    expect(quota.headers('anthropic', 0)['anthropic-ratelimit-requests-remaining']).toBe(590);
+    expect(quota.admit('anthropic', demand(0, { inputTokens: 1 }), 100)).toMatchObject({
+      ok: true,
     });
   });
 
@@ -154,14 +174,16 @@ describe('DeploymentQuota, Anthropic rules', () => {
       'anthropic-ratelimit-requests-remaining': 59,
       'anthropic-ratelimit-requests-reset': new Date(1_000).toISOString(),
       'anthropic-ratelimit-input-tokens-limit': 6000,
-      'anthropic-ratelimit-input-tokens-remaining': 5400,
+      // 5 400 left, to the nearest thousand
+      'anthropic-ratelimit-input-tokens-remaining': 5000,
       'anthropic-ratelimit-input-tokens-reset': new Date(6_000).toISOString(),
       'anthropic-ratelimit-output-tokens-limit': 600,
-      'anthropic-ratelimit-output-tokens-remaining': 300,
+      // 300 left
+      'anthropic-ratelimit-output-tokens-remaining': 0,
       'anthropic-ratelimit-output-tokens-reset': new Date(30_000).toISOString(),
-      // the sum of input and output, remaining rounded down to thousands
+      // the sum of input and output, remaining (5 700) to the nearest thousand
       'anthropic-ratelimit-tokens-limit': 6600,
-      'anthropic-ratelimit-tokens-remaining': 5000,
+      'anthropic-ratelimit-tokens-remaining': 6000,
       'anthropic-ratelimit-tokens-reset': new Date(30_000).toISOString(),
     });
   });

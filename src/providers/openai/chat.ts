@@ -121,9 +121,12 @@ export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>
   },
   usage: usageOf,
   streamUsage: (event) => usageOf(event),
-  prepareStream(body) {
+  prepareStream(body, force) {
     const streamOptions = body.stream_options as { include_usage?: boolean } | null | undefined;
-    if (streamOptions?.include_usage !== undefined) return { body, hideUsageEvents: false };
+    const asked = streamOptions?.include_usage;
+    if (asked === true || (asked !== undefined && force !== true)) {
+      return { body, hideUsageEvents: false };
+    }
     return {
       body: { ...body, stream_options: { ...streamOptions, include_usage: true } },
       hideUsageEvents: true,

@@ -13,8 +13,6 @@ export interface LeaseHost {
   prefix(): string;
   readonly id: string;
   readonly timeout: number;
-  clock(): number;
-  logger(): SwitchboardLogger | undefined;
   degrade(error: unknown): void;
   skipped(what: string): void;
 }
@@ -38,8 +36,8 @@ const SKEW_MS = 5_000;
  *
  * @example
  * ```ts
- * const leases = new Leases({ share: 0.05 }, host);
- * leases.attach([{ states: [state], field: 'east:gpt-4o' }]);
+ * const leases = new Leases({ share: 0.05, replicas: undefined }, host);
+ * leases.attach([{ states: [state], field: 'east:gpt-4o' }], { clock: Date.now, logger });
  * leases.health(); // { mode: 'store', replicas: 4, exchanges: 120, share: 0.05 }
  * ```
  */
@@ -51,14 +49,24 @@ export class Leases {
   private exchanges = 0;
   private counter: Counter | undefined;
   private ctx: LeaseContext | undefined;
+  private clock: () => number = Date.now;
+  private logger: SwitchboardLogger | undefined;
 
   constructor(
     private readonly options: ResolvedLeaseOptions,
     private readonly host: LeaseHost,
   ) {}
 
-  /** Lease books for these holders (each with the models that draw on it), and the timer. */
-  attach(holders: readonly { states: readonly ModelState[]; field: string }[]): void {
+  /**
+   * Lease books for these holders (each with the models that draw on it), and the timer; the
+   * switchboard's clock and logger.
+   */
+  attach(
+    holders: readonly { states: readonly ModelState[]; field: string }[],
+    switchboard: { clock: () => number; logger: SwitchboardLogger },
+  ): void {
+    this.clock = switchboard.clock;
+    this.logger = switchboard.logger;
     // Taken when the switchboard starts, not at import: a provider registered later counts.
     const counter = metrics
       .getMeterProvider()
@@ -127,7 +135,7 @@ export class Leases {
       timeout: host.timeout,
       peerTtlMs: PEER_TTL_MS,
       skewMs: SKEW_MS,
-      clock: () => host.clock(),
+      clock: () => this.clock(),
       replicas: () => this.replicas(),
       degrade: (error) => {
         host.degrade(error);
@@ -146,7 +154,7 @@ export class Leases {
   private mode(away: boolean): void {
     if (away === this.away) return;
     this.away = away;
-    const logger = this.host.logger();
+    const logger = this.logger;
     if (away) {
       for (const b of this.books) b.goAway();
       logger?.warn(
@@ -159,7 +167,7 @@ export class Leases {
   }
 
   private tend(): void {
-    const now = this.host.clock();
+    const now = this.clock();
     // Reading the client notices an outage (or its end) even while no call asks.
     this.ctx?.client();
     for (const b of this.books) b.tend(now, now - IDLE_MS, now - ACTIVE_MS);

@@ -11,11 +11,16 @@
  * - answers carry `anthropic-ratelimit-{requests,input-tokens,output-tokens,tokens}-{limit,
  *   remaining,reset}`, resets as RFC 3339 times when the bucket is full again; `tokens-*` is the
  *   most restrictive limit in effect: the sum of input and output, or a workspace's combined
- *   limit (`tpm` here), its `remaining` rounded down to thousands; a 429 carries `retry-after`
- *   in seconds.
+ *   limit (`tpm` here); the `remaining` of tokens, input tokens and output tokens is "rounded to
+ *   the nearest thousand" (so it may read up to 500 above what is left); a 429 carries
+ *   `retry-after` in seconds;
+ * - "your rate limit may be enforced over shorter time intervals. For example, a rate of 60
+ *   requests per minute (RPM) may be enforced as 1 request per second": with `requestWindow`
+ *   (`'1s'`, `'10s'`) the requests are also a bucket of that interval's share of `rpm`, refilled
+ *   at the same pace; the headers still speak of the minute.
  */
 import type { CompletionPlan } from '../wire/common';
-import { MINUTE, TokenBucket } from './meters';
+import { MINUTE, shortBucket, TokenBucket } from './meters';
 import {
   secondsRetryHeaders,
   type Admission,
@@ -41,12 +46,15 @@ export class AnthropicRules implements UpstreamRules {
   private readonly output?: TokenBucket;
   /** A workspace's combined input + output limit, when one is set. */
   private readonly tokens?: TokenBucket;
+  /** The requests enforced over a shorter interval, when one is set. */
+  private readonly shortRequests?: TokenBucket;
 
-  constructor(settings: QuotaSettings, timeScale: number) {
+  constructor(settings: QuotaSettings, timeScale: number, requestWindowMs?: number) {
     const period = MINUTE / timeScale;
     const bucket = (limit: number): TokenBucket | undefined =>
       limit > 0 ? new TokenBucket(limit, period) : undefined;
     this.requests = bucket(settings.rpm);
+    this.shortRequests = shortBucket(settings.rpm, requestWindowMs, timeScale);
     this.input = bucket(settings.itpm);
     this.output = bucket(settings.otpm);
     this.tokens = bucket(settings.tpm);
@@ -61,6 +69,7 @@ export class AnthropicRules implements UpstreamRules {
     // Output is charged when it is produced: an empty output bucket refuses until it refills.
     const checks: [RefusalReason, TokenBucket | undefined, number][] = [
       ['requests', this.requests, demand.requests],
+      ['requests', this.shortRequests, demand.requests],
       ['input_tokens', this.input, demand.inputTokens],
       ['output_tokens', this.output, Math.max(demand.outputTokens, 1)],
       ['tokens', this.tokens, demand.tokens],
@@ -86,6 +95,7 @@ export class AnthropicRules implements UpstreamRules {
       };
     }
     this.requests?.take(demand.requests, now);
+    this.shortRequests?.take(demand.requests, now);
     this.input?.take(demand.inputTokens, now);
     this.tokens?.take(demand.tokens, now);
     return { ok: true, headers: this.headers(now), charge: { demand } };
@@ -101,11 +111,10 @@ export class AnthropicRules implements UpstreamRules {
     const reset = (ms: number): string => new Date(now + Math.ceil(ms)).toISOString();
     const put = (name: string, bucket: TokenBucket | undefined): void => {
       if (!bucket) return;
+      const left = Math.max(0, Math.floor(bucket.available(now)));
       headers[`anthropic-ratelimit-${name}-limit`] = bucket.capacity;
-      headers[`anthropic-ratelimit-${name}-remaining`] = Math.max(
-        0,
-        Math.floor(bucket.available(now)),
-      );
+      headers[`anthropic-ratelimit-${name}-remaining`] =
+        name === 'requests' ? left : nearestThousand(left);
       headers[`anthropic-ratelimit-${name}-reset`] = reset(bucket.fullInMs(now));
     };
     put('requests', this.requests);
@@ -123,7 +132,7 @@ export class AnthropicRules implements UpstreamRules {
         full = Math.max(full, bucket.fullInMs(now));
       }
       headers['anthropic-ratelimit-tokens-limit'] = limit;
-      headers['anthropic-ratelimit-tokens-remaining'] = Math.floor(left / 1000) * 1000;
+      headers['anthropic-ratelimit-tokens-remaining'] = nearestThousand(left);
       headers['anthropic-ratelimit-tokens-reset'] = reset(full);
     }
     return headers;
@@ -132,4 +141,9 @@ export class AnthropicRules implements UpstreamRules {
   retryHeaders(retryMs: number): Record<string, number> {
     return secondsRetryHeaders(retryMs);
   }
+}
+
+/** A token count as Anthropic's `remaining` headers give it: rounded to the nearest thousand. */
+function nearestThousand(tokens: number): number {
+  return Math.round(tokens / 1000) * 1000;
 }

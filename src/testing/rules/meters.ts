@@ -118,3 +118,24 @@ export const MINUTE = 60_000;
 
 /** Seconds as Azure's `reset` headers give them: up to millisecond precision, no trailing zeros. */
 export const seconds = (ms: number): number => Math.round(Math.max(0, ms)) / 1000;
+
+/**
+ * The bucket of a per-minute request limit enforced over a shorter interval (`windowMs`, before
+ * `timeScale`), as OpenAI and Anthropic say it may be: that interval's share of `rpm` (at least
+ * one request), refilled at `rpm` a minute; `undefined` without an `rpm` or an interval.
+ *
+ * @example
+ * ```ts
+ * shortBucket(600, 1_000, 1)!.capacity; // 10: 600 RPM enforced as 10 requests a second
+ * ```
+ */
+export function shortBucket(
+  rpm: number,
+  windowMs: number | undefined,
+  timeScale: number,
+): TokenBucket | undefined {
+  if (!(rpm > 0) || windowMs === undefined || !(windowMs < MINUTE)) return undefined;
+  const capacity = Math.max(1, Math.floor((rpm * windowMs) / MINUTE));
+  // Refilled at rpm a minute: `capacity` every `capacity / rpm` of a minute.
+  return new TokenBucket(capacity, ((capacity / rpm) * MINUTE) / timeScale);
+}

@@ -9,10 +9,14 @@
  *   `inferredMaxTokens`;
  * - answers carry `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`: limits per minute,
  *   resets as durations (`1s`, `6m0s`, `20ms`) until the bucket is full again; a 429 carries
- *   `retry-after` in seconds.
+ *   `retry-after` in seconds;
+ * - "rate limits can be quantized, meaning they are enforced over shorter periods of time (e.g.
+ *   60,000 requests/minute may be enforced as 1,000 requests/second)": with `requestWindow`
+ *   (`'1s'`, `'10s'`) the requests are also a bucket of that interval's share of `rpm`, refilled
+ *   at the same pace; the headers still speak of the minute.
  */
 import type { CompletionPlan } from '../wire/common';
-import { MINUTE, TokenBucket } from './meters';
+import { MINUTE, shortBucket, TokenBucket } from './meters';
 import {
   outputCap,
   secondsRetryHeaders,
@@ -50,13 +54,17 @@ export function openaiDuration(ms: number): string {
 export class OpenAIRules implements UpstreamRules {
   private readonly requests?: TokenBucket;
   private readonly tokens?: TokenBucket;
+  /** The requests enforced over a shorter interval, when one is set. */
+  private readonly shortRequests?: TokenBucket;
 
   constructor(
     private readonly settings: QuotaSettings,
     timeScale: number,
+    requestWindowMs?: number,
   ) {
     const period = MINUTE / timeScale;
     if (settings.rpm > 0) this.requests = new TokenBucket(settings.rpm, period);
+    this.shortRequests = shortBucket(settings.rpm, requestWindowMs, timeScale);
     if (settings.tpm > 0) this.tokens = new TokenBucket(settings.tpm, period);
   }
 
@@ -71,7 +79,10 @@ export class OpenAIRules implements UpstreamRules {
   }
 
   admit(demand: QuotaDemand, now: number, force: boolean): Admission {
-    const byRequests = this.requests?.waitMs(demand.requests, now) ?? 0;
+    const byRequests = Math.max(
+      this.requests?.waitMs(demand.requests, now) ?? 0,
+      this.shortRequests?.waitMs(demand.requests, now) ?? 0,
+    );
     const byTokens = this.tokens?.waitMs(demand.tokens, now) ?? 0;
     if (!force && (byRequests > 0 || byTokens > 0)) {
       const never = byTokens === Infinity;
@@ -84,6 +95,7 @@ export class OpenAIRules implements UpstreamRules {
       };
     }
     this.requests?.take(demand.requests, now);
+    this.shortRequests?.take(demand.requests, now);
     this.tokens?.take(demand.tokens, now);
     return { ok: true, headers: this.headers(now), charge: { demand } };
   }

@@ -1,0 +1,89 @@
+import {
+  SpanKind,
+  metrics,
+  trace,
+  type Counter,
+  type MeterProvider,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
+import { METER_NAME, SWITCHBOARD_METRICS as M } from '../telemetry/metric-names';
+import { GEN_AI, GEN_AI_VALUES } from '../telemetry/gen-ai-conventions';
+import type { Provider } from '../types';
+
+/** What the cache did with a call. */
+export type CacheResult = 'hit' | 'miss' | 'bypass';
+
+const RESULTS: readonly CacheResult[] = ['hit', 'miss', 'bypass'];
+
+/**
+ * The response cache's instruments: `switchboard.cache{model, result}`, the USD its hits saved
+ * (`switchboard.cache.saved_usd{model}`), and per hit a GenAI CLIENT span
+ * (`chat gpt-4o-mini`) with `switchboard.cache: "hit"` and the deployment that made the answer;
+ * no deployment is called for it. Taken when the switchboard is built, as its other instruments.
+ *
+ * @example
+ * ```ts
+ * const telemetry = new CacheTelemetry(['gpt-4o-mini']);
+ * telemetry.count('gpt-4o-mini', 'miss');
+ * ```
+ */
+export class CacheTelemetry {
+  private readonly calls: Counter;
+  private readonly saved: Counter;
+  private readonly tracer: Tracer;
+  /** Models a label may name: a caller's unknown model makes no series. */
+  private readonly models: ReadonlySet<string>;
+
+  constructor(
+    models: Iterable<string>,
+    providers: { meter?: MeterProvider; tracer?: TracerProvider } = {},
+  ) {
+    const meter = (providers.meter ?? metrics.getMeterProvider()).getMeter(METER_NAME);
+    this.tracer = (providers.tracer ?? trace.getTracerProvider()).getTracer(METER_NAME);
+    this.calls = meter.createCounter(M.CACHE, {
+      description: 'Calls the response cache answered (hit), sent on (miss) or left alone (bypass)',
+    });
+    this.saved = meter.createCounter(M.CACHE_SAVED, {
+      description: 'USD the answers served from the cache cost when they were made (with pricing)',
+      unit: 'USD',
+    });
+    this.models = new Set(models);
+    for (const model of this.models) {
+      for (const result of RESULTS) this.calls.add(0, { model, result });
+      this.saved.add(0, { model });
+    }
+  }
+
+  count(model: string, result: CacheResult): void {
+    if (this.models.has(model)) this.calls.add(1, { model, result });
+  }
+
+  /** A hit: counted, its saving added, its span made and ended at once. */
+  hit(
+    hit: { model: string; provider: Provider; deployment: string; embeddings: boolean },
+    usd: number | undefined,
+  ): void {
+    if (!this.models.has(hit.model)) return;
+    this.calls.add(1, { model: hit.model, result: 'hit' });
+    if (usd !== undefined && usd > 0) this.saved.add(usd, { model: hit.model });
+    const operation = hit.embeddings
+      ? GEN_AI_VALUES.OPERATION_EMBEDDINGS
+      : GEN_AI_VALUES.OPERATION_CHAT;
+    this.tracer
+      .startSpan(`${operation} ${hit.model}`, {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          [GEN_AI.OPERATION_NAME]: operation,
+          [GEN_AI.REQUEST_MODEL]: hit.model,
+          [GEN_AI.PROVIDER_NAME]:
+            hit.provider === 'anthropic'
+              ? GEN_AI_VALUES.PROVIDER_ANTHROPIC
+              : GEN_AI_VALUES.PROVIDER_OPENAI,
+          'switchboard.cache': 'hit',
+          'switchboard.cache.deployment': hit.deployment,
+        },
+      })
+      .end();
+  }
+}

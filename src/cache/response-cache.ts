@@ -1,0 +1,264 @@
+import type { ApiAdapter } from '../providers/adapter';
+import type { PreparedRequest } from '../providers/attempt-types';
+import type { Answer, Deployment } from '../registry/deployment';
+import type { SharedValues } from '../state/state-store';
+import type { TagSet } from '../placement/tags';
+import type { Provider, SwitchboardLogger, TokenUsage } from '../types';
+import { CACHED_APIS } from './answer-verdict';
+import { readEntry, MAX_SHARED_ENTRY, type CacheEntry, type EntryKind } from './cache-entry';
+import { cacheKey } from './cache-key';
+import { DEFAULT_CACHE_BYTES, type CacheOptions } from './cache-options';
+import type { CacheTelemetry } from './cache-telemetry';
+import { CachedAnswer } from './cached-answer';
+import { MemoryEntries } from './memory-entries';
+import { Recorder, type Recorded } from './stream-recorder';
+
+/** Where the cache's decision rides in a call's request options, once it is taken. */
+const DECIDED: unique symbol = Symbol('cacheDecided');
+
+/** A recorder for the request a call is sent with. */
+type RecorderOf = (request: PreparedRequest) => Recorder;
+
+type Decided = { [DECIDED]?: RecorderOf | null };
+
+/**
+ * What the cache needs to know of one call, read by the router from its params.
+ *
+ * @example
+ * ```ts
+ * const call: CacheCall = { adapter, opName: 'create', body, tenant: 'acme', required: undefined,
+ *   stream: false, off: false, deployment: pool[0] };
+ * ```
+ */
+export interface CacheCall {
+  adapter: ApiAdapter;
+  /** The SDK method (`create`, `parse`), or `fetch` for `sb.fetch`, whose answers are the wire's. */
+  opName: string;
+  /** The body as the upstream gets it: the switchboard's own fields removed. */
+  body: Record<string, unknown>;
+  tenant: string | undefined;
+  /** The tags a deployment must carry to take the call (its own and its tenant's). */
+  required: TagSet | undefined;
+  stream: boolean;
+  /** `cache: false`, `cache-control: no-store` or `x-switchboard-cache: off`. */
+  off: boolean;
+  /** A deployment of the call's provider, whose SDK's `Stream` class replays a stream. */
+  deployment: Deployment;
+}
+
+/**
+ * What a switchboard's cache is built with, besides its options.
+ *
+ * @example
+ * ```ts
+ * new ResponseCache({ ttl: 60_000 }, { clock: Date.now, logger, telemetry, bytesOf, price: () => undefined });
+ * ```
+ */
+export interface CacheContext {
+  clock: () => number;
+  logger: SwitchboardLogger;
+  telemetry: CacheTelemetry;
+  /** Entries shared with the other replicas (the state store's), if any. */
+  shared?: SharedValues;
+  /** The bytes an event of `sb.fetch`'s stream came in. */
+  bytesOf: (event: unknown) => Uint8Array | undefined;
+  /** USD of `usage` of `model` at `deployment`, when it has a price. */
+  price(
+    deployment: string,
+    model: string,
+    usage: TokenUsage,
+    provider: Provider,
+  ): number | undefined;
+}
+
+/**
+ * The response cache: exact answers served again, keyed by a digest of the tenant, the operation
+ * and the canonical body, only to the same tenant and only where the deployment that made the
+ * answer carries every tag the call requires. Calls that build on state held upstream are left
+ * alone; only complete successes are kept (tool calls with `cacheToolCalls`); streams once they
+ * ended normally. A hit picks no deployment and charges nothing. Entries live in memory (LRU,
+ * bounded by `maxBytes`) and, with a shared store, there too, checked when read back.
+ *
+ * @example
+ * ```ts
+ * const cache = new ResponseCache({ ttl: 60_000 }, context);
+ * return cache.serve(call, options, (decided) => router.call(adapter, op, surface, opName, params, decided));
+ * ```
+ */
+export class ResponseCache {
+  private readonly memory: MemoryEntries;
+  private readonly ttl: number;
+  private readonly models: ReadonlySet<string> | undefined;
+  private readonly toolCalls: boolean;
+  private readonly shared: SharedValues | undefined;
+
+  constructor(
+    options: CacheOptions,
+    private readonly context: CacheContext,
+  ) {
+    this.ttl = options.ttl;
+    this.memory = new MemoryEntries(options.maxBytes ?? DEFAULT_CACHE_BYTES);
+    this.models = options.models === undefined ? undefined : new Set(options.models);
+    this.toolCalls = options.cacheToolCalls === true;
+    this.shared = context.shared;
+  }
+
+  /** Whether the cache already took its decision for a call made with these request options. */
+  decided(options: unknown): boolean {
+    return typeof options === 'object' && options !== null && DECIDED in options;
+  }
+
+  /** Whether calls of `adapter` for `model` are the cache's at all. */
+  covers(adapter: ApiAdapter, model: unknown): boolean {
+    return (
+      CACHED_APIS.has(adapter.name) &&
+      typeof model === 'string' &&
+      (this.models === undefined || this.models.has(model))
+    );
+  }
+
+  /**
+   * Answer `call` from the cache, or `send` it with the decision in its options (then
+   * {@link recording} watches its answer when it may be kept).
+   */
+  serve(
+    call: CacheCall,
+    options: unknown,
+    send: (decided: object) => Promise<Answer>,
+  ): Promise<Answer> {
+    const model = call.body.model as string;
+    const { telemetry } = this.context;
+    const key = call.off || heldUpstream(call) ? undefined : this.keyOf(call);
+    if (key === undefined) {
+      telemetry.count(model, 'bypass');
+      return send(decide(options, null));
+    }
+    const kind: EntryKind = !call.stream ? 'json' : call.opName === 'fetch' ? 'sse' : 'events';
+    const now = this.context.clock();
+    const found = this.memory.get(key, now);
+    if (found !== undefined && servesTags(found, call.required)) return this.hit(call, found);
+    const recorder: RecorderOf = (request) =>
+      new Recorder(
+        { api: call.adapter.name, model, kind, bytesOf: this.context.bytesOf },
+        request,
+        (made) => this.keep(key, model, kind, made),
+      );
+    const shared = this.shared;
+    if (shared === undefined || found !== undefined) {
+      telemetry.count(model, 'miss');
+      return send(decide(options, recorder));
+    }
+    return shared.get(`cache:${key}`).then((text) => {
+      const entry = text === undefined ? undefined : this.checked(text, { key, model, kind });
+      if (entry !== undefined && servesTags(entry, call.required)) {
+        this.memory.put(entry);
+        return this.hit(call, entry);
+      }
+      telemetry.count(model, 'miss');
+      return send(decide(options, recorder));
+    });
+  }
+
+  /** The request a call is sent with: watched by a recorder when its answer may be kept. */
+  recording(options: unknown, request: PreparedRequest): PreparedRequest {
+    const make = (options as Decided | undefined)?.[DECIDED];
+    return typeof make === 'function' ? { ...request, track: make(request) } : request;
+  }
+
+  private keyOf(call: CacheCall): string | undefined {
+    return cacheKey(call.tenant ?? '', `${call.adapter.name}.${call.opName}`, call.body);
+  }
+
+  private hit(call: CacheCall, entry: CacheEntry): Promise<Answer> {
+    let data: unknown;
+    try {
+      data =
+        entry.kind === 'json'
+          ? JSON.parse(entry.body!)
+          : entry.kind === 'events'
+            ? call.deployment.makeStream(replay(entry.events!), new AbortController())
+            : undefined;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const model = entry.model;
+    const provider = call.deployment.provider;
+    const usd =
+      entry.usage === undefined
+        ? undefined
+        : this.context.price(entry.deployment, model, entry.usage, provider);
+    this.context.telemetry.hit(
+      {
+        model,
+        provider,
+        deployment: entry.deployment,
+        embeddings: call.adapter.name === 'embeddings',
+      },
+      usd,
+    );
+    return Promise.resolve(new CachedAnswer(data, entry));
+  }
+
+  private keep(key: string, model: string, kind: EntryKind, made: Recorded): void {
+    if (!made.verdict.complete || (made.verdict.tools && !this.toolCalls)) return;
+    const entry: CacheEntry = {
+      v: 1,
+      key,
+      model,
+      kind,
+      deployment: made.deployment.name,
+      tags: [...made.deployment.tags],
+      expires: this.context.clock() + this.ttl,
+    };
+    if (made.usage !== undefined) entry.usage = made.usage;
+    if (made.body !== undefined) entry.body = made.body;
+    if (made.events !== undefined) entry.events = made.events;
+    this.memory.put(entry);
+    if (this.shared === undefined) return;
+    const text = JSON.stringify(entry);
+    if (text.length <= MAX_SHARED_ENTRY) this.shared.set(`cache:${key}`, text, this.ttl);
+  }
+
+  /** An entry read from the shared store, or `undefined` (with one log line) when refused. */
+  private checked(
+    text: string,
+    expect: { key: string; model: string; kind: EntryKind },
+  ): CacheEntry | undefined {
+    const entry = readEntry(text, { ...expect, now: this.context.clock(), ttl: this.ttl });
+    if (typeof entry !== 'string') return entry;
+    // Expiry races are not another writer's doing.
+    if (entry !== 'expired') {
+      this.shared!.skipped(
+        `a response cache entry ${entry} (key cache:${expect.key.slice(0, 12)}…)`,
+      );
+    }
+    return undefined;
+  }
+}
+
+/** Request options carrying the cache's decision: `null`, not kept; else its recorder's maker. */
+function decide(options: unknown, recorder: RecorderOf | null): object {
+  return { ...(options as object | undefined), [DECIDED]: recorder };
+}
+
+/**
+ * Calls whose answer depends on, or creates, state held upstream: a chained or conversation
+ * Responses call, and any Responses call that stores its response (the API's default).
+ */
+function heldUpstream(call: CacheCall): boolean {
+  const body = call.body;
+  if (body.previous_response_id != null || body.conversation != null) return true;
+  return call.adapter.name === 'responses' && body.store !== false;
+}
+
+/** Whether the deployment that made `entry` carries every tag the call requires. */
+function servesTags(entry: CacheEntry, required: TagSet | undefined): boolean {
+  return required === undefined || required.tags.every((tag) => entry.tags.includes(tag));
+}
+
+/** Fresh copies of the recorded events, in order: whoever reads them may change them. */
+function replay(events: readonly string[]): () => AsyncIterator<unknown> {
+  return async function* () {
+    for (const event of events) yield JSON.parse(event) as unknown;
+  };
+}

@@ -1,0 +1,37 @@
+import type { TokenUsage as Usage } from '../quota/admission';
+import type { Provider } from '../types';
+
+/**
+ * The most tokens one field of an answer's usage may hold: above every model's context window
+ * and output, far below where a count stops being exact.
+ */
+export const MAX_USAGE_TOKENS = 10_000_000;
+
+const FIELDS = ['input', 'output', 'cacheRead', 'cacheWrite'] as const;
+
+/**
+ * What is wrong with the usage an answer reported, or `undefined` when it can be so: every field
+ * a whole number of tokens from 0 to {@link MAX_USAGE_TOKENS}, and on OpenAI's APIs the cached
+ * tokens within the prompt they are part of (Claude reports cache reads beside its input).
+ * Usage that cannot be is the deployment's fault: the attempt is charged its reservation, and
+ * nothing is refunded on its word.
+ *
+ * @example
+ * ```ts
+ * usageFault({ input: 10, output: 1e300 }, 'openai'); // 'output is 1e+300'
+ * usageFault({ input: 10, output: 5, cacheRead: 20 }, 'openai'); // 'cached tokens 20 above the prompt 10'
+ * ```
+ */
+export function usageFault(usage: Usage, provider: Provider): string | undefined {
+  for (const field of FIELDS) {
+    const value = usage[field];
+    if (value === undefined) continue;
+    if (!Number.isInteger(value) || value < 0 || value > MAX_USAGE_TOKENS) {
+      return `${field} is ${String(value)}`;
+    }
+  }
+  if (provider === 'openai' && (usage.cacheRead ?? 0) > usage.input) {
+    return `cached tokens ${usage.cacheRead} above the prompt ${usage.input}`;
+  }
+  return undefined;
+}

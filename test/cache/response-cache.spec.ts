@@ -1,0 +1,104 @@
+import OpenAI from 'openai';
+import { ask, askClaude, CLAUDE, GPT, requestCounts, rig, type Rig } from '../support/upstream';
+
+const TTL = 60_000;
+
+/** A clock the cache reads; the simulated deployments keep the real one. */
+function manualClock(start = 1_700_000_000_000) {
+  let now = start;
+  return { now: () => now, advance: (ms: number) => (now += ms) };
+}
+
+const total = (r: Rig) => Object.values(requestCounts(r.upstream)).reduce((a, b) => a + b, 0);
+
+describe('response cache', () => {
+  let r: Rig | undefined;
+  afterEach(async () => {
+    await r?.close();
+    r = undefined;
+  });
+
+  it('answers the same call again within the ttl without a request or a charge; after it, asks again', async () => {
+    const clock = manualClock();
+    r = await rig({ openai: 1, cache: { ttl: TTL }, clock: clock.now });
+    const first = await r.sb.chat.completions.create(ask('What is 2 + 2?'));
+    const used = r.sb.stats().oai0![GPT]!;
+    const second = await r.sb.chat.completions.create(ask('What is 2 + 2?')).withResponse();
+    expect(total(r)).toBe(1);
+    expect(second.data).toEqual(first);
+    expect(second.response.headers.get('x-switchboard-cache')).toBe('hit');
+    // Nothing charged for the second: the model's usage is what the first left.
+    expect(r.sb.stats().oai0![GPT]).toEqual(used);
+    clock.advance(TTL + 1);
+    await r.sb.chat.completions.create(ask('What is 2 + 2?'));
+    expect(total(r)).toBe(2);
+  });
+
+  it('keeps tenants apart, and a call requiring tags off entries made without them', async () => {
+    r = await rig({ openai: 1, cache: { ttl: TTL } });
+    await r.sb.chat.completions.create(ask('hi', { tenant: 'acme' }));
+    await r.sb.chat.completions.create(ask('hi', { tenant: 'globex' }));
+    expect(total(r)).toBe(2);
+    await r.sb.chat.completions.create(ask('hi', { tenant: 'acme' }));
+    expect(total(r)).toBe(2);
+  });
+
+  it('cache: false neither serves nor keeps', async () => {
+    r = await rig({ openai: 1, cache: { ttl: TTL } });
+    await r.sb.chat.completions.create(ask('hi', { cache: false }));
+    await r.sb.chat.completions.create(ask('hi'));
+    await r.sb.chat.completions.create(ask('hi', { cache: false }));
+    expect(total(r)).toBe(3);
+    await r.sb.chat.completions.create(ask('hi'));
+    expect(total(r)).toBe(3);
+  });
+
+  it('replays a chat stream event for event, and the helper final object equals', async () => {
+    r = await rig({ openai: 1, cache: { ttl: TTL } });
+    const read = async () => {
+      const events: unknown[] = [];
+      for await (const e of await r!.sb.chat.completions.create(
+        ask('stream me', { stream: true }),
+      )) {
+        events.push(e);
+      }
+      return events;
+    };
+    const first = await read();
+    const second = await read();
+    expect(total(r)).toBe(1);
+    expect(second).toEqual(first);
+    const h1 = await r.sb.chat.completions.stream(ask('helper')).finalChatCompletion();
+    const h2 = await r.sb.chat.completions.stream(ask('helper')).finalChatCompletion();
+    expect(total(r)).toBe(2);
+    expect(h2).toEqual(h1);
+  });
+
+  it('replays Messages streams and finalMessage()', async () => {
+    r = await rig({ openai: 0, anthropic: 1, cache: { ttl: TTL } });
+    const h1 = await r.sb.messages.stream(askClaude('helper')).finalMessage();
+    const h2 = await r.sb.messages.stream(askClaude('helper')).finalMessage();
+    expect(total(r)).toBe(1);
+    expect(h2).toEqual(h1);
+    expect(CLAUDE).toBeDefined();
+  });
+
+  it('sb.fetch replays the recorded SSE bytes, [DONE] included', async () => {
+    r = await rig({ openai: 1, cache: { ttl: TTL } });
+    const client = new OpenAI({ apiKey: 'unused', baseURL: 'http://sb/v1', fetch: r.sb.fetch });
+    const raw = async () => {
+      const res = await r!.sb.fetch('http://sb/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(ask('wire', { stream: true })),
+      });
+      return res.text();
+    };
+    const a = await raw();
+    const b = await raw();
+    expect(total(r)).toBe(1);
+    expect(b).toBe(a);
+    expect(b).toContain('data: [DONE]');
+    expect(client).toBeDefined();
+  });
+});
