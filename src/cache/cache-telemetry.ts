@@ -1,4 +1,5 @@
 import {
+  ProxyTracerProvider,
   SpanKind,
   metrics,
   trace,
@@ -10,6 +11,9 @@ import {
 import { METER_NAME, SWITCHBOARD_METRICS as M } from '../telemetry/metric-names';
 import { GEN_AI, GEN_AI_VALUES } from '../telemetry/gen-ai-conventions';
 import type { Provider } from '../types';
+
+/** What the API's global tracer provider delegates to while no SDK is registered. */
+const NO_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
 
 /** What the cache did with a call. */
 export type CacheResult = 'hit' | 'miss' | 'bypass';
@@ -32,6 +36,8 @@ export class CacheTelemetry {
   private readonly calls: Counter;
   private readonly saved: Counter;
   private readonly tracer: Tracer;
+  /** The global provider, which may get its delegate (an SDK) only after this was built. */
+  private readonly proxy: ProxyTracerProvider | undefined;
   /** Models a label may name: a caller's unknown model makes no series. */
   private readonly models: ReadonlySet<string>;
 
@@ -40,7 +46,9 @@ export class CacheTelemetry {
     providers: { meter?: MeterProvider; tracer?: TracerProvider } = {},
   ) {
     const meter = (providers.meter ?? metrics.getMeterProvider()).getMeter(METER_NAME);
-    this.tracer = (providers.tracer ?? trace.getTracerProvider()).getTracer(METER_NAME);
+    const tracerProvider = providers.tracer ?? trace.getTracerProvider();
+    this.proxy = tracerProvider instanceof ProxyTracerProvider ? tracerProvider : undefined;
+    this.tracer = tracerProvider.getTracer(METER_NAME);
     this.calls = meter.createCounter(M.CACHE, {
       description: 'Calls the response cache answered (hit), sent on (miss) or left alone (bypass)',
     });
@@ -67,6 +75,8 @@ export class CacheTelemetry {
     if (!this.models.has(hit.model)) return;
     this.calls.add(1, { model: hit.model, result: 'hit' });
     if (usd !== undefined && usd > 0) this.saved.add(usd, { model: hit.model });
+    // Without a tracer SDK a span's attributes would cost the hit for no one.
+    if (this.proxy?.getDelegate() === NO_TRACER_PROVIDER) return;
     const operation = hit.embeddings
       ? GEN_AI_VALUES.OPERATION_EMBEDDINGS
       : GEN_AI_VALUES.OPERATION_CHAT;
