@@ -34,6 +34,7 @@ import { ResponseChains, sessionFromStore } from './store-lookups';
 import type { TagSet } from '../placement/tags';
 import { responseCache } from '../cache/build-cache';
 import type { CacheCall, ResponseCache } from '../cache/response-cache';
+import { translatableFallbacks, type SkippedFallback } from '../translate/fallback-choice';
 
 /** Calls that failed for their callers, per model. */
 export interface FailedCalls {
@@ -342,7 +343,19 @@ export class Router implements DispatchShared {
         return this.pinned(adapter, op, call);
       }
       const allowed = allowsFallbacks(params as object);
-      const fallbacks = this.fallbacks.size > 0 && allowed ? this.fallbacks.get(model) : undefined;
+      let fallbacks = this.fallbacks.size > 0 && allowed ? this.fallbacks.get(model) : undefined;
+      // Fallbacks of the other vendor that this call cannot be translated for are skipped.
+      let skipped: SkippedFallback[] | undefined;
+      if (fallbacks !== undefined) {
+        ({ fallbacks, skipped } = this.translatable(adapter, opName, body, fallbacks));
+      }
+      const filterFallbacksOf = (target: string): readonly string[] | undefined => {
+        const list =
+          this.contentFilterFallbacks.size > 0 && allowed
+            ? this.contentFilterFallbacks.get(target)
+            : undefined;
+        return list && this.translatable(adapter, opName, body, list).fallbacks;
+      };
       // A call too long for its model goes to the first fallback whose window holds it.
       const windows = this.windows;
       let wider: string[] | undefined;
@@ -370,10 +383,8 @@ export class Router implements DispatchShared {
           fallbacks: rest,
           tags,
           required,
-          filterFallbacks:
-            this.contentFilterFallbacks.size > 0 && allowed
-              ? this.contentFilterFallbacks.get(target)
-              : undefined,
+          filterFallbacks: filterFallbacksOf(target),
+          skipped,
         });
         if (wider !== undefined && target === model) call.leaveModel('context_window', wider);
         return pending === undefined ? call.run() : pending.then(() => call.run());
@@ -542,6 +553,15 @@ export class Router implements DispatchShared {
       this.unmetered.set(d, state);
     }
     return state;
+  }
+
+  private translatable(
+    adapter: ApiAdapter,
+    op: string,
+    body: Record<string, unknown>,
+    fallbacks: readonly string[],
+  ): ReturnType<typeof translatableFallbacks> {
+    return translatableFallbacks(adapter, op, body, fallbacks, (m) => this.registry.models.get(m));
   }
 
   private wrongProvider(adapter: ApiAdapter, model: unknown): SwitchboardError {
