@@ -508,7 +508,9 @@ export class Dispatch implements AttemptOutcome, CallGate {
     outcome: AttemptOutcome,
   ): void {
     const { adapter, op } = this;
-    const opName = Object.keys(adapter.operations).find((k) => adapter.operations[k] === op) ?? '';
+    // An operation the adapter does not list is sb.fetch's relay of a create call.
+    const opName =
+      Object.keys(adapter.operations).find((k) => adapter.operations[k] === op) ?? 'fetch';
     // A deployment of the caller's own provider: its SDK's stream class and error classes.
     const own = [...this.shared.registry.deployments.values()].find(
       (d) => d.provider === adapter.provider,

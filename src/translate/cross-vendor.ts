@@ -16,6 +16,9 @@ import { messagesToChat } from './messages-to-chat';
 import type { Refusal, Translated } from './refusal';
 import { chunksToMessageEvents, messageEventsToChunks } from './streams';
 
+/** The operations translated: `fetch` is `sb.fetch`'s relay of a create call. */
+const RELAYED: ReadonlySet<string> = new Set(['create', 'parse', 'fetch']);
+
 /** One direction of translation: the caller's API and the target's, both ways. */
 interface Direction {
   readonly target: ApiAdapter;
@@ -32,7 +35,7 @@ interface Direction {
 
 const CHAT_TO_MESSAGES: Direction = {
   target: messagesAdapter as unknown as ApiAdapter,
-  ops: new Set(['create', 'parse']),
+  ops: RELAYED,
   request: (body, model, maxTokens) => chatToMessages(body, { model, maxTokens }),
   answer: (data, model, created) => messageToChatCompletion(data as Message, model, created),
   stream: (events, model, created, body) =>
@@ -47,7 +50,7 @@ const CHAT_TO_MESSAGES: Direction = {
 
 const MESSAGES_TO_CHAT: Direction = {
   target: chatCompletions as unknown as ApiAdapter,
-  ops: new Set(['create', 'parse']),
+  ops: RELAYED,
   request: (body, model) => messagesToChat(body, model),
   answer: (data, model) => chatCompletionToMessage(data as ChatCompletion, model),
   stream: (events, model) =>

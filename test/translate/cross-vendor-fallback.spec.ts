@@ -371,6 +371,39 @@ describe('fallback across vendors: Messages answered by gpt-4o', () => {
     expect(final.usage.input_tokens).toBeGreaterThan(0);
   });
 
+  it('through sb.fetch: an Anthropic client gets Anthropic-shaped answers from gpt-4o, streamed and not', async () => {
+    const client = new Anthropic({
+      apiKey: 'client',
+      baseURL: 'https://client.example/anthropic',
+      fetch: sb.fetch,
+      maxRetries: 0,
+    });
+    const m = await client.messages.create({
+      model: CLAUDE,
+      max_tokens: 30,
+      messages: [{ role: 'user', content: 'relayed' }],
+    });
+    expect(m.model).toBe(GPT);
+    expect(m.content).toEqual([{ type: 'text', text: 'relayed', citations: null }]);
+    const final = await client.messages
+      .stream({
+        model: CLAUDE,
+        max_tokens: 200,
+        messages: [{ role: 'user', content: 'Rome' }],
+        tools: [
+          {
+            name: 'get_weather',
+            input_schema: weather.function.parameters as Anthropic.Tool.InputSchema,
+          },
+        ],
+        tool_choice: { type: 'any' },
+      })
+      .finalMessage();
+    expect(final.model).toBe(GPT);
+    expect(final.stop_reason).toBe('tool_use');
+    expect(final.content[0]!.type).toBe('tool_use');
+  });
+
   it('a tool result turn goes back as a tool message', async () => {
     const m = await sb.messages.create({
       model: CLAUDE,
@@ -396,5 +429,64 @@ describe('fallback across vendors: Messages answered by gpt-4o', () => {
       ],
     });
     expect(m.stop_reason).toBe('end_turn');
+  });
+});
+
+describe('fallback across vendors through sb.fetch (what the gateway relays)', () => {
+  let upstream: SimulatedUpstream;
+  let sb: Switchboard;
+  let full: () => number;
+
+  beforeAll(async () => {
+    ({ upstream, sb, full } = await setup());
+    for (let i = 0; i < 2; i++) {
+      await sb.chat.completions.create({
+        model: GPT,
+        messages: [{ role: 'user', content: 'warm' }],
+      });
+    }
+  });
+  afterAll(async () => {
+    await sb.close();
+    await upstream.close();
+  });
+  afterEach(() => expect(full()).toBe(2));
+
+  const client = () =>
+    new OpenAI({
+      apiKey: 'client',
+      baseURL: 'https://client.example/v1',
+      fetch: sb.fetch,
+      maxRetries: 0,
+    });
+
+  it('an OpenAI client gets an OpenAI-shaped answer from Claude, streamed and not', async () => {
+    const c = await client().chat.completions.create({
+      model: GPT,
+      messages: [{ role: 'user', content: 'over fetch' }],
+      tools: [weather],
+      tool_choice: 'required',
+    });
+    expect(c.model).toBe(CLAUDE);
+    expect(c.choices[0]!.finish_reason).toBe('tool_calls');
+    const final = await client()
+      .chat.completions.stream({
+        model: GPT,
+        messages: [{ role: 'user', content: 'streamed over fetch' }],
+      })
+      .finalChatCompletion();
+    expect(final.choices[0]!.message.content).toBe('streamed over fetch');
+    expect(final.model).toBe(CLAUDE);
+  });
+
+  it('a call that cannot be translated gets the OpenAI 429 naming the field', async () => {
+    const error = await client()
+      .chat.completions.create({ model: GPT, n: 2, messages: [{ role: 'user', content: 'x' }] })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((error as Error).message).toContain("the call's n cannot be translated");
   });
 });
