@@ -2,6 +2,7 @@
  * OpenAI / Azure OpenAI Chat Completions wire format of the simulated deployments:
  * request validation, `ChatCompletion` bodies and `chat.completion.chunk` SSE frames.
  */
+import { imageTokens, toolChars } from '../prompt-media';
 import { sampleJsonSchema } from './json-schema-sample';
 import {
   contentText,
@@ -104,7 +105,8 @@ export function readChatRequest(body: unknown, fixedCompletionTokens?: number): 
     stream: stream === true,
     includeUsage,
     text: sized.text,
-    promptTokens: Math.max(1, Math.ceil(prompt.length / 4)),
+    promptTokens:
+      Math.max(1, Math.ceil((prompt.length + toolChars(body)) / 4)) + imageTokens(messages, model),
     completionTokens: sized.completionTokens,
     truncated: sized.truncated,
     maxTokens: maxTokens.value,
