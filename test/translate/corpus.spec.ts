@@ -1,5 +1,15 @@
-import type { MessageCreateParamsNonStreaming } from '@anthropic-ai/sdk/resources/messages';
+import { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
+import type {
+  ContentBlock,
+  Message,
+  MessageCreateParamsNonStreaming,
+  RawMessageStreamEvent,
+} from '@anthropic-ai/sdk/resources/messages';
+import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+
+import { chatCompletionToMessage, messageToChatCompletion } from '../../src/translate/answers';
+import { chunksToMessageEvents, messageEventsToChunks } from '../../src/translate/streams';
 
 import { chatToMessages } from '../../src/translate/chat-to-messages';
 import { messagesToChat } from '../../src/translate/messages-to-chat';
@@ -413,4 +423,258 @@ describe('translation corpus: each shape there and back, accepted by both APIs',
       expect(canonicalClaude(returned)).toEqual(canonicalClaude(claude));
     },
   );
+});
+
+/** Claude answers, each told back as a ChatCompletion, and streamed as Claude would stream it. */
+const MESSAGES: Record<string, Message> = {
+  text: message([{ type: 'text', text: 'Hello there, how are you?', citations: null }], 'end_turn'),
+  'cut at max_tokens': message([{ type: 'text', text: 'partial', citations: null }], 'max_tokens'),
+  'one tool call': message([toolUse('toolu_1', 'get_weather', { city: 'Paris' })], 'tool_use'),
+  'parallel tool calls': message(
+    [
+      { type: 'text', text: 'Checking both.', citations: null },
+      toolUse('toolu_1', 'get_weather', { city: 'Paris', days: 3 }),
+      toolUse('toolu_2', 'get_time', { zone: 'Europe/Rome' }),
+    ],
+    'tool_use',
+  ),
+  'cached input': message([{ type: 'text', text: 'ok', citations: null }], 'end_turn', {
+    input_tokens: 12,
+    cache_read_input_tokens: 900,
+    cache_creation_input_tokens: 30,
+  }),
+};
+
+function toolUse(id: string, name: string, input: object): ContentBlock {
+  return { type: 'tool_use', id, name, input, caller: { type: 'direct' } } as ContentBlock;
+}
+
+function message(
+  content: ContentBlock[],
+  stop: Message['stop_reason'],
+  usage: Partial<Message['usage']> = {},
+): Message {
+  return {
+    id: 'msg_1',
+    type: 'message',
+    role: 'assistant',
+    model: CLAUDE,
+    content,
+    container: null,
+    diagnostics: null,
+    stop_details: null,
+    stop_reason: stop,
+    stop_sequence: null,
+    usage: {
+      input_tokens: 20,
+      output_tokens: 7,
+      cache_read_input_tokens: 0,
+      cache_creation_input_tokens: 0,
+      cache_creation: null,
+      inference_geo: null,
+      output_tokens_details: null,
+      server_tool_use: null,
+      service_tier: 'standard',
+      speed: null,
+      ...usage,
+    },
+  };
+}
+
+/** The events Claude streams for `m`: text in words, tool input in 5-character pieces. */
+async function* claudeEvents(m: Message): AsyncGenerator<RawMessageStreamEvent> {
+  yield {
+    type: 'message_start',
+    message: { ...m, content: [], stop_reason: null, usage: { ...m.usage, output_tokens: 1 } },
+  };
+  for (const [index, block] of m.content.entries()) {
+    if (block.type === 'text') {
+      yield { type: 'content_block_start', index, content_block: { ...block, text: '' } };
+      for (const text of block.text.match(/\S+\s*/g) ?? []) {
+        yield { type: 'content_block_delta', index, delta: { type: 'text_delta', text } };
+      }
+    } else if (block.type === 'tool_use') {
+      yield { type: 'content_block_start', index, content_block: { ...block, input: {} } };
+      const json = JSON.stringify(block.input);
+      for (let i = 0; i < json.length; i += 5) {
+        yield {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'input_json_delta', partial_json: json.slice(i, i + 5) },
+        };
+      }
+    }
+    yield { type: 'content_block_stop', index };
+  }
+  yield {
+    type: 'message_delta',
+    delta: { stop_reason: m.stop_reason, stop_sequence: null, container: null, stop_details: null },
+    usage: {
+      input_tokens: null,
+      output_tokens: m.usage.output_tokens,
+      cache_read_input_tokens: null,
+      cache_creation_input_tokens: null,
+      output_tokens_details: null,
+      server_tool_use: null,
+    },
+  } as RawMessageStreamEvent;
+  yield { type: 'message_stop' };
+}
+
+/** An async iterable as the newline-delimited JSON the SDKs' `fromReadableStream` read. */
+function lines(source: AsyncIterable<unknown>): ReadableStream<Uint8Array> {
+  const iterator = source[Symbol.asyncIterator]();
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    async pull(controller) {
+      const next = await iterator.next();
+      if (next.done) controller.close();
+      else controller.enqueue(encoder.encode(`${JSON.stringify(next.value)}\n`));
+    },
+  });
+}
+
+describe('translation corpus: answers and streams, read by the SDKs’ own helpers', () => {
+  it.each(Object.entries(MESSAGES))('Message → ChatCompletion → Message: %s', (_name, m) => {
+    const completion = messageToChatCompletion(m, CLAUDE, 1);
+    const back = chatCompletionToMessage(completion, CLAUDE);
+    expect(back.content).toEqual(
+      m.content.map((b) => (b.type === 'text' ? { ...b, citations: null } : b)),
+    );
+    expect(back.stop_reason).toBe(m.stop_reason);
+    const u = m.usage;
+    expect(completion.usage).toEqual({
+      prompt_tokens:
+        u.input_tokens + (u.cache_read_input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0),
+      completion_tokens: u.output_tokens,
+      total_tokens:
+        u.input_tokens +
+        (u.cache_read_input_tokens ?? 0) +
+        (u.cache_creation_input_tokens ?? 0) +
+        u.output_tokens,
+      prompt_tokens_details: { cached_tokens: u.cache_read_input_tokens ?? 0 },
+    });
+  });
+
+  it.each(Object.entries(MESSAGES))(
+    'Claude stream → chunks → ChatCompletionStream.finalChatCompletion(): %s',
+    async (_name, m) => {
+      const chunks = messageEventsToChunks(claudeEvents(m), {
+        model: CLAUDE,
+        created: 1,
+        includeUsage: true,
+      });
+      const final = await ChatCompletionStream.fromReadableStream(
+        lines(chunks),
+      ).finalChatCompletion();
+      const expected = messageToChatCompletion(m, CLAUDE, 1);
+      expect(final.choices[0]!.message.content ?? null).toEqual(
+        expected.choices[0]!.message.content,
+      );
+      expect(final.choices[0]!.message.tool_calls ?? []).toEqual(
+        (expected.choices[0]!.message.tool_calls ?? []).map((c) => expect.objectContaining(c)),
+      );
+      expect(final.choices[0]!.finish_reason).toBe(expected.choices[0]!.finish_reason);
+      expect(final.usage).toEqual(expected.usage);
+    },
+  );
+
+  it.each(Object.entries(MESSAGES))(
+    'chunks → Claude events → MessageStream.finalMessage(): %s',
+    async (_name, m) => {
+      const chunks = messageEventsToChunks(claudeEvents(m), {
+        model: CLAUDE,
+        created: 1,
+        includeUsage: true,
+      });
+      const events = chunksToMessageEvents(chunks, { model: GPT });
+      const final = await MessageStream.fromReadableStream(lines(events)).finalMessage();
+      const expected = chatCompletionToMessage(messageToChatCompletion(m, CLAUDE, 1), GPT);
+      expect(final.model).toBe(GPT);
+      expect(final.content).toEqual(
+        expected.content.map((b) => expect.objectContaining({ type: b.type, ...contentOf(b) })),
+      );
+      expect(final.stop_reason).toBe(expected.stop_reason);
+      expect(final.usage.output_tokens).toBe(m.usage.output_tokens);
+      expect(final.usage.input_tokens).toBe(
+        m.usage.input_tokens + (m.usage.cache_creation_input_tokens ?? 0),
+      );
+      expect(final.usage.cache_read_input_tokens).toBe(m.usage.cache_read_input_tokens);
+    },
+  );
+});
+
+function contentOf(b: ContentBlock): object {
+  if (b.type === 'text') return { text: b.text };
+  if (b.type === 'tool_use') return { id: b.id, name: b.name, input: b.input };
+  return {};
+}
+
+describe('translation corpus: what is refused names its field', () => {
+  it.each<[string, Record<string, unknown>]>([
+    ['n', { n: 2 }],
+    ['logprobs', { logprobs: true }],
+    ['top_logprobs', { top_logprobs: 2 }],
+    ['audio', { audio: { voice: 'alloy', format: 'mp3' } }],
+    ['modalities', { modalities: ['text', 'audio'] }],
+    ['web_search_options', { web_search_options: {} }],
+    ['temperature', { temperature: 0.2 }],
+    ['seed', { seed: 7 }],
+    ['response_format', { response_format: { type: 'json_object' } }],
+    [
+      'messages[0].content[0].input_audio',
+      {
+        messages: [
+          {
+            role: 'user',
+            content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }],
+          },
+        ],
+      },
+    ],
+    [
+      'messages[0].content[0].file',
+      {
+        messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-1' } }] }],
+      },
+    ],
+    ['messages[1].role', { messages: [u('a'), { role: 'system', content: 'late' }] }],
+    ['tools[0].type', { tools: [{ type: 'custom', custom: { name: 'x' } }] }],
+  ])('Chat Completions → Messages refuses %s', (field, extra) => {
+    const out = chatToMessages(
+      { model: GPT, messages: [u('x')], ...extra },
+      { model: CLAUDE, maxTokens: 9 },
+    );
+    expect('refused' in out && out.refused.field).toBe(field);
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    ['cache_control', { cache_control: { type: 'ephemeral' } }],
+    [
+      'system[0].cache_control',
+      { system: [{ type: 'text', text: 's', cache_control: { type: 'ephemeral' } }] },
+    ],
+    ['thinking', { thinking: { type: 'enabled', budget_tokens: 1024 } }],
+    ['tools[0]', { tools: [{ type: 'web_search_20250305', name: 'web_search' }] }],
+    [
+      'messages[0].content[0].source.file_id',
+      {
+        messages: [
+          { role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] },
+        ],
+      },
+    ],
+    [
+      'messages[0].content[0].type',
+      {
+        messages: [
+          { role: 'assistant', content: [{ type: 'thinking', thinking: 'x', signature: 's' }] },
+        ],
+      },
+    ],
+    ['top_k', { top_k: 5 }],
+  ])('Messages → Chat Completions refuses %s', (field, extra) => {
+    const out = messagesToChat({ model: CLAUDE, max_tokens: 9, messages: [u('x')], ...extra }, GPT);
+    expect('refused' in out && out.refused.field).toBe(field);
+  });
 });
