@@ -14,7 +14,7 @@ import type {
   TenantLimitName,
   TenantLimits,
   TenantVerdict,
-} from './tenant-counts';
+} from '../state/tenant-counts';
 
 /** What a tenant's limit counts, for messages. */
 const UNITS: Record<TenantLimitName, string> = {
