@@ -7,7 +7,7 @@ import type { DeploymentConfig, Price, TenantPolicy } from '../types';
 import { CallAccount, type AccountBook } from './call-account';
 import { maxOutputs, UNKNOWN_MAX_OUTPUT } from './max-output';
 import { PriceTable } from './price';
-import { tenantScope } from './tenant-scope';
+import { tenantOf } from '../scheduling/tenant-of';
 import type {
   TenantCharge,
   TenantCounts,
@@ -184,11 +184,11 @@ export class Tenants implements AccountBook {
 
   /**
    * The account of a call of `tenant` (as the caller named it) to `model`: with the limits of the
-   * tenant it belongs to ({@link tenantScope}: `acme/batch` is `acme`'s part, counted with it),
+   * tenant it belongs to ({@link tenantOf}: `acme/batch` is `acme`'s part, counted with it),
    * its policy's, else `'*'`'s; or without, when only its cost is counted.
    */
   open(tenant: string | undefined, model: string): CallAccount {
-    const scope = tenant === undefined ? undefined : tenantScope(tenant);
+    const scope = tenant === undefined ? undefined : tenantOf(tenant);
     const label = scope !== undefined && this.policies.has(scope) ? scope : 'other';
     const limits = this.policyOf(tenant)?.limits;
     if (limits === undefined) return new CallAccount(this, undefined, label, {}, scope ?? '');
@@ -404,12 +404,12 @@ export class Tenants implements AccountBook {
   }
 
   /**
-   * The policy of `tenant`: the one of the tenant it belongs to ({@link tenantScope}), else
+   * The policy of `tenant`: the one of the tenant it belongs to ({@link tenantOf}), else
    * `'*'`'s; none for a call without a tenant.
    */
   private policyOf(tenant: string | undefined): Policy | undefined {
     if (tenant === undefined) return undefined;
-    return this.policies.get(tenantScope(tenant)) ?? this.fallbackPolicy;
+    return this.policies.get(tenantOf(tenant)) ?? this.fallbackPolicy;
   }
 
   private kick(key: string): void {
