@@ -133,9 +133,10 @@ export class Router implements DispatchShared {
       deployments: options.deployments,
       pricing: options.pricing,
     });
-    const queue = options.queue
-      ? new CapacityQueue({ ...options.queue, clock: this.clock })
-      : undefined;
+    // A store that brings room (leases) holds calls for its round trip even without a queue.
+    const waits =
+      options.queue ?? (state.admissionWait ? { maxWait: state.admissionWait } : undefined);
+    const queue = waits ? new CapacityQueue({ ...waits, clock: this.clock }) : undefined;
     this.queue = queue;
     this.lanes = new LaneActivity({
       headroom: options.queue?.batchHeadroom,
