@@ -29,6 +29,10 @@ import type { TrafficRecorder } from '../traffic/traffic-recorder';
 import { routeCall, type NoRoom, type Route } from './route-call';
 import { explain } from './explanations';
 import type { TagSet } from '../placement/tags';
+import { isNoRoom } from '../quota/no-room';
+import { crossVendor } from '../translate/cross-vendor';
+import { skippedSentence, type SkippedFallback } from '../translate/fallback-choice';
+import { maxOutputOf } from '../translate/max-output';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 /** Stands for "others are already waiting for room": no routing is tried. */
@@ -111,6 +115,8 @@ export interface DispatchCall {
   readonly required?: TagSet;
   /** The models tried when Azure's content filter refuses the call (`contentFilterFallbacks`). */
   readonly filterFallbacks?: readonly string[];
+  /** Fallbacks of the other vendor left out because the call cannot be translated for them. */
+  readonly skipped?: readonly SkippedFallback[];
 }
 
 /**
@@ -169,6 +175,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
   private readonly tags: CallTags;
   private readonly required: TagSet | undefined;
   private readonly filterFallbacks: readonly string[] | undefined;
+  private readonly skipped: readonly SkippedFallback[] | undefined;
 
   constructor(
     private readonly shared: DispatchShared,
@@ -186,6 +193,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
     this.tags = call.tags ?? UNTAGGED;
     this.required = call.required;
     this.filterFallbacks = call.filterFallbacks;
+    this.skipped = call.skipped;
     // A call without a model (a retrieval) is pinned, and its model is never asked for.
     this.model = (pin !== undefined ? pin.model : request.body.model) as string;
     this.admission = request.metered ? request.admission : undefined;
@@ -327,6 +335,11 @@ export class Dispatch implements AttemptOutcome, CallGate {
       this.last?.deployment,
       error,
     );
+    // The switchboard's own refusal says which fallbacks the call could not be translated for.
+    const skipped = this.skipped;
+    if (skipped !== undefined && (isNoRoom(error) || error instanceof SwitchboardError)) {
+      (error as Error).message += skippedSentence(skipped);
+    }
     this.rejectCall(error);
   }
 
@@ -457,10 +470,15 @@ export class Dispatch implements AttemptOutcome, CallGate {
         );
         const metrics = shared.metrics;
         const reason = refusal ?? 'unavailable';
-        hooks = { ...hooks, sent: (s) => metrics.request(s, model, reason) };
+        const translated = deployment.provider !== this.adapter.provider;
+        hooks = { ...hooks, sent: (s) => metrics.request(s, model, reason, translated) };
         prepared = { ...request, body: { ...request.body, model: to.model } };
       }
       const state = this.pin?.modelState ?? deployment.models.get(to.model)!;
+      if (deployment.provider !== this.adapter.provider) {
+        this.sendTranslated(to, state, request, hooks, outcome);
+        return;
+      }
       runAttempt(
         deployment,
         state,
@@ -476,6 +494,54 @@ export class Dispatch implements AttemptOutcome, CallGate {
       // Nothing above calls `outcome` and then throws: it hears of this once.
       outcome.reject(error as Error);
     }
+  }
+
+  /**
+   * An attempt on a deployment of the other vendor: the call translated into its API, admitted and
+   * priced there, its answer translated back (see {@link crossVendor}).
+   */
+  private sendTranslated(
+    to: Route,
+    state: ModelState,
+    request: PreparedRequest,
+    hooks: AttemptHooks,
+    outcome: AttemptOutcome,
+  ): void {
+    const { adapter, op } = this;
+    // An operation the adapter does not list is sb.fetch's relay of a create call.
+    const opName =
+      Object.keys(adapter.operations).find((k) => adapter.operations[k] === op) ?? 'fetch';
+    // A deployment of the caller's own provider: its SDK's stream class and error classes.
+    const own = [...this.shared.registry.deployments.values()].find(
+      (d) => d.provider === adapter.provider,
+    )!;
+    const crossing = crossVendor(
+      { adapter, opName, op, request, deployment: own },
+      {
+        deployment: to.deployment,
+        model: to.model,
+        maxTokens: maxOutputOf(to.model, state.quota.outputReservation),
+        clock: this.shared.clock,
+      },
+      outcome,
+    );
+    if (crossing === undefined) {
+      throw new SwitchboardError(
+        `${this.model}'s call cannot be translated for ${to.model}: it was not sent`,
+      );
+    }
+    const { adapter: target, op: targetOp, request: translated, outcome: back } = crossing;
+    runAttempt(
+      to.deployment,
+      state,
+      target,
+      targetOp,
+      translated,
+      this.options,
+      hooks,
+      back,
+      this.context,
+    );
   }
 
   /** Why each deployment of the call's model and fallbacks did not take it (on failure only). */
