@@ -19,6 +19,7 @@ export const SECTIONS = [
   'latency',
   'placement',
   'planning',
+  'cache',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 

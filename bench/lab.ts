@@ -112,7 +112,7 @@ export function lab(
       deployments: names.map((name) => ({
         provider: 'openai' as const,
         name,
-        baseURL: 'http://127.0.0.1:9/v1/',
+        baseURL: 'http://127.0.0.1:2/v1/',
         apiKey: 'x',
         models: [
           {

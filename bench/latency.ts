@@ -294,7 +294,7 @@ function fakeClockRun(mode: Mode, noise: number, seed: number): { gap: number; n
     deployments: Array.from({ length: 6 }, (_, i) => ({
       provider: 'openai' as const,
       name: `d${i}`,
-      baseURL: `http://127.0.0.1:9/d${i}/`,
+      baseURL: `http://127.0.0.1:2/d${i}/`,
       apiKey: 'k',
       models: [{ name: MODEL, rpm: 60, tpm: 100_000 }],
     })),

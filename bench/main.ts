@@ -23,6 +23,7 @@ import { hasGc } from './util';
 import { latencyBench } from './latency';
 import { placement } from './placement';
 import { planning } from './planning';
+import { cacheBench } from './cache';
 
 async function main(): Promise<void> {
   const args: BenchArgs = parseArgs(process.argv.slice(2));
@@ -181,6 +182,13 @@ async function main(): Promise<void> {
       calls: args.smoke ? 5_000 : 1_000_000,
       seed: args.seed,
       findTpm: !args.smoke,
+    });
+  }
+  if (want('cache')) {
+    console.log('\n== 12. The response cache: a hit served from memory ==\n');
+    figures.cache = await cacheBench({
+      calls: args.smoke ? 2_000 : 20_000,
+      rounds: args.smoke ? 1 : 5,
     });
   }
   if (args.soak !== undefined || args.smoke) {

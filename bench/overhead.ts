@@ -302,7 +302,7 @@ export async function clientOnly(args: BenchArgs): Promise<Record<string, unknow
   const n = args.deployments;
   const targets = Array.from({ length: n }, (_, i) => ({
     name: `canned_${i}`,
-    baseURL: 'http://127.0.0.1:9/v1/',
+    baseURL: 'http://127.0.0.1:2/v1/',
     apiKey: 'bench',
   }));
   const against = loadAgainst(args.against);

@@ -54,7 +54,7 @@ function switchboard(n: number, create: CreateSwitchboard, client: object): Swit
     deployments: Array.from({ length: n }, (_, i) => ({
       provider: 'openai' as const,
       name: `own_${i}`,
-      baseURL: 'http://127.0.0.1:9/v1/',
+      baseURL: 'http://127.0.0.1:2/v1/',
       apiKey: 'bench',
       models: [{ name: MODEL, tpm: 100_000_000, rpm: 10_000_000 }],
     })),

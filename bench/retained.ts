@@ -18,7 +18,7 @@ export interface RetainedFigures {
 const DEPLOYMENTS: DeploymentConfig[] = Array.from({ length: 5 }, (_, i) => ({
   provider: 'openai' as const,
   name: `d${i}`,
-  baseURL: 'http://127.0.0.1:9/v1/',
+  baseURL: 'http://127.0.0.1:2/v1/',
   apiKey: 'x',
   models: [
     { name: 'gpt-4o-mini', tpm: 30_000, rpm: 300 },

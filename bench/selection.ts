@@ -27,7 +27,7 @@ function build(n: number): Switchboard {
   const deployments: DeploymentConfig[] = Array.from({ length: n }, (_, i) => ({
     provider: 'openai',
     name: `d${i}`,
-    baseURL: 'http://127.0.0.1:9/v1/',
+    baseURL: 'http://127.0.0.1:2/v1/',
     apiKey: 'x',
     models: [{ name: MODEL, tpm: 30_000, rpm: 300 }],
   }));

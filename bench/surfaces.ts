@@ -109,8 +109,8 @@ interface SurfaceCase {
 /** Section 2c, per surface: CPU per call, switchboard vs direct, compared round by round. */
 export async function perSurface(args: BenchArgs): Promise<Record<string, unknown>> {
   const n = args.deployments;
-  const openaiBase = 'http://127.0.0.1:9/v1/';
-  const foundryBase = 'http://127.0.0.1:9/anthropic/';
+  const openaiBase = 'http://127.0.0.1:2/v1/';
+  const foundryBase = 'http://127.0.0.1:2/anthropic/';
   const deployments: DeploymentConfig[] = [];
   for (let i = 0; i < n; i++) {
     deployments.push({

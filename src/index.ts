@@ -1,7 +1,8 @@
 /**
  * `nestjs-switchboard`: what a Nest or standalone application needs to route its LLM calls (the
- * module, the switchboard, its options and errors, the health indicator, the selector seam, the
- * shared state and the config loader). Kept small on purpose: what custom-store, selector and
+ * module and the three providers it registers (the switchboard, the deployment registry, the
+ * selector seam), its options and errors, the health indicator, the shared state and the config
+ * loader). Kept small on purpose: what custom-store, selector and
  * adapter authors need lives in `nestjs-switchboard/extend`, simulated deployments in
  * `nestjs-switchboard/testing`; everything else is internal and may change in any release.
  *
@@ -46,6 +47,7 @@ export { SwitchboardConfigError } from './config/switchboard-config.error';
 export { TokenProviderError } from './failover/token-provider.error';
 export { SwitchboardHealthIndicator } from './health/switchboard-health.indicator';
 export type { SwitchboardHealthDetails } from './health/switchboard-health.indicator';
+export { DeploymentRegistry } from './registry/deployment-registry';
 export type { ModelStats } from './registry/deployment-registry';
 export { Selector } from './selection/selector';
 export { TwoRandomChoices } from './selection/two-random-choices';

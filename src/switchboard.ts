@@ -18,6 +18,8 @@ import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
 import { DEFAULT_MAX_COOLDOWN } from './runtime/upstream-numbers';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
+import { isSimulated } from './config/simulate-option';
+import { simulateInProcess, type Simulation } from './simulate/in-process';
 
 export type { SessionParams } from './types';
 export type { OpenAIRequestOptions } from './providers/openai/openai-deployment';
@@ -86,6 +88,10 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   private resetTimer: NodeJS.Timeout | undefined;
   private started = false;
   private closed = false;
+  /** With `simulate`: the simulated upstream serving every deployment, closed with the switchboard. */
+  private readonly simulation: Simulation | undefined;
+  /** When readiness holds (`health.ready`): while any model, or every model, can be served. */
+  readonly ready: 'any' | 'all';
 
   /**
    * A `fetch` for any client library that takes one (the AI SDK, LangChain, the `openai` and
@@ -108,6 +114,9 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   constructor(options: SwitchboardOptions) {
     validateOptions(options);
     this.logger = options.logger ?? new Logger('Switchboard');
+    this.simulation = isSimulated(options) ? simulateInProcess(options, this.logger) : undefined;
+    if (this.simulation !== undefined) options = this.simulation.options;
+    this.ready = options.health?.ready ?? 'any';
     this.selector = resolveSelector(options);
     this.registry = new DeploymentRegistry(options.deployments, {
       builders: PROVIDERS,
@@ -144,11 +153,17 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     const router = this.router;
     this.fetch = createRelay({
       registry: this.registry,
+      secrets: options.deployments.flatMap((d) => (typeof d.apiKey === 'string' ? [d.apiKey] : [])),
       warn: (line) => this.logger.warn(line),
       call: (adapter, op, params, callOptions) =>
-        router.call(adapter, op, 'sb', 'fetch', params, callOptions),
+        router.call({ adapter, op, surface: 'sb', opName: 'fetch' }, params, callOptions),
       callHolding: (adapter, op, id, body, callOptions) =>
-        router.callHolding(adapter, op, `sb.${adapter.path.join('.')}`, id, body, callOptions),
+        router.callHolding(
+          { adapter, op, surface: `sb.${adapter.path.join('.')}`, opName: 'fetch' },
+          id,
+          body,
+          callOptions,
+        ),
     });
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';
@@ -299,7 +314,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
           code: 'unavailable',
         }),
     );
-    await Promise.all([written, this.state.close()]);
+    await Promise.all([written, this.state.close(), this.simulation?.close()]);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 
 /**
  * The largest keys file read: ten thousand keys of a hundred characters. Checked before a byte is
@@ -11,7 +11,8 @@ export const MAX_KEYS_FILE_BYTES = 1024 * 1024;
 function readKeysFile(path: string): string {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    // Without O_NONBLOCK, opening a FIFO waits for a writer: start-up would hang.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
     throw new Error(
       `GATEWAY_API_KEYS_FILE could not be read: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,

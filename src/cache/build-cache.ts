@@ -36,11 +36,14 @@ export function responseCache(
     telemetry: new CacheTelemetry(context.registry.pools.keys()),
     shared: context.state.sharedValues?.(),
     bytesOf: context.bytesOf,
-    price: (deployment, model, usage, provider) => {
-      // An entry another replica made may name a deployment this one does not have.
-      const price = prices.on(deployment, model) ?? firstPrice(context.deployments, prices, model);
-      return price === undefined ? undefined : costOf(price, usage, provider);
-    },
+    price: prices.empty
+      ? () => undefined
+      : (deployment, model, usage, provider) => {
+          // An entry another replica made may name a deployment this one does not have.
+          const price =
+            prices.on(deployment, model) ?? firstPrice(context.deployments, prices, model);
+          return price === undefined ? undefined : costOf(price, usage, provider);
+        },
   });
 }
 

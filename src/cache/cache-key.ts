@@ -1,4 +1,10 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
+
+/** One-shot SHA-256 (Node ≥ 20.12), about twice as fast as a `createHash` object per key. */
+const sha256: (text: string) => string =
+  typeof crypto.hash === 'function'
+    ? (text) => crypto.hash('sha256', text, 'hex')
+    : (text) => crypto.createHash('sha256').update(text).digest('hex');
 
 /** Deepest nesting of a body the key is taken over; deeper bodies are not cached. */
 const MAX_DEPTH = 64;
@@ -22,10 +28,7 @@ export function cacheKey(
 ): string | undefined {
   const canonical = canonicalJson(body, 0);
   if (canonical === undefined) return undefined;
-  return createHash('sha256')
-    .update(`v1\0${tenant.length}:${tenant}\0${operation}\0`)
-    .update(canonical)
-    .digest('hex');
+  return sha256(`v1\0${tenant.length}:${tenant}\0${operation}\0${canonical}`);
 }
 
 /**

@@ -5,6 +5,7 @@ import type { SwitchboardOptions } from './switchboard-options';
 import { SwitchboardConfigError } from './switchboard-config.error';
 import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
 import { crossCheck, switchboardOptionsSchema } from './validate-options';
+import { isSimulated } from './simulate-option';
 
 /**
  * Environment variables, as `process.env` holds them.
@@ -173,9 +174,20 @@ export function parseSwitchboardConfig(
 
   const problems: string[] = [];
   const secrets = new Set<string>();
-  const options = interpolate(data, [], env, secrets, (path, message) =>
-    problems.push(`${source}: ${formatPath(path)} ${message}${lineOf(path)}`),
-  ) as Record<string, unknown>;
+  // Paths whose `${VAR}` could not be read: their value is left out of the checks below, which
+  // would only say again that it is not valid, while every other problem is still reported.
+  const unread: PropertyKey[][] = [];
+  const simulated = isSimulated(data as { simulate?: boolean }, env);
+  const options = interpolate(data, [], {
+    env,
+    secrets,
+    // Simulated, a deployment's endpoint and key are the simulation's: none needs to be set.
+    standIn: simulated ? simulationStandIn : () => undefined,
+    report: (path, message) => {
+      unread.push(path);
+      problems.push(`${source}: ${formatPath(path)} ${message}${lineOf(path)}`);
+    },
+  }) as Record<string, unknown>;
   // What a variable named as a secret held never reaches a message, wherever validation quotes it.
   const hide = (lines: string[]): string[] =>
     secrets.size === 0 ? lines : lines.map((line) => hideSecrets(line, secrets));
@@ -186,29 +198,23 @@ export function parseSwitchboardConfig(
       );
     }
   }
-  if (problems.length > 0) throw new SwitchboardConfigError(source, problems);
-
+  const codeOnly = new Set(Object.keys(CODE_ONLY_KEYS));
   const parsed = switchboardOptionsSchema.safeParse(options);
   if (!parsed.success) {
     const messages = describeIssues(parsed.error, options);
-    throw new SwitchboardConfigError(
-      source,
-      hide(
-        parsed.error.issues.map((issue, i) => {
-          const path =
-            issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
-          return `${source}: ${messages[i]}${lineOf(path)}`;
-        }),
-      ),
-    );
+    parsed.error.issues.forEach((issue, i) => {
+      const path =
+        issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
+      if (unread.some((u) => startsWith(path, u)) || codeOnly.has(String(path[0]))) return;
+      problems.push(`${source}: ${messages[i]}${lineOf(path)}`);
+    });
   }
-  const cross = crossCheck(options as unknown as SwitchboardOptions);
-  if (cross.length > 0) {
-    throw new SwitchboardConfigError(
-      source,
-      hide(cross.map((p) => `${source}: ${formatProblem(p)}${lineOf(p.path)}`)),
-    );
+  if (problems.length === 0) {
+    const cross = crossCheck(options as unknown as SwitchboardOptions);
+    problems.push(...cross.map((p) => `${source}: ${formatProblem(p)}${lineOf(p.path)}`));
   }
+  if (problems.length > 0) throw new SwitchboardConfigError(source, hide(problems));
+  if (simulated) options.simulate = true;
   return options as unknown as SwitchboardOptions;
 }
 
@@ -227,17 +233,39 @@ function hideSecrets(line: string, secrets: ReadonlySet<string>): string {
   return ordered.reduce((text, secret) => text.split(secret).join('***'), line);
 }
 
+/** What {@link interpolate} reads from and reports to. */
+interface Interpolation {
+  env: SwitchboardEnv;
+  /** Receives the values of variables named as secrets. */
+  secrets: Set<string>;
+  /** The value an unset variable takes at `path`, when one stands in for it. */
+  standIn: (path: readonly PropertyKey[]) => string | undefined;
+  report: (path: PropertyKey[], message: string) => void;
+}
+
+// Where a simulation stands in for an unset variable: the fields it replaces anyway.
+const SIMULATED_FIELDS: Readonly<Record<string, string>> = {
+  baseURL: 'http://simulated.localhost',
+  resource: 'simulated',
+  apiKey: 'simulated',
+};
+
+function simulationStandIn(path: readonly PropertyKey[]): string | undefined {
+  return path[0] === 'deployments' && path.length === 3
+    ? SIMULATED_FIELDS[String(path[2])]
+    : undefined;
+}
+
+function startsWith(path: readonly PropertyKey[], prefix: readonly PropertyKey[]): boolean {
+  return prefix.length <= path.length && prefix.every((key, i) => path[i] === key);
+}
+
 /**
  * A copy of `value` with every string interpolated; problems go to `report`, and the values of
  * variables named as secrets to `secrets`.
  */
-function interpolate(
-  value: unknown,
-  path: PropertyKey[],
-  env: SwitchboardEnv,
-  secrets: Set<string>,
-  report: (path: PropertyKey[], message: string) => void,
-): unknown {
+function interpolate(value: unknown, path: PropertyKey[], context: Interpolation): unknown {
+  const { env, secrets, report } = context;
   if (typeof value === 'string') {
     if (!value.includes('$')) return value;
     let failed = false;
@@ -255,6 +283,8 @@ function interpolate(
       if (op === ':-' && (set === undefined || set === '')) return fallback as string;
       if (op === '-' && set === undefined) return fallback as string;
       if (set === undefined) {
+        const standIn = context.standIn(path);
+        if (standIn !== undefined) return standIn;
         failed = true;
         report(
           path,
@@ -273,7 +303,7 @@ function interpolate(
     return out;
   }
   if (Array.isArray(value)) {
-    return value.map((v, i) => interpolate(v, [...path, i], env, secrets, report));
+    return value.map((v, i) => interpolate(v, [...path, i], context));
   }
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
@@ -283,7 +313,7 @@ function interpolate(
         report([...path, k], 'is not a configuration field: remove it');
         continue;
       }
-      out[k] = interpolate(v, [...path, k], env, secrets, report);
+      out[k] = interpolate(v, [...path, k], context);
     }
     return out;
   }

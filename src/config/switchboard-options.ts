@@ -1,4 +1,5 @@
 import type { Type } from '@nestjs/common';
+import type { ReadinessOptions } from '../health/health-options';
 import type { ApiAdapter } from '../providers/adapter';
 import type { CacheOptions } from '../cache/cache-options';
 import type { Selector } from '../selection/selector';
@@ -104,6 +105,14 @@ export interface SwitchboardOptions {
   state?: StateStore;
   /** Log sink; default Nest's `Logger` with context `Switchboard`. */
   logger?: SwitchboardLogger;
+  /**
+   * Serve every deployment from a simulated deployment in this process (with its configured
+   * quota, on loopback): an application runs offline on its own configuration. Default: the
+   * environment variable `SWITCHBOARD_SIMULATE=1`, else false. See docs/testing.md.
+   */
+  simulate?: boolean;
+  /** Readiness: `{ ready: 'any' }` (default) while at least one model can be served, `'all'` every model. */
+  health?: ReadinessOptions;
   /** Clock in ms (tests inject a fake one). Default `Date.now`. */
   clock?: () => number;
   /** Random source in [0, 1) (tests inject a seeded one). Default `Math.random`. */

@@ -2,11 +2,18 @@ import { z } from 'zod';
 import { clip } from '../errors/clip';
 import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
 import { checkFallbacks } from './fallbacks';
+import { readinessOptionsSchema } from '../health/health-options';
 import { cacheOptionsSchema } from '../cache/cache-options';
 import { SwitchboardError } from '../switchboard.error';
-import { tenantScope } from '../tenants/tenant-scope';
+import { tenantOf } from '../scheduling/tenant-of';
 import type { SwitchboardOptions } from './switchboard-options';
 import type { ConfigProblem, ModelConfig } from '../types';
+import {
+  blockedPortProblem,
+  hasControlCharacter,
+  KEY_CONTROL_MESSAGE,
+  timerMillis,
+} from './value-checks';
 
 export type { ConfigProblem } from '../types';
 
@@ -22,14 +29,18 @@ const quota = z
   .int({ error: 'must be a non-negative integer (0 = unlimited)' })
   .nonnegative({ error: 'must be a non-negative integer (0 = unlimited)' });
 const millis = (what: string) =>
+  timerMillis(
+    z
+      .number({ error: `must be ${what}` })
+      .int({ error: `must be ${what}` })
+      .nonnegative({ error: `must be ${what}` }),
+  );
+const positiveMillis = timerMillis(
   z
-    .number({ error: `must be ${what}` })
-    .int({ error: `must be ${what}` })
-    .nonnegative({ error: `must be ${what}` });
-const positiveMillis = z
-  .number({ error: 'must be a positive number of milliseconds' })
-  .int({ error: 'must be a positive number of milliseconds' })
-  .positive({ error: 'must be a positive number of milliseconds' });
+    .number({ error: 'must be a positive number of milliseconds' })
+    .int({ error: 'must be a positive number of milliseconds' })
+    .positive({ error: 'must be a positive number of milliseconds' }),
+);
 const positiveInteger = z
   .number({ error: 'must be a positive integer' })
   .int({ error: 'must be a positive integer' })
@@ -43,13 +54,20 @@ const fallbackMap = (error: string) =>
       .min(1, { error: 'must list at least one fallback model' }),
     { error },
   );
-const httpUrl = z.url({
-  protocol: /^https?$/,
-  error: 'must be an http(s) URL such as https://my-resource.openai.azure.com/openai/v1/',
-});
+const httpUrl = z
+  .url({
+    protocol: /^https?$/,
+    error: 'must be an http(s) URL such as https://my-resource.openai.azure.com/openai/v1/',
+  })
+  .refine((url) => blockedPortProblem(url) === undefined, {
+    error: (issue) => blockedPortProblem(issue.input as string),
+  });
 const apiKeyMessage = 'must be a non-empty string or a function returning a Promise<string>';
 // The string branch carries the message too: an empty string fails there, not on the union.
-const keyString = z.string().min(1, { error: apiKeyMessage });
+const keyString = z
+  .string()
+  .min(1, { error: apiKeyMessage })
+  .refine((key) => !hasControlCharacter(key), { error: KEY_CONTROL_MESSAGE });
 const apiKey = z.union([keyString, fn('a string or a function')], { error: apiKeyMessage });
 
 const priority = z
@@ -316,6 +334,8 @@ export const switchboardOptionsSchema = z.strictObject({
     .trim()
     .min(1, { error: 'must be the path of a file to append JSON lines to, such as traffic.jsonl' })
     .optional(),
+  simulate: z.boolean({ error: 'must be true or false' }).optional(),
+  health: readinessOptionsSchema.optional(),
   clock: fn('a function returning milliseconds').optional(),
   random: fn('a function returning a number in [0, 1)').optional(),
 });
@@ -476,7 +496,7 @@ function checkProvisioned(options: SwitchboardOptions): ConfigProblem[] {
 function checkTenantNames(options: SwitchboardOptions): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   for (const name of Object.keys(options.tenants ?? {})) {
-    const scope = tenantScope(name);
+    const scope = tenantOf(name);
     if (scope === name) continue;
     problems.push({
       path: ['tenants', name],

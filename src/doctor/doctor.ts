@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { SwitchboardOptions } from '../config/switchboard-options';
-import { clip } from '../errors/clip';
+import { REDACTED, scrub } from '../errors/scrub';
 import {
   readRateLimits,
   requestsPerMinute,
@@ -115,7 +115,7 @@ async function checkOne(
       logger: SILENT,
     });
   } catch (error) {
-    row.error = clip(error instanceof Error ? error.message : String(error), DOCTOR_ERROR_LIMIT);
+    row.error = shown(error instanceof Error ? error.message : String(error), config);
     return check;
   }
   const deployment = sb.deployments.get(config.name)!;
@@ -136,14 +136,21 @@ async function checkOne(
     if (typeof (headers as Headers | undefined)?.get === 'function') {
       setLimits(row, headers as Headers, config);
     }
-    row.error = clip(
+    row.error = shown(
       inPlainWords(error, (deployment as Deployment).errors, upstreamName, timeout),
-      DOCTOR_ERROR_LIMIT,
+      config,
     );
   } finally {
     await sb.close();
   }
   return check;
+}
+
+/** An error as a row shows it: the deployment's own key never, the rest scrubbed and clipped. */
+function shown(text: string, config: DeploymentConfig): string {
+  const key = config.apiKey;
+  const plain = typeof key === 'string' && key.length >= 4 ? text.split(key).join(REDACTED) : text;
+  return scrub(plain, DOCTOR_ERROR_LIMIT);
 }
 
 /** The request itself, by what the model serves. */

@@ -4,6 +4,8 @@
  */
 import { STDIO, type CliOutput } from '../runtime/cli-output';
 import { loadSwitchboardConfigFile } from '../config/load-config-file';
+import { MAX_TIMER_MS } from '../config/value-checks';
+import { scrub, STACK_LIMIT } from '../errors/scrub';
 import { checkDeployments } from './doctor';
 import type { DoctorRow } from './doctor-row';
 import { formatTable } from './table';
@@ -47,8 +49,10 @@ export async function runDoctorCli(
       return 0;
     } else if (arg === '--timeout') {
       timeout = Number(rest[++i]);
-      if (!Number.isInteger(timeout) || timeout <= 0) {
-        output.err(`--timeout must be a positive number of milliseconds\n\n${USAGE}`);
+      if (!Number.isInteger(timeout) || timeout <= 0 || timeout > MAX_TIMER_MS) {
+        output.err(
+          `--timeout must be a positive number of milliseconds, at most ${MAX_TIMER_MS}\n\n${USAGE}`,
+        );
         return 2;
       }
     } else if (arg.startsWith('-')) {
@@ -64,7 +68,7 @@ export async function runDoctorCli(
   try {
     options = loadSwitchboardConfigFile(files[0]!, env);
   } catch (error) {
-    output.err(error instanceof Error ? error.message : String(error));
+    output.err(scrub(error instanceof Error ? error.message : String(error), STACK_LIMIT));
     return 2;
   }
   const checks = await checkDeployments(options, { timeout });

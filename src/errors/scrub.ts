@@ -19,6 +19,9 @@ const AUTH_SCHEME = /\b(Bearer|Basic)\s+[\w.~+/=*-]+/gi;
 const NAMED_SECRET =
   /\b([\w-]*(?:api[-_]?key|token(?!s)|secret|password|passwd|authorization|signature|sig|credentials?)["']?\s*[:=]\s*["']?)(?!\[redacted\]|(?:Bearer|Basic)\s|\d+\b)[^\s"',;&}\]]+/gi;
 
+/** A header value `fetch` refused, quoted whole in its message (a key with a line break). */
+const REFUSED_HEADER_VALUE = /"[^"]*"(?= is an invalid header value)/g;
+
 /** Provider key formats: `sk-...`, `sk-proj-...`, `sk-ant-...`, masked (`sk-proj-****WXYZ`) too. */
 const PROVIDER_KEY = /\b(?:sk|pk|rk)-[\w*-]{6,}/g;
 
@@ -35,7 +38,7 @@ const looksRandom = (run: string): boolean =>
  * Upstream text as the switchboard lets it out, to a client, a log line or a span: anything
  * shaped like a credential replaced by `[redacted]` (`Bearer x`, `api-key: x`, `?sig=x`,
  * `sk-...` keys, masked ones included, runs of 32+ hex digits, 32+ character base64 tokens that
- * mix cases and digits), then clipped to `max` characters with its length said. An upstream that
+ * mix cases and digits, a header value `fetch` refused as invalid), then clipped to `max` characters with its length said. An upstream that
  * echoes the request's headers, or names the key it refused, passes none of it on.
  *
  * @example
@@ -50,6 +53,7 @@ export function scrub(text: unknown, max: number = UPSTREAM_TEXT_LIMIT): string 
   const read = Math.max(64, max * 4);
   const out = whole
     .slice(0, read)
+    .replace(REFUSED_HEADER_VALUE, `"${REDACTED}"`)
     .replace(AUTH_SCHEME, `$1 ${REDACTED}`)
     .replace(NAMED_SECRET, `$1${REDACTED}`)
     .replace(PROVIDER_KEY, REDACTED)

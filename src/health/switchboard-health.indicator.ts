@@ -72,7 +72,10 @@ export interface SwitchboardHealthDetails extends Record<string, unknown> {
   models: Record<string, ModelHealth>;
   /** The state store's own report; `degraded` does not make the switchboard `down`. */
   state: StateStoreHealth;
-  /** Set when `down`: which models have every deployment out for a fault. */
+  /**
+   * Set when a model cannot be served (every deployment out for a fault, no fallback): which
+   * ones. With `ready: 'any'` the check stays `up` while another model can be served.
+   */
   message?: string;
   /**
    * Why deployments are avoided now, per model and deployment, where the mark-down said:
@@ -93,16 +96,23 @@ export interface SwitchboardHealthDetails extends Record<string, unknown> {
 export interface SwitchboardHealthOptions {
   /** Check only these models (default: every configured model). */
   models?: readonly string[];
+  /**
+   * `'any'`: up while at least one of the models can be served; `'all'`: while every one can.
+   * Default: the switchboard's `health.ready` option, itself `'any'` by default.
+   */
+  ready?: 'any' | 'all';
 }
 
 /**
  * `@nestjs/terminus` health indicators for the two Kubernetes probes:
  *
- * - {@link isHealthy}, the **readiness** check: `down` only when every deployment of a model (or
- *   of one of `models`) is out for a fault (connection errors, a 5xx streak, 401/403, marked down
- *   by hand) and no fallback model can take its calls. A model whose deployments are merely at
- *   their quota (used up, or cooling after 429s) stays `up`: the details say `saturated` and
- *   `roomExpectedIn`. The busiest minute of the day takes no replica out of the Service.
+ * - {@link isHealthy}, the **readiness** check: a model cannot be served when every one of its
+ *   deployments is out for a fault (connection errors, a 5xx streak, 401/403, marked down by
+ *   hand) and no fallback model can take its calls; the check is `down` when no model can be
+ *   served (`health: { ready: 'any' }`, the default) or when any cannot (`ready: 'all'`), and
+ *   the details name them. A model whose deployments are merely at their quota (used up, or
+ *   cooling after 429s) can be served: the details say `saturated` and `roomExpectedIn`. The
+ *   busiest minute of the day takes no replica out of the Service.
  * - {@link isLive}, the **liveness** check: never looks at an upstream, so an outage of every
  *   deployment never restarts a pod.
  *
@@ -217,7 +227,11 @@ export class SwitchboardHealthIndicator {
         registry.pools.has(m) ? `no healthy deployment for ${m}` : `${m} is not configured`,
       )
       .join('; ');
-    return check.down(details);
+    // Replicas share their upstreams: one model's outage would take every pod out at once, and
+    // the other models' traffic with it. By default a pod is ready while any model is served.
+    const ready = options.ready ?? this.switchboard.ready;
+    const served = names.length > down.length;
+    return ready === 'any' && served ? check.up(details) : check.down(details);
   }
 
   /**

@@ -2,7 +2,7 @@
  * The `plan` command line: arguments in, a report out, an exit status back. The executable is
  * ../doctor/cli.ts, which hands `plan` here.
  */
-import { writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, writeFileSync } from 'node:fs';
 import type { SwitchboardOptions } from '../config/switchboard-options';
 import { loadSwitchboardConfigFile } from '../config/load-config-file';
 import type { CliOutput } from '../runtime/cli-output';
@@ -10,6 +10,10 @@ import { plan } from './plan';
 import { formatPlan, planHtml } from './plan-report';
 import { TrafficFileError } from './traffic-file.error';
 import { readTraffic, type TrafficTrace } from './traffic-trace';
+
+/** The range of `--scale`: beyond it the replay's times lose their meaning (or overflow). */
+const MIN_SCALE = 0.001;
+const MAX_SCALE = 1000;
 
 const USAGE = `Usage: nestjs-switchboard plan <traffic.jsonl> --config <config.yaml|json> [--scale N] [--find-tpm] [--json] [--html <file>]
 
@@ -48,8 +52,9 @@ export async function runPlanCli(
   let json = false;
   let findTpm = false;
   const files: string[] = [];
+  // One line: what is wrong, and where the rest is said.
   const usage = (problem: string) => {
-    output.err(`${problem}\n\n${USAGE}`);
+    output.err(`${problem} (nestjs-switchboard plan --help)`);
     return 2;
   };
   for (let i = 0; i < rest.length; i++) {
@@ -63,7 +68,9 @@ export async function runPlanCli(
     else if (arg === '--html') html = rest[++i];
     else if (arg === '--scale') {
       scale = Number(rest[++i]);
-      if (!Number.isFinite(scale) || scale <= 0) return usage('--scale must be a number > 0');
+      if (!(scale >= MIN_SCALE && scale <= MAX_SCALE)) {
+        return usage(`--scale must be a number from ${MIN_SCALE} to ${MAX_SCALE}`);
+      }
     } else if (arg.startsWith('-')) return usage(`unknown option ${arg}`);
     else files.push(arg);
   }
@@ -72,32 +79,76 @@ export async function runPlanCli(
   if (html === '') return usage('--html needs a file name');
   let options: SwitchboardOptions;
   let trace: TrafficTrace;
+  let htmlFd: number | undefined;
   try {
     // API keys are not used by a replay: an unset variable there need not stop it.
     options = loadSwitchboardConfigFile(config, withPlaceholders(env));
     trace = readTraffic(files[0]!);
+    // Opened before the replay: a path that cannot be written is said before minutes of work.
+    if (html !== undefined) htmlFd = openHtml(html);
   } catch (error) {
-    output.err(error instanceof Error ? error.message : String(error));
+    output.err(oneLine(error));
     return 2;
   }
-  let made;
   try {
-    made = await plan(trace, options, { scale, findTpm });
+    return await planAndReport({ trace, options, scale, findTpm, json, htmlFd }, files[0]!, output);
   } catch (error) {
     if (error instanceof TrafficFileError) {
       output.err(error.message.replace('the configuration', config));
-      return 2;
+    } else {
+      output.err(`plan failed: ${oneLine(error)}`);
     }
-    throw error;
+    return 2;
+  } finally {
+    if (htmlFd !== undefined) closeSync(htmlFd);
   }
+}
+
+/** What {@link runPlanCli} read from its arguments and files. */
+interface PlanRun {
+  trace: TrafficTrace;
+  options: SwitchboardOptions;
+  scale: number;
+  findTpm: boolean;
+  json: boolean;
+  htmlFd: number | undefined;
+}
+
+async function planAndReport(run: PlanRun, file: string, output: CliOutput): Promise<number> {
+  const { trace, scale, htmlFd } = run;
+  const made = await plan(trace, run.options, { scale, findTpm: run.findTpm });
   if (trace.outOfOrder > 0) {
     output.err(
-      `${files[0]}: ${trace.outOfOrder} lines have an earlier time than the line before them; the calls were sorted by time`,
+      `${file}: ${trace.outOfOrder} lines have an earlier time than the line before them; the calls were sorted by time`,
     );
   }
-  if (html !== undefined) writeFileSync(html, planHtml(made, files[0]!, scale));
-  output.out(json ? JSON.stringify(made.report, null, 2) : formatPlan(made, scale));
+  if (htmlFd !== undefined) writeFileSync(htmlFd, planHtml(made, file, scale));
+  output.out(run.json ? JSON.stringify(made.report, null, 2) : formatPlan(made, scale));
   return 0;
+}
+
+/** The `--html` file, created (or emptied) for writing, or an error naming it and why. */
+function openHtml(path: string): number {
+  let fd: number;
+  try {
+    // O_NONBLOCK: a FIFO without a reader fails at once instead of waiting for one.
+    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK, 0o644);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new Error(`--html ${path} cannot be written (${code})`);
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new Error(`--html ${path} is not a regular file (a device or FIFO is never written)`);
+  }
+  ftruncateSync(fd, 0);
+  return fd;
+}
+
+/** An error's first line, without its stack: what a user reads. */
+function oneLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n', 1)[0]!;
 }
 
 /** `env`, where an unset variable reads as a placeholder. */

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
+import { forEachLine, openRegularFile } from '../config/read-bounded-file';
 import { TrafficFileError } from './traffic-file.error';
 
 /**
@@ -35,9 +36,19 @@ export interface TrafficTrace {
 }
 
 /**
- * Reads a traffic file written by `recordTraffic` (or converted to its shape). Blank lines are
- * skipped; a line that is not a JSON object of the documented shape stops the reading with a
- * {@link TrafficFileError} naming its line number; lines out of time order are sorted (stably).
+ * The longest traffic line read: a recorded line is a few hundred bytes (long tenant ids are
+ * written as their hash); a longer one is not a recorded call, and is refused by its number
+ * before more of it is held.
+ */
+export const MAX_TRAFFIC_LINE_BYTES = 16 * 1024;
+
+/**
+ * Reads a traffic file written by `recordTraffic` (or converted to its shape), line by line: its
+ * memory is the columns of its calls, never its text. Anything but a regular file (`/dev/zero`,
+ * a FIFO) is refused before a byte is read. Blank lines are skipped; a line that is not a JSON
+ * object of the documented shape, or longer than {@link MAX_TRAFFIC_LINE_BYTES}, stops the
+ * reading with a {@link TrafficFileError} naming its line number; lines out of time order are
+ * sorted (stably).
  *
  * @example
  * ```ts
@@ -45,32 +56,86 @@ export interface TrafficTrace {
  * ```
  */
 export function readTraffic(file: string): TrafficTrace {
-  let text: string;
+  let opened: { fd: number; size: number };
   try {
-    text = readFileSync(file, 'utf8');
+    opened = openRegularFile(file);
   } catch (error) {
     throw new TrafficFileError(file, 0, `cannot be read (${(error as Error).message})`);
   }
-  return parseTraffic(text, file);
+  const { fd } = opened;
+  try {
+    // Counted first, so that the columns are allocated once, at their size.
+    const builder = new TraceBuilder(file, countLines(fd) + 1);
+    forEachLine(
+      fd,
+      MAX_TRAFFIC_LINE_BYTES,
+      (text, n) => builder.add(text, n),
+      (n) =>
+        new TrafficFileError(
+          file,
+          n,
+          `is longer than ${MAX_TRAFFIC_LINE_BYTES} bytes: not a recorded call`,
+        ),
+    );
+    return builder.finish();
+  } catch (error) {
+    if (error instanceof TrafficFileError) throw error;
+    throw new TrafficFileError(file, 0, `cannot be read (${(error as Error).message})`);
+  } finally {
+    closeSync(fd);
+  }
 }
+
+/** How many line breaks the open file holds; its position is back at the start after. */
+function countLines(fd: number): number {
+  const chunk = Buffer.allocUnsafe(1024 * 1024);
+  let lines = 0;
+  let position = 0;
+  for (let n = readSync(fd, chunk, 0, chunk.length, 0); n > 0;) {
+    for (let at = chunk.indexOf(0x0a); at !== -1 && at < n; at = chunk.indexOf(0x0a, at + 1)) {
+      lines++;
+    }
+    position += n;
+    n = readSync(fd, chunk, 0, chunk.length, position);
+  }
+  return lines;
+}
+
+/** The latest time a JavaScript `Date` holds (epoch ms): a report prints every time as a date. */
+const MAX_DATE_MS = 8.64e15;
 
 /** {@link readTraffic} of a file's text; `file` names it in errors. */
 export function parseTraffic(text: string, file = 'traffic'): TrafficTrace {
-  let capacity = 1024;
-  let cols = columns(capacity);
-  const models = new Map<string, number>();
-  const tenants = new Map<string, number>([['', 0]]);
-  let count = 0;
-  let outOfOrder = 0;
+  const builder = new TraceBuilder(file, 1024);
   let lineNo = 0;
-  let last = -Infinity;
   for (let start = 0; start < text.length;) {
     let end = text.indexOf('\n', start);
     if (end < 0) end = text.length;
-    const raw = text.slice(start, end);
+    builder.add(text.slice(start, end), ++lineNo);
     start = end + 1;
-    lineNo++;
-    if (raw.trim() === '') continue;
+  }
+  return builder.finish();
+}
+
+/** The columns of a trace, filled one line at a time. */
+class TraceBuilder {
+  private cols: Columns;
+  private readonly models = new Map<string, number>();
+  private readonly tenants = new Map<string, number>([['', 0]]);
+  private count = 0;
+  private outOfOrder = 0;
+  private last = -Infinity;
+
+  constructor(
+    private readonly file: string,
+    private capacity: number,
+  ) {
+    this.cols = columns(capacity);
+  }
+
+  add(raw: string, lineNo: number): void {
+    if (raw.trim() === '') return;
+    const { file } = this;
     let v: unknown;
     try {
       v = JSON.parse(raw);
@@ -82,21 +147,22 @@ export function parseTraffic(text: string, file = 'traffic'): TrafficTrace {
       throw bad('must be a JSON object such as {"t": 1767225600000, "model": "gpt-4o", ...}');
     }
     const o = v as Record<string, unknown>;
-    if (typeof o.t !== 'number' || !Number.isFinite(o.t) || o.t < 0) {
-      throw bad('"t" must be the arrival time in epoch milliseconds');
+    if (typeof o.t !== 'number' || !(o.t >= 0 && o.t <= MAX_DATE_MS)) {
+      throw bad(`"t" must be the arrival time in epoch milliseconds (0 to ${MAX_DATE_MS})`);
     }
     if (typeof o.model !== 'string' || o.model === '') {
       throw bad('"model" must be the model name the call asked for');
     }
-    if (count === capacity) {
-      capacity *= 2;
-      cols = grow(cols, capacity);
+    if (this.count === this.capacity) {
+      this.capacity *= 2;
+      this.cols = grow(this.cols, this.capacity);
     }
-    const i = count++;
+    const { cols } = this;
+    const i = this.count++;
     cols.t[i] = o.t;
-    if (o.t < last) outOfOrder++;
-    last = o.t;
-    cols.model[i] = indexOf(models, o.model);
+    if (o.t < this.last) this.outOfOrder++;
+    this.last = o.t;
+    cols.model[i] = indexOf(this.models, o.model);
     cols.input[i] = tokens(o.input_tokens, 'input_tokens', bad, true);
     cols.cached[i] = tokens(o.cached_tokens, 'cached_tokens', bad, false);
     cols.output[i] = tokens(o.output_tokens, 'output_tokens', bad, true);
@@ -108,7 +174,7 @@ export function parseTraffic(text: string, file = 'traffic'): TrafficTrace {
     if (o.tenant !== undefined && typeof o.tenant !== 'string') {
       throw bad('"tenant" must be a string');
     }
-    cols.tenant[i] = o.tenant === undefined ? 0 : indexOf(tenants, o.tenant);
+    cols.tenant[i] = o.tenant === undefined ? 0 : indexOf(this.tenants, o.tenant);
     if (o.latency_ms === undefined) cols.latency[i] = -1;
     else if (
       typeof o.latency_ms !== 'number' ||
@@ -121,10 +187,20 @@ export function parseTraffic(text: string, file = 'traffic'): TrafficTrace {
       throw bad('"status" must be an HTTP status number');
     }
   }
-  if (count === 0) throw new TrafficFileError(file, 0, 'holds no calls');
-  cols = grow(cols, count);
-  if (outOfOrder > 0) cols = sorted(cols, count);
-  return { count, ...cols, models: [...models.keys()], tenants: [...tenants.keys()], outOfOrder };
+
+  finish(): TrafficTrace {
+    const { count, outOfOrder } = this;
+    if (count === 0) throw new TrafficFileError(this.file, 0, 'holds no calls');
+    let cols = count === this.capacity ? this.cols : trimmed(this.cols, count);
+    if (outOfOrder > 0) cols = sorted(cols, count);
+    return {
+      count,
+      ...cols,
+      models: [...this.models.keys()],
+      tenants: [...this.tenants.keys()],
+      outOfOrder,
+    };
+  }
 }
 
 interface Columns {
@@ -165,14 +241,28 @@ function grow(c: Columns, n: number): Columns {
   return out;
 }
 
-/** The columns reordered by arrival time, ties in file order. */
+/**
+ * The columns reordered by arrival time, ties in file order, in place one column at a time: at
+ * most one column more than the trace is held.
+ */
 function sorted(c: Columns, n: number): Columns {
-  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => c.t[a]! - c.t[b]! || a - b);
-  const out = columns(n);
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  order.sort((a, b) => c.t[a]! - c.t[b]! || a - b);
   for (const key of Object.keys(c) as (keyof Columns)[]) {
     const from = c[key];
-    const to = out[key];
-    for (let i = 0; i < n; i++) to[i] = from[order[i]!]!;
+    const copy = new (from.constructor as new (length: number) => typeof from)(n);
+    for (let i = 0; i < n; i++) copy[i] = from[order[i]!]!;
+    (c as Record<keyof Columns, unknown>)[key] = copy;
+  }
+  return c;
+}
+
+/** The first `n` rows of each column, as views: no copy. */
+function trimmed(c: Columns, n: number): Columns {
+  const out = { ...c };
+  for (const key of Object.keys(c) as (keyof Columns)[]) {
+    (out as Record<keyof Columns, unknown>)[key] = c[key].subarray(0, n);
   }
   return out;
 }

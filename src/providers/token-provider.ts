@@ -1,5 +1,6 @@
 import { TokenProviderError } from '../failover/token-provider.error';
 import type { ApiKey } from '../types';
+import { hasControlCharacter } from '../runtime/control-characters';
 
 /**
  * A deployment's `apiKey` as its SDK client takes it: a function is wrapped so that its failure
@@ -24,6 +25,12 @@ export function clientKey(key: ApiKey | undefined, deployment: string): ApiKey |
     if (typeof token !== 'string' || token === '') {
       const got = token === '' ? 'an empty string' : typeof token;
       throw new TokenProviderError(deployment, `returned ${got}, not a token`);
+    }
+    if (hasControlCharacter(token)) {
+      throw new TokenProviderError(
+        deployment,
+        'returned a token holding a control character, which no HTTP header can carry (not shown)',
+      );
     }
     return token;
   };

@@ -66,7 +66,9 @@ export class QuotaLedger extends LedgerReadout implements RuleTarget {
   /** Whether the request window was configured: then no answer changes it. */
   readonly requestWindowSet: boolean;
   /** Every counter, in the order they are asked. */
-  private readonly all: readonly LimitCounter[];
+  private all: readonly LimitCounter[];
+  /** Limits a shared store adds, asked after the ledger's own (see {@link gate}). */
+  private gates: readonly LimitCounter[];
   /** The counters a single call can be too big for. */
   private readonly capped: readonly UsageCounter[];
   private readonly answers: AnswerLog;
@@ -98,6 +100,7 @@ export class QuotaLedger extends LedgerReadout implements RuleTarget {
     this.pricing = new Pricing(rules, config, counters, limits.otpm);
     const { tokens, requests, burst, input, output, utilization } = counters;
     this.all = [utilization ?? tokens, requests, burst, input, output];
+    this.gates = [];
     // A provisioned deployment admits a call of any size below 100 %: none is too big for it.
     this.capped = utilization ? [input, output] : [tokens, input, output];
   }
@@ -111,7 +114,17 @@ export class QuotaLedger extends LedgerReadout implements RuleTarget {
       burst,
       input,
       output,
-    }));
+    }).concat(this.gates));
+  }
+
+  /**
+   * @internal Add limits of a shared store's making (a replica's leases): they gate every
+   * admission as the ledger's own limits do, and hear of every charge.
+   */
+  gate(counters: readonly LimitCounter[]): void {
+    this.all = this.all.filter((c) => !this.gates.includes(c)).concat(counters);
+    this.gates = counters;
+    this.changed();
   }
 
   /** The largest share of any limit over the anchored view; unlimited counts as 0. */

@@ -4,7 +4,7 @@ import { isDroppedConnection, isMalformedResponse, retryAfterMs } from '../failo
 import { SwitchboardError } from '../switchboard.error';
 import { MAX_HELD_BACK_WAIT_MS, waitsForPeriodEnd } from '../errors/held-back';
 import { MAX_RETRY_AFTER_MS, retryHeaders } from '../errors/retry-headers';
-import { scrub } from '../errors/scrub';
+import { scrub, STACK_LIMIT } from '../errors/scrub';
 
 export { MAX_RETRY_AFTER_MS, retryHeaders };
 
@@ -69,7 +69,8 @@ export function httpErrorFor(error: unknown, options: HttpErrorOptions = {}): Ht
   const max = Math.max(1_000, options.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS);
   const answer = (status: number, message: string, fromUpstream = false): HttpErrorAnswer => ({
     status,
-    message,
+    // Every message, the switchboard's own included: one may quote a value a client must not see.
+    message: scrub(message, STACK_LIMIT),
     headers: {},
     fromUpstream,
     unexpected: false,

@@ -6,6 +6,7 @@ import { headerTags } from '../placement/tags';
 import { hasSwitchboardFields } from '../routing/call-params';
 import type { Provider } from '../types';
 import { clip } from '../errors/clip';
+import { REDACTED } from '../errors/scrub';
 import { errorBody, upstreamErrorBody, type Problem } from './error-body';
 import { bodyShapeMessage, bodyShapeProblem } from './body-checks';
 import { httpErrorFor } from './http-error';
@@ -32,6 +33,8 @@ export type SwitchboardFetch = (input: RequestInfo | URL, init?: RequestInit) =>
  */
 export interface RelayPort {
   readonly registry: DeploymentRegistry;
+  /** The deployments' own keys: never in an answer, even where an upstream quoted one. */
+  readonly secrets?: readonly string[];
   /** Where a request refused for what no client should send is logged, one line each. */
   warn?(line: string): void;
   /** A balanced call, as `sb.chat.completions.create(params, options)` makes it. */
@@ -257,7 +260,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     if (upstream === undefined && Array.isArray(explanations) && explanations.length > 0) {
       (body as { error: Record<string, unknown> }).error.explanations = explanations;
     }
-    return json(http.status, body, http.headers);
+    return json(http.status, body, http.headers, port.secrets);
   }
 
   function streamed(api: RelayApi, data: unknown): Response {
@@ -269,14 +272,11 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
         try {
           const next = await iterator.next();
           if (next.done) controller.close();
-          else
-            controller.enqueue(
-              bytesOf(next.value) ?? encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`),
-            );
+          else controller.enqueue(bytesOf(next.value) ?? encoder.encode(frameOf(next.value)));
         } catch (error) {
           const http = httpErrorFor(error);
           const problem = { status: http.status, message: http.message };
-          controller.enqueue(encoder.encode(api.errorFrame(problem)));
+          controller.enqueue(encoder.encode(withoutSecrets(api.errorFrame(problem), port.secrets)));
           controller.close();
         }
       },
@@ -298,6 +298,17 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
       return Promise.reject(error);
     }
   };
+}
+
+/**
+ * An event made here rather than read from an upstream (a translated stream): Chat Completions
+ * chunks (which have no `type`) are `data:` lines; the typed events of Messages and Responses
+ * carry their `event:` line too, as those APIs send them (Anthropic's SDK reads it).
+ */
+function frameOf(event: unknown): string {
+  const type = (event as { type?: unknown } | null)?.type;
+  const data = `data: ${JSON.stringify(event)}\n\n`;
+  return typeof type === 'string' ? `event: ${type}\n${data}` : data;
 }
 
 /** A JSON answer as the upstream sent it: its status, headers and text. */
@@ -323,8 +334,13 @@ function notFound(provider: Provider, parts: RequestParts): Response {
   });
 }
 
-function json(status: number, body: object, headers?: Record<string, string>): Response {
-  return new Response(JSON.stringify(body), {
+function json(
+  status: number,
+  body: object,
+  headers?: Record<string, string>,
+  secrets?: readonly string[],
+): Response {
+  return new Response(withoutSecrets(JSON.stringify(body), secrets), {
     status,
     headers:
       headers === undefined
@@ -346,3 +362,19 @@ function upstreamHeaders(headers: HeadersInit | undefined): Record<string, strin
 const UPSTREAM_JSON: Record<string, string> = Object.freeze({
   'content-type': JSON_TYPE,
 }) as Record<string, string>;
+
+const MIN_SECRET_LENGTH = 8;
+
+/** `text` with every one of `secrets` (as written, and as JSON escapes it) replaced. */
+function withoutSecrets(text: string, secrets: readonly string[] | undefined): string {
+  if (secrets === undefined) return text;
+  let out = text;
+  for (const secret of secrets) {
+    // A short one would blank ordinary words out of every message; none is a real key.
+    if (secret.length < MIN_SECRET_LENGTH) continue;
+    for (const form of [secret, JSON.stringify(secret).slice(1, -1)]) {
+      if (out.includes(form)) out = out.split(form).join(REDACTED);
+    }
+  }
+  return out;
+}

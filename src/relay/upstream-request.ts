@@ -11,7 +11,7 @@ import OpenAI from 'openai';
  * its logging cost more CPU per relayed request than everything else the relay does.
  *
  * Only clients whose request building is known to end in a plain `fetch` take this path: the
- * `openai` client. The Anthropic clients have middleware and token refreshes around their
+ * `openai` client without a `fetch` of its own. The Anthropic clients have middleware and token refreshes around their
  * `fetch`; their requests go through the SDK.
  */
 
@@ -58,7 +58,11 @@ const httpsAgent = new HttpsAgent({ keepAlive: true });
  * ```
  */
 export function sendsDirectly(client: unknown): boolean {
-  return client instanceof OpenAI;
+  // A client given a `fetch` of its own (a simulation's) is sent through it, as it asked.
+  return (
+    client instanceof OpenAI &&
+    (client as unknown as { _options: { fetch?: unknown } })._options.fetch === undefined
+  );
 }
 
 /**

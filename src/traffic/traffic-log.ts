@@ -1,4 +1,5 @@
-import { appendFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import type { SwitchboardLogger } from '../config/switchboard-options';
 
 /** Bytes held in memory at most while the disk is slower than the calls: beyond, lines drop. */
@@ -12,7 +13,8 @@ const FLUSH_BYTES = 64 * 1024;
  * in one write per second (or per 64 KiB), one write at a time. The buffer is bounded: while the
  * disk cannot keep up, further lines are dropped and one warning says so (and one more how many,
  * when writing catches up). Each write opens the file anew, so a log rotator may move it away at
- * any time; the next write starts a new file. A failed write is logged once and its lines lost;
+ * any time; the next write starts a new file, readable by its owner only (0600). Anything but a
+ * regular file (a FIFO, a device) is never written. A failed write is logged once and its lines lost;
  * the calls never see it.
  *
  * @example
@@ -65,7 +67,7 @@ export class TrafficLog {
     const text = this.lines.join('\n') + '\n';
     const bytes = this.bytes;
     this.lines = [];
-    this.writing = appendFile(this.path, text, 'utf8').then(
+    this.writing = appendTo(this.path, text).then(
       () => {
         this.failed = false;
         this.wrote(bytes);
@@ -105,3 +107,21 @@ export class TrafficLog {
 }
 
 const done: Promise<void> = Promise.resolve();
+
+/**
+ * Appends `text` to the regular file at `path`, created readable by its owner only (it names
+ * tenants). Never waits on a FIFO (`O_NONBLOCK`: without a reader the open fails at once) and
+ * writes into nothing but a regular file.
+ */
+async function appendTo(path: string, text: string): Promise<void> {
+  const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK;
+  const file = await open(path, flags, 0o600);
+  try {
+    if (!(await file.stat()).isFile()) {
+      throw new Error('not a regular file (a device, FIFO or directory is never written)');
+    }
+    await file.writeFile(text, 'utf8');
+  } finally {
+    await file.close();
+  }
+}

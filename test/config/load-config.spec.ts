@@ -181,6 +181,21 @@ describe('loadSwitchboardConfigFile', () => {
     expect(error.source).toBe(path);
   });
 
+  it('reports an unset variable and every other problem of the file in one pass', () => {
+    const text = YAML.replace('tpm: 20000', 'tpm: -5').replace('attempts: 3', 'attempts: 0');
+    const error = problemsOf(() =>
+      loadSwitchboardConfigFile(file('switchboard.yaml', text), { FOUNDRY_KEY: 'foundry-key' }),
+    );
+    expect(error.problems.map((p) => p.replace(/^\S+: /, ''))).toEqual([
+      'deployments[0].baseURL uses ${EAST_ENDPOINT}, but the environment variable EAST_ENDPOINT is not set (set it, or write ${EAST_ENDPOINT:-default}) (line 5)',
+      'deployments[0].apiKey uses ${EAST_KEY}, but the environment variable EAST_KEY is not set (set it, or write ${EAST_KEY:-default}) (line 6)',
+      expect.stringMatching(
+        /^deployments\[1\]\.models\[0\]\.tpm must be a non-negative integer.*\(line 17\)$/,
+      ),
+      expect.stringMatching(/^failover\.attempts must be a whole number of attempts.*\(line 19\)$/),
+    ]);
+  });
+
   it('rejects a malformed reference', () => {
     const text = 'deployments:\n  - { provider: openai, name: "${1X}", models: [{ name: m }] }\n';
     const error = problemsOf(() => parseSwitchboardConfig(text, { source: 'sb.yaml', env: {} }));

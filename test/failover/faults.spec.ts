@@ -215,7 +215,7 @@ describe('connection refused', () => {
         {
           provider: 'openai',
           name: 'gone',
-          baseURL: 'http://127.0.0.1:9/openai/v1/', // discard port: nothing listens
+          baseURL: 'http://127.0.0.1:2/openai/v1/', // nothing listens on port 2
           apiKey: 'k',
           models: [{ name: GPT, tpm: 30_000, rpm: 300 }],
         },

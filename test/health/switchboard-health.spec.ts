@@ -3,6 +3,7 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import {
+  createSwitchboard,
   Switchboard,
   SwitchboardHealthIndicator,
   SwitchboardModule,
@@ -106,13 +107,12 @@ describe('SwitchboardHealthIndicator over HTTP (Terminus)', () => {
     });
   });
 
-  it('answers 503 once every deployment of a model is down, then 200 after markUp()', async () => {
+  it('stays 200 while another model is served when every deployment of one is down, naming it', async () => {
     model('d0', GPT).markDown(30_000);
     model('d1', GPT).markDown(30_000);
-    const down = await request(app.getHttpServer()).get('/health').expect(503);
-    expect(down.body.status).toBe('error');
-    expect(down.body.error.switchboard).toEqual({
-      status: 'down',
+    const up = await request(app.getHttpServer()).get('/health').expect(200);
+    expect(up.body.info.switchboard).toEqual({
+      status: 'up',
       models: {
         [GPT]: { healthy: 0, total: 2, cooling: { d0: 30_000, d1: 30_000 } },
         [CLAUDE]: { healthy: 1, total: 1 },
@@ -120,9 +120,18 @@ describe('SwitchboardHealthIndicator over HTTP (Terminus)', () => {
       state: { status: 'up', store: 'memory' },
       message: `no healthy deployment for ${GPT}`,
     });
+  });
 
-    model('d0', GPT).markUp();
-    model('d1', GPT).markUp();
+  it('answers 503 once no model can be served, then 200 after markUp()', async () => {
+    for (const d of ['d0', 'd1']) model(d, GPT).markDown(30_000);
+    model('foundry', CLAUDE).markDown(30_000, 'forbidden');
+    const down = await request(app.getHttpServer()).get('/health').expect(503);
+    expect(down.body.status).toBe('error');
+    expect(down.body.error.switchboard).toMatchObject({
+      status: 'down',
+      message: `no healthy deployment for ${GPT}; no healthy deployment for ${CLAUDE}`,
+    });
+    model('foundry', CLAUDE).markUp();
     await request(app.getHttpServer()).get('/health').expect(200);
   });
 
@@ -137,6 +146,7 @@ describe('SwitchboardHealthIndicator over HTTP (Terminus)', () => {
       cooling: { d1: 3_000 },
     });
     model('d0', GPT).markDown(5_000);
+    model('foundry', CLAUDE).markDown(5_000);
     await request(app.getHttpServer()).get('/health').expect(503);
     clock.advance(5_000);
     await request(app.getHttpServer()).get('/health').expect(200);
@@ -176,16 +186,19 @@ describe('SwitchboardHealthIndicator over HTTP (Terminus)', () => {
     });
   });
 
-  it('answers 503 when every deployment of a model is out for a fault, whatever its reason', async () => {
+  it('answers 503 when every deployment of every model is out for a fault, whatever its reason', async () => {
     model('d0', GPT).markDown(60_000, 'unauthorized');
     model('d1', GPT).markDown(60_000, 'connection');
+    model('foundry', CLAUDE).markDown(60_000, 'server_error');
     const res = await request(app.getHttpServer()).get('/health').expect(503);
     expect(res.body.error.switchboard.models[GPT]).toEqual({
       healthy: 0,
       total: 2,
       cooling: { d0: 60_000, d1: 60_000 },
     });
-    expect(res.body.error.switchboard.message).toBe(`no healthy deployment for ${GPT}`);
+    expect(res.body.error.switchboard.message).toBe(
+      `no healthy deployment for ${GPT}; no healthy deployment for ${CLAUDE}`,
+    );
   });
 
   it('stays 200 when one deployment is out for a fault and the other is at quota', async () => {
@@ -263,9 +276,12 @@ describe('SwitchboardHealthIndicator without HTTP', () => {
         state: { status: 'up', store: 'memory' },
       },
     });
-    const down = indicator.isHealthy();
-    expect(down.switchboard.status).toBe('down');
-    expect(down.switchboard.message).toBe(`no healthy deployment for ${CLAUDE}`);
+    const served = indicator.isHealthy();
+    expect(served.switchboard.status).toBe('up');
+    expect(served.switchboard.message).toBe(`no healthy deployment for ${CLAUDE}`);
+    const every = indicator.isHealthy('switchboard', { ready: 'all' });
+    expect(every.switchboard.status).toBe('down');
+    expect(every.switchboard.message).toBe(`no healthy deployment for ${CLAUDE}`);
     await ref.close();
   });
 
@@ -309,5 +325,43 @@ describe('SwitchboardHealthIndicator without HTTP', () => {
       await ref.close();
     });
     jest.dontMock('@nestjs/terminus');
+  });
+});
+
+describe("readiness with health: { ready: 'all' }", () => {
+  it('answers 503 as soon as one model cannot be served, with the others healthy', async () => {
+    const ref = await Test.createTestingModule({
+      imports: [
+        TerminusModule.forRoot({ logger: false }),
+        SwitchboardModule.forRoot({
+          deployments: [...openaiDeployments(2, GPT), anthropicDeployment('foundry', CLAUDE)],
+          health: { ready: 'all' },
+        }),
+      ],
+      controllers: [HealthController],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.init();
+    try {
+      const sb = app.get(Switchboard);
+      for (const d of ['d0', 'd1']) sb.deployments.get(d)!.models.get(GPT)!.markDown(30_000);
+      const res = await request(app.getHttpServer()).get('/health').expect(503);
+      expect(res.body.error.switchboard).toMatchObject({
+        status: 'down',
+        models: { [GPT]: { healthy: 0, total: 2 }, [CLAUDE]: { healthy: 1, total: 1 } },
+        message: `no healthy deployment for ${GPT}`,
+      });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("refuses a value other than 'any' or 'all', naming the key", () => {
+    expect(() =>
+      createSwitchboard({
+        deployments: openaiDeployments(1, GPT),
+        health: { ready: 'most' as 'any' },
+      }),
+    ).toThrow("health.ready must be 'any' or 'all'");
   });
 });

@@ -266,14 +266,14 @@ describe('provisioned and outputWeight in the configuration', () => {
           ? {
               provider,
               name: 'ptu',
-              baseURL: 'http://127.0.0.1:9/openai/v1/',
+              baseURL: 'http://127.0.0.1:2/openai/v1/',
               apiKey: 'k',
               models: [{ name: MODEL, tpm: CAPACITY, ...model }],
             }
           : {
               provider,
               name: 'ptu',
-              baseURL: 'http://127.0.0.1:9/anthropic/',
+              baseURL: 'http://127.0.0.1:2/anthropic/',
               apiKey: 'k',
               models: [{ name: 'claude-sonnet-5', ...model }],
             },

@@ -145,7 +145,7 @@ describe('quota pools', () => {
     const member = (name: string, itpm: number) => ({
       provider: 'anthropic' as const,
       name,
-      baseURL: 'http://127.0.0.1:9/anthropic/',
+      baseURL: 'http://127.0.0.1:2/anthropic/',
       models: [{ name: CLAUDE, itpm, quotaPool: 'sub' }],
     });
     expect(() =>
@@ -160,7 +160,7 @@ describe('quota pools', () => {
           {
             provider: 'openai',
             name: 'azure',
-            baseURL: 'http://127.0.0.1:9/openai/v1/',
+            baseURL: 'http://127.0.0.1:2/openai/v1/',
             models: [{ name: 'gpt-4o', itpm: 60_000, quotaPool: 'sub' }],
           },
         ],

@@ -22,7 +22,7 @@ function registry(clock: () => number): DeploymentRegistry {
       {
         provider: 'openai',
         name: 'east',
-        baseURL: 'http://127.0.0.1:9/east/openai/v1/',
+        baseURL: 'http://127.0.0.1:2/east/openai/v1/',
         apiKey: 'k',
         models: [{ name: 'm', tpm: 10_000, rpm: 100 }],
       },

@@ -209,7 +209,7 @@ describe('maxInFlight', () => {
             {
               provider: 'openai',
               name: 'a',
-              baseURL: 'http://127.0.0.1:9/v1/',
+              baseURL: 'http://127.0.0.1:2/v1/',
               models: [{ name: GPT, maxInFlight: bad }],
             },
           ],

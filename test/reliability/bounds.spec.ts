@@ -98,7 +98,7 @@ describe('echoed strings', () => {
       deployments: ['a', 'b'].map((name) => ({
         provider: 'openai' as const,
         name,
-        baseURL: 'http://127.0.0.1:9/v1',
+        baseURL: 'http://127.0.0.1:2/v1',
         apiKey: 'k',
         models: [{ name: 'gpt-4o-mini' }],
       })),
@@ -294,7 +294,7 @@ describe('plain http:// to a remote host', () => {
       "deployment 'east' sends its API key over plain http:// to 10.0.0.5: use https://",
     );
     expect(plainHttpWarning('east', 'https://east.openai.azure.com/openai/v1/')).toBeUndefined();
-    for (const local of ['http://127.0.0.1:8080/v1', 'http://localhost/v1', 'http://[::1]:9/v1']) {
+    for (const local of ['http://127.0.0.1:8080/v1', 'http://localhost/v1', 'http://[::1]:2/v1']) {
       expect(plainHttpWarning('local', local)).toBeUndefined();
     }
     expect(plainHttpWarning('none', undefined)).toBeUndefined();
@@ -314,7 +314,7 @@ describe('plain http:// to a remote host', () => {
         {
           provider: 'openai',
           name: 'local',
-          baseURL: 'http://127.0.0.1:9/v1',
+          baseURL: 'http://127.0.0.1:2/v1',
           apiKey: 'k',
           models: [{ name: 'gpt-4o-mini' }],
         },
@@ -347,7 +347,7 @@ describe('a deeply nested body', () => {
         {
           provider: 'openai',
           name: 'a',
-          baseURL: 'http://127.0.0.1:9/v1',
+          baseURL: 'http://127.0.0.1:2/v1',
           apiKey: 'k',
           models: [{ name: 'gpt-4o-mini' }],
         },

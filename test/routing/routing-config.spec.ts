@@ -91,13 +91,13 @@ describe('routing options at construction', () => {
     );
   });
 
-  it("rejects a fallback served through the other provider's API", () => {
-    expect(build({ deployments: pool(), fallbacks: { 'gpt-4o': ['claude-sonnet-5'] } })).toThrow(
-      /fallbacks\.gpt-4o\[0\] 'claude-sonnet-5' is served by anthropic deployments but gpt-4o by openai ones/,
-    );
-    expect(build({ deployments: pool(), fallbacks: { 'claude-sonnet-5': ['gpt-4o'] } })).toThrow(
-      /fallbacks\.claude-sonnet-5\[0\] 'gpt-4o' is served by openai deployments but claude-sonnet-5 by anthropic ones/,
-    );
+  it("accepts a fallback served through the other provider's API (calls are translated)", () => {
+    expect(
+      build({ deployments: pool(), fallbacks: { 'gpt-4o': ['claude-sonnet-5'] } }),
+    ).not.toThrow();
+    expect(
+      build({ deployments: pool(), fallbacks: { 'claude-sonnet-5': ['gpt-4o'] } }),
+    ).not.toThrow();
   });
 
   it('rejects a cycle, direct or through a chain, once each', () => {
@@ -135,13 +135,13 @@ describe('routing options at construction', () => {
 deployments:
   - provider: openai
     name: ptu
-    baseURL: http://127.0.0.1:9/ptu/openai/v1/
+    baseURL: http://127.0.0.1:2/ptu/openai/v1/
     apiKey: k
     priority: 0
     models: [{ name: gpt-4o, weight: 2 }]
   - provider: openai
     name: payg
-    baseURL: http://127.0.0.1:9/payg/openai/v1/
+    baseURL: http://127.0.0.1:2/payg/openai/v1/
     apiKey: k
     priority: \${PAYG_PRIORITY:-1}
     models: [{ name: gpt-4o }, { name: gpt-4o-mini }]
@@ -202,7 +202,7 @@ fallbacks:
     // ---- end of README code ----
     const env = Object.fromEntries(
       ['PTU', 'EASTUS', 'SWEDEN'].flatMap((n) => [
-        [`AZURE_OPENAI_${n}_ENDPOINT`, `http://127.0.0.1:9/${n.toLowerCase()}`],
+        [`AZURE_OPENAI_${n}_ENDPOINT`, `http://127.0.0.1:2/${n.toLowerCase()}`],
         [`AZURE_OPENAI_${n}_API_KEY`, 'k'],
       ]),
     );

@@ -318,7 +318,7 @@ describe('Messages (@anthropic-ai/sdk client)', () => {
 });
 
 describe('health, metrics and state', () => {
-  it('GET /health answers 200, then 503 once a model has no healthy deployment', async () => {
+  it('GET /health answers 200 while any model is served (one down is named), 503 once none is', async () => {
     const up = await fetch(`${gateway.url}/health`);
     expect(up.status).toBe(200);
     expect(await up.json()).toMatchObject({
@@ -327,6 +327,19 @@ describe('health, metrics and state', () => {
     });
 
     for (const d of sb.deployments.values()) d.models.get(GPT)?.markDown(60_000);
+    const oneDown = await fetch(`${gateway.url}/health`);
+    expect(oneDown.status).toBe(200);
+    expect(await oneDown.json()).toMatchObject({
+      info: {
+        switchboard: {
+          status: 'up',
+          models: { [GPT]: { healthy: 0 } },
+          message: expect.stringContaining(`no healthy deployment for ${GPT}`),
+        },
+      },
+    });
+
+    for (const d of sb.deployments.values()) for (const m of d.models.values()) m.markDown(60_000);
     const down = await fetch(`${gateway.url}/health`);
     expect(down.status).toBe(503);
     const body = (await down.json()) as {
@@ -337,7 +350,7 @@ describe('health, metrics and state', () => {
     expect(body.error.switchboard.status).toBe('down');
     expect(body.error.switchboard.models[GPT]!.healthy).toBe(0);
 
-    for (const d of sb.deployments.values()) d.models.get(GPT)?.markUp();
+    for (const d of sb.deployments.values()) for (const m of d.models.values()) m.markUp();
     expect((await fetch(`${gateway.url}/health`)).status).toBe(200);
   });
 

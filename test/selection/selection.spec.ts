@@ -146,7 +146,7 @@ describe('selection', () => {
       deployments.push({
         provider: 'openai',
         name: 'mini-only',
-        baseURL: 'http://127.0.0.1:9/x/',
+        baseURL: 'http://127.0.0.1:2/x/',
         apiKey: 'k',
         models: [{ name: 'gpt-4.1-nano' }],
       });

@@ -32,7 +32,7 @@ describe('the default key prefix', () => {
     const a = openaiDeployments(2);
     const other = a.map((d) => ({
       ...d,
-      baseURL: d.baseURL!.replace('127.0.0.1:9', 'example.net'),
+      baseURL: d.baseURL!.replace('127.0.0.1:2', 'example.net'),
     }));
     const prefixOf = (deployments: typeof a) => replica(deployments).state.health().prefix;
     expect(prefixOf(a)).toMatch(/^switchboard:[0-9a-f]{12}:$/);

@@ -9,7 +9,7 @@ export function openaiDeployments(
   return Array.from({ length: n }, (_, i) => ({
     provider: 'openai' as const,
     name: `d${i}`,
-    baseURL: `http://127.0.0.1:9/d${i}/openai/v1/`,
+    baseURL: `http://127.0.0.1:2/d${i}/openai/v1/`,
     apiKey: `sk-test-${i}`,
     models: [{ name: model, ...quota }],
   }));
@@ -19,7 +19,7 @@ export function anthropicDeployment(name: string, model = 'claude-sonnet-5'): An
   return {
     provider: 'anthropic',
     name,
-    baseURL: `http://127.0.0.1:9/${name}/anthropic/`,
+    baseURL: `http://127.0.0.1:2/${name}/anthropic/`,
     apiKey: 'foundry-key',
     models: [{ name: model, tpm: 30_000, rpm: 300 }],
   };

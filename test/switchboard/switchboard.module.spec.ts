@@ -7,8 +7,10 @@ import {
   type INestApplication,
 } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { DeploymentRegistry, type Deployment } from 'nestjs-switchboard/extend';
+import * as extend from 'nestjs-switchboard/extend';
+import type { Deployment } from 'nestjs-switchboard/extend';
 import {
+  DeploymentRegistry,
   Selector,
   Switchboard,
   SwitchboardError,
@@ -121,6 +123,10 @@ describe('SwitchboardModule registration', () => {
     expect([...sb.deployments.keys()]).toEqual(['d0', 'd1', 'd2']);
     expect(sb.selector).toBeInstanceOf(TwoRandomChoices);
     expect(ref.get(SWITCHBOARD_MODULE_OPTIONS)).toEqual(options());
+  });
+
+  it('exports DeploymentRegistry from the package root, the same class as on /extend', () => {
+    expect(DeploymentRegistry).toBe(extend.DeploymentRegistry);
   });
 
   it('forRoot does not pass isGlobal on as a switchboard option', async () => {

@@ -9,6 +9,7 @@ import type { AnthropicConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
 import { clientKey } from '../token-provider';
 import { NO_REDIRECTS } from '../redirect';
+import { clientFetch } from '../client-fetch';
 import { toWire, wireNames, type WireOptions } from '../wire-model';
 
 const ERRORS: ProviderErrors = {
@@ -47,6 +48,7 @@ export class AnthropicDeployment extends Deployment {
       maxRetries: 0,
       timeout: this.timeout,
       fetchOptions: NO_REDIRECTS,
+      ...clientFetch(config),
     };
     const names = wireNames(config.models);
     this.client = names

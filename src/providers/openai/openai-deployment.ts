@@ -8,6 +8,7 @@ import type { OpenAIConfig } from '../../types';
 import type { ProviderKit } from '../provider-kit';
 import { clientKey } from '../token-provider';
 import { NO_REDIRECTS } from '../redirect';
+import { clientFetch } from '../client-fetch';
 import { toWire, wireNames, type WireOptions } from '../wire-model';
 
 const ERRORS: ProviderErrors = {
@@ -42,6 +43,7 @@ export class OpenAIDeployment extends Deployment {
       maxRetries: 0,
       timeout: this.timeout,
       fetchOptions: NO_REDIRECTS,
+      ...clientFetch(config),
     };
     const names = wireNames(config.models);
     this.client = names

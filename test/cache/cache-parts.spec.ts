@@ -1,0 +1,291 @@
+/**
+ * The response cache's parts on their own: its key, its verdict on answers, its memory bound,
+ * what it accepts from the shared store, and 10 000 calls over 50 tenants.
+ */
+import { createSwitchboard } from 'nestjs-switchboard';
+import { seededRandom } from 'nestjs-switchboard/testing';
+import { answerVerdict, StreamVerdict } from '../../src/cache/answer-verdict';
+import { readEntry, type CacheEntry } from '../../src/cache/cache-entry';
+import { cacheOffByHeaders } from '../../src/cache/cache-headers';
+import { cacheKey, canonicalJson } from '../../src/cache/cache-key';
+import { CacheTelemetry } from '../../src/cache/cache-telemetry';
+import { MemoryEntries } from '../../src/cache/memory-entries';
+import { ResponseCache, type CacheCall } from '../../src/cache/response-cache';
+import { chatCompletions } from '../../src/providers/openai/chat';
+import type { ApiAdapter } from '../../src/providers/adapter';
+import type { PreparedRequest } from '../../src/providers/attempt-types';
+import type { Answer, Deployment } from '../../src/registry/deployment';
+import { completion, json, scriptedUpstream } from '../support/scripted-upstream';
+import { ask, GPT } from '../support/upstream';
+
+describe('the key', () => {
+  it('is the same for the same body in any key order, and differs by tenant, operation and content', () => {
+    const a = { model: GPT, messages: [{ role: 'user', content: 'hi' }], temperature: 0 };
+    const b = { temperature: 0, messages: [{ content: 'hi', role: 'user' }], model: GPT };
+    expect(canonicalJson(b, 0)).toBe(canonicalJson(a, 0));
+    const key = cacheKey('acme', 'chat.completions.create', a)!;
+    expect(key).toMatch(/^[0-9a-f]{64}$/);
+    expect(cacheKey('acme', 'chat.completions.create', b)).toBe(key);
+    expect(cacheKey('globex', 'chat.completions.create', a)).not.toBe(key);
+    expect(cacheKey('acme', 'chat.completions.parse', a)).not.toBe(key);
+    expect(cacheKey('acme', 'chat.completions.create', { ...a, temperature: 1 })).not.toBe(key);
+    // A tenant cannot run into another's digest by moving the separator.
+    expect(cacheKey('a', 'b\0c', a)).not.toBe(cacheKey('a\0b', 'c', a));
+  });
+
+  it('is not taken over a body nested past 64 levels', () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 70; i++) deep = [deep];
+    expect(cacheKey('', 'op', { model: GPT, deep })).toBeUndefined();
+  });
+});
+
+describe('the verdict on answers', () => {
+  const chat = (reason: string, message: object = { content: 'x' }) => ({
+    choices: [{ index: 0, message, finish_reason: reason }],
+  });
+  it('keeps complete successes only, and tells tool calls apart', () => {
+    expect(answerVerdict('chat.completions', chat('stop'))).toEqual({
+      complete: true,
+      tools: false,
+    });
+    expect(answerVerdict('chat.completions', chat('length')).complete).toBe(false);
+    expect(answerVerdict('chat.completions', chat('content_filter')).complete).toBe(false);
+    expect(answerVerdict('chat.completions', chat('tool_calls')).tools).toBe(true);
+    expect(answerVerdict('responses', { status: 'incomplete', output: [] }).complete).toBe(false);
+    expect(
+      answerVerdict('responses', { status: 'completed', output: [{ type: 'function_call' }] }),
+    ).toEqual({ complete: true, tools: true });
+    expect(answerVerdict('messages', { stop_reason: 'max_tokens', content: [] }).complete).toBe(
+      false,
+    );
+    expect(answerVerdict('messages', { stop_reason: 'tool_use', content: [] }).tools).toBe(true);
+    expect(answerVerdict('moderations', {}).complete).toBe(false);
+  });
+
+  it('a stream is complete only once its closing events came', () => {
+    const judge = new StreamVerdict('messages');
+    judge.see({ type: 'message_start' });
+    judge.see({ type: 'content_block_delta' });
+    expect(judge.verdict().complete).toBe(false);
+    judge.see({ type: 'message_delta', delta: { stop_reason: 'end_turn' } });
+    judge.see({ type: 'message_stop' });
+    expect(judge.verdict()).toEqual({ complete: true, tools: false });
+    const cut = new StreamVerdict('chat.completions');
+    cut.see({ choices: [{ index: 0, delta: { content: 'a' }, finish_reason: null }] });
+    expect(cut.verdict().complete).toBe(false);
+    cut.see({ choices: [{ index: 0, delta: {}, finish_reason: 'length' }] });
+    expect(cut.verdict().complete).toBe(false);
+    const failed = new StreamVerdict('responses');
+    failed.see({ type: 'response.incomplete' });
+    failed.see({ type: 'response.completed', response: { status: 'completed', output: [] } });
+    expect(failed.verdict().complete).toBe(false);
+  });
+});
+
+describe('the memory bound', () => {
+  const entry = (key: string, size: number, expires = Infinity): CacheEntry => ({
+    v: 1,
+    key,
+    model: GPT,
+    kind: 'json',
+    deployment: 'd',
+    tags: [],
+    expires,
+    body: 'x'.repeat(size),
+  });
+  it('drops the least recently used past maxBytes, and an expired entry when read', () => {
+    const m = new MemoryEntries(10_000);
+    m.put(entry('a', 2_000));
+    m.put(entry('b', 2_000));
+    expect(m.get('a', 0)).toBeDefined();
+    m.put(entry('c', 2_000));
+    expect(m.bytes).toBeLessThanOrEqual(10_000);
+    expect(m.get('b', 0)).toBeUndefined();
+    expect(m.get('a', 0)).toBeDefined();
+    m.put(entry('huge', 20_000));
+    expect(m.get('huge', 0)).toBeUndefined();
+    m.put(entry('old', 10, 5));
+    expect(m.get('old', 4)).toBeDefined();
+    expect(m.get('old', 5)).toBeUndefined();
+  });
+});
+
+describe('what is read from the shared store', () => {
+  const expect0 = { key: 'k', model: GPT, kind: 'events' as const, now: 1_000, ttl: 60_000 };
+  const good = {
+    v: 1,
+    key: 'k',
+    model: GPT,
+    kind: 'events',
+    deployment: 'd',
+    tags: ['eu'],
+    expires: 2_000,
+    usage: { input: 1, output: 2 },
+    events: ['{"a":1}'],
+  };
+  const read = (patch: object) => readEntry(JSON.stringify({ ...good, ...patch }), expect0);
+  it('accepts a well-formed entry, and refuses each forged field', () => {
+    expect(typeof read({})).toBe('object');
+    expect(read({ v: 2 })).toMatch(/version/);
+    expect(read({ key: 'other' })).toMatch(/another key/);
+    expect(read({ model: 'gpt-4o' })).toMatch(/another model/);
+    expect(read({ kind: 'json' })).toMatch(/kind/);
+    expect(read({ deployment: 7 })).toMatch(/deployment/);
+    expect(read({ tags: ['x'.repeat(65)] })).toMatch(/tags/);
+    expect(read({ expires: 'soon' })).toMatch(/expiry/);
+    expect(read({ expires: 500 })).toBe('expired');
+    expect(read({ expires: 1e15 })).toMatch(/later than the ttl/);
+    expect(read({ usage: { input: -1, output: 0 } })).toMatch(/usage/);
+    expect(read({ usage: { input: 1, output: 2, cacheRead: 'x' } })).toMatch(/usage/);
+    expect(read({ events: [] })).toMatch(/events/);
+    expect(read({ events: ['not json'] })).toMatch(/JSON object/);
+    expect(read({ events: [7] })).toMatch(/text/);
+    expect(readEntry('x'.repeat(1024 * 1024 + 1), expect0)).toMatch(/longer/);
+    expect(readEntry('[1]', expect0)).toMatch(/not an object/);
+    const sse = { ...expect0, kind: 'sse' as const };
+    const ok = readEntry(
+      JSON.stringify({ ...good, kind: 'sse', events: ['data: [DONE]\n\n'] }),
+      sse,
+    );
+    expect(typeof ok).toBe('object');
+    expect(
+      readEntry(JSON.stringify({ ...good, kind: 'sse', events: ['HTTP/1.1 200 OK\n\n'] }), sse),
+    ).toMatch(/SSE/);
+  });
+});
+
+describe('turning it off', () => {
+  it('by headers: cache-control no-store, x-switchboard-cache: off', () => {
+    const h = (headers: Record<string, string>) => (name: string) => headers[name];
+    expect(cacheOffByHeaders(h({ 'cache-control': 'no-store' }))).toBe(true);
+    expect(cacheOffByHeaders(h({ 'cache-control': 'max-age=0, No-Store' }))).toBe(true);
+    expect(cacheOffByHeaders(h({ 'cache-control': 'no-cache' }))).toBe(false);
+    expect(cacheOffByHeaders(h({ 'x-switchboard-cache': 'OFF' }))).toBe(true);
+    expect(cacheOffByHeaders(h({}))).toBe(false);
+  });
+
+  it('options are checked: a bad ttl names the field; a per-call cache must be a boolean', async () => {
+    const deployments = [
+      {
+        provider: 'openai' as const,
+        name: 'd',
+        baseURL: 'http://127.0.0.1:65000/v1',
+        apiKey: 'k',
+        models: [{ name: GPT }],
+      },
+    ];
+    expect(() => createSwitchboard({ deployments, cache: { ttl: -1 } })).toThrow(/cache\.ttl/);
+    expect(() => createSwitchboard({ deployments, cache: { ttl: 1, maxBytes: 0 } })).toThrow(
+      /cache\.maxBytes/,
+    );
+    expect(() =>
+      createSwitchboard({ deployments, cache: { ttl: 1, extra: true } as never }),
+    ).toThrow(/cache/);
+    const sb = createSwitchboard({ deployments, cache: { ttl: 1 } });
+    await expect(sb.chat.completions.create(ask('x', { cache: 'no' as never }))).rejects.toThrow(
+      /cache must be false/,
+    );
+    await sb.close();
+  });
+});
+
+describe('tool calls', () => {
+  it('are kept only with cacheToolCalls', async () => {
+    const toolAnswer = {
+      ...(completion() as object),
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+          },
+          finish_reason: 'tool_calls',
+        },
+      ],
+    };
+    const up = await scriptedUpstream((_req, res) => json(res, 200, toolAnswer));
+    try {
+      for (const cacheToolCalls of [false, true]) {
+        const sb = createSwitchboard({
+          deployments: [
+            {
+              provider: 'openai',
+              name: 'd',
+              baseURL: `${up.origin}/v1`,
+              apiKey: 'k',
+              models: [{ name: GPT }],
+            },
+          ],
+          cache: { ttl: 60_000, cacheToolCalls },
+        });
+        const before = up.requests.length;
+        await sb.chat.completions.create(ask('call a tool'));
+        await sb.chat.completions.create(ask('call a tool'));
+        expect(up.requests.length - before).toBe(cacheToolCalls ? 1 : 2);
+        await sb.close();
+      }
+    } finally {
+      await up.close();
+    }
+  });
+});
+
+describe('10 000 calls over 50 tenants', () => {
+  it('serves no tenant an answer made for another', async () => {
+    const random = seededRandom(47);
+    const deployment = { name: 'd', tags: [], provider: 'openai' } as unknown as Deployment;
+    const cache = new ResponseCache(
+      { ttl: 3_600_000, maxBytes: 4 * 1024 * 1024 },
+      {
+        clock: () => 0,
+        logger: console,
+        telemetry: new CacheTelemetry([GPT]),
+        bytesOf: () => undefined,
+        price: () => undefined,
+      },
+    );
+    const adapter = chatCompletions as unknown as ApiAdapter;
+    let hits = 0;
+    let crossed = 0;
+    for (let i = 0; i < 10_000; i++) {
+      const tenant = `t${Math.floor(random() * 50)}`;
+      // Few prompts: the same words come from many tenants.
+      const body = ask(`prompt ${Math.floor(random() * 40)}`);
+      const call: CacheCall = {
+        adapter,
+        opName: 'create',
+        body,
+        tenant,
+        required: undefined,
+        stream: false,
+        off: false,
+        deployment,
+      };
+      let sent = false;
+      const answer = await cache.serve(call, undefined, (decided) => {
+        sent = true;
+        const request = cache.recording(decided, {
+          body,
+          stream: false,
+        } as unknown as PreparedRequest);
+        const data = {
+          ...(completion() as object),
+          id: tenant,
+          choices: [
+            { index: 0, message: { role: 'assistant', content: tenant }, finish_reason: 'stop' },
+          ],
+        };
+        request.track!.seen(data, body, deployment, adapter);
+        return Promise.resolve({ data } as Answer);
+      });
+      const data = answer.data as { id: string };
+      if (!sent) hits++;
+      if (data.id !== tenant) crossed++;
+    }
+    expect(hits).toBeGreaterThan(5_000);
+    expect(crossed).toBe(0);
+  });
+});
