@@ -327,7 +327,7 @@ export class Router implements DispatchShared {
       const provisioned = this.provisioned.has(model);
       const prefix =
         (provisioned || this.cacheAffinity) && request.metered && adapter.path[0] !== 'embeddings'
-          ? prefixKey(body, request.admission.input)
+          ? prefixKey(body, request.admission.input, tenant)
           : undefined;
       if (provisioned && prefix !== undefined) {
         request.admission.cachePrefix ??= { key: prefix, tokens: CACHEABLE_TOKENS };
