@@ -156,9 +156,14 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       secrets: options.deployments.flatMap((d) => (typeof d.apiKey === 'string' ? [d.apiKey] : [])),
       warn: (line) => this.logger.warn(line),
       call: (adapter, op, params, callOptions) =>
-        router.call(adapter, op, 'sb', 'fetch', params, callOptions),
+        router.call({ adapter, op, surface: 'sb', opName: 'fetch' }, params, callOptions),
       callHolding: (adapter, op, id, body, callOptions) =>
-        router.callHolding(adapter, op, `sb.${adapter.path.join('.')}`, id, body, callOptions),
+        router.callHolding(
+          { adapter, op, surface: `sb.${adapter.path.join('.')}`, opName: 'fetch' },
+          id,
+          body,
+          callOptions,
+        ),
     });
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';

@@ -1,4 +1,4 @@
-import { GatewayKeys } from './gateway-keys';
+import { type GatewayKeys } from './gateway-keys';
 import { gatewayKeyOf } from './gateway.guard';
 
 /**

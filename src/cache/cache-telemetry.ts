@@ -3,6 +3,7 @@ import {
   SpanKind,
   metrics,
   trace,
+  type Attributes,
   type Counter,
   type MeterProvider,
   type Tracer,
@@ -38,8 +39,11 @@ export class CacheTelemetry {
   private readonly tracer: Tracer;
   /** The global provider, which may get its delegate (an SDK) only after this was built. */
   private readonly proxy: ProxyTracerProvider | undefined;
-  /** Models a label may name: a caller's unknown model makes no series. */
-  private readonly models: ReadonlySet<string>;
+  /** Per model a label may name, its attribute sets, made once: a hit allocates none. */
+  private readonly labels = new Map<
+    string,
+    Record<CacheResult, Attributes> & { model: Attributes }
+  >();
 
   constructor(
     models: Iterable<string>,
@@ -56,15 +60,22 @@ export class CacheTelemetry {
       description: 'USD the answers served from the cache cost when they were made (with pricing)',
       unit: 'USD',
     });
-    this.models = new Set(models);
-    for (const model of this.models) {
-      for (const result of RESULTS) this.calls.add(0, { model, result });
-      this.saved.add(0, { model });
+    for (const model of models) {
+      const labels = {
+        hit: { model, result: 'hit' },
+        miss: { model, result: 'miss' },
+        bypass: { model, result: 'bypass' },
+        model: { model },
+      };
+      this.labels.set(model, labels);
+      for (const result of RESULTS) this.calls.add(0, labels[result]);
+      this.saved.add(0, labels.model);
     }
   }
 
   count(model: string, result: CacheResult): void {
-    if (this.models.has(model)) this.calls.add(1, { model, result });
+    const labels = this.labels.get(model);
+    if (labels !== undefined) this.calls.add(1, labels[result]);
   }
 
   /** A hit: counted, its saving added, its span made and ended at once. */
@@ -72,9 +83,10 @@ export class CacheTelemetry {
     hit: { model: string; provider: Provider; deployment: string; embeddings: boolean },
     usd: number | undefined,
   ): void {
-    if (!this.models.has(hit.model)) return;
-    this.calls.add(1, { model: hit.model, result: 'hit' });
-    if (usd !== undefined && usd > 0) this.saved.add(usd, { model: hit.model });
+    const labels = this.labels.get(hit.model);
+    if (labels === undefined) return;
+    this.calls.add(1, labels.hit);
+    if (usd !== undefined && usd > 0) this.saved.add(usd, labels.model);
     // Without a tracer SDK a span's attributes would cost the hit for no one.
     if (this.proxy?.getDelegate() === NO_TRACER_PROVIDER) return;
     const operation = hit.embeddings

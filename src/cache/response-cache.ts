@@ -82,7 +82,7 @@ export interface CacheContext {
  * @example
  * ```ts
  * const cache = new ResponseCache({ ttl: 60_000 }, context);
- * return cache.serve(call, options, (decided) => router.call(adapter, op, surface, opName, params, decided));
+ * return cache.serve(call, options, (decided) => router.call(entry, params, decided));
  * ```
  */
 export class ResponseCache {

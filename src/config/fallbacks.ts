@@ -3,8 +3,7 @@ import type { ConfigProblem } from '../types';
 
 /**
  * Problems with `options.fallbacks` and `options.contentFilterFallbacks`, each at the entry it
- * is about: a model nobody serves, a fallback served through the other provider's API (the
- * call's params would not fit it), a chain that comes back to where it started (a content-filter
+ * is about: a model nobody serves, a chain that comes back to where it started (a content-filter
  * list is not chained: there, only a model naming itself). Run it on options that passed the
  * schema.
  *
@@ -106,7 +105,10 @@ function listOf(
   return Object.hasOwn(fallbacks, model) ? fallbacks[model]! : [];
 }
 
-/** Each entry of a map of fallbacks names models that are served, through the same API. */
+/**
+ * Each entry of a map of fallbacks names models that are served. A fallback may be the other
+ * provider's: a call is then translated into its API, or skipped there when it cannot be.
+ */
 function checkEntries(
   map: Readonly<Record<string, readonly string[]>>,
   key: string,
@@ -115,8 +117,7 @@ function checkEntries(
   const served = [...providers.keys()].join(', ');
   const problems: ConfigProblem[] = [];
   for (const [model, list] of Object.entries(map)) {
-    const provider = providers.get(model);
-    if (provider === undefined) {
+    if (!providers.has(model)) {
       problems.push({
         path: [key, model],
         message: `names a model no deployment serves: use one of ${served}, or add a deployment for it`,
@@ -129,11 +130,6 @@ function checkEntries(
         problems.push({
           path,
           message: `'${fallback}' is served by no deployment: add a deployment that serves it, or remove it from the list (served: ${served})`,
-        });
-      } else if (provider !== undefined && other !== provider) {
-        problems.push({
-          path,
-          message: `'${fallback}' is served by ${other} deployments but ${model} by ${provider} ones: a fallback must take the same API's params`,
         });
       }
     });

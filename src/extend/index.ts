@@ -87,6 +87,7 @@ export type {
   PeerFoldTarget,
 } from '../state/peer-report';
 export type { RedisClientLike } from '../state/redis-state';
+export type { LeaseOptions } from '../state/leases/lease-options';
 export {
   METER_NAME,
   SWITCHBOARD_METRICS,

@@ -118,7 +118,9 @@ export class QuotaLedger {
   /** A provisioned (PTU) deployment's utilization, over the tokens counter; else `undefined`. */
   readonly utilization: UtilizationCounter | undefined;
   /** Every counter, in the order they are asked. */
-  private readonly counters: readonly LimitCounter[];
+  private counters: readonly LimitCounter[];
+  /** Limits a shared store adds, asked after the ledger's own (see {@link gate}). */
+  private gates: readonly LimitCounter[] = [];
   /** The counters with a limit in force ({@link gatingOf}); undefined when a limit changed. */
   private gating: readonly LimitCounter[] | undefined = undefined;
   /** The counters a single call can be too big for. */
@@ -231,7 +233,18 @@ export class QuotaLedger {
       burst: this.burst,
       input: this.input,
       output: this.output,
-    }));
+    }).concat(this.gates));
+  }
+
+  /**
+   * @internal Add limits of a shared store's making (a replica's leases): they gate every
+   * admission as the ledger's own limits do, and hear of every charge.
+   */
+  gate(counters: readonly LimitCounter[]): void {
+    this.counters = this.counters.filter((c) => !this.gates.includes(c)).concat(counters);
+    this.gates = counters;
+    this.gating = undefined;
+    forget(this.hot);
   }
 
   /** Usage other instances reported; written by a shared state store. */

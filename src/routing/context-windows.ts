@@ -1,4 +1,5 @@
 import { tokensOf, type Admission } from '../quota/admission';
+import type { PreparedRequest } from '../providers/attempt-types';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { SwitchboardError } from '../switchboard.error';
 
@@ -61,4 +62,28 @@ export function tooLongError(
       (others.length > 0 ? ` and than its fallbacks' (${others.join(', ')})` : '') +
       `. Shorten the prompt or lower max_tokens${others.length > 0 ? '' : ', or configure a fallback with a larger window'}; nothing was sent.`,
   );
+}
+
+/**
+ * For a call too long for `model`, the fallbacks whose context window holds it (the first with
+ * room takes it); `undefined` when it fits, or no model has a window. None: a
+ * `SwitchboardError` naming the sizes.
+ *
+ * @example
+ * ```ts
+ * widerModels(windows, 'gpt-4o-mini', request, ['gpt-4.1']); // ['gpt-4.1'] for a long prompt
+ * ```
+ */
+export function widerModels(
+  windows: ReadonlyMap<string, number> | undefined,
+  model: string,
+  request: PreparedRequest,
+  fallbacks: readonly string[] | undefined,
+): string[] | undefined {
+  if (windows === undefined || !request.metered) return undefined;
+  const need = tokensNeeded(request.admission);
+  if (fits(windows, model, need)) return undefined;
+  const wider = (fallbacks ?? []).filter((m) => fits(windows, m, need));
+  if (wider.length === 0) throw tooLongError(model, request.admission, windows, fallbacks);
+  return wider;
 }

@@ -26,9 +26,13 @@ import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { fits, tokensNeeded } from './context-windows';
 import type { TrafficRecorder } from '../traffic/traffic-recorder';
-import { routeCall, type NoRoom, type Route } from './route-call';
+import { routeCall, type NoRoom, type Route, type RouteQuery } from './route-call';
 import { explain } from './explanations';
 import type { TagSet } from '../placement/tags';
+import { isNoRoom } from '../quota/no-room';
+import { crossVendor } from '../translate/cross-vendor';
+import { skippedSentence, type SkippedFallback } from '../translate/fallback-choice';
+import { maxOutputOf } from '../translate/max-output';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 /** Stands for "others are already waiting for room": no routing is tried. */
@@ -111,6 +115,8 @@ export interface DispatchCall {
   readonly required?: TagSet;
   /** The models tried when Azure's content filter refuses the call (`contentFilterFallbacks`). */
   readonly filterFallbacks?: readonly string[];
+  /** Fallbacks of the other vendor left out because the call cannot be translated for them. */
+  readonly skipped?: readonly SkippedFallback[];
 }
 
 /**
@@ -130,16 +136,16 @@ export interface DispatchCall {
  * const answer = await new Dispatch(shared, { adapter, op, request, sessionId: 'user-42', pool }).run();
  * ```
  */
-export class Dispatch implements AttemptOutcome, CallGate {
+export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
   private readonly model: string;
   /**
    * The model the call is routed to as its own, with its deployments and fallbacks: the requested
    * one, until a refusal no deployment of it would lift (a prompt beyond its context window,
    * Azure's content filter) moved the call on ({@link leaveModel}).
    */
-  private target: string;
-  private targetPool: readonly Deployment[];
-  private targetFallbacks: readonly string[] | undefined;
+  target: string;
+  targetPool: readonly Deployment[];
+  targetFallbacks: readonly string[] | undefined;
   /** Why the call left the requested model; undefined while it has not. */
   private refusal: Refusal | undefined = undefined;
   /** The models that refused the call (made on the first refusal). */
@@ -162,13 +168,14 @@ export class Dispatch implements AttemptOutcome, CallGate {
   private readonly op: ApiOperation;
   private readonly request: PreparedRequest;
   private readonly options: SdkRequestOptions | undefined;
-  private readonly sessionId: string | undefined;
+  readonly sessionId: string | undefined;
   private readonly pool: readonly Deployment[];
   private readonly fallbacks: readonly string[] | undefined;
   private readonly pin: Pin | undefined;
   private readonly tags: CallTags;
-  private readonly required: TagSet | undefined;
+  readonly required: TagSet | undefined;
   private readonly filterFallbacks: readonly string[] | undefined;
+  private readonly skipped: readonly SkippedFallback[] | undefined;
 
   constructor(
     private readonly shared: DispatchShared,
@@ -186,6 +193,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
     this.tags = call.tags ?? UNTAGGED;
     this.required = call.required;
     this.filterFallbacks = call.filterFallbacks;
+    this.skipped = call.skipped;
     // A call without a model (a retrieval) is pinned, and its model is never asked for.
     this.model = (pin !== undefined ? pin.model : request.body.model) as string;
     this.admission = request.metered ? request.admission : undefined;
@@ -327,6 +335,11 @@ export class Dispatch implements AttemptOutcome, CallGate {
       this.last?.deployment,
       error,
     );
+    // The switchboard's own refusal says which fallbacks the call could not be translated for.
+    const skipped = this.skipped;
+    if (skipped !== undefined && (isNoRoom(error) || error instanceof SwitchboardError)) {
+      (error as Error).message += skippedSentence(skipped);
+    }
     this.rejectCall(error);
   }
 
@@ -393,15 +406,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
       this.admission = this.shared.lanes.admissionFor(this.model, 'batch', this.request.admission);
     }
     this.now = this.shared.clock();
-    return routeCall(
-      this.shared.picker,
-      this.target,
-      this.targetFallbacks,
-      this.sessionId,
-      this,
-      this.targetPool,
-      this.required,
-    );
+    return routeCall(this.shared.picker, this);
   }
 
   /** As a gate: room for the call's charge on a deployment it has not tried. */
@@ -457,17 +462,18 @@ export class Dispatch implements AttemptOutcome, CallGate {
         );
         const metrics = shared.metrics;
         const reason = refusal ?? 'unavailable';
-        hooks = { ...hooks, sent: (s) => metrics.request(s, model, reason) };
+        const translated = deployment.provider !== this.adapter.provider;
+        hooks = { ...hooks, sent: (s) => metrics.request(s, model, reason, translated) };
         prepared = { ...request, body: { ...request.body, model: to.model } };
       }
       const state = this.pin?.modelState ?? deployment.models.get(to.model)!;
+      if (deployment.provider !== this.adapter.provider) {
+        this.sendTranslated(to, state, request, hooks, outcome);
+        return;
+      }
+      const { adapter, op, options } = this;
       runAttempt(
-        deployment,
-        state,
-        this.adapter,
-        this.op,
-        prepared,
-        this.options,
+        { deployment, modelState: state, adapter, op, request: prepared, options },
         hooks,
         outcome,
         this.context,
@@ -478,16 +484,65 @@ export class Dispatch implements AttemptOutcome, CallGate {
     }
   }
 
+  /**
+   * An attempt on a deployment of the other vendor: the call translated into its API, admitted and
+   * priced there, its answer translated back (see {@link crossVendor}).
+   */
+  private sendTranslated(
+    to: Route,
+    state: ModelState,
+    request: PreparedRequest,
+    hooks: AttemptHooks,
+    outcome: AttemptOutcome,
+  ): void {
+    const { adapter, op } = this;
+    // An operation the adapter does not list is sb.fetch's relay of a create call.
+    const opName =
+      Object.keys(adapter.operations).find((k) => adapter.operations[k] === op) ?? 'fetch';
+    // A deployment of the caller's own provider: its SDK's stream class and error classes.
+    const own = [...this.shared.registry.deployments.values()].find(
+      (d) => d.provider === adapter.provider,
+    )!;
+    const crossing = crossVendor(
+      { adapter, opName, op, request, deployment: own },
+      {
+        deployment: to.deployment,
+        model: to.model,
+        maxTokens: maxOutputOf(to.model, state.quota.outputReservation),
+        clock: this.shared.clock,
+      },
+      outcome,
+    );
+    if (crossing === undefined) {
+      throw new SwitchboardError(
+        `${this.model}'s call cannot be translated for ${to.model}: it was not sent`,
+      );
+    }
+    const { adapter: target, op: targetOp, request: translated, outcome: back } = crossing;
+    runAttempt(
+      {
+        deployment: to.deployment,
+        modelState: state,
+        adapter: target,
+        op: targetOp,
+        request: translated,
+        options: this.options,
+      },
+      hooks,
+      back,
+      this.context,
+    );
+  }
+
   /** Why each deployment of the call's model and fallbacks did not take it (on failure only). */
   private explain() {
-    return explain(
-      this.shared.registry,
-      this.model,
-      this.fallbacks,
-      this.required,
-      this.admission,
-      this.exclude,
-    );
+    return explain(this.shared.registry, {
+      model: this.model,
+      fallbacks: this.fallbacks,
+      tags: this.required,
+      admission: this.admission,
+      tried: this.exclude,
+    });
   }
 
   /** A batch call held to the headroom that a deployment of its model has room for without it. */

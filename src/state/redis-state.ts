@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import type { SwitchboardLogger } from '../types';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
-import type { ModelEvent, ModelState } from '../registry/model-state';
+import type { ModelEvent } from '../registry/model-state';
 import { emptyPeerReport, type PeerReport } from './peer-report';
 import { SwitchboardError } from '../switchboard.error';
 import {
@@ -14,6 +14,7 @@ import {
 } from './redis/redis-connection';
 import { checkPeers, type PeerBounds, type PeerModelBounds } from './redis/peer-checks';
 import { ProblemLog } from './redis/problem-log';
+import { CLOSED, Outage } from './redis/outage';
 import { PointerKeys } from './redis/pointer-keys';
 import {
   defaultPrefix,
@@ -23,12 +24,14 @@ import {
   type RedisStateOptions,
   type ResolvedRedisOptions,
 } from './redis/redis-options';
-import { knownLimits, ownUsage, poolField, type Entry } from './redis/own-usage';
+import { entriesOf, knownLimits, ownUsage, type Entry } from './redis/own-usage';
+import { Leases } from './leases/leases';
+import { resolveLeases } from './leases/lease-options';
 import { DEFAULT_MAX_COOLDOWN } from '../runtime/upstream-numbers';
 import { DEFAULT_SKEW, readSyncReply, SYNC_SCRIPT, syncCommand } from './redis/sync-script';
 import type { SharedValues, StateContext, StateStore, StateStoreHealth } from './state-store';
 import { sharedValuesOf } from './redis/shared-values';
-import { SharedTenantCounts } from './redis/tenant-script';
+import { SharedTenantCounts, type SharedTenantContext } from './redis/tenant-script';
 import type { TenantCounts } from '../tenants/tenant-counts';
 
 export type { RedisClientLike } from './redis/redis-connection';
@@ -77,8 +80,6 @@ export function redisState(options: RedisStateOptions): StateStore {
 
 /** Without a window, usage keys live this long after the last write. */
 const UNWINDOWED_TTL = 24 * 3_600_000;
-/** What a dropped connection is reported as, when nothing better is known. */
-const CLOSED = 'connection closed';
 /** Most instances whose usage one sync reads. */
 const MAX_INSTANCES = 1024;
 
@@ -106,9 +107,13 @@ class RedisStateStore implements StateStore {
   private flushQueued = false;
   private attached = false;
   private closed = false;
-  private problem: string | undefined;
+  private readonly outage: Outage;
   private lastSync = 0;
   private readonly listeners: Record<'error' | 'ready' | 'close', (...args: unknown[]) => void>;
+  /** Admission by leases (absent with `leases: false`). */
+  private readonly leases: Leases | undefined;
+  /** What the parts that talk to Redis on their own borrow from the store. */
+  private readonly host: SharedTenantContext & { prefix: () => string };
 
   constructor(
     private readonly options: ResolvedRedisOptions,
@@ -117,26 +122,34 @@ class RedisStateStore implements StateStore {
   ) {
     this.prefix = options.prefix;
     this.scrub = secretScrubber(options.url);
+    this.outage = new Outage({
+      warn: (line) => this.logger?.warn(line),
+      log: (line) => this.logger?.log(line),
+      scrub: this.scrub,
+      closed: () => this.closed,
+    });
     this.problems = new ProblemLog(
       (line) => this.logger?.warn(this.scrub(line)),
       () => this.prefix,
     );
-    this.pointers = new PointerKeys({
-      ready: () => {
-        const client = this.client;
-        return client?.status === 'ready' && this.problem === undefined ? client : undefined;
-      },
-      degrade: (error) => this.degrade(error),
-      skipped: (what) => this.problems.key(what),
+    this.host = {
+      ready: () => this.ready(),
+      degrade: (error: unknown) => this.outage.degrade(error),
+      skipped: (what: string) => this.problems.key(what),
       prefix: () => this.prefix!,
       timeout: options.timeout,
-      sessionTtl: options.sessionTtl,
-      responseTtl: options.responseTtl,
-    });
+    };
+    const { sessionTtl, responseTtl } = options;
+    this.pointers = new PointerKeys({ ...this.host, sessionTtl, responseTtl });
+    const leases = resolveLeases(options.leases, options.replicas);
+    this.leases = leases && new Leases(leases, { ...this.host, id: this.id });
     this.listeners = {
-      error: (error) => this.degrade(error),
-      close: () => this.degrade(CLOSED),
-      ready: () => this.tick(),
+      error: (error) => this.outage.degrade(error),
+      close: () => this.outage.degrade(CLOSED),
+      ready: () => {
+        this.leases?.warm();
+        this.tick();
+      },
     };
   }
 
@@ -154,31 +167,7 @@ class RedisStateStore implements StateStore {
     this.windowMs = context.ratelimitWindow;
     this.maxCooldown = context.maxCooldown ?? DEFAULT_MAX_COOLDOWN;
     this.pointers.knowAtLeast(registry.sessions.capacity);
-    const fields = new Map<ModelState, string>();
-    const pools = new Map<string, { deployment: string; model: string }[]>();
-    for (const d of registry.deployments.values()) {
-      for (const state of d.models.values()) {
-        const field = `${encodeURIComponent(d.name)}:${encodeURIComponent(state.name)}`;
-        const names = { deployment: d.name, model: state.name };
-        const bounds = { ...names, tokens: 0, requests: 0, input: 0, output: 0 };
-        fields.set(state, field);
-        this.bounds.set(field, bounds);
-        if (state.quotaPool === undefined) {
-          this.entries.push({ state, field, bounds });
-          continue;
-        }
-        // A pool's usage is published once, under the pool's name, so that the others' reports
-        // add up to what the pool counted; cooldowns stay each member's.
-        let members = pools.get(state.quotaPool);
-        if (members === undefined) {
-          pools.set(state.quotaPool, (members = []));
-          const pool = { state, field: poolField(state.quotaPool), bounds: { ...bounds, members } };
-          this.entries.push(pool);
-          this.bounds.set(pool.field, pool.bounds);
-        }
-        members.push(names);
-      }
-    }
+    const { fields, holders } = entriesOf(registry, this.entries, this.bounds);
     this.prefix ??= defaultPrefix(
       [...registry.deployments.values()].map((d) => {
         const { baseURL } = (d.client ?? {}) as { baseURL?: unknown };
@@ -195,9 +184,10 @@ class RedisStateStore implements StateStore {
     client.on('error', this.listeners.error);
     client.on('close', this.listeners.close);
     client.on('ready', this.listeners.ready);
+    this.leases?.attach(holders, context);
     this.syncTimer = setInterval(() => this.tick(), this.options.syncInterval);
     this.syncTimer.unref();
-    if (client.status === 'ready') this.tick();
+    if (client.status === 'ready') this.listeners.ready();
   }
 
   sync(): Promise<PeerReport> {
@@ -207,14 +197,19 @@ class RedisStateStore implements StateStore {
     }
     return this.syncWith(client).then(
       (report) => {
-        this.recover();
+        this.outage.recover();
         return report;
       },
       (error: unknown) => {
-        this.degrade(error);
+        this.outage.degrade(error);
         return emptyPeerReport(this.clock());
       },
     );
+  }
+
+  get admissionWait(): number | undefined {
+    // A lease's round trip, and the turns of the calls ahead of it for the same model.
+    return this.leases === undefined ? undefined : Math.max(1_000, 4 * this.options.timeout);
   }
 
   lookupSession(sessionId: string): Promise<string | undefined> {
@@ -234,42 +229,23 @@ class RedisStateStore implements StateStore {
   }
 
   tenantCounts(): TenantCounts {
-    return new SharedTenantCounts({
-      ready: () => this.readyClient(),
-      prefix: () => this.prefix,
-      timeout: this.options.timeout,
-      degrade: (error) => this.degrade(error),
-      skipped: (what) => this.problems.key(what),
-    });
+    return new SharedTenantCounts(this.host);
   }
 
   sharedValues(): SharedValues {
-    return sharedValuesOf({
-      ready: () => this.readyClient(),
-      prefix: () => this.prefix,
-      timeout: this.options.timeout,
-      degrade: (error) => this.degrade(error),
-      skipped: (what) => this.problems.key(what),
-    });
-  }
-
-  /** The client while commands can be sent: connected, not degraded, not closed. */
-  private readyClient(): RedisClientLike | undefined {
-    const client = this.client;
-    return client?.status === 'ready' && this.problem === undefined && !this.closed
-      ? client
-      : undefined;
+    return sharedValuesOf(this.host);
   }
 
   health(): StateStoreHealth {
     const health: StateStoreHealth = {
-      status: this.problem === undefined ? 'up' : 'degraded',
+      status: this.outage.problem === undefined ? 'up' : 'degraded',
       store: 'redis',
       prefix: this.prefix,
       connection: this.client?.status ?? 'not started',
     };
     if (this.lastSync !== 0) health.lastSync = new Date(this.lastSync).toISOString();
-    if (this.problem !== undefined) health.error = this.problem;
+    if (this.outage.problem !== undefined) health.error = this.outage.problem;
+    if (this.leases !== undefined) health.leases = this.leases.health();
     return health;
   }
 
@@ -281,8 +257,9 @@ class RedisStateStore implements StateStore {
     const client = this.client;
     if (client === undefined) return;
     await this.syncing;
+    this.leases?.close();
     // Leave the others this instance's last usage and cooldowns (and read theirs a last time).
-    if (client.status === 'ready' && this.problem === undefined) {
+    if (client.status === 'ready' && this.outage.problem === undefined) {
       await this.syncWith(client).then(
         (report) => this.deliver(report),
         () => undefined,
@@ -292,6 +269,14 @@ class RedisStateStore implements StateStore {
     client.off('close', this.listeners.close);
     client.off('ready', this.listeners.ready);
     if (this.ownsClient) await closeClient(client, this.options.timeout);
+  }
+
+  /** The client while the store is reachable, not degraded and not closed. */
+  private ready(): RedisClientLike | undefined {
+    const client = this.client;
+    return client?.status === 'ready' && this.outage.problem === undefined && !this.closed
+      ? client
+      : undefined;
   }
 
   /** What `inspect()` and `JSON.stringify` show: never the URL's password. */
@@ -310,10 +295,10 @@ class RedisStateStore implements StateStore {
     this.syncing = this.syncWith(this.client)
       .then(
         (report) => {
-          this.recover();
+          this.outage.recover();
           this.deliver(report);
         },
-        (error: unknown) => this.degrade(error),
+        (error: unknown) => this.outage.degrade(error),
       )
       .finally(() => {
         this.syncing = undefined;
@@ -352,7 +337,11 @@ class RedisStateStore implements StateStore {
 
     let reply: unknown;
     try {
-      reply = await this.bounded(client.eval(SYNC_SCRIPT, keys.length, ...keys, ...args), 'sync');
+      reply = await bounded(
+        client.eval(SYNC_SCRIPT, keys.length, ...keys, ...args),
+        'sync',
+        this.options.timeout,
+      );
     } catch (error) {
       // Nothing is lost: what was not acknowledged goes out with the next sync (a newer value wins).
       for (const [field, until] of cooldowns) {
@@ -390,7 +379,7 @@ class RedisStateStore implements StateStore {
       if (this.closed || client === undefined || client.status !== 'ready') return;
       this.syncWith(client, false).then(
         (report) => this.deliver(report),
-        (error: unknown) => this.degrade(error),
+        (error: unknown) => this.outage.degrade(error),
       );
     });
   }
@@ -404,30 +393,5 @@ class RedisStateStore implements StateStore {
         `Applying what the other instances reported failed: ${describeFailure(error)}`,
       );
     }
-  }
-
-  private bounded<T>(promise: Promise<T>, what: string): Promise<T> {
-    return bounded(promise, what, this.options.timeout);
-  }
-
-  /** One warning per outage: the first failure logs, the next successful sync ends it. */
-  private degrade(reason: unknown): void {
-    if (this.closed) return;
-    const message = this.scrub(describeFailure(reason));
-    if (this.problem !== undefined) {
-      // Keep the cause, not the 'connection closed' that follows it.
-      if (reason !== CLOSED) this.problem = message;
-      return;
-    }
-    this.problem = message;
-    this.logger?.warn(
-      `Redis state store unavailable (${message}): carrying on with local usage, cooldowns and sessions until it is back`,
-    );
-  }
-
-  private recover(): void {
-    if (this.problem === undefined) return;
-    this.problem = undefined;
-    this.logger?.log('Redis state store reachable again: sharing usage, cooldowns and sessions');
   }
 }

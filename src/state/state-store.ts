@@ -78,6 +78,11 @@ export interface StateStore {
    * sliding view of the others' usage instead).
    */
   readonly resetsUsage?: boolean;
+  /**
+   * ms a call may wait for room the store is bringing (a lease), when the switchboard has no
+   * `queue`: it then queues calls that long at most. Absent: no wait without a `queue`.
+   */
+  readonly admissionWait?: number;
   /** Find the deployment name of a session that this instance has not seen. */
   lookupSession?(sessionId: string): Promise<string | undefined>;
   /** Publish a session's deployment; called on every call with a session, so it must be cheap. */

@@ -61,6 +61,12 @@ export const SWITCHBOARD_METRICS = {
    */
   COST: 'switchboard.cost_usd',
   /**
+   * Counter {model, deployment, result}: leases of quota a shared store (`redisState`) granted
+   * this replica (`granted`), granted shrunk to one call's charge as the shared room ran low
+   * (`shrunk`), or handed back unused (`returned`).
+   */
+  LEASES: 'switchboard.leases',
+  /**
    * With `cache`. Counter {model, result}: calls the response cache answered (`hit`), looked up
    * and sent on (`miss`), or was told to leave alone (`bypass`: `cache: false`, state held
    * upstream).

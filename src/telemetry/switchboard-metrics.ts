@@ -182,7 +182,12 @@ export class SwitchboardMetrics {
    * An attempt sent to `state`; `fallbackFor` names the requested model a fallback stands in for,
    * and `reason` why it does.
    */
-  request(state: ModelState, fallbackFor?: string, reason: FallbackReason = 'unavailable'): void {
+  request(
+    state: ModelState,
+    fallbackFor?: string,
+    reason: FallbackReason = 'unavailable',
+    translated = false,
+  ): void {
     if (fallbackFor === undefined) this.requests.add(1, state.attributes);
     else {
       this.requests.add(1, {
@@ -195,6 +200,7 @@ export class SwitchboardMetrics {
         fallback: state.name,
         deployment: state.deployment,
         reason,
+        translated: translated ? 'true' : 'false',
       });
     }
     if (this.lowerTiers.size !== 0) {
@@ -276,7 +282,9 @@ export class SwitchboardMetrics {
         for (const fallback of list ?? []) {
           for (const d of registry.pools.get(fallback) ?? []) {
             for (const reason of reasons) {
-              this.fallbacks.add(0, { model, fallback, deployment: d.name, reason });
+              const translated =
+                d.provider === registry.pools.get(model)?.[0]?.provider ? 'false' : 'true';
+              this.fallbacks.add(0, { model, fallback, deployment: d.name, reason, translated });
             }
           }
         }

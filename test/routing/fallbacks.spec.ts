@@ -132,7 +132,18 @@ describe('model fallbacks', () => {
     );
     expect(
       points.fallbacks!.filter((p) => p.value !== 0).map((p) => [p.attributes, p.value]),
-    ).toEqual([[{ model: BIG, fallback: SMALL, deployment: 'small', reason: 'unavailable' }, 42]]);
+    ).toEqual([
+      [
+        {
+          model: BIG,
+          fallback: SMALL,
+          deployment: 'small',
+          reason: 'unavailable',
+          translated: 'false',
+        },
+        42,
+      ],
+    ]);
     expect(points.requests!.find((p) => p.attributes.fallback === SMALL)?.attributes).toEqual({
       model: BIG,
       deployment: 'small',

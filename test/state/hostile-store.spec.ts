@@ -46,7 +46,10 @@ afterAll(async () => {
   await server.close();
 });
 
-/** An honest replica (0) and a victim (1) over two deployments, synced only by `step`. */
+/**
+ * An honest replica (0) and a victim (1) over two deployments, synced only by `step`; they admit
+ * by the synced view alone (no leases), which is what a forged value could bend.
+ */
 async function pair() {
   const time = { offset: 0 };
   const k = (c = await cluster({
@@ -57,7 +60,7 @@ async function pair() {
     simulated: QUOTA,
     ratelimitWindow: WINDOW,
     clock: () => Date.now() + time.offset,
-    state: { syncInterval: 3_600_000 },
+    state: { syncInterval: 3_600_000, leases: false },
   }));
   await eventually(() => k.instances.every((sb) => sb.state.health().lastSync !== undefined));
   const folds = k.instances.map((sb) => peerFold({ deployments: sb.deployments }));

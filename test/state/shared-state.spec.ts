@@ -47,7 +47,8 @@ const synced = (k: Cluster) => k.instances.every((sb) => sb.state.health().lastS
 /**
  * Two instances over one deployment with `quota` (the simulated one enforces it too, with
  * `simulated` on top) that sync only when the test says (closing syncs once more), so the order
- * is certain; `time.offset` moves their clock; `upstream()` is what the deployment counts.
+ * is certain; `time.offset` moves their clock; `upstream()` is what the deployment counts. They
+ * admit by the synced view alone (no leases): the view is what these specs look at.
  */
 async function closingPair(
   quota: { tpm: number; rpm: number },
@@ -61,7 +62,7 @@ async function closingPair(
     deployments: 1,
     quota,
     simulated: { ...quota, ...simulated },
-    state: { syncInterval: 3_600_000 },
+    state: { syncInterval: 3_600_000, leases: false },
   }));
   await eventually(() => synced(k));
   const upstream = () =>

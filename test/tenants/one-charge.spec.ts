@@ -41,6 +41,15 @@ const TENANT = 'acme';
 /** 400 characters: 100 prompt tokens, as the upstream counts them. */
 const PROMPT = [{ role: 'user' as const, content: 'x'.repeat(400) }];
 
+/** A `data:` URL of a PNG of `width` × `height` (its header: all a size is read from). */
+function png(width: number, height: number): string {
+  const head = Buffer.alloc(33);
+  Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').copy(head);
+  head.writeUInt32BE(width, 16);
+  head.writeUInt32BE(height, 20);
+  return `data:image/png;base64,${head.toString('base64')}`;
+}
+
 interface Run {
   upstream: SimulatedUpstream;
   sb: Switchboard;
@@ -170,6 +179,54 @@ describe(`${CALLS} concurrent calls of a tenant with a $${BUDGET} daily budget`,
     expectHeld(run, admitted);
   });
 
+  it.each([
+    [
+      'tool schemas in the prompt',
+      {
+        tools: [
+          {
+            type: 'function' as const,
+            function: {
+              name: 'lookup',
+              description: 'd'.repeat(4_000),
+              parameters: { type: 'object', properties: { q: { type: 'string' } } },
+            },
+          },
+        ],
+      },
+    ],
+    ['an image of 512 x 512', { image: png(512, 512) }],
+    ['an image by URL, of a size not known', { image: 'https://example.com/cat.png' }],
+  ])('with %s: the prompt estimate counts them as the upstream bills them', async (_, extra) => {
+    run = await start();
+    const sb = run.sb;
+    const { image, ...rest } = extra as { image?: string };
+    const messages =
+      image === undefined
+        ? PROMPT
+        : [
+            {
+              role: 'user' as const,
+              content: [
+                { type: 'text' as const, text: PROMPT[0]!.content },
+                { type: 'image_url' as const, image_url: { url: image } },
+              ],
+            },
+          ];
+    const admitted = await settle(
+      Array.from({ length: CALLS }, () =>
+        sb.chat.completions.create({
+          model: MINI,
+          max_tokens: 100,
+          messages,
+          tenant: TENANT,
+          ...rest,
+        }),
+      ),
+    );
+    expectHeld(run, admitted);
+  });
+
   it("with a content-filter fallback: the filtered answer and the fallback's are both billed and both counted", async () => {
     run = await start({ contentFilterFallbacks: { [MINI]: [BIG] } });
     const mini = run.upstream.deployment('mini');
@@ -228,6 +285,9 @@ describe(`${CALLS} concurrent calls of a tenant with a $${BUDGET} daily budget`,
         await fetch(`${gateway.url}/switchboard`, { headers: { authorization: 'Bearer k0' } })
       ).json()) as { costs: { tenant: string; usd: number }[] };
       const counted = status.costs.find((c) => c.tenant === keyTenant('k0'))!.usd;
+      if (process.env.ONE_CHARGE_TABLE) {
+        process.stdout.write(`gateway: ${admitted} ${spent} ${counted}\n`);
+      }
       expect(Math.abs(counted - spent)).toBeLessThan(1e-9);
     } finally {
       await gateway?.close();

@@ -20,6 +20,7 @@ import type {
 import type { Admission, TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
 import { defineAdapter } from '../adapter';
+import { claudeImageTokens, schemaLength, TOOL_USE_PROMPT } from '../media-tokens';
 import { contentLength, textLength, tokenField } from '../text-length';
 import type { AnthropicRequestOptions } from './anthropic-deployment';
 import { cachePrefixOf } from './cache-prefix';
@@ -101,7 +102,12 @@ export const messages = defineAdapter<SwitchboardMessages, Anthropic>()({
   },
   admission(body, defaultOutput) {
     const admission: Admission = {
-      input: Math.ceil((textLength(body.messages) + contentLength(body.system)) / 4),
+      input:
+        Math.ceil(
+          (textLength(body.messages) + contentLength(body.system) + schemaLength(body)) / 4,
+        ) +
+        claudeImageTokens(body.messages) +
+        (Array.isArray(body.tools) && body.tools.length > 0 ? TOOL_USE_PROMPT : 0),
       output: tokenField(body.max_tokens) || defaultOutput,
     };
     // Where the prefix is cached, reading it costs no input quota.

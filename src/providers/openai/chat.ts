@@ -27,6 +27,7 @@ import type {
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
 import { defineAdapter } from '../adapter';
+import { openaiImageTokens, schemaLength } from '../media-tokens';
 import { outputCap, textLength } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
 
@@ -115,7 +116,9 @@ export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>
   admission(body, defaultOutput) {
     const n = typeof body.n === 'number' && body.n > 1 ? body.n : 1;
     const output = (outputCap(body) ?? defaultOutput) * n;
-    const input = Math.ceil(textLength(body.messages) / 4);
+    const input =
+      Math.ceil((textLength(body.messages) + schemaLength(body)) / 4) +
+      openaiImageTokens(body.messages, body.model);
     // No cap: each choice is charged the deployment's own reservation (`outputReservation`).
     return output > 0 ? { input, output } : { input, output, uncapped: n };
   },

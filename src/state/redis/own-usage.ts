@@ -1,3 +1,4 @@
+import type { DeploymentRegistry } from '../../registry/deployment-registry';
 import type { ModelState } from '../../registry/model-state';
 import type { PeerModelBounds } from './peer-checks';
 import { encodeReading, publishBuckets, type PublishedUsage } from './redis-protocol';
@@ -94,4 +95,57 @@ export function knownLimits(
     bounds.output = otpm.value;
   }
   return byField;
+}
+
+/**
+ * The entries a store publishes for `registry`'s models, into `entries` and `bounds` (a quota
+ * pool once, under {@link poolField}), the field of each model (its cooldowns' key), and the
+ * limit holders leases are kept for: each model alone, or a pool with its members.
+ *
+ * @example
+ * ```ts
+ * const { fields, holders } = entriesOf(registry, entries, bounds);
+ * ```
+ */
+export function entriesOf(
+  registry: DeploymentRegistry,
+  entries: Entry[],
+  bounds: Map<string, PeerModelBounds>,
+): {
+  fields: Map<ModelState, string>;
+  holders: { states: ModelState[]; field: string }[];
+} {
+  const fields = new Map<ModelState, string>();
+  const pools = new Map<string, { deployment: string; model: string }[]>();
+  const holders: { states: ModelState[]; field: string }[] = [];
+  const poolHolders = new Map<string, ModelState[]>();
+  for (const d of registry.deployments.values()) {
+    for (const state of d.models.values()) {
+      const field = `${encodeURIComponent(d.name)}:${encodeURIComponent(state.name)}`;
+      const names = { deployment: d.name, model: state.name };
+      const own = { ...names, tokens: 0, requests: 0, input: 0, output: 0 };
+      fields.set(state, field);
+      bounds.set(field, own);
+      if (state.quotaPool === undefined) {
+        entries.push({ state, field, bounds: own });
+        holders.push({ states: [state], field });
+        continue;
+      }
+      // A pool's usage is published once, under the pool's name, so that the others' reports
+      // add up to what the pool counted; cooldowns stay each member's.
+      let members = pools.get(state.quotaPool);
+      if (members === undefined) {
+        pools.set(state.quotaPool, (members = []));
+        const pool = { state, field: poolField(state.quotaPool), bounds: { ...own, members } };
+        entries.push(pool);
+        bounds.set(pool.field, pool.bounds);
+        const states: ModelState[] = [];
+        poolHolders.set(state.quotaPool, states);
+        holders.push({ states, field: pool.field });
+      }
+      members.push(names);
+      poolHolders.get(state.quotaPool)!.push(state);
+    }
+  }
+  return { fields, holders };
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { describeIssues } from '../../errors/field-path';
 import { SwitchboardError } from '../../switchboard.error';
 import type { RedisClientLike } from './redis-client';
+import { leaseOptionsSchema, replicasSchema, type LeaseOptions } from '../leases/lease-options';
 
 /**
  * Options of {@link redisState}: one of `url` or `client`.
@@ -42,6 +43,18 @@ export interface RedisStateOptions {
   responseTtl?: number;
   /** ms any Redis operation may take before it counts as failed. Default 250. */
   timeout?: number;
+  /**
+   * Admission by leases: each replica admits from shares of each limit it took from the store in
+   * one atomic step, so the replicas together never send more than the upstream admits.
+   * Default `{ share: 0.05 }`; `false` admits by the synced view alone.
+   */
+  leases?: LeaseOptions | false;
+  /**
+   * Replicas each limit is split among while the store cannot be reached (each admits
+   * `1 / replicas` of it). Default: learned from the store (how many replicas exchanged leases
+   * lately), 1 before it was ever reached.
+   */
+  replicas?: number;
 }
 
 /**
@@ -53,8 +66,10 @@ export interface RedisStateOptions {
  * o.syncInterval; // 1000
  * ```
  */
-export type ResolvedRedisOptions = Required<Omit<RedisStateOptions, 'url' | 'client' | 'prefix'>> &
-  Pick<RedisStateOptions, 'url' | 'client' | 'prefix'>;
+export type ResolvedRedisOptions = Required<
+  Omit<RedisStateOptions, 'url' | 'client' | 'prefix' | 'leases' | 'replicas'>
+> &
+  Pick<RedisStateOptions, 'url' | 'client' | 'prefix' | 'leases' | 'replicas'>;
 
 const ms = (fallback: number) =>
   z
@@ -89,6 +104,8 @@ const schema = z
     sessionTtl: ms(3_600_000),
     responseTtl: ms(86_400_000),
     timeout: ms(250),
+    leases: leaseOptionsSchema,
+    replicas: replicasSchema,
   })
   .refine((o) => (o.url === undefined) !== (o.client === undefined), {
     error:

@@ -2,6 +2,7 @@
  * OpenAI / Azure OpenAI Chat Completions wire format of the simulated deployments:
  * request validation, `ChatCompletion` bodies and `chat.completion.chunk` SSE frames.
  */
+import { imageTokens, toolChars } from '../prompt-media';
 import { sampleJsonSchema } from './json-schema-sample';
 import {
   contentText,
@@ -14,6 +15,8 @@ import {
   type CompletionPlan,
   type PlanResult,
 } from './common';
+import { refuseChatBody } from './strict-chat';
+import { argumentDeltas, chatToolCalls, toolCallTokens } from './tool-calls';
 
 const SYSTEM_FINGERPRINT = 'fp_simulated';
 
@@ -76,6 +79,8 @@ export function readChatRequest(body: unknown, fixedCompletionTokens?: number): 
       param: 'stream',
     };
   }
+  const refused = refuseChatBody(body);
+  if (refused !== undefined) return { ok: false, ...refused };
   const maxTokens = readMaxTokens(
     body,
     body['max_completion_tokens'] !== undefined ? 'max_completion_tokens' : 'max_tokens',
@@ -85,19 +90,28 @@ export function readChatRequest(body: unknown, fixedCompletionTokens?: number): 
   const includeUsage =
     stream === true && isRecord(streamOptions) && streamOptions['include_usage'] === true;
 
-  const answer = chatAnswer(body['response_format'], echoText(lastUser));
-  const sized = sizeCompletion(answer, maxTokens.value, fixedCompletionTokens);
+  const toolCalls = chatToolCalls(body);
+  const answer = toolCalls ? '' : chatAnswer(body['response_format'], echoText(lastUser));
+  const sized = toolCalls
+    ? {
+        text: '',
+        completionTokens: fixedCompletionTokens ?? toolCallTokens(toolCalls),
+        truncated: false,
+      }
+    : sizeCompletion(answer, maxTokens.value, fixedCompletionTokens);
   const plan: CompletionPlan = {
     api: 'chat',
     model,
     stream: stream === true,
     includeUsage,
     text: sized.text,
-    promptTokens: Math.max(1, Math.ceil(prompt.length / 4)),
+    promptTokens:
+      Math.max(1, Math.ceil((prompt.length + toolChars(body)) / 4)) + imageTokens(messages, model),
     completionTokens: sized.completionTokens,
     truncated: sized.truncated,
     maxTokens: maxTokens.value,
     prompt,
+    ...(toolCalls ? { toolCalls } : {}),
   };
   return { ok: true, plan };
 }
@@ -142,15 +156,35 @@ export function chatCompletionBody(
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: plan.text, refusal: null, annotations: [] },
+        message: {
+          role: 'assistant',
+          content: plan.toolCalls ? null : plan.text,
+          refusal: null,
+          annotations: [],
+          ...(plan.toolCalls ? { tool_calls: toolCallsOf(plan, id) } : {}),
+        },
         logprobs: null,
-        finish_reason: plan.truncated ? 'length' : 'stop',
+        finish_reason: finishOf(plan),
       },
     ],
     usage: usageOf(plan),
     service_tier: 'default',
     system_fingerprint: SYSTEM_FINGERPRINT,
   };
+}
+
+const finishOf = (plan: CompletionPlan): string =>
+  plan.toolCalls ? 'tool_calls' : plan.truncated ? 'length' : 'stop';
+
+/** A tool call's id: the answer's, numbered (`call_<answer>_<i>`). */
+const callId = (id: string, i: number): string => `call_${id.replace(/^chatcmpl-/, '')}_${i}`;
+
+function toolCallsOf(plan: CompletionPlan, id: string): Record<string, unknown>[] {
+  return plan.toolCalls!.map((c, i) => ({
+    id: callId(id, i),
+    type: 'function',
+    function: { name: c.name, arguments: c.arguments },
+  }));
 }
 
 const frame = dataFrame;
@@ -176,9 +210,23 @@ export function chatCompletionFrames(plan: CompletionPlan, id: string, created: 
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
       ...usageNull,
     });
-  const frames = [chunk({ role: 'assistant', content: '', refusal: null }, null)];
+  const frames = [
+    chunk({ role: 'assistant', content: plan.toolCalls ? null : '', refusal: null }, null),
+  ];
   for (const piece of splitDeltas(plan.text)) frames.push(chunk({ content: piece }, null));
-  frames.push(chunk({}, plan.truncated ? 'length' : 'stop'));
+  // Each call opens with its id and name, then its arguments arrive in pieces.
+  for (const [i, call] of (plan.toolCalls ?? []).entries()) {
+    const open = {
+      id: callId(id, i),
+      type: 'function',
+      function: { name: call.name, arguments: '' },
+    };
+    frames.push(chunk({ tool_calls: [{ index: i, ...open }] }, null));
+    for (const piece of argumentDeltas(call.arguments)) {
+      frames.push(chunk({ tool_calls: [{ index: i, function: { arguments: piece } }] }, null));
+    }
+  }
+  frames.push(chunk({}, finishOf(plan)));
   if (plan.includeUsage) frames.push(frame({ ...base, choices: [], usage: usageOf(plan) }));
   frames.push('data: [DONE]\n\n');
   return frames;

@@ -15,6 +15,13 @@ export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
 }
 
+/** One tool call a simulated answer makes (internal; see `tool-calls.ts`). */
+export interface SimulatedToolCall {
+  name: string;
+  /** The arguments, as the JSON text both APIs stream. */
+  arguments: string;
+}
+
 /** The APIs whose requests count against a deployment's quotas. */
 export type QuotaApi = 'chat' | 'messages' | 'responses' | 'embeddings';
 
@@ -41,6 +48,8 @@ export interface CompletionPlan {
   cacheReadTokens?: number;
   /** Prompt tokens written to the deployment's prompt cache (set at admission). */
   cacheCreationTokens?: number;
+  /** The function tools the answer calls instead of answering in text (see `tool-calls.ts`). */
+  toolCalls?: SimulatedToolCall[];
 }
 
 /** A request body the simulator rejects with 400 (internal). */

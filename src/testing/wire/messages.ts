@@ -15,6 +15,8 @@ import {
   type InvalidRequest,
   type PlanResult,
 } from './common';
+import { refuseMessagesBody } from './strict-messages';
+import { argumentDeltas, messagesToolCalls, toolCallTokens } from './tool-calls';
 
 /**
  * The output format of a Messages request: `output_config.format` (what
@@ -105,12 +107,23 @@ export function readMessagesRequest(body: unknown, fixedCompletionTokens?: numbe
     return { ok: false, message: 'stream: Input should be a valid boolean', param: 'stream' };
   }
 
+  const refused = refuseMessagesBody(request);
+  if (refused !== undefined) return { ok: false, ...refused };
+
+  const toolCalls = messagesToolCalls(request);
   const format = outputFormat(request);
+  // After a tool result the answer speaks of it: the result's text, when the turn has no other.
   const answer =
     format?.['type'] === 'json_schema'
       ? JSON.stringify(format['schema'] === undefined ? {} : sampleJsonSchema(format['schema']))
-      : echoText(prompt.lastUser);
-  const sized = sizeCompletion(answer, maxTokens.value, fixedCompletionTokens);
+      : echoText(prompt.lastUser) || contentText(prompt.lastUser);
+  const sized = toolCalls
+    ? {
+        text: '',
+        completionTokens: fixedCompletionTokens ?? toolCallTokens(toolCalls),
+        truncated: false,
+      }
+    : sizeCompletion(answer, maxTokens.value, fixedCompletionTokens);
   const promptTokens = tokensOf(prompt.promptChars);
   const plan: CompletionPlan = {
     api: 'messages',
@@ -122,6 +135,7 @@ export function readMessagesRequest(body: unknown, fixedCompletionTokens?: numbe
     completionTokens: sized.completionTokens,
     truncated: sized.truncated,
     maxTokens: maxTokens.value,
+    ...(toolCalls ? { toolCalls } : {}),
     ...(prompt.cachePrefix !== undefined
       ? {
           cachePrefix: {
@@ -165,14 +179,58 @@ export function messageBody(plan: CompletionPlan, id: string): Record<string, un
     type: 'message',
     role: 'assistant',
     model: plan.model,
-    content: [{ type: 'text', text: plan.text }],
-    stop_reason: plan.truncated ? 'max_tokens' : 'end_turn',
+    content: plan.toolCalls
+      ? plan.toolCalls.map((c, i) => ({
+          type: 'tool_use',
+          id: toolUseId(id, i),
+          name: c.name,
+          input: JSON.parse(c.arguments) as unknown,
+        }))
+      : [{ type: 'text', text: plan.text }],
+    stop_reason: stopOf(plan),
     stop_sequence: null,
     usage: usageOf(plan, plan.completionTokens),
   };
 }
 
 const event = typedEvent;
+
+const stopOf = (plan: CompletionPlan): string =>
+  plan.toolCalls ? 'tool_use' : plan.truncated ? 'max_tokens' : 'end_turn';
+
+/** A tool_use block's id: the answer's, numbered (`toolu_<answer>_<i>`). */
+const toolUseId = (id: string, i: number): string => `toolu_${id.replace(/^msg_/, '')}_${i}`;
+
+function textEvents(plan: CompletionPlan): string[] {
+  const frames = [
+    event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+  ];
+  for (const text of splitDeltas(plan.text)) {
+    frames.push(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }));
+  }
+  frames.push(event('content_block_stop', { index: 0 }));
+  return frames;
+}
+
+/** Each tool_use block: its start (empty input), its input in `input_json_delta` pieces, its stop. */
+function toolUseEvents(plan: CompletionPlan, id: string): string[] {
+  const frames: string[] = [];
+  for (const [index, call] of (plan.toolCalls ?? []).entries()) {
+    frames.push(
+      event('content_block_start', {
+        index,
+        content_block: { type: 'tool_use', id: toolUseId(id, index), name: call.name, input: {} },
+      }),
+    );
+    for (const partial_json of argumentDeltas(call.arguments)) {
+      frames.push(
+        event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json } }),
+      );
+    }
+    frames.push(event('content_block_stop', { index }));
+  }
+  return frames;
+}
 
 /**
  * The SSE events of a streaming answer, as the real API sends them (with `event:` lines):
@@ -194,16 +252,13 @@ export function messageFrames(plan: CompletionPlan, id: string): string[] {
         usage: usageOf(plan, 1),
       },
     }),
-    event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
-    event('ping', {}),
   ];
-  for (const text of splitDeltas(plan.text)) {
-    frames.push(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }));
-  }
+  const blocks = plan.toolCalls ? toolUseEvents(plan, id) : textEvents(plan);
+  // The API pings right after the first block opens.
+  frames.push(blocks[0]!, event('ping', {}), ...blocks.slice(1));
   frames.push(
-    event('content_block_stop', { index: 0 }),
     event('message_delta', {
-      delta: { stop_reason: plan.truncated ? 'max_tokens' : 'end_turn', stop_sequence: null },
+      delta: { stop_reason: stopOf(plan), stop_sequence: null },
       usage: { output_tokens: plan.completionTokens },
     }),
     event('message_stop', {}),

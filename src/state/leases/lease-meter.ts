@@ -1,0 +1,250 @@
+import { chargeOf, type Admission, type ChargeUnit } from '../../quota/admission';
+import type { LimitCounter } from '../../quota/limit-counter';
+import type { MeterAsk, MeterGrant } from './lease-script';
+
+/**
+ * How one limit is metered upstream, as a lease meter reads it from its ledger each time: the
+ * limit in force (0: none, the meter then gates nothing), and the window or bucket it is counted
+ * in.
+ *
+ * @example
+ * ```ts
+ * const spec: MeterSpec = { meter: 'tokens', unit: 'tokens', kind: 'w',
+ *   limit: () => ledger.limits.tpm.value, lengthMs: () => 60_000 };
+ * ```
+ */
+export interface MeterSpec {
+  meter: 'tokens' | 'requests' | 'input' | 'output';
+  unit: ChargeUnit;
+  kind: 'w' | 'b';
+  limit(): number;
+  lengthMs(): number;
+}
+
+/** What a meter tells the book it belongs to. */
+export interface MeterOwner {
+  /** A call did not fit, or the lease ran low: exchange with the store soon. */
+  request(): void;
+}
+
+/**
+ * One limit's lease, as a limit of its own in the ledger (a `LimitCounter`): a call fits while
+ * its charge is at most what the lease has left, which only this replica spends, without asking
+ * anyone. A window's lease ends a little before its window does (the last calls of a window are
+ * not sent into the next one); a bucket's lasts until it is spent or handed back.
+ *
+ * @example
+ * ```ts
+ * const meter = new LeaseMeter(spec, book, 0.05);
+ * ledger.gate([meter]);
+ * ```
+ */
+export class LeaseMeter implements LimitCounter {
+  readonly unit: ChargeUnit;
+  /** What is left to spend (negative: spent beyond the grant, owed to the store). */
+  balance = 0;
+  /** When a window's lease ends (epoch ms; 0: none held, or a bucket). */
+  end = 0;
+  /** When the store's window last granted from ends (epoch ms), held or not. */
+  private storeEnd = 0;
+  /** The largest charge that did not fit since the last exchange. */
+  want = 0;
+  /** The last call's charge: the lease is topped up ahead once it cannot take another. */
+  lastCharge = 0;
+  /** When a call last spent from it (epoch ms). */
+  lastUse = 0;
+  /** Until when the store had no room for {@link want} (epoch ms): no new ask before. */
+  refusedUntil = 0;
+  /** Spent while the store could not be reached: owed to it once it is back. */
+  spentAway = 0;
+  /** Whether the lease comes from this process (the store cannot be reached). */
+  away = false;
+
+  constructor(
+    readonly spec: MeterSpec,
+    private readonly owner: MeterOwner,
+  ) {
+    this.unit = spec.unit;
+  }
+
+  /** Whether a limit is in force for it (else it gates nothing). */
+  get active(): boolean {
+    return this.spec.limit() > 0;
+  }
+
+  charge(admission: Admission): number {
+    return chargeOf(this.unit, admission.input, admission.output);
+  }
+
+  room(now: number, admission?: Admission): number {
+    if (!this.active) return Infinity;
+    this.catchUp(now);
+    if (admission !== undefined) {
+      const charge = this.charge(admission);
+      if (charge > this.balance) {
+        if (charge > this.want) this.want = charge;
+        if (now >= this.refusedUntil) this.owner.request();
+      }
+    }
+    return this.balance;
+  }
+
+  share(): number {
+    // The ledger's own limits say how full the upstream is; a lease only says what is ours.
+    return 0;
+  }
+
+  changesAt(now: number): number {
+    return now;
+  }
+
+  wait(admission: Admission, now: number): number {
+    if (!this.active) return 0;
+    const charge = this.charge(admission);
+    if (charge <= this.balance) return 0;
+    // Refused: room comes back when the window ends or the bucket refills (or someone hands
+    // back); else the exchange under way answers within a round trip, and wakes the queue.
+    return Math.max(1, this.refusedUntil - now);
+  }
+
+  admit(admission: Admission, now: number): void {
+    if (!this.active) return;
+    const charge = this.charge(admission);
+    this.balance -= charge;
+    this.lastCharge = charge;
+    this.lastUse = now;
+    if (this.away) this.spentAway += charge;
+    if (this.balance < charge) this.owner.request();
+  }
+
+  answered(): void {
+    // A lease is spent at admission; the answer's usage comes through settle.
+  }
+
+  settle(input: number, output: number, now: number): void {
+    const change = chargeOf(this.unit, input, output, 0);
+    if (change === 0 || !this.active) return;
+    this.catchUp(now);
+    // A window that ended took its count with it: without a lease of the next, nothing is owed
+    // (with one, the change is taken from it: on the safe side).
+    if (this.spec.kind === 'w' && this.end === 0) return;
+    this.balance -= change;
+  }
+
+  catchUp(now: number): void {
+    if (this.spec.kind === 'w' && this.end !== 0 && now >= this.end - guardOf(this.spec)) {
+      this.balance = 0;
+      this.end = 0;
+    }
+  }
+
+  reset(): void {
+    // Leases are the store's count, not usage this replica may forget.
+  }
+
+  /**
+   * What to ask the store in the next exchange, taking out of the balance what is handed back
+   * (`giveBack`: the part above one call's charge) or owed; `undefined` when there is nothing
+   * to ask, give or owe.
+   */
+  ask(now: number, share: number, giveBack: boolean): PendingAsk | undefined {
+    if (!this.active) return undefined;
+    this.catchUp(now);
+    const low = Math.max(this.want, this.lastCharge);
+    const need = low > this.balance ? Math.ceil(low - Math.max(0, this.balance)) : 0;
+    let fromBalance = 0;
+    if (this.balance < 0) fromBalance = this.balance;
+    // A lease never spent from is the one a first call finds: it is kept.
+    else if (giveBack && need === 0 && this.lastUse > 0 && this.balance > this.lastCharge) {
+      fromBalance = this.balance - this.lastCharge;
+    }
+    const owed = Math.min(this.spentAway, this.spec.limit());
+    // In a window's last moments a grant could not be spent: ask once the next one opens.
+    if (
+      this.spec.kind === 'w' &&
+      now >= this.storeEnd - guardOf(this.spec) &&
+      now < this.storeEnd
+    ) {
+      this.refusedUntil = Math.max(this.refusedUntil, this.storeEnd);
+    }
+    const asked = need > 0 && now >= this.refusedUntil ? need : 0;
+    if (asked === 0 && fromBalance === 0 && owed === 0) return undefined;
+    this.balance -= fromBalance;
+    this.spentAway = 0;
+    return {
+      meter: this,
+      fromBalance,
+      owed,
+      ask: {
+        meter: this.spec.meter,
+        kind: this.spec.kind,
+        limit: this.spec.limit(),
+        lengthMs: this.spec.lengthMs(),
+        need: asked,
+        share,
+        give: fromBalance - owed,
+        leaseEnd: this.end,
+        hint: 0,
+        read: -1,
+      },
+    };
+  }
+
+  /**
+   * What the store answered; `grant` undefined when the exchange failed: a debt is owed again,
+   * a part handed back is taken as lost (the store may have it back).
+   */
+  granted(pending: PendingAsk, grant: MeterGrant | undefined, now: number): void {
+    const { ask } = pending;
+    if (grant === undefined) {
+      if (pending.fromBalance < 0) this.balance += pending.fromBalance;
+      this.spentAway += pending.owed;
+      return;
+    }
+    this.want = 0;
+    if (this.spec.kind === 'w') {
+      // What is left of a lease of a window the store has since closed is not spent in the next.
+      if (this.end !== 0 && grant.end > this.end && this.balance > 0 && now >= this.end) {
+        this.balance = 0;
+      }
+      this.end = grant.end;
+      this.storeEnd = grant.end;
+    }
+    this.balance += grant.grant;
+    this.refusedUntil =
+      ask.need > 0 && grant.grant === 0 ? now + refusalWait(this.spec, ask.need, grant, now) : 0;
+  }
+}
+
+/** One meter's part of an exchange under way. */
+export interface PendingAsk {
+  meter: LeaseMeter;
+  ask: MeterAsk;
+  /** Taken out of the balance: handed back (> 0) or a debt (< 0). */
+  fromBalance: number;
+  /** Spent while the store could not be reached, now owed to it. */
+  owed: number;
+}
+
+/** The longest a refused ask waits before asking again: someone may hand back sooner. */
+const POLL_MS = 1_000;
+
+/**
+ * ms until the store has room for `need` again: a window's end, or the time a bucket takes to
+ * refill what is missing; at most {@link POLL_MS}, as another replica may hand back sooner.
+ */
+function refusalWait(spec: MeterSpec, need: number, grant: MeterGrant, now: number): number {
+  if (spec.kind === 'w') return Math.max(1, Math.min(POLL_MS, grant.end - now));
+  const limit = spec.limit();
+  const missing = need - grant.room;
+  const refill = limit > 0 ? (missing / limit) * spec.lengthMs() : POLL_MS;
+  return Math.max(1, Math.min(POLL_MS, Math.ceil(refill)));
+}
+
+/**
+ * How long before its window ends a window's lease stops admitting: a call admitted then could
+ * reach the upstream after the window rolled, where no lease counted it.
+ */
+export function guardOf(spec: MeterSpec): number {
+  return Math.min(250, spec.lengthMs() / 20);
+}
