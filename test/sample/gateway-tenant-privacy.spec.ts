@@ -54,7 +54,9 @@ describe('spend and identity', () => {
 
   beforeAll(async () => {
     redis = await RedisServer.start();
-    upstream = await SimulatedUpstream.start({ deployments: [{ name: 'east' }] });
+    upstream = await SimulatedUpstream.start({
+      deployments: [{ name: 'east', tpm: 1_000_000, rpm: 10_000 }],
+    });
     config = join(dir, 'budget.json');
     writeFileSync(
       config,
@@ -65,7 +67,7 @@ describe('spend and identity', () => {
             name: 'east',
             baseURL: upstream.deployment('east').openaiBaseURL,
             apiKey: 'sk-east-deployment',
-            models: [{ name: GPT }],
+            models: [{ name: GPT, tpm: 1_000_000, rpm: 10_000 }],
           },
         ],
         pricing: { [GPT]: PRICE },
