@@ -13,7 +13,7 @@ import type {
   SwitchboardMetrics,
   SwitchboardMetricsOptions,
 } from '../telemetry/switchboard-metrics';
-import { LocalTenantCounts } from '../tenants/tenant-counts';
+import { LocalTenantCounts } from '../state/tenant-counts';
 import { Tenants } from '../tenants/tenants';
 import { contextWindows, widerModels } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
