@@ -13,7 +13,7 @@ import type {
   SwitchboardMetrics,
   SwitchboardMetricsOptions,
 } from '../telemetry/switchboard-metrics';
-import { LocalTenantCounts } from '../tenants/tenant-counts';
+import { LocalTenantCounts } from '../state/tenant-counts';
 import { Tenants } from '../tenants/tenants';
 import { contextWindows, widerModels } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
@@ -328,7 +328,7 @@ export class Router implements DispatchShared {
     const provisioned = this.provisioned.has(call.model);
     if (!(provisioned || this.cacheAffinity) || !request.metered) return undefined;
     if (call.entry.adapter.path[0] === 'embeddings') return undefined;
-    const prefix = prefixKey(call.body, request.admission.input);
+    const prefix = prefixKey(call.body, request.admission.input, call.tenant);
     if (provisioned && prefix !== undefined) {
       request.admission.cachePrefix ??= { key: prefix, tokens: CACHEABLE_TOKENS };
     }

@@ -121,7 +121,7 @@ describe('nestjs-switchboard plan', () => {
     lines[6] = '{"t": 1767603600000, "model": "gpt-4o", "input_tokens": -3, "output_tokens": 1}';
     writeFileSync(bad, lines.join('\n'));
     expect((await run(bad, '--config', config)).err).toBe(
-      `${bad}:7: "input_tokens" must be a whole number of tokens >= 0`,
+      `${bad}:7: "input_tokens" must be a whole number of tokens from 0 to 2147483647`,
     );
   });
 

@@ -9,7 +9,7 @@ import {
   type TenantLimitName,
   type TenantLimits,
   type TenantVerdict,
-} from '../../tenants/tenant-counts';
+} from '../tenant-counts';
 import { bounded, type RedisClientLike } from './redis-connection';
 
 /**
