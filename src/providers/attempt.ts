@@ -13,6 +13,7 @@ import type { AttemptHooks, AttemptOutcome, AttemptPlan, PreparedRequest } from 
 import { readRefusal, weighFailure } from './attempt-failure';
 import { checkedUsage } from './attempt-usage';
 import { apiPromiseOf, needsController, sdkOptionsOf } from './attempt-options';
+import { noAnswer } from './no-answer';
 import { translate } from './translate-error';
 
 export type {
@@ -231,6 +232,8 @@ class Attempt implements DeadlineEntry {
   }
 
   private received(data: unknown): void {
+    const missing = this.request.stream ? undefined : noAnswer(data, this.response);
+    if (missing !== undefined) return this.failedToSend(missing);
     let answer: unknown;
     try {
       answer = this.op.data ? this.op.data(data, this.request.body, this.deployment.client) : data;

@@ -166,6 +166,19 @@ describe('fallback across vendors: Chat Completions answered by Claude', () => {
     expect(final.usage?.completion_tokens).toBeGreaterThan(0);
   });
 
+  it('streamed without include_usage: no usage chunk the caller did not ask for', async () => {
+    const stream = await sb.chat.completions.create({
+      model: GPT,
+      stream: true,
+      messages: [{ role: 'user', content: 'no usage please' }],
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.some((c) => c.usage)).toBe(false);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('no usage please');
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+  });
+
   it('tools, parallel calls, streamed: runTools completes the loop through Claude', async () => {
     const seen: string[] = [];
     // The SDK's runnable tools: `function` and `parse` beside the definition.
