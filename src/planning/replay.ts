@@ -51,7 +51,11 @@ export async function replay(
   const slices = Math.ceil(spanMs / sliceMs) + 1;
   const sliceOf = (at: number) => Math.min(slices - 1, Math.floor((at - start) / sliceMs));
 
-  const deployments = options.deployments.map((d) => withQuota(d, o.quota));
+  // A key is never sent in a replay: a deployment without one (its token comes from code, as
+  // Entra ID's does) is planned as configured.
+  const deployments = options.deployments.map((d) =>
+    withQuota({ ...d, apiKey: d.apiKey ?? 'unused' }, o.quota),
+  );
   const providerOf = new Map<string, Provider>();
   for (const d of deployments) for (const m of d.models) providerOf.set(m.name, d.provider);
   const unknown = trace.models.filter((m) => !providerOf.has(m));
