@@ -371,6 +371,33 @@ describe('fallback across vendors: Chat Completions answered by Claude', () => {
     expect(final.model).toBe(CLAUDE);
   });
 
+  it('Responses streamed with parallel function calls: finalResponse() holds both calls', async () => {
+    const stream = sb.responses.stream({
+      model: GPT,
+      input: 'x',
+      tools: [
+        {
+          type: 'function',
+          name: 'get_weather',
+          parameters: weather.function.parameters,
+          strict: true,
+        },
+        { type: 'function', name: 'get_time', parameters: time.function.parameters, strict: true },
+      ],
+      tool_choice: 'required',
+    });
+    let args = 0;
+    stream.on('response.function_call_arguments.delta', () => args++);
+    const final = await stream.finalResponse();
+    const calls = final.output.filter((o) => o.type === 'function_call');
+    expect(calls.map((c) => c.type === 'function_call' && c.name)).toEqual([
+      'get_weather',
+      'get_time',
+    ]);
+    expect(JSON.parse((calls[1] as { arguments: string }).arguments)).toHaveProperty('zone');
+    expect(args).toBeGreaterThan(2);
+  });
+
   it('Responses: previous_response_id or a hosted tool skips the fallback, the error names it', async () => {
     const error = await sb.responses
       .create({ model: GPT, input: 'x', tools: [{ type: 'web_search' }] })
