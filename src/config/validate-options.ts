@@ -5,6 +5,7 @@ import { checkFallbacks } from './fallbacks';
 import { azurePathProblem, providerMessage } from './azure-endpoint';
 import { readinessOptionsSchema } from '../health/health-options';
 import { cacheOptionsSchema } from '../cache/cache-options';
+import { budgetOptionsSchema } from '../tenants/budget-options';
 import { SwitchboardError } from '../switchboard.error';
 import { tenantOf } from '../scheduling/tenant-of';
 import type { SwitchboardOptions } from './switchboard-options';
@@ -340,6 +341,7 @@ export const switchboardOptionsSchema = z.strictObject({
     .min(1, { error: 'must be the path of a file to append JSON lines to, such as traffic.jsonl' })
     .optional(),
   simulate: z.boolean({ error: 'must be true or false' }).optional(),
+  budgets: budgetOptionsSchema.optional(),
   health: readinessOptionsSchema.optional(),
   clock: fn('a function returning milliseconds').optional(),
   random: fn('a function returning a number in [0, 1)').optional(),
