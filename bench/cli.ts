@@ -190,7 +190,8 @@ This benchmark's own:
       --replica-seconds N
                         seconds of each row of the replicas section (default 90; real time)
       --replica-rows LIST
-                        rows of the replicas section: azure,claude,stop (default all)
+                        rows of the replicas section: azure,claude,stop, or one load of
+                        a kind, e.g. azure98,claude182 (default all)
       --replica-before  the replicas section without leases (admission by the synced view)
       --smoke           short run of every section; fails only if the bench itself crashes
       --soak S          soak test for S seconds instead of the sections

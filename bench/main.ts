@@ -209,7 +209,12 @@ async function main(): Promise<void> {
                 leases: true,
               },
             ]
-          : all.filter((r) => picked.includes(r.stopStore ? 'stop' : r.kind));
+          : all.filter((r) =>
+              r.stopStore
+                ? picked.includes('stop')
+                : picked.includes(r.kind) ||
+                  picked.includes(`${r.kind}${Math.round(r.load * 100)}`),
+            );
     figures.replicas = await replicasBench(rows, args.replicaSeconds);
   }
   if (args.soak !== undefined || args.smoke) {
