@@ -103,8 +103,9 @@ export class LeaseMeter implements LimitCounter {
     const charge = this.charge(admission);
     if (charge <= this.balance) return 0;
     // Refused: room comes back when the window ends or the bucket refills (or someone hands
-    // back); else the exchange under way answers within a round trip, and wakes the queue.
-    return Math.max(1, this.refusedUntil - now);
+    // back); else the exchange under way wakes the queue when it brings a lease, and this is
+    // only when to look again if it brings none.
+    return this.refusedUntil > now ? this.refusedUntil - now : EXCHANGE_WAIT_MS;
   }
 
   admit(admission: Admission, now: number): void {
@@ -225,6 +226,9 @@ export interface PendingAsk {
   /** Spent while the store could not be reached, now owed to it. */
   owed: number;
 }
+
+/** When a call whose lease is being fetched looks again, unless the lease wakes it sooner (ms). */
+const EXCHANGE_WAIT_MS = 50;
 
 /** The longest a refused ask waits before asking again: someone may hand back sooner. */
 const POLL_MS = 1_000;
