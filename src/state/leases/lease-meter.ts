@@ -49,10 +49,12 @@ export class LeaseMeter implements LimitCounter {
   private storeEnd = 0;
   /** The largest charge that did not fit since the last exchange. */
   want = 0;
-  /** The last call's charge: the lease is topped up ahead once it cannot take another. */
+  /** The last call's charge: what an idle lease keeps when it hands back the rest. */
   lastCharge = 0;
   /** When a call last spent from it (epoch ms). */
   lastUse = 0;
+  /** Room the store had left after the last exchange. */
+  storeRoom = Infinity;
   /** Until when the store had no room for {@link want} (epoch ms): no new ask before. */
   refusedUntil = 0;
   /** Spent while the store could not be reached: owed to it once it is back. */
@@ -115,7 +117,6 @@ export class LeaseMeter implements LimitCounter {
     this.lastCharge = charge;
     this.lastUse = now;
     if (this.away) this.spentAway += charge;
-    if (this.balance < charge) this.owner.request();
   }
 
   answered(): void {
@@ -212,6 +213,7 @@ export class LeaseMeter implements LimitCounter {
       this.storeEnd = grant.end;
     }
     this.balance += grant.grant;
+    this.storeRoom = grant.room;
     this.refusedUntil =
       ask.need > 0 && grant.grant === 0 ? now + refusalWait(this.spec, ask.need, grant, now) : 0;
   }
