@@ -1,5 +1,6 @@
 // Checks what `npm pack` puts in the tarball: both builds with their types, ./extend, ./testing,
-// LICENSE and README; no tests, sample, bench or sources. Then the public API of that build (see
+// LICENSE, README and what it links to (docs/, the dashboard, the benchmark results, so that its
+// relative links resolve in node_modules); no tests, sample, bench code or sources. Then the public API of that build (see
 // public-api.mjs): at most 41 names at the root, no internal class named by a public type. Prints
 // the file list; exits 1 naming what is wrong.
 //
@@ -23,7 +24,7 @@ const json = process.argv[2]
 const [pack] = JSON.parse(json.slice(json.indexOf('[')));
 const files = pack.files.map((f) => f.path).sort();
 
-const required = ['package.json', 'README.md', 'LICENSE'];
+const required = ['package.json', 'README.md', 'LICENSE', 'docs/configuration.md'];
 for (const build of ['cjs', 'esm']) {
   required.push(`dist/${build}/package.json`);
   for (const entry of ['index', 'extend/index', 'testing/index']) {
@@ -37,8 +38,10 @@ const forbidden = [
   [/\.ts$/, 'is a TypeScript source'],
   [/\.map$/, 'is a source map of sources not shipped'],
 ];
+// The pages and files the README and docs/ link to.
+const linked = /^(docs\/[\w.-]+\.(md|png)|dashboards\/switchboard\.json|bench\/RESULTS\.md)$/;
 for (const f of files) {
-  if (f.endsWith('.d.ts')) continue;
+  if (f.endsWith('.d.ts') || linked.test(f)) continue;
   for (const [pattern, why] of forbidden) if (pattern.test(f)) problems.push(`${f} ${why}`);
 }
 for (const f of files.filter((f) => /^dist\/(cjs|esm)\/.*\.js$/.test(f))) {

@@ -17,6 +17,24 @@ import { translate } from './translate-error';
 
 export type { AttemptHooks, PreparedRequest, ResponseTracker } from './attempt-types';
 
+/**
+ * One attempt's request: where it goes (a model on a deployment), through which API operation,
+ * with which body and charge, and the caller's SDK options.
+ *
+ * @example
+ * ```ts
+ * const plan: AttemptPlan = { deployment, modelState: deployment.models.get('gpt-4o')!, adapter, op, request, options: undefined };
+ * ```
+ */
+export interface AttemptPlan {
+  readonly deployment: Deployment;
+  readonly modelState: ModelState;
+  readonly adapter: ApiAdapter;
+  readonly op: ApiOperation;
+  readonly request: PreparedRequest;
+  readonly options: SdkRequestOptions | undefined;
+}
+
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 
 /**
@@ -52,21 +70,16 @@ export interface AttemptOutcome {
  *
  * @example
  * ```ts
- * runAttempt(d, state, adapter, op, request, options, hooks, { resolve, reject });
+ * runAttempt({ deployment, modelState, adapter, op, request, options }, hooks, { resolve, reject });
  * ```
  */
 export function runAttempt(
-  deployment: Deployment,
-  state: ModelState,
-  adapter: ApiAdapter,
-  op: ApiOperation,
-  request: PreparedRequest,
-  options: SdkRequestOptions | undefined,
+  plan: AttemptPlan,
   hooks: AttemptHooks,
   outcome: AttemptOutcome,
   context: AttemptContext = FIRST_ATTEMPT,
 ): void {
-  new Attempt(deployment, state, adapter, op, request, options, hooks, outcome).start(context);
+  new Attempt(plan, hooks, outcome).start(context);
 }
 
 /**
@@ -133,16 +146,23 @@ class Attempt implements DeadlineEntry {
     }
   };
 
+  readonly deployment: Deployment;
+  readonly modelState: ModelState;
+  readonly adapter: ApiAdapter;
+  private readonly op: ApiOperation;
+  readonly request: PreparedRequest;
+
   constructor(
-    readonly deployment: Deployment,
-    readonly modelState: ModelState,
-    readonly adapter: ApiAdapter,
-    private readonly op: ApiOperation,
-    readonly request: PreparedRequest,
-    options: SdkRequestOptions | undefined,
+    plan: AttemptPlan,
     private readonly hooks: AttemptHooks,
     private readonly outcome: AttemptOutcome,
   ) {
+    const { deployment, modelState, request, options } = plan;
+    this.deployment = deployment;
+    this.modelState = modelState;
+    this.adapter = plan.adapter;
+    this.op = plan.op;
+    this.request = request;
     this.deadline = options?.timeout ?? deployment.timeout;
     this.firstToken = request.stream
       ? modelState.firstTokenTimeout || hooks.firstTokenTimeout || 0

@@ -272,7 +272,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
         try {
           const next = await iterator.next();
           if (next.done) controller.close();
-          else controller.enqueue(bytesOf(next.value) ?? encoder.encode(frameOf(api, next.value)));
+          else controller.enqueue(bytesOf(next.value) ?? encoder.encode(frameOf(next.value)));
         } catch (error) {
           const http = httpErrorFor(error);
           const problem = { status: http.status, message: http.message };
@@ -302,15 +302,13 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
 
 /**
  * An event made here rather than read from an upstream (a translated stream): Chat Completions
- * frames are `data:` lines; the typed events of the other APIs carry their `event:` line too,
- * which Anthropic's SDK reads.
+ * chunks (which have no `type`) are `data:` lines; the typed events of Messages and Responses
+ * carry their `event:` line too, as those APIs send them (Anthropic's SDK reads it).
  */
-function frameOf(api: RelayApi, event: unknown): string {
+function frameOf(event: unknown): string {
   const type = (event as { type?: unknown } | null)?.type;
   const data = `data: ${JSON.stringify(event)}\n\n`;
-  return api.provider === 'anthropic' && typeof type === 'string'
-    ? `event: ${type}\n${data}`
-    : data;
+  return typeof type === 'string' ? `event: ${type}\n${data}` : data;
 }
 
 /** A JSON answer as the upstream sent it: its status, headers and text. */

@@ -26,7 +26,7 @@ import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { fits, tokensNeeded } from './context-windows';
 import type { TrafficRecorder } from '../traffic/traffic-recorder';
-import { routeCall, type NoRoom, type Route } from './route-call';
+import { routeCall, type NoRoom, type Route, type RouteQuery } from './route-call';
 import { explain } from './explanations';
 import type { TagSet } from '../placement/tags';
 import { isNoRoom } from '../quota/no-room';
@@ -136,16 +136,16 @@ export interface DispatchCall {
  * const answer = await new Dispatch(shared, { adapter, op, request, sessionId: 'user-42', pool }).run();
  * ```
  */
-export class Dispatch implements AttemptOutcome, CallGate {
+export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
   private readonly model: string;
   /**
    * The model the call is routed to as its own, with its deployments and fallbacks: the requested
    * one, until a refusal no deployment of it would lift (a prompt beyond its context window,
    * Azure's content filter) moved the call on ({@link leaveModel}).
    */
-  private target: string;
-  private targetPool: readonly Deployment[];
-  private targetFallbacks: readonly string[] | undefined;
+  target: string;
+  targetPool: readonly Deployment[];
+  targetFallbacks: readonly string[] | undefined;
   /** Why the call left the requested model; undefined while it has not. */
   private refusal: Refusal | undefined = undefined;
   /** The models that refused the call (made on the first refusal). */
@@ -168,12 +168,12 @@ export class Dispatch implements AttemptOutcome, CallGate {
   private readonly op: ApiOperation;
   private readonly request: PreparedRequest;
   private readonly options: SdkRequestOptions | undefined;
-  private readonly sessionId: string | undefined;
+  readonly sessionId: string | undefined;
   private readonly pool: readonly Deployment[];
   private readonly fallbacks: readonly string[] | undefined;
   private readonly pin: Pin | undefined;
   private readonly tags: CallTags;
-  private readonly required: TagSet | undefined;
+  readonly required: TagSet | undefined;
   private readonly filterFallbacks: readonly string[] | undefined;
   private readonly skipped: readonly SkippedFallback[] | undefined;
 
@@ -406,15 +406,7 @@ export class Dispatch implements AttemptOutcome, CallGate {
       this.admission = this.shared.lanes.admissionFor(this.model, 'batch', this.request.admission);
     }
     this.now = this.shared.clock();
-    return routeCall(
-      this.shared.picker,
-      this.target,
-      this.targetFallbacks,
-      this.sessionId,
-      this,
-      this.targetPool,
-      this.required,
-    );
+    return routeCall(this.shared.picker, this);
   }
 
   /** As a gate: room for the call's charge on a deployment it has not tried. */
@@ -479,13 +471,9 @@ export class Dispatch implements AttemptOutcome, CallGate {
         this.sendTranslated(to, state, request, hooks, outcome);
         return;
       }
+      const { adapter, op, options } = this;
       runAttempt(
-        deployment,
-        state,
-        this.adapter,
-        this.op,
-        prepared,
-        this.options,
+        { deployment, modelState: state, adapter, op, request: prepared, options },
         hooks,
         outcome,
         this.context,
@@ -532,12 +520,14 @@ export class Dispatch implements AttemptOutcome, CallGate {
     }
     const { adapter: target, op: targetOp, request: translated, outcome: back } = crossing;
     runAttempt(
-      to.deployment,
-      state,
-      target,
-      targetOp,
-      translated,
-      this.options,
+      {
+        deployment: to.deployment,
+        modelState: state,
+        adapter: target,
+        op: targetOp,
+        request: translated,
+        options: this.options,
+      },
       hooks,
       back,
       this.context,
@@ -546,14 +536,13 @@ export class Dispatch implements AttemptOutcome, CallGate {
 
   /** Why each deployment of the call's model and fallbacks did not take it (on failure only). */
   private explain() {
-    return explain(
-      this.shared.registry,
-      this.model,
-      this.fallbacks,
-      this.required,
-      this.admission,
-      this.exclude,
-    );
+    return explain(this.shared.registry, {
+      model: this.model,
+      fallbacks: this.fallbacks,
+      tags: this.required,
+      admission: this.admission,
+      tried: this.exclude,
+    });
   }
 
   /** A batch call held to the headroom that a deployment of its model has room for without it. */

@@ -6,8 +6,11 @@ import { carries, type TagSet } from '../placement/tags';
 
 /** A model served by thousands of deployments: the error stays small. */
 export const MAX_EXPLAINED = 100;
-/** When a slot under a cap is expected (the routing's own figure). */
-const SLOT_WAIT_MS = 1_000;
+/**
+ * When a slot under a `maxInFlight` cap is expected, in ms: calls end at their own pace, so the
+ * routing looks again after this long (or when one ends).
+ */
+export const SLOT_WAIT_MS = 1_000;
 
 /**
  * Per deployment of `model` and its `fallbacks`, why the call cannot go there now: asked only
@@ -17,18 +20,21 @@ const SLOT_WAIT_MS = 1_000;
  *
  * @example
  * ```ts
- * explain(registry, 'gpt-4o', undefined, tagSet(['eu']), { input: 900, output: 256 });
+ * explain(registry, { model: 'gpt-4o', fallbacks: undefined, tags: tagSet(['eu']), admission: { input: 900, output: 256 } });
  * // [{ deployment: 'eu-west', model: 'gpt-4o', reason: 'no_room', retryInMs: 1200, detail: 'quota full' }, ...]
  * ```
  */
 export function explain(
   registry: DeploymentRegistry,
-  model: string,
-  fallbacks: readonly string[] | undefined,
-  tags: TagSet | undefined,
-  admission: Admission | undefined,
-  tried?: ReadonlySet<Deployment>,
+  call: {
+    model: string;
+    fallbacks: readonly string[] | undefined;
+    tags: TagSet | undefined;
+    admission: Admission | undefined;
+    tried?: ReadonlySet<Deployment>;
+  },
 ): DeploymentExplanation[] {
+  const { model, fallbacks, tags, admission, tried } = call;
   const out: DeploymentExplanation[] = [];
   for (const m of fallbacks === undefined ? [model] : [model, ...fallbacks]) {
     for (const d of registry.pools.get(m) ?? []) {

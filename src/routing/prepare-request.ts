@@ -8,12 +8,12 @@ const UNMETERED: Admission = Object.freeze({ input: 0, output: 0 });
 /**
  * A call's body made ready for its surface, with what it is charged at admission (`defaultOutput`
  * reserved when the body caps no output) and, for APIs whose answers create stored objects, who
- * remembers where they live. With `settle.usage` (a tenant with limits), a stream is asked for
+ * remembers where they live. With `prep.usage` (a tenant with limits), a stream is asked for
  * its usage even when the caller said not to (the usage event is hidden from it).
  *
  * @example
  * ```ts
- * const request = prepareRequest(chatCompletions, op, body, 0, undefined);
+ * const request = prepareRequest(chatCompletions, op, body, { defaultOutput: 0, tracker: undefined });
  * request.admission; // { input: 12, output: 0 }
  * ```
  */
@@ -21,16 +21,22 @@ export function prepareRequest(
   adapter: ApiAdapter,
   op: ApiOperation,
   body: Record<string, unknown>,
-  defaultOutput: number,
-  tracker: ResponseTracker | undefined,
-  settle?: { usage: boolean },
+  prep: {
+    /** Output reserved when the body caps none (`defaultReservation`). */
+    defaultOutput: number;
+    /** Who remembers where a stored object the answer creates lives. */
+    tracker: ResponseTracker | undefined;
+    /** Ask a stream for its usage whatever the caller said (a tenant with limits). */
+    usage?: boolean;
+  },
 ): PreparedRequest {
+  const { defaultOutput, tracker } = prep;
   const stream = op.streams ? op.streams(body) : body.stream === true;
   const metered = op.metered !== false;
   const admission = metered ? adapter.admission(body, defaultOutput) : UNMETERED;
   const track = adapter.chain ? tracker : undefined;
   if (stream && adapter.prepareStream) {
-    const prepared = adapter.prepareStream(body, settle?.usage);
+    const prepared = adapter.prepareStream(body, prep.usage);
     return {
       body: prepared.body,
       stream,

@@ -4,7 +4,7 @@ import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { RoomGate, type CallGate, type DeploymentPicker } from '../selection/pick';
 import { SwitchboardError } from '../switchboard.error';
 import { explanationText } from '../errors/explanation';
-import { explain } from './explanations';
+import { explain, SLOT_WAIT_MS } from './explanations';
 import type { TagSet } from '../placement/tags';
 
 /** Where one attempt of a call goes: a deployment, and the model it is asked for there. */
@@ -14,16 +14,34 @@ export interface Route {
   model: string;
 }
 
+/**
+ * What routing reads of a call: the model it is routed to and that model's fallbacks, the key it
+ * sticks by, the deployments that may take it, and the tags they must carry.
+ *
+ * @example
+ * ```ts
+ * const query: RouteQuery = { target: 'gpt-4o', targetFallbacks: ['gpt-4o-mini'], sessionId: undefined, targetPool: pool, required: undefined };
+ * ```
+ */
+export interface RouteQuery {
+  readonly target: string;
+  readonly targetFallbacks: readonly string[] | undefined;
+  readonly sessionId: string | undefined;
+  /** The deployments of `target` that may take it (default: every one carrying `required`). */
+  readonly targetPool?: readonly Deployment[];
+  readonly required: TagSet | undefined;
+}
+
 /** No deployment has room for the call now: when one is expected to (ms from now). */
 export interface NoRoom {
   waitMs: number;
 }
 
 /**
- * Picks the deployment and model for one attempt of a call to `model`, given its `fallbacks` (in
- * order, chains resolved; none = the requested model only) and its `gate`: its `admission` charge
- * (what the upstream counts when it admits the call) and the deployments it already tried
- * (`exclude`); `pool` is `model`'s deployments, when the caller has them already:
+ * Picks the deployment and model for one attempt of `call` (its dispatch): to its `target` model,
+ * given that model's fallbacks (in order, chains resolved; none = the target only), and, as its
+ * gate, its `admission` charge (what the upstream counts when it admits the call) and the
+ * deployments it already tried (`exclude`); `targetPool` is the target's deployments:
  *
  * 1. a deployment of `model` with room for the call that it has not tried, most preferred tier
  *    first; else the first fallback model with such a deployment;
@@ -49,19 +67,14 @@ export interface NoRoom {
  * @example
  * ```ts
  * const gate = new RoomGate({ input: 900, output: 256 }, tried);
- * const r = routeCall(picker, 'gpt-4o', ['gpt-4o-mini'], 'user-42', gate);
+ * const r = routeCall(picker, dispatch); // { deployment, model } or { waitMs }
  * if ('waitMs' in r) throw new Error(`no room for ${r.waitMs} ms`);
  * ```
  */
-export function routeCall(
-  picker: DeploymentPicker,
-  model: string,
-  fallbacks: readonly string[] | undefined,
-  sessionId: string | undefined,
-  gate: CallGate,
-  pool?: readonly Deployment[],
-  tags?: TagSet,
-): Route | NoRoom {
+export function routeCall(picker: DeploymentPicker, call: RouteQuery & CallGate): Route | NoRoom {
+  const { target: model, targetFallbacks: fallbacks, sessionId, required: tags } = call;
+  const gate: CallGate = call;
+  let pool = call.targetPool;
   const { registry } = picker;
   pool ??= registry.poolFor(model, tags);
   const own = picker.withRoom(model, sessionId, gate, pool, tags);
@@ -87,21 +100,16 @@ export function routeCall(
   }
   const wait = noRoom(registry, model, fallbacks, admission, tags);
   if (wait !== undefined) return wait;
-  return bestEffort(picker, model, fallbacks, sessionId, tried, tags);
+  return bestEffort(picker, call);
 }
 
 /**
  * Every deployment that may take the call is down: one of the requested model's, else (when
  * tags leave the model none) of the first fallback that has one.
  */
-function bestEffort(
-  picker: DeploymentPicker,
-  model: string,
-  fallbacks: readonly string[] | undefined,
-  sessionId: string | undefined,
-  tried: ReadonlySet<Deployment> | undefined,
-  tags: TagSet | undefined,
-): Route {
+function bestEffort(picker: DeploymentPicker, call: RouteQuery & CallGate): Route {
+  const { target: model, targetFallbacks: fallbacks, sessionId, required: tags } = call;
+  const tried = call.exclude;
   if (tags === undefined) return { deployment: picker.select(model, sessionId, tried), model };
   const { registry } = picker;
   for (const m of fallbacks === undefined ? [model] : [model, ...fallbacks]) {
@@ -109,7 +117,7 @@ function bestEffort(
       return { deployment: picker.select(m, sessionId, tried, tags), model: m };
     }
   }
-  const explanations = explain(registry, model, fallbacks, tags, undefined);
+  const explanations = explain(registry, { model, fallbacks, tags, admission: undefined });
   throw new SwitchboardError(
     `No deployment of ${model}${fallbacks === undefined ? '' : ` or its fallbacks`} carries the tags ` +
       `${tags.key} this call requires (${explanationText(explanations)}). Tag a deployment that may ` +
@@ -119,12 +127,6 @@ function bestEffort(
 }
 
 const NOTHING: Admission = Object.freeze({ input: 0, output: 0 });
-
-/**
- * When a slot under a `maxInFlight` cap is expected (ms), for `retry-after` and the queue's
- * timer; a call that ends frees one sooner, and wakes the queue at once.
- */
-export const SLOT_WAIT_MS = 1_000;
 
 function untriedAllDown(
   pool: readonly Deployment[],
@@ -185,7 +187,7 @@ function noRoom(
     }
   }
   if (!fits && largest !== undefined && admission !== undefined) {
-    const explanations = explain(registry, model, fallbacks, tags, admission);
+    const explanations = explain(registry, { model, fallbacks, tags, admission });
     throw new SwitchboardError(
       `A call to ${model} can never fit: the upstream charges it ${largest.charge} tokens of ` +
         `${largest.limit} at admission (${admission.input} input + ${admission.output} reserved ` +

@@ -73,12 +73,13 @@ export class Router implements DispatchShared {
   readonly contentFilterFallbacks: ReadonlyMap<string, readonly string[]>;
   /** Per model with a `contextWindow`, its window; `undefined` when none has one. */
   readonly windows: ReadonlyMap<string, number> | undefined;
-  private readonly chains: ResponseChains;
   /** Calls that build on (or read) a stored object, each sent to its holder alone. */
   private readonly pins: PinnedCalls;
   /** Answers served again, with `options.cache`. */
   private readonly cache: ResponseCache | undefined;
-  private readonly defaultReservation: number;
+  /** How requests are prepared; a tenant with limits settles every answer, its streams' too. */
+  private readonly prep: Parameters<typeof prepareRequest>[3];
+  private readonly prepSettled: Parameters<typeof prepareRequest>[3];
   /** Whether calls without a session keep to where their prompt prefix is cached. */
   private readonly cacheAffinity: boolean;
   /** Models served by a provisioned (PTU) deployment somewhere, which counts cached input free. */
@@ -115,8 +116,8 @@ export class Router implements DispatchShared {
     this.contentFilterFallbacks = new Map(Object.entries(options.contentFilterFallbacks ?? {}));
     this.windows = contextWindows(registry);
     const chains = new ResponseChains(options.maxResponses ?? 10_000, registry, state);
-    this.chains = chains;
-    this.defaultReservation = options.defaultReservation ?? 0;
+    this.prep = { defaultOutput: options.defaultReservation ?? 0, tracker: chains };
+    this.prepSettled = { ...this.prep, usage: true };
     this.cacheAffinity = options.cacheAffinity ?? true;
     this.provisioned = new Set(
       options.deployments.flatMap((d) =>
@@ -244,9 +245,8 @@ export class Router implements DispatchShared {
           ? undefined
           : tenants.open(call.tenant, model);
       // A tenant with limits settles every answer: its stream is asked for usage.
-      let request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains, {
-        usage: account?.key !== undefined,
-      });
+      const prep = account?.key !== undefined ? this.prepSettled : this.prep;
+      let request = prepareRequest(adapter, op, body, prep);
       if (this.cache !== undefined) request = this.cache.recording(options, request);
       const sdkOptions = options as SdkRequestOptions | undefined;
       const prefix = this.prefixOf(call, request);
@@ -383,7 +383,7 @@ export class Router implements DispatchShared {
       if (typeof id !== 'string' || id === '') {
         throw new TypeError(`${entry.surface} expects an id string as its first argument`);
       }
-      const request = prepareRequest(adapter, op, body, this.defaultReservation, this.chains);
+      const request = prepareRequest(adapter, op, body, this.prep);
       const sdkOptions = options as SdkRequestOptions | undefined;
       return this.pins.dispatch({ adapter, op, id, request, options: sdkOptions });
     } catch (error) {

@@ -13,7 +13,9 @@ import { chatCompletionToMessage, messageToChatCompletion } from './answers';
 import { callerError } from './caller-errors';
 import { chatToMessages } from './chat-to-messages';
 import { messagesToChat } from './messages-to-chat';
-import type { Refusal, Translated } from './refusal';
+import { refuse, translating, type Refusal, type Translated } from './refusal';
+import { chatCompletionToResponse, chunksToResponseEvents } from './responses-answer';
+import { responsesToChatBody } from './responses-request';
 import { chunksToMessageEvents, messageEventsToChunks } from './streams';
 
 /** The operations translated: `fetch` is `sb.fetch`'s relay of a create call. */
@@ -24,7 +26,7 @@ interface Direction {
   readonly target: ApiAdapter;
   readonly ops: ReadonlySet<string>;
   request(body: Record<string, unknown>, model: string, maxTokens: number): Translated<object>;
-  answer(data: unknown, model: string, created: number): unknown;
+  answer(data: unknown, model: string, created: number, body: Record<string, unknown>): unknown;
   stream(
     events: AsyncIterable<unknown>,
     model: string,
@@ -57,9 +59,31 @@ const MESSAGES_TO_CHAT: Direction = {
     chunksToMessageEvents(events as AsyncIterable<ChatCompletionChunk>, { model }),
 };
 
+const RESPONSES_TO_MESSAGES: Direction = {
+  target: messagesAdapter as unknown as ApiAdapter,
+  ops: new Set(['create', 'fetch']),
+  request: (body, model, maxTokens) =>
+    translating(() => {
+      const out = chatToMessages(responsesToChatBody(body) as never, { model, maxTokens });
+      return 'refused' in out ? refuse(out.refused.field, out.refused.why) : out.body;
+    }),
+  answer: (data, model, created, body) =>
+    chatCompletionToResponse(messageToChatCompletion(data as Message, model, created), body),
+  stream: (events, model, created, body) =>
+    chunksToResponseEvents(
+      messageEventsToChunks(events as AsyncIterable<RawMessageStreamEvent>, {
+        model,
+        created,
+        includeUsage: true,
+      }),
+      body,
+    ),
+};
+
 const DIRECTIONS: Readonly<Record<string, Direction>> = {
   'chat.completions>anthropic': CHAT_TO_MESSAGES,
   'messages>openai': MESSAGES_TO_CHAT,
+  'responses>anthropic': RESPONSES_TO_MESSAGES,
 };
 
 /**
@@ -165,7 +189,7 @@ export function crossVendor(
                   ),
                 (answer.data as { controller: AbortController }).controller,
               )
-            : parsed(caller, direction.answer(answer.data, target.model, created), own);
+            : parsed(caller, direction.answer(answer.data, target.model, created, callerBody), own);
         } catch (error) {
           outcome.reject(toCaller(error) as Error);
           return;

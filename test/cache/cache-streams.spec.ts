@@ -9,6 +9,7 @@ import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { ask, askClaude, CLAUDE, GPT } from '../support/upstream';
 
 const TTL = 60_000;
+const EMBED = 'text-embedding-3-small';
 let upstream: SimulatedUpstream;
 let sb: Switchboard;
 
@@ -26,7 +27,7 @@ beforeEach(() => {
         name: 'plain',
         baseURL: upstream.deployment('plain').openaiBaseURL,
         apiKey: 'k',
-        models: [{ name: GPT }],
+        models: [{ name: GPT }, { name: EMBED }],
       },
       {
         provider: 'openai',
@@ -124,6 +125,21 @@ describe('streams replayed', () => {
     expect(sent()).toBe(1);
     expect(again).toEqual(first);
     expect(first.finishReason).toBe('stop');
+  });
+});
+
+describe('other operations', () => {
+  it('parse() and embeddings are served again too, each from its own entries', async () => {
+    const parsed = await sb.chat.completions.parse(ask('parse me'));
+    expect(await sb.chat.completions.parse(ask('parse me'))).toEqual(parsed);
+    // create() of the same body is another operation: its own entry.
+    await sb.chat.completions.create(ask('parse me'));
+    expect(sent()).toBe(2);
+    const vectors = await sb.embeddings.create({ model: EMBED, input: ['one', 'two'] });
+    const again = await sb.embeddings.create({ model: EMBED, input: ['one', 'two'] });
+    expect(again).toEqual(vectors);
+    expect(again.data[0]!.embedding.length).toBeGreaterThan(0);
+    expect(sent()).toBe(3);
   });
 });
 

@@ -106,8 +106,26 @@ describe('calls a model refuses for what they are', () => {
       expect(message.model).toBe(OPUS);
       expect(requests('haiku')).toBe(0);
       expect(await fallbackPoints()).toEqual([
-        [{ model: SMALL, fallback: LARGE, deployment: 'large', reason: 'context_window' }, 1],
-        [{ model: HAIKU, fallback: OPUS, deployment: 'opus', reason: 'context_window' }, 1],
+        [
+          {
+            model: SMALL,
+            fallback: LARGE,
+            deployment: 'large',
+            reason: 'context_window',
+            translated: 'false',
+          },
+          1,
+        ],
+        [
+          {
+            model: HAIKU,
+            fallback: OPUS,
+            deployment: 'opus',
+            reason: 'context_window',
+            translated: 'false',
+          },
+          1,
+        ],
       ]);
       // A call that fits stays on its model.
       expect((await ask('short')).model).toBe(SMALL);
@@ -146,8 +164,26 @@ describe('calls a model refuses for what they are', () => {
       expect((await ask('short')).model).toBe(SMALL);
       expect(requests('small1') + requests('small2')).toBe(2);
       expect(await fallbackPoints()).toEqual([
-        [{ model: SMALL, fallback: LARGE, deployment: 'large', reason: 'context_window' }, 1],
-        [{ model: HAIKU, fallback: OPUS, deployment: 'opus', reason: 'context_window' }, 1],
+        [
+          {
+            model: SMALL,
+            fallback: LARGE,
+            deployment: 'large',
+            reason: 'context_window',
+            translated: 'false',
+          },
+          1,
+        ],
+        [
+          {
+            model: HAIKU,
+            fallback: OPUS,
+            deployment: 'opus',
+            reason: 'context_window',
+            translated: 'false',
+          },
+          1,
+        ],
       ]);
     });
 
@@ -196,6 +232,7 @@ describe('calls a model refuses for what they are', () => {
             fallback: SMALL,
             deployment: expect.any(String),
             reason: 'content_filter',
+            translated: 'false',
           },
           1,
         ],

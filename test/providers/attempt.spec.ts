@@ -118,7 +118,15 @@ function start(d: HandDeployment, hs: AttemptHooks, options?: SdkRequestOptions)
   let settlements = 0;
   let settle: (outcome: Outcome) => void = () => undefined;
   const outcome = new Promise<Outcome>((resolve) => (settle = resolve));
-  runAttempt(d, d.state, ADAPTER, SEND, request(), options, hs, {
+  const plan = {
+    deployment: d,
+    modelState: d.state,
+    adapter: ADAPTER,
+    op: SEND,
+    request: request(),
+    options,
+  };
+  runAttempt(plan, hs, {
     resolve: (answer) => {
       settlements++;
       settle({ value: answer.data });

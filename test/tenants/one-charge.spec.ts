@@ -284,6 +284,9 @@ describe(`${CALLS} concurrent calls of a tenant with a $${BUDGET} daily budget`,
         await fetch(`${gateway.url}/switchboard`, { headers: { authorization: 'Bearer k0' } })
       ).json()) as { costs: { tenant: string; usd: number }[] };
       const counted = status.costs.find((c) => c.tenant === 'key-0')!.usd;
+      if (process.env.ONE_CHARGE_TABLE) {
+        process.stdout.write(`gateway: ${admitted} ${spent} ${counted}\n`);
+      }
       expect(Math.abs(counted - spent)).toBeLessThan(1e-9);
     } finally {
       await gateway?.close();

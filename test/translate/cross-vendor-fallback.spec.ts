@@ -292,6 +292,82 @@ describe('fallback across vendors: Chat Completions answered by Claude', () => {
     },
   );
 
+  it('Responses: text and function tools answered by Claude, streamed and not', async () => {
+    const r = await sb.responses.create({
+      model: GPT,
+      instructions: 'Be brief.',
+      input: 'responses here',
+    });
+    expect(r.object).toBe('response');
+    expect(r.model).toBe(CLAUDE);
+    expect(r.output_text).toBe('responses here');
+    expect(r.usage!.output_tokens).toBeGreaterThan(0);
+    const sent = upstream.deployment('claude').requests.at(-1)!
+      .body as Anthropic.MessageCreateParams;
+    expect(sent.system).toEqual([{ type: 'text', text: 'Be brief.' }]);
+    const tools = await sb.responses.create({
+      model: GPT,
+      input: [{ role: 'user', content: 'Paris' }],
+      tools: [
+        {
+          type: 'function',
+          name: 'get_weather',
+          parameters: weather.function.parameters,
+          strict: true,
+        },
+      ],
+      tool_choice: 'required',
+    });
+    const call = tools.output.find((o) => o.type === 'function_call');
+    expect(call?.type === 'function_call' && call.name).toBe('get_weather');
+    const next = await sb.responses.create({
+      model: GPT,
+      input: [
+        { role: 'user', content: 'Paris' },
+        {
+          type: 'function_call',
+          call_id: (call as { call_id: string }).call_id,
+          name: 'get_weather',
+          arguments: '{"city":"Paris"}',
+        },
+        {
+          type: 'function_call_output',
+          call_id: (call as { call_id: string }).call_id,
+          output: 'sunny',
+        },
+      ],
+      tools: [
+        {
+          type: 'function',
+          name: 'get_weather',
+          parameters: weather.function.parameters,
+          strict: true,
+        },
+      ],
+    });
+    expect(next.output_text).toBe('sunny');
+    const stream = sb.responses.stream({
+      model: GPT,
+      input: 'streamed responses words',
+    });
+    const deltas: string[] = [];
+    stream.on('response.output_text.delta', (e) => deltas.push(e.delta));
+    const final = await stream.finalResponse();
+    expect(final.output_text).toBe('streamed responses words');
+    expect(deltas.join('')).toBe('streamed responses words');
+    expect(final.model).toBe(CLAUDE);
+  });
+
+  it('Responses: previous_response_id or a hosted tool skips the fallback, the error names it', async () => {
+    const error = await sb.responses
+      .create({ model: GPT, input: 'x', tools: [{ type: 'web_search' }] })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect((error as Error).message).toContain("the call's tools[0] cannot be translated");
+  });
+
   it('counts switchboard.fallbacks with translated="true"', async () => {
     const { resourceMetrics } = await reader.collect();
     const points = (resourceMetrics.scopeMetrics
