@@ -21,6 +21,8 @@ afterAll(async () => {
 });
 
 const LIMIT = 6_000;
+/** Exchanges of each interleaving. */
+const STEPS = 200;
 const MINUTE = 60_000;
 
 /** One exchange of replica `id` for one meter, at `now`. */
@@ -46,6 +48,7 @@ const ask = (kind: 'w' | 'b', need: number, give = 0, leaseEnd = 0): MeterAsk =>
 });
 
 describe('the lease script, under any interleaving of four replicas', () => {
+  jest.setTimeout(30_000);
   it.each([1, 2, 3])(
     'grants a window no more than its limit, hand-backs and debts included (seed %i)',
     async (seed) => {
@@ -55,7 +58,7 @@ describe('the lease script, under any interleaving of four replicas', () => {
       const held = new Map<string, { balance: number; end: number }>();
       /** Per window (by its end): what was granted and not handed back. */
       const taken = new Map<number, number>();
-      for (let step = 0; step < 400; step++) {
+      for (let step = 0; step < STEPS; step++) {
         now += Math.floor(random() * 2_000);
         const id = `r${Math.floor(random() * 4)}`;
         const mine = held.get(id) ?? { balance: 0, end: 0 };
@@ -105,7 +108,7 @@ describe('the lease script, under any interleaving of four replicas', () => {
       let level = LIMIT;
       let at = now;
       let granted = 0;
-      for (let step = 0; step < 400; step++) {
+      for (let step = 0; step < STEPS; step++) {
         now += Math.floor(random() * 500);
         level = Math.min(LIMIT, level + ((now - at) * LIMIT) / MINUTE);
         at = now;
@@ -116,8 +119,8 @@ describe('the lease script, under any interleaving of four replicas', () => {
         granted += g.grant;
         expect(level).toBeGreaterThanOrEqual(-1e-6);
       }
-      // 400 steps of 250 ms on average: about 100 s, 1.7 minutes of refill on top of the bucket.
-      expect(granted).toBeGreaterThan(LIMIT * 2);
+      // 200 steps of 250 ms on average: about 50 s, most of a minute's refill on top of the bucket.
+      expect(granted).toBeGreaterThan(LIMIT * 1.5);
     },
   );
 

@@ -1,3 +1,4 @@
+import type { Admission } from '../../quota/admission';
 import type { QuotaLedger } from '../../quota/quota-ledger';
 import type { SharedReading } from '../../quota/reading';
 import type { ModelState } from '../../registry/model-state';
@@ -71,8 +72,17 @@ export class LeaseBook {
     ledger.gate(this.meters);
   }
 
-  /** Exchange soon: a call did not fit, or a lease ran low. */
-  request(): void {
+  /**
+   * Exchange now: a call did not fit, or a lease ran low. Every limit the call does not fit asks
+   * in the same round trip (the ledger stops at the first that refuses).
+   */
+  request(admission?: Admission): void {
+    if (admission !== undefined) {
+      for (const m of this.meters) {
+        const charge = m.charge(admission);
+        if (charge > m.balance && charge > m.want) m.want = charge;
+      }
+    }
     if (this.running !== undefined) {
       this.again = true;
       return;

@@ -23,8 +23,8 @@ export interface MeterSpec {
 
 /** What a meter tells the book it belongs to. */
 export interface MeterOwner {
-  /** A call did not fit, or the lease ran low: exchange with the store soon. */
-  request(): void;
+  /** A call (`admission`) did not fit, or the lease ran low: exchange with the store now. */
+  request(admission?: Admission): void;
 }
 
 /**
@@ -85,7 +85,7 @@ export class LeaseMeter implements LimitCounter {
       const charge = this.charge(admission);
       if (charge > this.balance) {
         if (charge > this.want) this.want = charge;
-        if (now >= this.refusedUntil) this.owner.request();
+        if (now >= this.refusedUntil) this.owner.request(admission);
       }
     }
     return this.balance;
@@ -117,6 +117,9 @@ export class LeaseMeter implements LimitCounter {
     this.lastCharge = charge;
     this.lastUse = now;
     if (this.away) this.spentAway += charge;
+    // Kept ready for the next call while the store has room to spare (a session's or a stored
+    // response's deployment then has its lease when the call comes), within this window.
+    if (this.balance < charge && this.storeRoom >= this.spec.limit() / 4) this.owner.request();
   }
 
   answered(): void {
