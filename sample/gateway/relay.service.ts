@@ -129,12 +129,41 @@ function decoded(segment: string): string | undefined {
 /** What {@link send} shows of the answer to whoever reads the id of a created response. */
 type AnswerWatch = ReturnType<typeof createdResponseId>;
 
-/** Writes a `Response`: whole when it is JSON, chunk by chunk (with backpressure) when SSE. */
-async function send(response: Response, res: ServerResponse, watch?: AnswerWatch): Promise<void> {
+/**
+ * The upstream's response headers a gateway client gets: what the APIs' clients read (the body's
+ * type, the request id they report, when to retry) and the switchboard's own `x-switchboard-*`.
+ * Nothing else: not `set-cookie`, not `openai-organization`, not one deployment's
+ * `x-ratelimit-*` (a client of the gateway is not that deployment's client).
+ */
+export const ANSWER_HEADERS: ReadonlySet<string> = new Set([
+  'content-type',
+  'retry-after',
+  'retry-after-ms',
+  'x-request-id',
+  'request-id',
+  'openai-processing-ms',
+]);
+
+/**
+ * The headers of `response` a gateway client may see (see {@link ANSWER_HEADERS}).
+ *
+ * @example
+ * ```ts
+ * answerHeaders(new Response('', { headers: { 'set-cookie': 'a=1', 'x-request-id': 'r' } }));
+ * // { 'x-request-id': 'r' }
+ * ```
+ */
+export function answerHeaders(response: Response): Record<string, string> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
-    headers[name] = value;
+    if (ANSWER_HEADERS.has(name) || name.startsWith('x-switchboard-')) headers[name] = value;
   });
+  return headers;
+}
+
+/** Writes a `Response`: whole when it is JSON, chunk by chunk (with backpressure) when SSE. */
+async function send(response: Response, res: ServerResponse, watch?: AnswerWatch): Promise<void> {
+  const headers = answerHeaders(response);
   const type = headers['content-type'];
   if (response.body === null || !type?.startsWith('text/event-stream')) {
     const body = Buffer.from(await response.arrayBuffer());

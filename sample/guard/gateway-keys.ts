@@ -50,10 +50,43 @@ export interface GuardEnv {
   GATEWAY_KEY_TPM?: string;
   /** Calls in flight per key (absent: no limit). */
   GATEWAY_KEY_MAX_IN_FLIGHT?: string;
+  /**
+   * `a1,a2`: keys that also read every tenant's spend and queue (`/switchboard` in full,
+   * `/metrics` with its tenant series); accepted as keys too.
+   */
+  GATEWAY_ADMIN_KEYS?: string;
   [name: string]: string | undefined;
 }
 
 const digest = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
+
+/** How many hex digits of a key's SHA-256 name its tenant: 48 bits, no collision in practice. */
+const TENANT_DIGITS = 12;
+
+/**
+ * The tenant of the calls made with `key`: `key-` and the first 12 hex digits of its SHA-256.
+ * Derived from the key itself, never its place in a list: a key that replaces a revoked one
+ * starts with nothing of its spend, limits or budget; and the key cannot be read back from it.
+ * A configuration names a key's tenant policy by it (`tenants: { key-3f9a0c4b1d2e: ... }`;
+ * `printf %s "$KEY" | sha256sum | cut -c1-12`).
+ *
+ * @example
+ * ```ts
+ * keyTenant('k1'); // 'key-' + the first 12 hex digits of sha256('k1')
+ * ```
+ */
+export function keyTenant(key: string): string {
+  return tenantOfDigest(digest(key));
+}
+
+const tenantOfDigest = (d: Buffer): string => `key-${d.toString('hex').slice(0, TENANT_DIGITS)}`;
+
+/** The keys of a comma-separated list, trimmed, empty ones left out. */
+const listed = (list: string | undefined): string[] =>
+  (list ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '');
 
 /**
  * The keys the gateway accepts, held only as SHA-256 digests: nothing prints, logs or serialises
@@ -70,19 +103,45 @@ const digest = (key: string): Buffer => createHash('sha256').update(key, 'utf8')
  */
 export class GatewayKeys {
   private readonly digests: readonly Buffer[];
+  private readonly tenants: readonly string[];
+  /** How many of the digests, from the first, are admin keys'. */
+  private readonly admins: number;
 
-  constructor(keys: Iterable<string>) {
-    this.digests = [...new Set(keys)].map(digest);
+  constructor(keys: Iterable<string>, adminKeys: Iterable<string> = []) {
+    const admin = [...new Set(adminKeys)];
+    const others = [...new Set(keys)].filter((k) => !admin.includes(k));
+    this.digests = [...admin, ...others].map(digest);
+    this.tenants = this.digests.map(tenantOfDigest);
+    this.admins = admin.length;
   }
 
-  /** Keys from `GATEWAY_API_KEYS` (comma-separated) and the file `GATEWAY_API_KEYS_FILE`. */
+  /**
+   * Keys from `GATEWAY_API_KEYS` (comma-separated), the file `GATEWAY_API_KEYS_FILE` and
+   * `GATEWAY_ADMIN_KEYS`.
+   */
   static fromEnv(env: GuardEnv = process.env): GatewayKeys {
-    const keys = (env.GATEWAY_API_KEYS ?? '').split(',');
+    const keys = listed(env.GATEWAY_API_KEYS);
     if (env.GATEWAY_API_KEYS_FILE) {
       const text = readKeysFile(env.GATEWAY_API_KEYS_FILE);
-      keys.push(...text.split(/\r?\n/).filter((line) => !line.trimStart().startsWith('#')));
+      keys.push(
+        ...text
+          .split(/\r?\n/)
+          .filter((line) => !line.trimStart().startsWith('#'))
+          .map((k) => k.trim())
+          .filter((k) => k !== ''),
+      );
     }
-    return new GatewayKeys(keys.map((k) => k.trim()).filter((k) => k !== ''));
+    return new GatewayKeys(keys, listed(env.GATEWAY_ADMIN_KEYS));
+  }
+
+  /** The tenant of the key at `index` (see {@link keyTenant}). */
+  tenantOf(index: number): string {
+    return this.tenants[index]!;
+  }
+
+  /** Whether the key at `index` is one of `GATEWAY_ADMIN_KEYS`. */
+  isAdmin(index: number): boolean {
+    return index < this.admins;
   }
 
   /** How many keys there are; 0: the gateway runs without keys (loopback only). */

@@ -25,19 +25,6 @@ const OPEN: ReadonlySet<string> = new Set([
 /** The header that names a call's tenant (the relay reads it). */
 const TENANT_HEADER = 'x-switchboard-tenant';
 
-/**
- * The tenant of the calls made with the key at `index` of the gateway's list: its place, never
- * the key, so that it may appear in metrics and on the status page.
- *
- * @example
- * ```ts
- * keyTenant(0); // 'key-0'
- * ```
- */
-export function keyTenant(index: number): string {
-  return `key-${index}`;
-}
-
 const MARK_DOWN = /^\/switchboard\/deployments\/[^/]+\/mark-down$/;
 
 /** Requests {@link GatewayGuard.check} let pass (Node's own request, under either platform). */
@@ -63,12 +50,12 @@ export function gatewayKeyOf(req: object): number | undefined {
 const TENANT_PART = /^[\w.-]{1,64}$/;
 
 /**
- * The tenant of a call made with key `key`: the key's own (`key-<n>`), or a part of it that the
- * request names in `x-switchboard-tenant` (`key-<n>/<part>`). A key never names another tenant,
+ * The tenant of a call made with a key: the key's own (`keyTenant`, see `keyTenant()`), or a
+ * part of it that the request names in `x-switchboard-tenant` (`key-<digest>/<part>`). A key never names another tenant,
  * and its parts wait in its one turn of the switchboard's queue (see `tenantScope`).
  */
-function scopedTenant(key: number, named: string | string[] | undefined): string {
-  if (named === undefined || named === '') return keyTenant(key);
+function scopedTenant(keyTenant: string, named: string | string[] | undefined): string {
+  if (named === undefined || named === '') return keyTenant;
   if (typeof named !== 'string' || !TENANT_PART.test(named)) {
     throw new GatewayRefusal(
       400,
@@ -77,7 +64,7 @@ function scopedTenant(key: number, named: string | string[] | undefined): string
       'invalid_tenant',
     );
   }
-  return `${keyTenant(key)}/${named}`;
+  return `${keyTenant}/${named}`;
 }
 
 /** A request as the guard reads it: Node's own, or Fastify's (the same fields). */
@@ -101,9 +88,10 @@ export interface GuardedRequest {
  *   415 (a page can send text/plain anywhere without a CORS preflight);
  * - per key, optional calls in flight on `/v1`: 429 with `retry-after` (a key's limits per
  *   minute are its tenant's policy in the switchboard, which answers the 429 itself);
- * - each key is a tenant of the switchboard's queue (`key-<n>`, the key's place in the list,
- *   never the key); `x-switchboard-tenant` may name a part of it (`key-<n>/<part>`), which waits
- *   in the key's own turn, never another tenant;
+ * - each key is a tenant of the switchboard's queue (`key-` and 12 hex digits of the key's
+ *   SHA-256: derived from the key, never its place in the list, and never the key);
+ *   `x-switchboard-tenant` may name a part of it (`key-<digest>/<part>`), which waits in the
+ *   key's own turn, never another tenant;
  * - the mark-down endpoint wants a JSON body (a foreign page cannot send one without a CORS
  *   preflight, which the gateway does not answer) and an `ms` of at most a day.
  *
@@ -150,7 +138,7 @@ export class GatewayGuard implements CanActivate {
     } else if (!OPEN.has(path)) {
       const key = this.authenticate(req);
       if (path.startsWith('/v1/')) {
-        const tenant = scopedTenant(key, req.headers[TENANT_HEADER]);
+        const tenant = scopedTenant(this.keys.tenantOf(key), req.headers[TENANT_HEADER]);
         this.admit(key, res);
         req.headers[TENANT_HEADER] = tenant;
       }

@@ -4,8 +4,8 @@ import type { GuardEnv } from './gateway-keys';
 /** The per-key limits the environment sets, as a tenant policy. */
 type KeyPolicy = Pick<TenantPolicy, 'rpm' | 'tpm'>;
 
-/** The tenant a key's calls are counted as: `key-<n>` (the parts a client names belong to it). */
-const KEY_TENANT = /^key-\d+$/;
+/** The tenant a key's calls are counted as (see `keyTenant`; the parts a client names belong to it). */
+const KEY_TENANT = /^key-[0-9a-f]{12}$/;
 
 /**
  * A positive integer from `env[name]`, or undefined when it is not set; at most `digits` digits.
@@ -46,16 +46,16 @@ export function keyPolicyFromEnv(env: GuardEnv = process.env): KeyPolicy {
 
 /**
  * The switchboard's options with the per-key limits as tenant policies, when the gateway has
- * keys: each key's calls are its tenant's (`key-<n>`, and the parts a client names, which count
+ * keys: each key's calls are its tenant's (`keyTenant(key)`, and the parts a client names, which count
  * with it), so the switchboard's `tenants` holds them, across replicas through a shared store.
  * The environment's limits go under `'*'` (every key, each on its own count) and into each
- * policy the configuration file names for a key (`key-3: { budget: ... }`); a field the file sets
+ * policy the configuration file names for a key (`key-3f9a0c4b1d2e: { budget: ... }`); a field the file sets
  * wins. Without keys the options are returned as they are: the limits are per key.
  *
  * @example
  * ```ts
- * withKeyTenants({ deployments, tenants: { 'key-0': { budget: { usd: 5, per: 'day' } } } }, { rpm: 60 }, true);
- * // tenants: { '*': { rpm: 60 }, 'key-0': { rpm: 60, budget: { usd: 5, per: 'day' } } }
+ * withKeyTenants({ deployments, tenants: { 'key-3f9a0c4b1d2e': { budget: { usd: 5, per: 'day' } } } }, { rpm: 60 }, true);
+ * // tenants: { '*': { rpm: 60 }, 'key-3f9a0c4b1d2e': { rpm: 60, budget: { usd: 5, per: 'day' } } }
  * ```
  */
 export function withKeyTenants(

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import {
   BadRequestException,
@@ -10,10 +10,14 @@ import {
   HttpCode,
   NotFoundException,
   Param,
+  Inject,
   Post,
+  Req,
   Res,
 } from '@nestjs/common';
 import { Switchboard } from 'nestjs-switchboard';
+import { GatewayKeys } from '../guard/gateway-keys';
+import { mayRead, readerScope } from '../guard/reader-scope';
 import { Simulation } from '../simulation/simulation';
 import { StatusService, type DeploymentStatus, type SwitchboardStatus } from './status.service';
 
@@ -55,6 +59,7 @@ export class StatusController {
     private readonly status: StatusService,
     private readonly sb: Switchboard,
     private readonly simulation: Simulation,
+    @Inject(GatewayKeys) private readonly keys: GatewayKeys,
   ) {
     for (const [path, { file, type }] of Object.entries(ASSETS)) {
       this.assets.set(path, { body: readFileSync(join(__dirname, 'page', file)), type });
@@ -81,10 +86,21 @@ export class StatusController {
     this.send(res, 'chart.js');
   }
 
-  /** Deployments, models, utilization, cooldowns, sessions and request counts, as JSON. */
+  /**
+   * Deployments, models, utilization, cooldowns, sessions and request counts, as JSON. The
+   * queue's tenants and the costs are the reader's own (its key's tenant) unless it is an admin
+   * key: a key never reads another's spend.
+   */
   @Get('switchboard')
-  snapshot(): SwitchboardStatus {
-    return this.status.snapshot();
+  snapshot(@Req() req: IncomingMessage): SwitchboardStatus {
+    const snapshot = this.status.snapshot();
+    const scope = readerScope(req, this.keys);
+    if (scope === undefined) return snapshot;
+    return {
+      ...snapshot,
+      queue: snapshot.queue.filter((line) => mayRead(scope, line.tenant)),
+      costs: snapshot.costs.filter((cost) => mayRead(scope, cost.tenant)),
+    };
   }
 
   /**

@@ -134,9 +134,12 @@ export function readEntry(text: string, expect: EntryExpectation): CacheEntry | 
   if (!Array.isArray(events) || events.length === 0 || events.length > MAX_EVENTS) {
     return 'without a list of events';
   }
-  for (const event of events) {
+  for (let i = 0; i < events.length; i++) {
+    const event: unknown = events[i];
     if (typeof event !== 'string') return 'with an event that is not text';
-    if (expect.kind === 'events' ? !isJsonObject(event) : !isSseEvent(event)) {
+    // The upstream may close its stream without a blank line after the last event.
+    const last = i === events.length - 1;
+    if (expect.kind === 'events' ? !isJsonObject(event) : !isSseEvent(event, last)) {
       return `with an event that is not ${expect.kind === 'events' ? 'a JSON object' : 'SSE'}`;
     }
   }
@@ -177,9 +180,12 @@ function isJsonObject(text: string): boolean {
   }
 }
 
-/** One SSE event: field lines (`data:`, `event:`, `id:`, `retry:`, comments), ending blank. */
-function isSseEvent(text: string): boolean {
-  if (!text.endsWith('\n\n') && !text.endsWith('\r\n\r\n')) return false;
+/**
+ * One SSE event: field lines (`data:`, `event:`, `id:`, `retry:`, comments), ending blank (the
+ * last of a stream may end without).
+ */
+function isSseEvent(text: string, last: boolean): boolean {
+  if (!last && !text.endsWith('\n\n') && !text.endsWith('\r\n\r\n')) return false;
   for (const line of text.split(/\r?\n/)) {
     if (line === '' || line.startsWith(':')) continue;
     if (!/^(data|event|id|retry)(:|$)/.test(line)) return false;

@@ -6,6 +6,7 @@ import { SwitchboardConfigError } from './switchboard-config.error';
 import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
 import { crossCheck, switchboardOptionsSchema } from './validate-options';
 import { isSimulated } from './simulate-option';
+import { hideSecrets, interpolate, keyStandIn, simulationStandIn, startsWith } from './interpolate';
 
 /**
  * Environment variables, as `process.env` holds them.
@@ -44,40 +45,6 @@ const CODE_ONLY_KEYS: Readonly<Record<string, string>> = {
   random: 'random: Math.random',
 };
 
-// Fields whose value is a number: a whole `${VAR}` there is read as one.
-const NUMERIC_KEYS = new Set([
-  'tpm',
-  'rpm',
-  'itpm',
-  'otpm',
-  'outputReservation',
-  'maxOutput',
-  'outputWeight',
-  'cooldown',
-  'maxCooldown',
-  'timeout',
-  'attempts',
-  'delay',
-  'ratelimitWindow',
-  'maxSessions',
-  'maxWait',
-  'maxQueued',
-  'batchMaxWait',
-  'batchHeadroom',
-  'headroomHold',
-  'defaultReservation',
-  'priority',
-  'weight',
-  'maxInFlight',
-  'maxResponses',
-]);
-
-// Keys that reach an object's prototype when copied: refused wherever they appear.
-const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-
-const REFERENCE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$\{/g;
-const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
-
 /**
  * Reads switchboard options from a YAML or JSON file (`.json` is parsed as JSON, anything else
  * as YAML), replaces `${VAR}`, `${VAR:-default}` and `${VAR-default}` in string values from the
@@ -98,6 +65,27 @@ export function loadSwitchboardConfigFile(
   path: string,
   env: SwitchboardEnv = process.env,
 ): SwitchboardOptions {
+  return readConfigFile(path, env, false);
+}
+
+/**
+ * @internal {@link loadSwitchboardConfigFile} for a command that sends nothing (`plan`): a key
+ * whose variable is unset reads as a placeholder, while an unset endpoint is still named.
+ *
+ * @example
+ * ```ts
+ * const options = loadConfigFileWithoutKeys('switchboard.yaml', process.env);
+ * ```
+ */
+export function loadConfigFileWithoutKeys(path: string, env: SwitchboardEnv): SwitchboardOptions {
+  return readConfigFile(path, env, true);
+}
+
+function readConfigFile(
+  path: string,
+  env: SwitchboardEnv,
+  keysUnused: boolean,
+): SwitchboardOptions {
   let text: string;
   try {
     text = readBoundedFile(resolve(path), MAX_CONFIG_FILE_BYTES);
@@ -107,7 +95,7 @@ export function loadSwitchboardConfigFile(
     ]);
   }
   const format = extname(path).toLowerCase() === '.json' ? 'json' : 'yaml';
-  return parseSwitchboardConfig(text, { source: path, format, env });
+  return parse(text, { source: path, format, env }, keysUnused);
 }
 
 /**
@@ -124,7 +112,15 @@ export function loadSwitchboardConfigFile(
  */
 export function parseSwitchboardConfig(
   text: string,
+  options: ParseSwitchboardConfigOptions,
+): SwitchboardOptions {
+  return parse(text, options, false);
+}
+
+function parse(
+  text: string,
   { source, format = 'yaml', env = process.env }: ParseSwitchboardConfigOptions,
+  keysUnused: boolean,
 ): SwitchboardOptions {
   const lines = new LineCounter();
   // Merge keys (`<<: *east`) let deployments share fields through anchors.
@@ -182,7 +178,7 @@ export function parseSwitchboardConfig(
     env,
     secrets,
     // Simulated, a deployment's endpoint and key are the simulation's: none needs to be set.
-    standIn: simulated ? simulationStandIn : () => undefined,
+    standIn: simulated ? simulationStandIn : keysUnused ? keyStandIn : () => undefined,
     report: (path, message) => {
       unread.push(path);
       problems.push(`${source}: ${formatPath(path)} ${message}${lineOf(path)}`);
@@ -216,108 +212,6 @@ export function parseSwitchboardConfig(
   if (problems.length > 0) throw new SwitchboardConfigError(source, hide(problems));
   if (simulated) options.simulate = true;
   return options as unknown as SwitchboardOptions;
-}
-
-/** Variables whose name says they hold a credential. */
-const SECRET_NAME = /key|secret|token|passw|pwd|credential/i;
-
-/**
- * Secrets shorter than this are not taken out of messages: every `1` or `a` would go, and a
- * credential that short guards nothing.
- */
-const MIN_HIDDEN_LENGTH = 4;
-
-/** `line` with every value of `secrets` replaced by `***`, longest first. */
-function hideSecrets(line: string, secrets: ReadonlySet<string>): string {
-  const ordered = [...secrets].sort((a, b) => b.length - a.length);
-  return ordered.reduce((text, secret) => text.split(secret).join('***'), line);
-}
-
-/** What {@link interpolate} reads from and reports to. */
-interface Interpolation {
-  env: SwitchboardEnv;
-  /** Receives the values of variables named as secrets. */
-  secrets: Set<string>;
-  /** The value an unset variable takes at `path`, when one stands in for it. */
-  standIn: (path: readonly PropertyKey[]) => string | undefined;
-  report: (path: PropertyKey[], message: string) => void;
-}
-
-// Where a simulation stands in for an unset variable: the fields it replaces anyway.
-const SIMULATED_FIELDS: Readonly<Record<string, string>> = {
-  baseURL: 'http://simulated.localhost',
-  resource: 'simulated',
-  apiKey: 'simulated',
-};
-
-function simulationStandIn(path: readonly PropertyKey[]): string | undefined {
-  return path[0] === 'deployments' && path.length === 3
-    ? SIMULATED_FIELDS[String(path[2])]
-    : undefined;
-}
-
-function startsWith(path: readonly PropertyKey[], prefix: readonly PropertyKey[]): boolean {
-  return prefix.length <= path.length && prefix.every((key, i) => path[i] === key);
-}
-
-/**
- * A copy of `value` with every string interpolated; problems go to `report`, and the values of
- * variables named as secrets to `secrets`.
- */
-function interpolate(value: unknown, path: PropertyKey[], context: Interpolation): unknown {
-  const { env, secrets, report } = context;
-  if (typeof value === 'string') {
-    if (!value.includes('$')) return value;
-    let failed = false;
-    const out = value.replace(REFERENCE, (match, name: string | undefined, op, fallback) => {
-      if (match === '$$') return '$';
-      if (name === undefined) {
-        failed = true;
-        report(
-          path,
-          'has a malformed reference: write ${NAME}, ${NAME:-default} or $${ for a literal ${',
-        );
-        return match;
-      }
-      const set = env[name];
-      if (op === ':-' && (set === undefined || set === '')) return fallback as string;
-      if (op === '-' && set === undefined) return fallback as string;
-      if (set === undefined) {
-        const standIn = context.standIn(path);
-        if (standIn !== undefined) return standIn;
-        failed = true;
-        report(
-          path,
-          `uses \${${name}}, but the environment variable ${name} is not set (set it, or write \${${name}:-default})`,
-        );
-        return match;
-      }
-      if (SECRET_NAME.test(name) && set.length >= MIN_HIDDEN_LENGTH) secrets.add(set);
-      return set;
-    });
-    if (failed) return value;
-    const key = path[path.length - 1];
-    if (typeof key === 'string' && NUMERIC_KEYS.has(key) && NUMBER.test(out.trim())) {
-      return Number(out.trim());
-    }
-    return out;
-  }
-  if (Array.isArray(value)) {
-    return value.map((v, i) => interpolate(v, [...path, i], context));
-  }
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) {
-      // `out.__proto__ = v` would set the prototype: fields no validation and no JSON.stringify sees.
-      if (FORBIDDEN_KEYS.has(k)) {
-        report([...path, k], 'is not a configuration field: remove it');
-        continue;
-      }
-      out[k] = interpolate(v, [...path, k], context);
-    }
-    return out;
-  }
-  return value;
 }
 
 function jsonSyntaxProblem(

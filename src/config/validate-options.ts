@@ -5,7 +5,7 @@ import { checkFallbacks } from './fallbacks';
 import { readinessOptionsSchema } from '../health/health-options';
 import { cacheOptionsSchema } from '../cache/cache-options';
 import { SwitchboardError } from '../switchboard.error';
-import { tenantScope } from '../tenants/tenant-scope';
+import { tenantOf } from '../scheduling/tenant-of';
 import type { SwitchboardOptions } from './switchboard-options';
 import type { ConfigProblem, ModelConfig } from '../types';
 import {
@@ -496,7 +496,7 @@ function checkProvisioned(options: SwitchboardOptions): ConfigProblem[] {
 function checkTenantNames(options: SwitchboardOptions): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   for (const name of Object.keys(options.tenants ?? {})) {
-    const scope = tenantScope(name);
+    const scope = tenantOf(name);
     if (scope === name) continue;
     problems.push({
       path: ['tenants', name],

@@ -61,8 +61,8 @@ export async function checkDeployments(
   doctor: DoctorOptions = {},
 ): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
-  for (const d of options.deployments) {
-    for (const m of d.models) checks.push(await checkWithin(d, m, doctor));
+  for (const [index, d] of options.deployments.entries()) {
+    for (const m of d.models) checks.push(await checkWithin(d, m, doctor, index));
   }
   return checks;
 }
@@ -72,6 +72,7 @@ async function checkWithin(
   config: DeploymentConfig,
   model: ModelConfig,
   doctor: DoctorOptions,
+  index: number,
 ): Promise<DoctorCheck> {
   const timeout = doctor.timeout ?? Math.min(config.timeout ?? DEFAULT_TIMEOUT, DEFAULT_TIMEOUT);
   let timer: NodeJS.Timeout | undefined;
@@ -92,7 +93,7 @@ async function checkWithin(
     timer.unref();
   });
   try {
-    return await Promise.race([checkOne(config, model, doctor), givenUp]);
+    return await Promise.race([checkOne(config, model, doctor, index), givenUp]);
   } finally {
     clearTimeout(timer);
   }
@@ -102,6 +103,7 @@ async function checkOne(
   config: DeploymentConfig,
   model: ModelConfig,
   doctor: DoctorOptions,
+  index: number,
 ): Promise<DoctorCheck> {
   const upstreamName = model.deployment ?? model.name;
   const configured = limitsOf(model);
@@ -115,7 +117,12 @@ async function checkOne(
       logger: SILENT,
     });
   } catch (error) {
-    row.error = shown(error instanceof Error ? error.message : String(error), config);
+    // Built alone, the deployment is the switchboard's deployments[0]: name the file's index.
+    const message = (error instanceof Error ? error.message : String(error)).replace(
+      /deployments\[0\]/g,
+      `deployments[${index}]`,
+    );
+    row.error = shown(message, config);
     return check;
   }
   const deployment = sb.deployments.get(config.name)!;

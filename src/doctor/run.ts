@@ -6,11 +6,13 @@ import { STDIO, type CliOutput } from '../runtime/cli-output';
 import { loadSwitchboardConfigFile } from '../config/load-config-file';
 import { MAX_TIMER_MS } from '../config/value-checks';
 import { scrub, STACK_LIMIT } from '../errors/scrub';
+import { COGNITIVE_SERVICES_SCOPE, withTokenProvider, type TokenSource } from './credentials';
 import { checkDeployments } from './doctor';
 import type { DoctorRow } from './doctor-row';
 import { formatTable } from './table';
 
 const USAGE = `Usage: nestjs-switchboard doctor <config.yaml|config.json> [--json] [--timeout <ms>]
+       [--token <module> | --entra [--scope <url>]]
 
 Sends every model of every deployment in the file the smallest real request (one output token,
 or embeddings of one word) and prints what each answered, its latency and the limits the
@@ -18,6 +20,10 @@ upstream reports beside the configured ones. \${VAR} in the file is read from th
 
   --json          print the rows as JSON: [{ deployment, model, ok, status?, error?, latencyMs?, limits? }]
   --timeout <ms>  how long each request may take (default: the deployment's timeout, at most 10000)
+  --token <file>  a module exporting the token function your app gives deployments without a key
+                  (export default async () => token), used for each of them
+  --entra         the same with @azure/identity's DefaultAzureCredential (installed by you), for
+                  --scope <url> (default ${COGNITIVE_SERVICES_SCOPE})
 
 Exit status: 0 when every row answered, 1 when any failed, 2 on a usage or configuration error.
 
@@ -41,10 +47,20 @@ export async function runDoctorCli(
   let json = false;
   let timeout: number | undefined;
   const files: string[] = [];
+  const tokens: TokenSource = {};
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i]!;
     if (arg === '--json') json = true;
-    else if (arg === '--help' || arg === '-h') {
+    else if (arg === '--entra') tokens.entra = true;
+    else if (arg === '--token' || arg === '--scope') {
+      const value = rest[++i];
+      if (value === undefined || value.startsWith('-')) {
+        output.err(`${arg} needs a value\n\n${USAGE}`);
+        return 2;
+      }
+      if (arg === '--token') tokens.module = value;
+      else tokens.scope = value;
+    } else if (arg === '--help' || arg === '-h') {
       output.out(USAGE);
       return 0;
     } else if (arg === '--timeout') {
@@ -66,7 +82,7 @@ export async function runDoctorCli(
   }
   let options;
   try {
-    options = loadSwitchboardConfigFile(files[0]!, env);
+    options = await withTokenProvider(loadSwitchboardConfigFile(files[0]!, env), tokens);
   } catch (error) {
     output.err(scrub(error instanceof Error ? error.message : String(error), STACK_LIMIT));
     return 2;

@@ -1,11 +1,12 @@
 import type { SwitchboardOptions } from '../config/switchboard-options';
-import type { ApiPromiseLike } from '../providers/adapter';
 import type { TokenUsage } from '../quota/admission';
-import type { ProviderErrors } from '../registry/deployment';
 import { Switchboard } from '../switchboard';
 import { seededRandom } from '../testing/seeded-random';
 import type { DeploymentConfig, Provider } from '../types';
 import { documentedRules } from './documented-rules';
+import { answered, ReadOnlyHeaders } from './replay-answers';
+import { callerOutcome, deploymentOutcomes, perModelOutcomes } from './replay-outcomes';
+import type { ReplayOptions, ReplayResult, Upstream } from './replay-types';
 import {
   replayAdapter,
   type ReplayBody,
@@ -14,109 +15,13 @@ import {
 } from './replay-adapter';
 import { TrafficFileError } from './traffic-file.error';
 import type { TrafficTrace } from './traffic-trace';
-import type {
-  TokenLimit,
-  UpstreamCall,
-  UpstreamQuota,
-  UpstreamRules,
-  UpstreamVerdict,
-} from './upstream-rules';
+import type { UpstreamCall, UpstreamQuota, UpstreamVerdict } from './upstream-rules';
 import { VirtualTime } from './virtual-time';
 
 /** Latency (ms) of a recorded call whose line has none. */
 export const DEFAULT_LATENCY = 1_000;
 
-/**
- * How one replay runs: how much faster the arrivals come, how much each model's quota grows,
- * against which upstream rules.
- *
- * @example
- * ```ts
- * const result = await replay(trace, options, { scale: 2, quota: new Map([['gpt-4o', 1.5]]) });
- * ```
- */
-export interface ReplayOptions {
-  /** Arrival rate multiplier: 2 replays the trace's calls in half the time. Default 1. */
-  scale?: number;
-  /** Per model, the factor its limits (tpm, rpm, itpm, otpm) are multiplied by; default 1. */
-  quota?: ReadonlyMap<string, number>;
-  /** The upstreams' quota rules; default {@link documentedRules}, the vendors' own. */
-  rules?: UpstreamRules;
-  /** Seed of the selector's random draws, for repeatable plans. Default 1. */
-  seed?: number;
-  /** How many time slices the series have. Default 120. */
-  slices?: number;
-  /**
-   * Stop sending arrivals once a caller of every one of these models has failed (the calls in
-   * flight still end): enough to know that a quota does not serve them. The result then covers
-   * the calls that arrived ({@link ReplayResult.complete} false).
-   */
-  stopWhenFailed?: ReadonlySet<string>;
-}
-
-/** What one model on one deployment saw in a replay. */
-export interface DeploymentOutcome {
-  deployment: string;
-  model: string;
-  /** Attempts sent to it. */
-  sent: number;
-  /** Of those, refused by the upstream's quota. */
-  upstream429s: number;
-  /**
-   * Tokens the upstream counted over what its token limit allows in the replay's span, for the
-   * most used of its limits (Claude: input or output); 0 when unlimited.
-   */
-  utilization: number;
-  /** Its token limits in this replay (after the quota factor); none = unlimited. */
-  limits: readonly TokenLimit[];
-  /** Per time slice: utilization, and the mean wait (ms) of the calls first sent there. */
-  series: { utilization: number[]; waitMs: number[] };
-}
-
-/** What the callers (of one model, or of all) saw. */
-export interface CallerOutcome {
-  calls: number;
-  /** Calls that failed for their callers, after queueing, failover and fallbacks. */
-  failed: number;
-  /** Wait (ms) before a call was first sent, or before it failed unsent. */
-  waitP50Ms: number;
-  waitP95Ms: number;
-}
-
-/**
- * The result of one replay.
- *
- * @example
- * ```ts
- * const { callers, deployments } = await replay(trace, options);
- * ```
- */
-export interface ReplayResult {
-  /** Calls replayed: all of the trace's, unless the replay stopped early. */
-  calls: number;
-  /** False when {@link ReplayOptions.stopWhenFailed} stopped it early. */
-  complete: boolean;
-  deployments: DeploymentOutcome[];
-  callers: CallerOutcome;
-  perModel: Record<string, CallerOutcome>;
-  /** First arrival (epoch ms), the span (ms) utilization is measured over, a slice's length. */
-  start: number;
-  spanMs: number;
-  sliceMs: number;
-}
-
-/** One model on one deployment: its upstream quota and what was counted there. */
-interface Upstream {
-  outcome: DeploymentOutcome;
-  quota: UpstreamQuota;
-  provider: Provider;
-  errors: ProviderErrors;
-  /** Tokens counted against each limit, in all and per time slice (limit k: from k * slices). */
-  tokens: Float64Array;
-  sliceTokens: Float64Array;
-  sliceWait: Float64Array;
-  sliceSent: Float64Array;
-}
+export type { CallerOutcome, DeploymentOutcome, ReplayOptions, ReplayResult } from './replay-types';
 
 const SILENT = { log() {}, warn() {}, error() {}, debug() {} };
 
@@ -139,14 +44,18 @@ export async function replay(
   const rules = o.rules ?? documentedRules;
   const n = trace.count;
   const start = trace.t[0]!;
-  const arrival = new Float64Array(n);
-  for (let i = 0; i < n; i++) arrival[i] = start + (trace.t[i]! - start) / scale;
-  const spanMs = Math.max(60_000, arrival[n - 1]! - start);
+  // Computed where read, not kept: a week of calls is millions of them.
+  const arrivalOf = (i: number) => start + (trace.t[i]! - start) / scale;
+  const spanMs = Math.max(60_000, arrivalOf(n - 1) - start);
   const sliceMs = Math.max(1_000, Math.ceil(spanMs / (o.slices ?? 120)));
   const slices = Math.ceil(spanMs / sliceMs) + 1;
   const sliceOf = (at: number) => Math.min(slices - 1, Math.floor((at - start) / sliceMs));
 
-  const deployments = options.deployments.map((d) => withQuota(d, o.quota));
+  // A key is never sent in a replay: a deployment without one (its token comes from code, as
+  // Entra ID's does) is planned as configured.
+  const deployments = options.deployments.map((d) =>
+    withQuota({ ...d, apiKey: d.apiKey ?? 'unused' }, o.quota),
+  );
   const providerOf = new Map<string, Provider>();
   for (const d of deployments) for (const m of d.models) providerOf.set(m.name, d.provider);
   const unknown = trace.models.filter((m) => !providerOf.has(m));
@@ -195,7 +104,7 @@ export async function replay(
       up.outcome.sent++;
       if (firstSent[i]! < 0) {
         firstSent[i] = now;
-        up.sliceWait[slice] += now - arrival[i]!;
+        up.sliceWait[slice] += now - arrivalOf(i);
         up.sliceSent[slice]++;
       }
       const c = callOf(i);
@@ -294,7 +203,7 @@ export async function replay(
     // their stack traces would cost more than the routing.
     Error.stackTraceLimit = 0;
     await time.run(
-      () => (next < n && !stopped ? arrival[next]! : Infinity),
+      () => (next < n && !stopped ? arrivalOf(next) : Infinity),
       () => {
         const i = next++;
         const m = trace.model[i]!;
@@ -329,52 +238,16 @@ export async function replay(
     throw new Error(`The replay ended with ${next - settled} calls unsettled`);
   }
 
-  // Only the calls that arrived, when the replay stopped early.
+  // Only the calls that arrived, when the replay stopped early; firstSent becomes their waits.
   const arrived = next;
-  const waits = new Float64Array(arrived);
+  const waits = firstSent.subarray(0, arrived);
   for (let i = 0; i < arrived; i++) {
-    waits[i] = Math.max(0, (firstSent[i]! >= 0 ? firstSent[i]! : ended[i]!) - arrival[i]!);
+    waits[i] = Math.max(0, (waits[i]! >= 0 ? waits[i]! : ended[i]!) - arrivalOf(i));
   }
-  const perModel: Record<string, CallerOutcome> = {};
-  trace.models.forEach((name, m) => {
-    const mine: number[] = [];
-    let bad = 0;
-    for (let i = 0; i < arrived; i++) {
-      if (trace.model[i] !== m) continue;
-      mine.push(waits[i]!);
-      bad += failed[i]!;
-    }
-    perModel[name] = callerOutcome(Float64Array.from(mine), bad);
-  });
+  const perModel = perModelOutcomes(trace, waits, failed);
   let failures = 0;
   for (let i = 0; i < arrived; i++) failures += failed[i]!;
-  const outcomes: DeploymentOutcome[] = [];
-  for (const models of upstreams.values()) {
-    for (const up of models.values()) {
-      const { outcome } = up;
-      const limits = outcome.limits;
-      // Of each limit, the share used; the most used one is the deployment's utilization.
-      const used = (tokens: number, k: number, ms: number) =>
-        tokens / ((limits[k]!.perMinute / 60_000) * ms);
-      outcome.utilization = 0;
-      for (let k = 0; k < limits.length; k++) {
-        outcome.utilization = Math.max(outcome.utilization, used(up.tokens[k]!, k, spanMs));
-      }
-      const sliceUse = new Array<number>(slices).fill(0);
-      for (let k = 0; k < limits.length; k++) {
-        for (let s = 0; s < slices; s++) {
-          sliceUse[s] = Math.max(sliceUse[s]!, used(up.sliceTokens[k * slices + s]!, k, sliceMs));
-        }
-      }
-      outcome.series = {
-        utilization: sliceUse,
-        waitMs: Array.from(up.sliceWait, (w, s) =>
-          up.sliceSent[s]! > 0 ? w / up.sliceSent[s]! : 0,
-        ),
-      };
-      outcomes.push(outcome);
-    }
-  }
+  const outcomes = deploymentOutcomes(upstreams.values(), { slices, spanMs, sliceMs });
   return {
     calls: next,
     complete: next === n,
@@ -385,46 +258,6 @@ export async function replay(
     spanMs,
     sliceMs,
   };
-}
-
-/** The SDK-like promise of a replayed answer: its head and data come together. */
-class ReplayedAnswer {
-  constructor(readonly responsePromise: Promise<{ response: Response; data: unknown }>) {}
-
-  asResponse(): Promise<Response> {
-    return this.responsePromise.then((r) => r.response);
-  }
-
-  then<A = unknown, B = never>(
-    onData?: ((data: unknown) => A | PromiseLike<A>) | null,
-    onFailure?: ((error: unknown) => B | PromiseLike<B>) | null,
-  ): Promise<A | B> {
-    return this.responsePromise.then(
-      onData ? (r) => onData(r.data) : undefined,
-      onFailure,
-    ) as Promise<A | B>;
-  }
-}
-
-function answered(done: Promise<{ response: Response; data: unknown }>): ApiPromiseLike<unknown> {
-  return new ReplayedAnswer(done) as ApiPromiseLike<unknown>;
-}
-
-/**
- * The headers of an answer, as far as the switchboard reads them (`get`, `has`): a `Headers`
- * object validates and copies every value, which a million answers pay for in seconds.
- */
-class ReadOnlyHeaders {
-  constructor(private readonly values: Readonly<Record<string, string | number>>) {}
-
-  get(name: string): string | null {
-    const value = this.values[name.toLowerCase()];
-    return value === undefined ? null : String(value);
-  }
-
-  has(name: string): boolean {
-    return this.values[name.toLowerCase()] !== undefined;
-  }
 }
 
 /** `d` with every model's limits multiplied by its factor in `quota`. */
@@ -448,20 +281,4 @@ function withQuota(
       };
     }),
   } as DeploymentConfig;
-}
-
-function callerOutcome(waits: Float64Array, failed: number): CallerOutcome {
-  const sorted = Float64Array.from(waits).sort();
-  return {
-    calls: waits.length,
-    failed,
-    waitP50Ms: Math.round(quantile(sorted, 0.5)),
-    waitP95Ms: Math.round(quantile(sorted, 0.95)),
-  };
-}
-
-/** The q-quantile of ascending `xs` (nearest rank); 0 when empty. */
-function quantile(xs: Float64Array, q: number): number {
-  if (xs.length === 0) return 0;
-  return xs[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)]!;
 }

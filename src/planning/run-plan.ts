@@ -4,7 +4,7 @@
  */
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, writeFileSync } from 'node:fs';
 import type { SwitchboardOptions } from '../config/switchboard-options';
-import { loadSwitchboardConfigFile } from '../config/load-config-file';
+import { loadConfigFileWithoutKeys } from '../config/load-config-file';
 import type { CliOutput } from '../runtime/cli-output';
 import { plan } from './plan';
 import { formatPlan, planHtml } from './plan-report';
@@ -82,7 +82,7 @@ export async function runPlanCli(
   let htmlFd: number | undefined;
   try {
     // API keys are not used by a replay: an unset variable there need not stop it.
-    options = loadSwitchboardConfigFile(config, withPlaceholders(env));
+    options = loadConfigFileWithoutKeys(config, env);
     trace = readTraffic(files[0]!);
     // Opened before the replay: a path that cannot be written is said before minutes of work.
     if (html !== undefined) htmlFd = openHtml(html);
@@ -149,14 +149,4 @@ function openHtml(path: string): number {
 function oneLine(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.split('\n', 1)[0]!;
-}
-
-/** `env`, where an unset variable reads as a placeholder. */
-function withPlaceholders(
-  env: Readonly<Record<string, string | undefined>>,
-): Record<string, string | undefined> {
-  return new Proxy({} as Record<string, string | undefined>, {
-    get: (_t, name) => (typeof name === 'string' ? (env[name] ?? 'unset-in-plan') : undefined),
-    has: () => true,
-  });
 }

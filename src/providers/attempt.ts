@@ -13,6 +13,7 @@ import type { ApiAdapter, ApiOperation, ApiPromiseLike } from './adapter';
 import { Answered } from './answered';
 import type { AttemptHooks, PreparedRequest } from './attempt-types';
 import { usageFault } from './attempt-usage';
+import { noAnswer } from './no-answer';
 import { translate } from './translate-error';
 
 export type { AttemptHooks, PreparedRequest, ResponseTracker } from './attempt-types';
@@ -284,6 +285,8 @@ class Attempt implements DeadlineEntry {
   }
 
   private received(data: unknown): void {
+    const missing = this.request.stream ? undefined : noAnswer(data, this.response);
+    if (missing !== undefined) return this.failedToSend(missing);
     let answer: unknown;
     try {
       answer = this.op.data ? this.op.data(data, this.request.body, this.deployment.client) : data;

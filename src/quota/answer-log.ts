@@ -1,11 +1,6 @@
 import { tokensOf, type Admission } from './admission';
 import type { Anchoring } from './limit-counter';
-import {
-  readRateLimits,
-  type HeaderSource,
-  type RateLimitFamily,
-  type RateLimitReading,
-} from './rate-limit-headers';
+import type { HeaderSource, RateLimitReading } from './rate-limit-headers';
 import type { SharedReading } from './reading';
 
 /**
@@ -44,7 +39,13 @@ export class AnswerLog {
    */
   private uncappedAt = -Infinity;
 
-  constructor(private readonly family: RateLimitFamily | undefined) {}
+  constructor(
+    /** The upstream's header reader (its rules' `read`): the `*-limit` headers too when asked. */
+    private readonly reader: (
+      headers: HeaderSource,
+      withLimits: boolean,
+    ) => RateLimitReading | undefined,
+  ) {}
 
   /** The last reading of an answer to this instance's own calls. */
   get last(): LastOwn | undefined {
@@ -69,7 +70,7 @@ export class AnswerLog {
    */
   read(headers: HeaderSource, doubt = false): RateLimitReading | undefined {
     const withLimits = doubt || this.limitCheck <= 0;
-    const reading = readRateLimits(headers, withLimits, this.family);
+    const reading = this.reader(headers, withLimits);
     if (reading === undefined) return undefined;
     if (withLimits) this.limitCheck = LIMIT_RECHECK;
     else this.limitCheck--;

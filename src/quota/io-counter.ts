@@ -49,7 +49,7 @@ export abstract class IoCounter extends UsageCounter {
     const value = this.limit.value;
     if (value <= 0) return 0;
     const target = roomLeft(value, 0, admission) - this.charge(admission);
-    return waitFor(this.window, this.correction, target, now, this.scope.span);
+    return waitFor(this.window, this.correction, target, now, { span: this.scope.span });
   }
 
   override exceeds(admission: Admission): number | undefined {

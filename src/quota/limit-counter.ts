@@ -130,12 +130,13 @@ export function fits(counter: LimitCounter, admission: Admission, now: number): 
 
 /**
  * ms until `window` plus its `correction` is at most `target`: the sooner of usage sliding
- * out and the correction fading. `end` (epoch ms, 0 = none) is when the upstream's window is known
- * to end: it then forgets all it counted, except the calls in flight (`pending`).
+ * out and the correction fading, over a window of `span` ms. `end` (epoch ms, 0 = none) is when
+ * the upstream's window is known to end: it then forgets all it counted, except the calls in
+ * flight (`pending`).
  *
  * @example
  * ```ts
- * const ms = waitFor(tokens.window, tokens.correction, tpm.value - 1_456, now, 60_000);
+ * const ms = waitFor(tokens.window, tokens.correction, tpm.value - 1_456, now, { span: 60_000 });
  * ```
  */
 export function waitFor(
@@ -143,9 +144,7 @@ export function waitFor(
   correction: Correction,
   target: number,
   now: number,
-  span: number,
-  end = 0,
-  pending = 0,
+  { span, end = 0, pending = 0 }: { span: number; end?: number; pending?: number },
 ): number {
   const c = correction.at(now, span);
   let bySliding = window.timeUntil(target - Math.max(0, c), Infinity, now);
@@ -161,7 +160,9 @@ export function waitFor(
 
 /**
  * Note the upstream's reported remaining for operators (the newest answer wins), and learn the
- * limit it reports from our own answers only: a peer's reading never sets a limit.
+ * limit it reports from our own answers only: a peer's reading never sets a limit. False when
+ * there is nothing to anchor on (no remaining, no limit, or the remaining of a pool whose share
+ * is configured here).
  *
  * @example
  * ```ts
@@ -183,7 +184,8 @@ export function takeReported(
   if (last === undefined || last.at <= at) {
     scope.reported[limit.name] = { remaining: reported.remaining, at };
   }
-  return true;
+  // A pool's remaining says nothing of the share configured here: the split holds by itself.
+  return !limit.pooled;
 }
 
 /**

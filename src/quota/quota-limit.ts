@@ -6,8 +6,9 @@ export type LimitName = 'tpm' | 'rpm' | 'itpm' | 'otpm';
  * upstream's headers. What the upstream counts beyond ours is its counter's `Correction`,
  * kept apart.
  *
- * A reading below the configured value is a correction, not a new configuration: it holds for a
- * window after the last answer that reported it, then the configured value is back (a proxy
+ * A reading above the configured value does not replace it: the configuration may hold a share of
+ * a pool the headers speak of whole. A reading below it is a correction, not a new configuration:
+ * it holds for a window after the last answer that reported it, then the configured value is back (a proxy
  * rewriting headers, or a deployment lowered for a moment, cannot lock a model out). A call that
  * only a learned value says can never fit goes through as one probe per window, whose answer's
  * headers say the limit again.
@@ -26,6 +27,11 @@ export class QuotaLimit {
    * headers disagreed with it. A configured limit the headers confirm stays configured.
    */
   learned = false;
+  /**
+   * True while the headers report more than the configured value: they speak of a pool the
+   * configuration holds a share of, and their remaining is the pool's, not this share's.
+   */
+  pooled = false;
   /** Epoch ms when a value below the configured one lapses (0: none holds). */
   private fadesAt = 0;
   /** Epoch ms of the last call let through as a probe of a learned value. */
@@ -46,6 +52,14 @@ export class QuotaLimit {
    */
   learn(reported: number, now = 0, span = 0): number | undefined {
     if (!(reported > 0)) return undefined;
+    // More than configured is the pool's whole (a project's or a subscription's limit that the
+    // configuration split between keys by hand): the configured share stays.
+    this.pooled =
+      this.configured !== undefined && this.configured > 0 && reported > this.configured;
+    if (this.pooled) {
+      const lowered = this.value;
+      return this.lapse(Infinity) ? lowered : undefined;
+    }
     const was = this.value;
     this.learned = reported !== this.configured;
     const lower = this.configured !== undefined && reported < this.configured;

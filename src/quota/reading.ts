@@ -1,21 +1,21 @@
-import type { ChargePolicy } from './admission';
 import type { LimitName } from './quota-limit';
-import type { RateLimitFamily, RateLimitReading } from './rate-limit-headers';
-import type { UpstreamKind } from './upstream-kind';
+import type { RateLimitReading } from './rate-limit-headers';
+import type { LearnedRule, QuotaRules, RulesKind } from './rules/quota-rules';
 
 /** Options of a {@link QuotaLedger} beyond its limits. */
 export interface QuotaLedgerOptions {
-  /** How the upstream reconciles its admission charge; default `reserve` (Azure OpenAI). */
-  charge?: ChargePolicy;
-  /** Whose rate-limit headers its answers carry; default both are looked for. */
-  headers?: RateLimitFamily;
   /**
-   * Whose rules the upstream follows (`upstreamKind`): Azure OpenAI's windows, OpenAI's or
-   * Anthropic's buckets; default Anthropic's with its headers, else Azure OpenAI's.
+   * The upstream's rules (`src/quota/rules/`), chosen once per deployment (`rulesFor`); default:
+   * those of `upstream`, else Azure OpenAI's (a PTU's for a `provisioned` model), reading both
+   * header families.
    */
-  upstream?: UpstreamKind;
+  rules?: QuotaRules;
+  /** The kind of upstream whose rules to follow, where `rules` is not given. */
+  upstream?: RulesKind;
   /** Told when a limit is learned from the headers, or corrected by them. */
   onLimit?: LimitListener;
+  /** Told when the upstream taught a rule it leaves open (a shorter request interval). */
+  onRule?: (rule: LearnedRule) => void;
 }
 
 /** What the upstream last reported for one limit, for operators. */

@@ -81,7 +81,11 @@ export abstract class WindowCounter extends UsageCounter {
     const peers = this.scope.peers === undefined ? 0 : this.peersCounted();
     const target = roomLeft(value, peers, admission) - this.charge(admission);
     const { window, correction, scope, end } = this;
-    return waitFor(window, correction, target, now, scope.span, end.act, this.inFlight);
+    return waitFor(window, correction, target, now, {
+      span: scope.span,
+      end: end.act,
+      pending: this.inFlight,
+    });
   }
 
   override catchUp(now: number): void {

@@ -4,6 +4,8 @@ import type { LimitName } from '../quota/quota-limit';
 import { clip } from '../errors/clip';
 import { carries, type TagSet } from '../placement/tags';
 import { plainHttpWarning } from './plain-http';
+import type { LearnedRule } from '../quota/rules/quota-rules';
+import { rulesFor } from '../quota/rules/rules-for';
 import { upstreamKind } from '../quota/upstream-kind';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, DeploymentBuilder, DeploymentBuilders, Provider } from './deployment';
@@ -118,6 +120,7 @@ export class DeploymentRegistry {
   /** Every tag some deployment carries. */
   readonly knownTags: ReadonlySet<string>;
   private readonly listeners: ModelListener[] = [];
+  private readonly ruleListeners: ((state: ModelState, rule: LearnedRule) => void)[] = [];
   /** Learned or corrected limits already logged. */
   private readonly loggedLimits = new Set<string>();
   private readonly clock: () => number;
@@ -145,9 +148,7 @@ export class DeploymentRegistry {
           maxInFlight: m.maxInFlight ?? config.maxInFlight,
         };
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
-          charge: context.builders[config.provider].charge,
-          headers: config.provider,
-          upstream: upstreamKind(config.provider, config.baseURL),
+          rules: rulesFor(upstreamKind(config.provider, config.baseURL), m.provisioned === true),
           maxCooldown: context.maxCooldown,
           ledger: m.quotaPool === undefined ? undefined : firstMembers.get(m.quotaPool)?.quota,
           hot: rows[next++],
@@ -195,6 +196,18 @@ export class DeploymentRegistry {
       const i = this.listeners.indexOf(listener);
       if (i >= 0) this.listeners.splice(i, 1);
       this.hearSpends();
+    };
+  }
+
+  /**
+   * Listen to the rules the upstreams taught (a shorter request interval), once per model and
+   * rule, without asking for the other events; returns a function that stops listening.
+   */
+  onRuleLearned(listener: (state: ModelState, rule: LearnedRule) => void): () => void {
+    this.ruleListeners.push(listener);
+    return () => {
+      const i = this.ruleListeners.indexOf(listener);
+      if (i >= 0) this.ruleListeners.splice(i, 1);
     };
   }
 
@@ -300,6 +313,16 @@ export class DeploymentRegistry {
       );
     } else if (event.type === 'up') {
       this.logger?.log(`${state.deployment}/${state.name} marked up`);
+    } else if (event.type === 'rule') {
+      const key = `${state.deployment}/${state.name}/${event.rule}`;
+      if (!this.loggedLimits.has(key)) {
+        this.loggedLimits.add(key);
+        this.logger?.warn(
+          `${state.deployment}/${state.name}: the upstream refused a call our count had room for; ` +
+            `counting by its stricter rule from now on (${event.rule})`,
+        );
+        for (const listener of this.ruleListeners) listener(state, event.rule);
+      }
     } else if (event.type === 'limit') {
       const key = `${state.deployment}/${state.name}/${event.limit}`;
       // Once each: the upstream repeats its limits on every answer.

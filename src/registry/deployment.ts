@@ -1,6 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
 import type { RateLimitErrorClass } from '../quota/no-room';
-import type { ChargePolicy } from '../quota/admission';
 import type { DeploymentConfig, Provider } from '../types';
 import type { ModelState } from './model-state';
 
@@ -103,8 +102,8 @@ export abstract class Deployment {
 }
 
 /**
- * What the registry needs of a provider (one SDK) to build its deployments: how its upstream
- * reconciles the admission charge, and the deployment itself. Whoever builds a registry hands it
+ * What the registry needs of a provider (one SDK) to build its deployments: the deployment
+ * itself (how its upstream charges is its quota rules', chosen by kind of upstream). Whoever builds a registry hands it
  * the providers' kits (each one is a `ProviderKit`), so the registry does not reach up for them.
  *
  * @example
@@ -113,11 +112,6 @@ export abstract class Deployment {
  * ```
  */
 export interface DeploymentBuilder<Config extends DeploymentConfig = DeploymentConfig> {
-  /**
-   * How its upstream reconciles the admission charge: Azure OpenAI keeps the output reservation
-   * for the minute (`reserve`), Foundry settles output to what was produced (`actual`).
-   */
-  charge: ChargePolicy;
   deployment(config: Config, models: ReadonlyMap<string, ModelState>): Deployment;
 }
 

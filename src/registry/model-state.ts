@@ -3,6 +3,7 @@ import { tokensOf, type Admission, type TokenUsage } from '../quota/admission';
 import { COOL, hotRow, keptLoad, type HotRow } from '../quota/hot-row';
 import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
+import type { LearnedRule } from '../quota/rules/quota-rules';
 import { ConsecutiveBreaker } from './consecutive-breaker';
 import { Cooldown } from './cooldown';
 import { InFlight, type InFlightView } from './in-flight';
@@ -23,13 +24,15 @@ export type ModelEvent =
   /** A call ended at the `maxInFlight` cap: a slot is free. */
   | { type: 'free' }
   | { type: 'spend'; tokens: number; requests: number }
-  | { type: 'limit'; limit: LimitName; value: number; was: number; configured: boolean };
+  | { type: 'limit'; limit: LimitName; value: number; was: number; configured: boolean }
+  /** The upstream taught a rule it leaves open (`switchboard.learned_rules`). */
+  | { type: 'rule'; rule: LearnedRule };
 
 /**
- * Options of a {@link ModelState} beyond its configuration: how its upstream charges and
- * reports, and the cap of every cooldown (`maxCooldown`, ms, default one day).
+ * Options of a {@link ModelState} beyond its configuration: its upstream's quota rules, and the
+ * cap of every cooldown (`maxCooldown`, ms, default one day).
  */
-export type ModelStateOptions = Pick<QuotaLedgerOptions, 'charge' | 'headers' | 'upstream'> & {
+export type ModelStateOptions = Pick<QuotaLedgerOptions, 'rules' | 'upstream'> & {
   maxCooldown?: number;
   /**
    * @internal The ledger of the model's `quotaPool`, when another member built it: this model
@@ -148,11 +151,11 @@ export class ModelState {
         config,
         clock,
         {
-          charge: options.charge,
-          headers: options.headers,
+          rules: options.rules,
           upstream: options.upstream,
           onLimit: (limit, value, was, configured) =>
             this.listener?.(this, { type: 'limit', limit, value, was, configured }),
+          onRule: (rule) => this.listener?.(this, { type: 'rule', rule }),
         },
         options.hot,
       );

@@ -1,5 +1,5 @@
 import { LANE_TAGS, type CallTags } from '../scheduling/lanes';
-import { sessionKey } from '../selection/session-affinity';
+import { sessionKey, tenantSessionKey } from '../selection/session-affinity';
 import type { SessionParams } from '../types';
 import { tagSet, type TagSet } from '../placement/tags';
 
@@ -111,12 +111,12 @@ export function tagsOf(params: object): CallTags {
 }
 
 /**
- * The call's `session_id` (checked by {@link callBody}); a long id is kept, looked up and shared
- * as its hash: what the caller sends is unbounded.
+ * The call's `session_id` (checked by {@link callBody}), within its tenant's space; a long id is
+ * kept, looked up and shared as its hash: what the caller sends is unbounded.
  */
 export function sessionIdOf(params: object): string | undefined {
-  const raw = (params as SessionParams).session_id;
-  return raw === undefined ? undefined : sessionKey(raw);
+  const { session_id: raw, tenant } = params as SessionParams;
+  return raw === undefined ? undefined : tenantSessionKey(raw, tenant);
 }
 
 /**

@@ -13,7 +13,7 @@ import type {
   SwitchboardMetrics,
   SwitchboardMetricsOptions,
 } from '../telemetry/switchboard-metrics';
-import { LocalTenantCounts } from '../tenants/tenant-counts';
+import { LocalTenantCounts } from '../state/tenant-counts';
 import { Tenants } from '../tenants/tenants';
 import { contextWindows, widerModels } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
@@ -266,14 +266,17 @@ export class Router implements DispatchShared {
       let fallbacks =
         this.fallbacks.size > 0 && call.fallbacks ? this.fallbacks.get(model) : undefined;
       // Fallbacks of the other vendor that this call cannot be translated for are skipped.
+      const { adapter: api, opName } = call.entry;
+      const translatable = (list: readonly string[]) =>
+        translatableFallbacks(api, opName, call.body, list, this.registry.models);
       let skipped: SkippedFallback[] | undefined;
-      if (fallbacks !== undefined) ({ fallbacks, skipped } = this.translatable(call, fallbacks));
+      if (fallbacks !== undefined) ({ fallbacks, skipped } = translatable(fallbacks));
       const filterFallbacksOf = (target: string): readonly string[] | undefined => {
         const list =
           this.contentFilterFallbacks.size > 0 && call.fallbacks
             ? this.contentFilterFallbacks.get(target)
             : undefined;
-        return list && this.translatable(call, list).fallbacks;
+        return list && translatable(list).fallbacks;
       };
       const wider = widerModels(this.windows, model, request, fallbacks);
       // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached. Not
@@ -328,21 +331,11 @@ export class Router implements DispatchShared {
     const provisioned = this.provisioned.has(call.model);
     if (!(provisioned || this.cacheAffinity) || !request.metered) return undefined;
     if (call.entry.adapter.path[0] === 'embeddings') return undefined;
-    const prefix = prefixKey(call.body, request.admission.input);
+    const prefix = prefixKey(call.body, request.admission.input, call.tenant);
     if (provisioned && prefix !== undefined) {
       request.admission.cachePrefix ??= { key: prefix, tokens: CACHEABLE_TOKENS };
     }
     return prefix;
-  }
-
-  private translatable(
-    call: CallRecord,
-    fallbacks: readonly string[],
-  ): ReturnType<typeof translatableFallbacks> {
-    const { adapter, opName } = call.entry;
-    return translatableFallbacks(adapter, opName, call.body, fallbacks, (m) =>
-      this.registry.models.get(m),
-    );
   }
 
   /**

@@ -1,10 +1,10 @@
-import { tenantScope } from '../tenants/tenant-scope';
+import { tenantOf } from './tenant-of';
 
 /** What waits in a {@link FairLine}: whose it is, and what serving it costs. */
 export interface FairItem {
   /**
    * The tenant key; every item of the same tenant shares one turn. `a/b` is a part of tenant `a`
-   * and shares `a`'s turn (see {@link tenantScope}).
+   * and shares `a`'s turn (see {@link tenantOf}).
    */
   readonly tenant: string;
   /** What serving it takes from its tenant's share (tokens of its admission charge); > 0. */
@@ -24,7 +24,7 @@ interface SubLine<T> {
  * each turn adds a quantum (the largest cost seen, so one turn always serves at least one item)
  * to the tenant's deficit, which pays for its items in order. A tenant of large calls thus gets
  * no more tokens than a tenant of small ones; within a tenant (its parts included, see
- * {@link tenantScope}), first come first served.
+ * {@link tenantOf}), first come first served.
  *
  * Memory is bounded by the items waiting: a tenant's sub-line is dropped (with its deficit) as
  * soon as it is empty, so a stream of one-off tenants leaves nothing behind.
@@ -70,7 +70,7 @@ export class FairLine<T extends FairItem> {
 
   push(item: T): void {
     if (item.cost > this.quantum) this.quantum = item.cost;
-    const scope = tenantScope(item.tenant);
+    const scope = tenantOf(item.tenant);
     let sub = this.tenants.get(scope);
     if (sub === undefined) {
       sub = { items: [], deficit: 0, turn: false };
@@ -101,7 +101,7 @@ export class FairLine<T extends FairItem> {
 
   /** `item` (the one {@link peek} returned) was served: its cost comes off its tenant's deficit. */
   take(item: T): void {
-    const scope = tenantScope(item.tenant);
+    const scope = tenantOf(item.tenant);
     const sub = this.tenants.get(scope);
     if (sub === undefined || !this.drop(sub, item)) return;
     sub.deficit -= item.cost;
@@ -110,7 +110,7 @@ export class FairLine<T extends FairItem> {
 
   /** `item` left without being served; false when it was not waiting. */
   remove(item: T): boolean {
-    const scope = tenantScope(item.tenant);
+    const scope = tenantOf(item.tenant);
     const sub = this.tenants.get(scope);
     if (sub === undefined || !this.drop(sub, item)) return false;
     if (sub.items.length === 0) this.tenants.delete(scope);

@@ -14,8 +14,9 @@ const PREFIX_CHARS = CACHEABLE_TOKENS * 4;
  * least {@link CACHEABLE_TOKENS} (`estimatedInput`, the admission estimate), a hash of the model
  * and the first 4 096 characters of its system prompt (or `instructions`) and leading messages,
  * up to the end of the first block marked `cache_control` when one ends before that. Calls
- * sharing those characters share a cached prefix upstream, whatever follows. `undefined` when
- * nothing in the call can be cached. Only the hash is kept, never the text.
+ * sharing those characters share a cached prefix upstream, whatever follows; within a `tenant`,
+ * when the call names one (tenants never share a key). `undefined` when nothing in the call can
+ * be cached. Only the hash is kept, never the text.
  *
  * @example
  * ```ts
@@ -26,10 +27,14 @@ const PREFIX_CHARS = CACHEABLE_TOKENS * 4;
 export function prefixKey(
   body: Record<string, unknown>,
   estimatedInput: number,
+  tenant?: string,
 ): string | undefined {
+  // Each tenant's prefixes are its own: a placement shared across tenants would tell one of them
+  // (by the cached tokens of its answer) whether another recently sent a prompt it guessed.
+  const space = tenant === undefined || tenant === '' ? '' : `${JSON.stringify(tenant)}\u0000`;
   const named = body.prompt_cache_key;
   if (typeof named === 'string' && named !== '') {
-    return `prefix:${digest(`key\u0000${String(body.model)}\u0000${named}`)}`;
+    return `prefix:${digest(`${space}key\u0000${String(body.model)}\u0000${named}`)}`;
   }
   if (estimatedInput < CACHEABLE_TOKENS) return undefined;
   const start = new PromptStart();
@@ -45,7 +50,7 @@ export function prefixKey(
     }
   }
   if (start.text.length === 0) return undefined;
-  return `prefix:${digest(`text\u0000${String(body.model)}\u0000${start.text}`)}`;
+  return `prefix:${digest(`${space}text\u0000${String(body.model)}\u0000${start.text}`)}`;
 }
 
 interface Item {

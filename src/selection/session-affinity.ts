@@ -21,6 +21,23 @@ export function sessionKey(sessionId: string): string {
   return `sha256:${createHash('sha256').update(sessionId, 'utf8').digest('hex')}`;
 }
 
+/**
+ * The key a call's session is kept under: {@link sessionKey} of its id, within its tenant's own
+ * space when it names one, so that two tenants using the same session id (or guessing another's)
+ * never share a placement.
+ *
+ * @example
+ * ```ts
+ * tenantSessionKey('user-42'); // 'user-42'
+ * tenantSessionKey('user-42', 'acme'); // 'tenant:…' (a hash of both)
+ * ```
+ */
+export function tenantSessionKey(sessionId: string, tenant?: string): string {
+  if (tenant === undefined || tenant === '') return sessionKey(sessionId);
+  const hash = createHash('sha256').update(JSON.stringify([tenant, sessionId]), 'utf8');
+  return `tenant:${hash.digest('hex')}`;
+}
+
 /** One session in {@link SessionAffinity}'s recency list. */
 interface Entry {
   readonly key: string;

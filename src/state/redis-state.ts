@@ -32,7 +32,7 @@ import { DEFAULT_SKEW, readSyncReply, SYNC_SCRIPT, syncCommand } from './redis/s
 import type { SharedValues, StateContext, StateStore, StateStoreHealth } from './state-store';
 import { sharedValuesOf } from './redis/shared-values';
 import { SharedTenantCounts, type SharedTenantContext } from './redis/tenant-script';
-import type { TenantCounts } from '../tenants/tenant-counts';
+import type { TenantCounts } from './tenant-counts';
 
 export type { RedisClientLike } from './redis/redis-connection';
 export type { RedisStateOptions } from './redis/redis-options';

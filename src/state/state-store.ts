@@ -1,5 +1,5 @@
 import type { DeploymentRegistry } from '../registry/deployment-registry';
-import type { TenantCounts } from '../tenants/tenant-counts';
+import type { TenantCounts } from './tenant-counts';
 import type { SwitchboardLogger } from '../types';
 import { emptyPeerReport, type PeerReport } from './peer-report';
 

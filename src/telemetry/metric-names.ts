@@ -73,6 +73,11 @@ export const SWITCHBOARD_METRICS = {
    */
   CACHE: 'switchboard.cache',
   /**
+   * Counter {deployment, rule}: rules an upstream leaves open that a deployment learned from its
+   * answers, once each (`request-window-1s`: a per-minute request limit enforced per second).
+   */
+  LEARNED_RULES: 'switchboard.learned_rules',
+  /**
    * With `cache` and `pricing`. Counter {model}, USD: what the answers served from the cache cost
    * when they were first made. Scraped as `switchboard_cache_saved_usd_total`.
    */

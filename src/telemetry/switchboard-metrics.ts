@@ -98,6 +98,8 @@ export class SwitchboardMetrics {
   private readonly callFailures: Counter;
   private readonly spilledAnswers: Counter;
   private readonly costs: Counter;
+  private readonly learnedRules: Counter;
+  private readonly stopRules: () => void;
   /** Azure OpenAI states with the header a spilled answer of theirs carries. */
   private readonly spillHeaders = new Map<ModelState, string>();
   /** States below their model's most preferred tier, with the attributes of their spillovers. */
@@ -150,6 +152,13 @@ export class SwitchboardMetrics {
       description: 'USD spent, priced from the usage each answer reported (with pricing)',
       unit: 'USD',
     });
+    this.learnedRules = meter.createCounter(M.LEARNED_RULES, {
+      description:
+        'Rules an upstream leaves open that a deployment learned from its answers (a per-minute request limit enforced per second), once each',
+    });
+    this.stopRules = registry.onRuleLearned((state, rule) =>
+      this.learnedRules.add(1, { deployment: state.deployment, rule }),
+    );
     // The API's meters stay no-ops once taken (it has no proxy meter provider): without an SDK
     // registered, no answer's headers need a look for a spillover that would count nothing.
     const measured = !(meter instanceof NoopMeter);
@@ -248,6 +257,7 @@ export class SwitchboardMetrics {
 
   /** Detach the gauges from the registry. */
   close(): void {
+    this.stopRules();
     this.gauges.close();
     this.lanes?.close();
   }
@@ -270,6 +280,7 @@ export class SwitchboardMetrics {
           this.retries.add(0, { ...state.attributes, reason });
         }
         this.retries.add(0, { ...state.attributes, reason: 'stale_socket' });
+        this.learnedRules.add(0, { deployment: d.name, rule: 'request-window-1s' });
       }
     }
     for (const spill of this.lowerTiers.values()) this.spillovers.add(0, spill);

@@ -4,7 +4,7 @@ import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import type { Price } from '../types';
 import { costOf } from './price';
-import type { TenantCharge, TenantLimits } from './tenant-counts';
+import type { TenantCharge, TenantLimits } from '../state/tenant-counts';
 
 /**
  * What a {@link CallAccount} asks of the tenants it belongs to: prices, the reservation of an

@@ -7,14 +7,15 @@ import type { DeploymentConfig, Price, TenantPolicy } from '../types';
 import { CallAccount, type AccountBook } from './call-account';
 import { maxOutputs, UNKNOWN_MAX_OUTPUT } from './max-output';
 import { PriceTable } from './price';
-import { tenantScope } from './tenant-scope';
+import { TakeLines } from '../scheduling/take-line';
+import { tenantOf } from '../scheduling/tenant-of';
 import type {
   TenantCharge,
   TenantCounts,
   TenantLimitName,
   TenantLimits,
   TenantVerdict,
-} from './tenant-counts';
+} from '../state/tenant-counts';
 
 /** What a tenant's limit counts, for messages. */
 const UNITS: Record<TenantLimitName, string> = {
@@ -57,28 +58,6 @@ interface OverLimit {
   joined: number;
 }
 
-interface Waiter {
-  account: CallAccount;
-  charges: { place: TenantPlace; charge: TenantCharge }[];
-  resolve: (place: TenantPlace) => void;
-  reject: (error: unknown) => void;
-  RateLimitError: RateLimitErrorClass;
-  deadline: NodeJS.Timeout | undefined;
-  signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
-  joined: number;
-  last: TenantVerdict | undefined;
-  /** Its longest wait passed while its take was under way. */
-  expired: boolean;
-}
-
-interface Line {
-  waiters: Waiter[];
-  /** A take of its head is under way. */
-  busy: boolean;
-  timer: NodeJS.Timeout | undefined;
-}
-
 /**
  * The tenants of a switchboard: their policies (`options.tenants`), the prices
  * (`options.pricing`), and the counts they are held to ({@link TenantCounts}: this process, or a
@@ -106,7 +85,8 @@ export class Tenants implements AccountBook {
   onCost: ((state: ModelState, label: string, usd: number) => void) | undefined;
   private readonly policies = new Map<string, Policy>();
   private readonly fallbackPolicy: Policy | undefined;
-  private readonly lines = new Map<string, Line>();
+  /** Calls of limited tenants waiting for room, one line per tenant. */
+  private readonly lines: TakeLines<TenantVerdict>;
   /** USD per cost label (a named tenant, or `other`) since the start. */
   private readonly costByTenant = new Map<string, number>();
   private readonly counts: TenantCounts;
@@ -127,6 +107,7 @@ export class Tenants implements AccountBook {
     this.counts = context.counts;
     this.clock = context.clock;
     this.wait = context.wait;
+    this.lines = new TakeLines(context.wait);
     let star: Policy | undefined;
     for (const [name, policy] of Object.entries(options.tenants ?? {})) {
       const limited =
@@ -184,11 +165,11 @@ export class Tenants implements AccountBook {
 
   /**
    * The account of a call of `tenant` (as the caller named it) to `model`: with the limits of the
-   * tenant it belongs to ({@link tenantScope}: `acme/batch` is `acme`'s part, counted with it),
+   * tenant it belongs to ({@link tenantOf}: `acme/batch` is `acme`'s part, counted with it),
    * its policy's, else `'*'`'s; or without, when only its cost is counted.
    */
   open(tenant: string | undefined, model: string): CallAccount {
-    const scope = tenant === undefined ? undefined : tenantScope(tenant);
+    const scope = tenant === undefined ? undefined : tenantOf(tenant);
     const label = scope !== undefined && this.policies.has(scope) ? scope : 'other';
     const limits = this.policyOf(tenant)?.limits;
     if (limits === undefined) return new CallAccount(this, undefined, label, {}, scope ?? '');
@@ -230,67 +211,17 @@ export class Tenants implements AccountBook {
       ({ place, usd }) => ({ place, charge: { tokens, requests: 1, usd } }),
     );
     return new Promise<TenantPlace>((resolve, reject) => {
-      const w: Waiter = {
-        account,
-        charges,
-        resolve,
-        reject,
-        RateLimitError,
-        deadline: undefined,
-        signal: signal ?? undefined,
-        onAbort: undefined,
-        joined: this.clock(),
-        last: undefined,
-        expired: false,
-      };
       if (this.closed) {
         reject(new SwitchboardError('switchboard is closed', { code: 'unavailable' }));
         return;
       }
-      const wait = this.wait;
-      if (wait === undefined || wait.maxWait <= 0) {
-        // Nobody waits: each call takes its room or fails on its own.
-        this.attempt(w).then(
-          (v) => (v.ok ? undefined : reject(this.overLimit(w, v))),
-          (error: unknown) => reject(error),
-        );
-        return;
-      }
-      let line = this.lines.get(account.key!);
-      if (line === undefined) {
-        line = { waiters: [], busy: false, timer: undefined };
-        this.lines.set(account.key!, line);
-      }
-      if (line.waiters.length >= wait.maxQueued) {
-        reject(this.overLimit(w, undefined));
-        return;
-      }
-      const leave = (error: unknown) => {
-        const l = this.lines.get(account.key!);
-        const i = l?.waiters.indexOf(w) ?? -1;
-        if (l === undefined || i < 0) return;
-        if (i === 0 && l.busy) {
-          // Its take is under way: it leaves when that answers, unless it got the room.
-          w.expired = true;
-          return;
-        }
-        l.waiters.splice(i, 1);
-        this.forget(w);
-        reject(error);
-        this.pump(account.key!);
-      };
-      w.deadline = setTimeout(() => leave(this.overLimit(w, w.last)), wait.maxWait);
-      if (w.signal !== undefined) {
-        if (w.signal.aborted) {
-          clearTimeout(w.deadline);
-          reject(w.signal.reason);
-          return;
-        }
-        w.onAbort = () => leave(w.signal!.reason);
-        w.signal.addEventListener('abort', w.onAbort, { once: true });
-      }
-      line.waiters.push(w);
-      this.pump(account.key!);
+      const w: OverLimit = { account, charges, RateLimitError, joined: this.clock() };
+      this.lines.join(account.key!, {
+        take: () => this.attempt(account, charges, resolve),
+        refused: (last) => this.overLimit(w, last),
+        reject,
+        signal: signal ?? undefined,
+      });
     });
   }
 
@@ -316,7 +247,7 @@ export class Tenants implements AccountBook {
   /** @internal What an account adjusts; a refund wakes its tenant's line. */
   adjust(account: CallAccount, delta: TenantCharge): void {
     this.counts.adjust(account.key!, delta, account.at, account.limits);
-    if (delta.tokens < 0 || delta.requests < 0 || delta.usd < 0) this.kick(account.key!);
+    if (delta.tokens < 0 || delta.requests < 0 || delta.usd < 0) this.lines.kick(account.key!);
   }
 
   /** @internal The price of `model` on `deployment`, if it has one. */
@@ -393,95 +324,39 @@ export class Tenants implements AccountBook {
   /** Fail everyone waiting and stop the timers. */
   close(error: () => unknown): void {
     this.closed = true;
-    for (const line of this.lines.values()) {
-      clearTimeout(line.timer);
-      for (const w of line.waiters.splice(0)) {
-        this.forget(w);
-        w.reject(error());
-      }
-    }
-    this.lines.clear();
+    this.lines.close(error);
   }
 
   /**
-   * The policy of `tenant`: the one of the tenant it belongs to ({@link tenantScope}), else
+   * The policy of `tenant`: the one of the tenant it belongs to ({@link tenantOf}), else
    * `'*'`'s; none for a call without a tenant.
    */
   private policyOf(tenant: string | undefined): Policy | undefined {
     if (tenant === undefined) return undefined;
-    return this.policies.get(tenantScope(tenant)) ?? this.fallbackPolicy;
-  }
-
-  private kick(key: string): void {
-    const line = this.lines.get(key);
-    if (line === undefined || line.busy) return;
-    clearTimeout(line.timer);
-    line.timer = undefined;
-    this.pump(key);
-  }
-
-  /** Try the head of `key`'s line; on room, the next one; else again when room is expected. */
-  private pump(key: string): void {
-    const line = this.lines.get(key);
-    if (line === undefined || line.busy || line.timer !== undefined) return;
-    const head = line.waiters[0];
-    if (head === undefined) {
-      this.lines.delete(key);
-      return;
-    }
-    line.busy = true;
-    this.attempt(head).then(
-      (v) => {
-        line.busy = false;
-        head.last = v;
-        if (v.ok) {
-          line.waiters.shift();
-          this.forget(head);
-        } else if (head.expired) {
-          line.waiters.shift();
-          this.forget(head);
-          head.reject(this.overLimit(head, v));
-        } else {
-          line.timer = setTimeout(() => {
-            line.timer = undefined;
-            this.pump(key);
-          }, v.waitMs);
-        }
-        this.pump(key);
-      },
-      (error: unknown) => {
-        line.busy = false;
-        line.waiters.shift();
-        this.forget(head);
-        head.reject(error);
-        this.pump(key);
-      },
-    );
+    return this.policies.get(tenantOf(tenant)) ?? this.fallbackPolicy;
   }
 
   /**
-   * Take a waiter's charge for its model, or over the budget for a fallback whose price fits:
-   * the first refused verdict when none can be taken.
+   * Take a call's charge for its model, or over the budget for a fallback whose price fits: the
+   * first refused verdict when none can be taken.
    */
-  private async attempt(w: Waiter): Promise<TenantVerdict> {
-    const { account } = w;
+  private async attempt(
+    account: CallAccount,
+    charges: readonly { place: TenantPlace; charge: TenantCharge }[],
+    resolve: (place: TenantPlace) => void,
+  ): Promise<TenantVerdict> {
     let first: TenantVerdict | undefined;
-    for (const { place, charge } of w.charges) {
+    for (const { place, charge } of charges) {
       const v = await this.counts.take(account.key!, account.limits, charge, this.clock());
       if (v.ok) {
         account.took(charge, v.at);
-        w.resolve(place);
+        resolve(place);
         return v;
       }
       first ??= v;
       if (v.limit !== 'budget') break;
     }
     return first!;
-  }
-
-  private forget(w: Waiter): void {
-    clearTimeout(w.deadline);
-    if (w.onAbort !== undefined) w.signal?.removeEventListener('abort', w.onAbort);
   }
 
   /** The 429 of a call its tenant's limit holds back. */

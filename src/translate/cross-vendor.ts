@@ -166,6 +166,10 @@ export function crossVendor(
   const from = target.deployment.errors;
   const toCaller = (error: unknown) => callerError(error, from, own.errors, own.provider);
   const created = Math.floor(target.clock() / 1000);
+  // Usage the switchboard asked for, not the caller, stays out of the caller's stream.
+  const streamBody = caller.request.hideUsageEvents
+    ? { ...callerBody, stream_options: undefined }
+    : callerBody;
   return {
     adapter,
     op: adapter.operations['create']!,
@@ -183,7 +187,7 @@ export function crossVendor(
                       answer.data as AsyncIterable<unknown>,
                       target.model,
                       created,
-                      callerBody,
+                      streamBody,
                     ),
                     toCaller,
                   ),

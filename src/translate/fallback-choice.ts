@@ -23,7 +23,7 @@ export interface SkippedFallback extends Refusal {
  * @example
  * ```ts
  * translatableFallbacks(chatCompletions, 'create', { model: 'gpt-4o', messages, n: 2 },
- *   ['claude-sonnet-5'], (m) => providers.get(m));
+ *   ['claude-sonnet-5'], providers);
  * // { fallbacks: undefined, skipped: [{ model: 'claude-sonnet-5', field: 'n', ... }] }
  * ```
  */
@@ -32,14 +32,14 @@ export function translatableFallbacks(
   op: string,
   body: Record<string, unknown>,
   fallbacks: readonly string[],
-  providerOf: (model: string) => Provider | undefined,
+  providers: ReadonlyMap<string, Provider>,
 ): { fallbacks: readonly string[] | undefined; skipped: SkippedFallback[] | undefined } {
   let kept: string[] | undefined;
   let skipped: SkippedFallback[] | undefined;
   // One refusal per provider: the body is the same for every model of it.
   const verdicts = new Map<Provider, Refusal | undefined>();
   fallbacks.forEach((model, i) => {
-    const provider = providerOf(model);
+    const provider = providers.get(model);
     let refusal: Refusal | undefined;
     if (provider !== undefined && provider !== adapter.provider) {
       if (!verdicts.has(provider)) verdicts.set(provider, refusalFor(adapter, op, body, provider));

@@ -152,6 +152,13 @@ describe('what is read from the shared store', () => {
     expect(
       readEntry(JSON.stringify({ ...good, kind: 'sse', events: ['HTTP/1.1 200 OK\n\n'] }), sse),
     ).toMatch(/SSE/);
+    // Only the last event may lack its blank line.
+    const tail = ['data: {"a":1}\n\n', 'data: [DONE]'];
+    expect(typeof readEntry(JSON.stringify({ ...good, kind: 'sse', events: tail }), sse)).toBe(
+      'object',
+    );
+    const early = ['data: {"a":1}', 'data: [DONE]\n\n'];
+    expect(readEntry(JSON.stringify({ ...good, kind: 'sse', events: early }), sse)).toMatch(/SSE/);
   });
 });
 

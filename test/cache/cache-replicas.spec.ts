@@ -41,7 +41,7 @@ function replica(prefix: string, logger = new RecordingLogger()): Switchboard {
         name: 'oai0',
         baseURL: upstream.deployment('oai0').openaiBaseURL,
         apiKey: 'sk',
-        models: [{ name: GPT }],
+        models: [{ name: GPT, tpm: 10_000_000, rpm: 100_000 }],
       },
     ],
     ratelimitWindow: 0,

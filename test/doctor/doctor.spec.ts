@@ -237,4 +237,77 @@ describe('nestjs-switchboard doctor', () => {
     expect(await runDoctorCli(['doctor', good, '--frobnicate'], io, {})).toBe(2);
     expect(errors.at(-1)).toMatch(/unknown option --frobnicate/);
   });
+
+  describe('deployments without a key in the file (their token comes from code)', () => {
+    const keyless = () => {
+      const path = join(dir, 'keyless.yaml');
+      writeFileSync(
+        path,
+        [
+          'deployments:',
+          '  - provider: openai',
+          '    name: west',
+          `    baseURL: ${upstream.deployment('west').openaiBaseURL}`,
+          '    apiKey: k',
+          '    models: [{ name: gpt-4o, deployment: prod-gpt-4o }]',
+          '  - provider: anthropic',
+          '    name: foundry',
+          `    baseURL: ${upstream.deployment('foundry').anthropicBaseURL}`,
+          '    models: [{ name: claude-sonnet-5 }]',
+          '',
+        ].join('\n'),
+      );
+      return path;
+    };
+    const io = () => {
+      const out: string[] = [];
+      const err: string[] = [];
+      return {
+        out,
+        err,
+        output: { out: (t: string) => void out.push(t), err: (t: string) => void err.push(t) },
+      };
+    };
+
+    it('--token <module> gives them the token function the app uses', async () => {
+      upstream.reset();
+      const module = join(dir, 'token.js');
+      writeFileSync(module, "module.exports = async () => 'entra-token';\n");
+      const { out, output } = io();
+      const status = await runDoctorCli(
+        ['doctor', keyless(), '--json', '--token', module],
+        output,
+        {},
+      );
+      expect(status).toBe(0);
+      expect((JSON.parse(out.join('')) as DoctorRow[]).map((r) => [r.deployment, r.ok])).toEqual([
+        ['west', true],
+        ['foundry', true],
+      ]);
+      const sent = upstream.deployment('foundry').requests.at(-1)!;
+      expect(sent.headers['authorization']).toBe('Bearer entra-token');
+    });
+
+    it("without one, the row names the file's own index of the deployment", async () => {
+      const { out, output } = io();
+      const status = await runDoctorCli(['doctor', keyless(), '--json'], output, {});
+      expect(status).toBe(1);
+      const foundry = (JSON.parse(out.join('')) as DoctorRow[]).find(
+        (r) => r.deployment === 'foundry',
+      )!;
+      expect(foundry.ok).toBe(false);
+      expect(foundry.error).toContain("deployments[1] ('foundry')");
+    });
+
+    it('a --token module that exports no function is one line, exit 2', async () => {
+      const module = join(dir, 'not-a-token.js');
+      writeFileSync(module, 'module.exports = { answer: 42 };\n');
+      const { err, output } = io();
+      expect(await runDoctorCli(['doctor', keyless(), '--token', module], output, {})).toBe(2);
+      expect(err.join('\n')).toMatch(
+        /^--token .*not-a-token\.js exports no token function: export default/,
+      );
+      expect(err.join('\n')).not.toMatch(/\n\s+at /);
+    });
+  });
 });

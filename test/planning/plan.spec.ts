@@ -121,7 +121,7 @@ describe('nestjs-switchboard plan', () => {
     lines[6] = '{"t": 1767603600000, "model": "gpt-4o", "input_tokens": -3, "output_tokens": 1}';
     writeFileSync(bad, lines.join('\n'));
     expect((await run(bad, '--config', config)).err).toBe(
-      `${bad}:7: "input_tokens" must be a whole number of tokens >= 0`,
+      `${bad}:7: "input_tokens" must be a whole number of tokens from 0 to 2147483647`,
     );
   });
 
@@ -142,6 +142,42 @@ describe('nestjs-switchboard plan', () => {
     expect(o).toMatchObject({ status: 2 });
     expect(o.err).toContain(`${other}: no deployment serves 'gpt-4o'`);
     expect((await run(traffic)).status).toBe(2);
+  });
+
+  it('needs no credential: a key left unset, or a deployment without one (Entra ID), is planned as configured', async () => {
+    const entra = join(dir, 'entra.yaml');
+    writeFileSync(
+      entra,
+      `${CONFIG}  - provider: anthropic
+    name: foundry
+    baseURL: \${FOUNDRY_ENDPOINT}/anthropic/
+    models: [{ name: claude-sonnet-5, tpm: 20000 }]
+`,
+    );
+    const out: string[] = [];
+    const err: string[] = [];
+    const status = await runPlanCli(
+      ['plan', traffic, '--config', entra],
+      { out: (t) => void out.push(t), err: (t) => void err.push(t) },
+      { FOUNDRY_ENDPOINT: 'https://my-foundry.services.ai.azure.com' },
+    );
+    expect({ status, err: err.join('\n') }).toEqual({ status: 0, err: '' });
+    expect(out.join('\n')).toContain('sweden-central');
+  });
+
+  it('an unset endpoint variable is one line naming it, without a stack trace', async () => {
+    const unset = join(dir, 'unset.yaml');
+    writeFileSync(
+      unset,
+      CONFIG.replace('https://sweden.openai.azure.com/openai/v1/', '${SWEDEN_ENDPOINT}/openai/v1/'),
+    );
+    const r = await run(traffic, '--config', unset);
+    expect(r.status).toBe(2);
+    expect(r.err.split('\n')).toHaveLength(1);
+    expect(r.err).toContain(
+      'deployments[0].baseURL uses ${SWEDEN_ENDPOINT}, but the environment variable SWEDEN_ENDPOINT is not set',
+    );
+    expect(r.err).not.toMatch(/\n\s+at /);
   });
 
   it('lines out of time order are sorted, and said so', async () => {

@@ -8,7 +8,7 @@ const azure = (h: Record<string, number | string>) =>
   new Headers(Object.fromEntries(Object.entries(h).map(([k, v]) => [k, String(v)])));
 
 const state = (clock: FakeClock, limits: { tpm?: number; rpm?: number } = { tpm: 10_000 }) => {
-  const s = new ModelState({ name: 'm', ...limits }, 'east', clock.now, { headers: 'openai' });
+  const s = new ModelState({ name: 'm', ...limits }, 'east', clock.now, { upstream: 'azure' });
   s.quota.slide(60_000);
   return s;
 };

@@ -136,7 +136,7 @@ describe("Claude's charges, per deployment", () => {
     new QuotaLedger(
       { itpm: 60_000, otpm: 8_000, ...(cacheReadsCountInput ? { cacheReadsCountInput } : {}) },
       new FakeClock().now,
-      { charge: 'actual', headers: 'anthropic' },
+      { upstream: 'anthropic' },
     );
 
   it('charges the output recent answers produced, at most the cap, settled to the real one', () => {

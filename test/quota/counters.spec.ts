@@ -137,7 +137,7 @@ describe('TokensCounter, RequestsCounter', () => {
     const clock = new FakeClock(T0);
     const limits: string[] = [];
     const ledger = new QuotaLedger({ tpm: 100_000 }, clock.now, {
-      headers: 'openai',
+      upstream: 'azure',
       onLimit: (limit, value) => limits.push(`${limit} ${value}`),
     });
     ledger.slide(60_000);
@@ -297,7 +297,7 @@ describe('QuotaLedger.util of an idle model', () => {
 
   it('is not kept while a correction fades, nor past the end of the upstream window', () => {
     const clock = new FakeClock(T0);
-    const ledger = new QuotaLedger({ tpm: 10_000 }, clock.now, { headers: 'openai' });
+    const ledger = new QuotaLedger({ tpm: 10_000 }, clock.now, { upstream: 'azure' });
     ledger.slide(60_000);
     const own = call(1_000);
     ledger.admit(own);
@@ -313,7 +313,7 @@ describe('QuotaLedger.util of an idle model', () => {
     clock.advance(1_600);
     expect(ledger.util()).toBe(0); // the window ended: ours and theirs went with it
 
-    const fixed = new QuotaLedger({ tpm: 10_000 }, clock.now, { headers: 'openai' });
+    const fixed = new QuotaLedger({ tpm: 10_000 }, clock.now, { upstream: 'azure' });
     fixed.admit(own);
     fixed.observe(new Headers({ 'x-ratelimit-remaining-tokens': '6000' }), own, clock.ms);
     fixed.settle(own, undefined);

@@ -13,7 +13,6 @@ describe('a draining count in the hot row', () => {
   const ledger = (clock: FakeClock) =>
     new QuotaLedger({ tpm: 60_000, rpm: 6_000 }, clock.now, {
       upstream: 'openai',
-      headers: 'openai',
     });
 
   it('keeps the utilization for DRAIN_HOLD_MS, never below what the bucket holds', () => {

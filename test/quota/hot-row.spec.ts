@@ -42,8 +42,8 @@ describe('the hot row (the utilization and cooldown a draw reads)', () => {
           : seed > 2
             ? { ...MODEL, rpm: 30 }
             : MODEL;
-      const kept = new ModelState(model, 'east', clock.now, { headers: 'openai' });
-      const twin = new ModelState(model, 'east', clock.now, { headers: 'openai' });
+      const kept = new ModelState(model, 'east', clock.now, { upstream: 'azure' });
+      const twin = new ModelState(model, 'east', clock.now, { upstream: 'azure' });
       const { table, row } = kept.drawRow!;
       let answered = 0;
       if (seed % 2 === 0) {
@@ -126,7 +126,7 @@ describe('the hot row (the utilization and cooldown a draw reads)', () => {
   /** A state whose utilization is kept now (asked once). */
   function keptState() {
     const clock = new FakeClock(T0);
-    const state = new ModelState(MODEL, 'east', clock.now, { headers: 'openai' });
+    const state = new ModelState(MODEL, 'east', clock.now, { upstream: 'azure' });
     state.spend(5_000, 10);
     const util = state.util;
     expect(keptUtil(state.quota.hot, clock.ms)).toBe(util);
@@ -139,7 +139,7 @@ describe('the hot row (the utilization and cooldown a draw reads)', () => {
       { ...MODEL, tpm: 10_000, outputReservation: 1_000 },
       'east',
       clock.now,
-      { headers: 'openai' },
+      { upstream: 'azure' },
     );
     state.admit({ input: 5_000, output: 0 });
     state.quota.util(clock.ms); // the row is filled and holds
@@ -157,8 +157,7 @@ describe('the hot row (the utilization and cooldown a draw reads)', () => {
     }
     // A model that prices calls otherwise (Claude's expected output) leaves them to itself.
     const claude = new ModelState({ name: 'claude', otpm: 8_000 }, 'east', clock.now, {
-      headers: 'anthropic',
-      charge: 'actual',
+      upstream: 'anthropic',
     });
     claude.quota.util(clock.ms);
     const row = claude.quota.hot;

@@ -26,7 +26,7 @@ describe('admission charge', () => {
 
   it('keeps the Azure reservation for the minute and corrects only the prompt estimate', () => {
     const clock = new FakeClock();
-    const s = new ModelState({ name: 'm', tpm: 10_000 }, 'east', clock.now, { charge: 'reserve' });
+    const s = new ModelState({ name: 'm', tpm: 10_000 }, 'east', clock.now, { upstream: 'azure' });
     s.quota.slide(60_000);
     const a = { input: 100, output: 256 };
     s.admit(a);
@@ -43,7 +43,7 @@ describe('admission charge', () => {
   it('settles Foundry charges to what was used, cache writes as input, cache reads free', () => {
     const clock = new FakeClock();
     const s = new ModelState({ name: 'c', itpm: 1000, otpm: 500 }, 'f', clock.now, {
-      charge: 'actual',
+      upstream: 'anthropic',
     });
     s.quota.slide(60_000);
     const a = { input: 100, output: 400 };
@@ -263,7 +263,7 @@ describe('anchoring on the upstream headers', () => {
   });
 
   it('learns the three Foundry limits from anthropic-ratelimit-* headers', () => {
-    const s = new ModelState({ name: 'c' }, 'f', new FakeClock().now, { charge: 'actual' });
+    const s = new ModelState({ name: 'c' }, 'f', new FakeClock().now, { upstream: 'anthropic' });
     s.quota.observe(
       azureHeaders({
         'anthropic-ratelimit-requests-limit': 50,

@@ -35,7 +35,7 @@ function busyState(clock: CountingClock): ModelState {
     { name: 'c', tpm: 10_000, rpm: 60, itpm: 5_000, otpm: 2_000 },
     'f',
     clock.read,
-    { charge: 'actual' },
+    { upstream: 'anthropic' },
   );
   s.quota.slide(60_000);
   s.quota.shared = { tokens: 200, requests: 2, recentRequests: 1 };
@@ -103,7 +103,7 @@ describe('QuotaLedger', () => {
     const clock = new FakeClock();
     const limits: string[] = [];
     const ledger = new QuotaLedger({}, clock.now, {
-      headers: 'openai',
+      upstream: 'azure',
       onLimit: (limit, value, was, configured) =>
         limits.push(`${limit} ${was}->${value}${configured ? ' configured' : ''}`),
     });
@@ -133,7 +133,7 @@ describe('QuotaLedger', () => {
     // Azure keeps the output cap charged: only the prompt estimate is corrected.
     expect(reserve.settle({ input: 100, output: 500 }, { input: 120, output: 40 })).toBe(20);
     expect(reserve.tokensAt(clock.ms)).toBe(620);
-    const actual = new QuotaLedger({ tpm: 10_000 }, clock.now, { charge: 'actual' });
+    const actual = new QuotaLedger({ tpm: 10_000 }, clock.now, { upstream: 'anthropic' });
     actual.admit({ input: 100, output: 500 });
     expect(actual.settle({ input: 100, output: 500 }, { input: 120, output: 40 })).toBe(-440);
     expect(actual.tokensAt(clock.ms)).toBe(160);
@@ -145,7 +145,7 @@ describe('QuotaLedger shares', () => {
   it('has util as the largest share, whichever limit binds', () => {
     const clock = new FakeClock();
     const ledger = new QuotaLedger({ tpm: 10_000, rpm: 60, itpm: 2_000, otpm: 1_000 }, clock.now, {
-      charge: 'actual',
+      upstream: 'anthropic',
     });
     ledger.slide(60_000);
     const check = () => {
@@ -155,12 +155,17 @@ describe('QuotaLedger shares', () => {
     };
     expect(check()).toEqual({ tpm: 0, rpm: 0, itpm: 0, otpm: 0 });
     ledger.admit({ input: 500, output: 100 });
-    // One request of 10 allowed in the newest 10 s: the burst share, above the minute's 1/60.
-    expect(check()).toMatchObject({ tpm: 0.06, rpm: 0.1, itpm: 0.25, otpm: 0.1 });
-    expect(ledger.recent()).toEqual({ used: 1, limit: 10 });
+    // One request of the bucket of 60; the ramp's first step (a second's share and one) holds
+    // back a third, without counting as the upstream's load.
+    expect(check()).toMatchObject({ tpm: 0.06, rpm: 1 / 60, itpm: 0.25, otpm: 0.1 });
+    expect(ledger.hasRoom({ input: 0, output: 0 })).toBe(true);
+    ledger.admit({ input: 0, output: 0 });
+    expect(ledger.hasRoom({ input: 0, output: 0 })).toBe(false);
+    ledger.settle({ input: 0, output: 0 }, { input: 0, output: 0 });
+    expect(ledger.recent()).toEqual({ used: 2, limit: 2 });
     clock.advance(15_000);
-    // Out of the newest sixth, still in the minute.
-    expect(check().rpm).toBeCloseTo(1 / 60, 9);
+    // The ramp's bucket refilled; both requests are still in the minute.
+    expect(check().rpm).toBeCloseTo(2 / 60, 9);
     ledger.settle({ input: 500, output: 100 }, { input: 500, output: 100 });
     // Rounded to the nearest thousand by Anthropic: taken as 500 less, 200 left.
     ledger.observe(headers({ 'anthropic-ratelimit-input-tokens-remaining': 700 }));
@@ -190,7 +195,7 @@ describe('QuotaLedger shares', () => {
 describe('the tokens counter anchoring on a header', () => {
   it('leaves the calls still in flight out of the comparison, and records what was left', () => {
     const clock = new FakeClock();
-    const ledger = new QuotaLedger({ tpm: 10_000 }, clock.now, { headers: 'openai' });
+    const ledger = new QuotaLedger({ tpm: 10_000 }, clock.now, { upstream: 'azure' });
     const tokens = ledger.tokens;
     const first = { input: 1_000, output: 0 };
     const later = { input: 2_000, output: 0 };

@@ -6,7 +6,7 @@ import { FakeClock } from '../support/random';
 function ledger(extra: { requestWindow?: '1s' | '10s'; rpm?: number } = {}) {
   const clock = new FakeClock();
   const quota = new QuotaLedger({ tpm: 1_000_000, rpm: 600, ...extra }, clock.now, {
-    headers: 'openai',
+    upstream: 'azure',
   });
   quota.slide(60_000);
   return { clock, quota };

@@ -106,6 +106,35 @@ describe('request windows', () => {
     expect(Math.max(...done)).toBeLessThan(20_000);
   });
 
+  it.each([
+    ['configured', { requestWindow: '1s' as const }],
+    ['learned from a 429', {}],
+  ])(
+    "paces 100 calls on OpenAI's 600 RPM enforced per second, requestWindow %s",
+    async (how, extra) => {
+      s = await setup(
+        { rules: 'openai', rpm: 600, requestWindow: '1s' },
+        { name: GPT, rpm: 600, tpm: 10_000_000, ...extra },
+      );
+      expect(await s.wave(1)).toEqual([0]);
+      s.clock.advance(1_000);
+      const before = s.sim.stats.rateLimited;
+      const done = await s.wave(100);
+      const refused = s.sim.stats.rateLimited - before;
+      process.stdout.write(
+        `OpenAI, 600 RPM per second, requestWindow ${how}: ${done.filter((d) => d >= 0).length} ` +
+          `of 100 done, ${refused} upstream 429s after the first answer, last at ${Math.max(...done)} ms\n`,
+      );
+      const state = s.sb.deployments.get('oai0')!.models.get(GPT)!;
+      expect(state.quota.upstream).toBe('openai');
+      expect(state.quota.burst.period).toBe('1s');
+      expect(refused).toBeLessThanOrEqual(2);
+      // With a single deployment a refused call is the caller's: at most those failed.
+      expect(done.filter((d) => d < 0).length).toBeLessThanOrEqual(refused);
+      expect(Math.max(...done)).toBeLessThan(20_000);
+    },
+  );
+
   it('learns 120 RPM from a 10 s limit of 20 and takes 20 at once', async () => {
     s = await setup({ rpm: 120 }, { name: GPT, tpm: 10_000_000 });
     expect(await s.wave(1)).toEqual([0]);

@@ -26,7 +26,7 @@ describe('SendOrder', () => {
 describe('request windows in the ledger', () => {
   function ledger(config: ConstructorParameters<typeof QuotaLedger>[0]) {
     const clock = new FakeClock();
-    const l = new QuotaLedger(config, clock.now, { headers: 'openai' });
+    const l = new QuotaLedger(config, clock.now, { upstream: 'azure' });
     l.slide(60_000);
     return l;
   }
@@ -52,7 +52,7 @@ describe('request windows in the ledger', () => {
 describe('output reservation in the ledger', () => {
   it('charges an uncapped call its reservation, learned from its own answer', () => {
     const clock = new FakeClock();
-    const l = new QuotaLedger({ tpm: 10_000 }, clock.now, { headers: 'openai' });
+    const l = new QuotaLedger({ tpm: 10_000 }, clock.now, { upstream: 'azure' });
     const first: Admission = { input: 10, output: 0, uncapped: 1 };
     const sentAt = l.admit(first);
     // Azure's default until an answer shows the upstream's own.

@@ -40,8 +40,7 @@ describe('the kind of upstream', () => {
 describe("OpenAI's buckets", () => {
   it('give room back at the limit a minute, read the requests header as the minute, no window end', () => {
     const clock = new FakeClock();
-    const quota = new QuotaLedger({ tpm: 60_000, rpm: 600 }, clock.now, {
-      headers: 'openai',
+    const quota = new QuotaLedger({ tpm: 60_000, rpm: 60_000 }, clock.now, {
       upstream: 'openai',
     });
     quota.slide(60_000);
@@ -49,26 +48,27 @@ describe("OpenAI's buckets", () => {
     const sent = Array.from({ length: 60 }, () => ({ ...call }));
     for (const admission of sent) quota.admit(admission);
     expect(quota.hasRoom(call)).toBe(false);
+    // No short request window until a 429 shows one: the ramp's first step is a second's share
+    // and one request.
+    expect(quota.recent()).toEqual({ used: 60, limit: 1_001 });
     // 1 000 tokens come back each second, not when a minute has slid past them.
     expect(quota.roomAt(call)).toBe(1_000);
     clock.advance(1_000);
     expect(quota.hasRoom(call)).toBe(true);
     expect(quota.tokensAt(clock.ms)).toBeCloseTo(59_000);
-    // No short request window: 600 requests at once fit a bucket of 600.
-    expect(quota.recent()).toBeUndefined();
     for (const admission of sent) quota.settle(admission, { input: 1_000, output: 0 });
     // The requests header speaks of the minute's bucket; a reset header is "full again in".
     quota.observe(
       new Headers({
-        'x-ratelimit-limit-requests': '600',
-        'x-ratelimit-remaining-requests': '540',
+        'x-ratelimit-limit-requests': '60000',
+        'x-ratelimit-remaining-requests': '59940',
         'x-ratelimit-reset-requests': '6s',
         'x-ratelimit-limit-tokens': '60000',
         'x-ratelimit-remaining-tokens': '1000',
         'x-ratelimit-reset-tokens': '59s',
       }),
     );
-    expect(quota.limits.rpm.value).toBe(600);
+    expect(quota.limits.rpm.value).toBe(60_000);
     expect(quota.anchoredUsage().rpm).toBeCloseTo(60);
     clock.advance(30_000);
     // Half a minute refilled half the bucket: nothing was forgotten at once.

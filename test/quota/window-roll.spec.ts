@@ -61,7 +61,7 @@ function burst(offset: number): Outcome {
   };
   const upstream = new DeploymentQuota(() => settings, TIME_SCALE, 10_000);
   const demand = { requests: 1, tokens: CALL, inputTokens: CALL, outputTokens: 0 };
-  const state = new ModelState({ name: 'm', tpm: TPM }, 'z', clock.now, { headers: 'openai' });
+  const state = new ModelState({ name: 'm', tpm: TPM }, 'z', clock.now, { upstream: 'azure' });
   state.quota.slide(MINUTE);
   const call = { input: CALL, output: 0 };
   const flights: Flight[] = [];

@@ -4,6 +4,7 @@
  * named parts with it, and answer its 429 in the API's own shape. Real OpenAI and Anthropic
  * clients over HTTP to gateways in process, in front of simulated deployments.
  */
+import { keyTenant } from '../../sample/guard/gateway-keys';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,7 +48,7 @@ beforeAll(async () => {
       ),
       pricing: { [GPT]: PRICE },
       // A key's own policy: its budget, with the environment's limits per minute beside it.
-      tenants: { 'key-3': { budget: { usd: 2.5 * BIG_RESERVE, per: 'day' } } },
+      tenants: { [keyTenant(KEYS[3]!)]: { budget: { usd: 2.5 * BIG_RESERVE, per: 'day' } } },
     }),
   );
   const env = {
@@ -143,7 +144,9 @@ describe('two gateways on one Redis, one key', () => {
     expect(chat).toBeInstanceOf(OpenAI.RateLimitError);
     const chatError = chat as InstanceType<typeof OpenAI.RateLimitError>;
     expect(chatError.error).toMatchObject({ type: 'rate_limit_error', param: null });
-    expect(chatError.message).toMatch(/Tenant key-4 is over its rpm limit: 4 of 4/);
+    expect(chatError.message).toMatch(
+      new RegExp(`Tenant ${keyTenant(KEYS[4]!)} is over its rpm limit: 4 of 4`),
+    );
     expect(Number(chatError.headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
 
     const anthropic = new Anthropic({ baseURL: b.url, apiKey: KEYS[4], maxRetries: 0 });
@@ -154,7 +157,10 @@ describe('two gateways on one Redis, one key', () => {
     const messageError = message as InstanceType<typeof Anthropic.RateLimitError>;
     expect(messageError.error).toMatchObject({
       type: 'error',
-      error: { type: 'rate_limit_error', message: expect.stringMatching(/Tenant key-4/) },
+      error: {
+        type: 'rate_limit_error',
+        message: expect.stringMatching(new RegExp(`Tenant ${keyTenant(KEYS[4]!)}`)),
+      },
     });
     expect(Number(messageError.headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(upstream.deployment('claude').stats.requests).toBe(0);
@@ -168,7 +174,9 @@ describe('two gateways on one Redis, one key', () => {
     expect(results.slice(0, 3).filter((x) => x instanceof Error)).toEqual([]);
     expect(results[3]).toBeInstanceOf(OpenAI.RateLimitError);
     expect((results[3] as Error).message).toMatch(
-      /Tenant key-5 is over its tpm limit: 1800 of 2000 tokens per minute taken, this call needs 600/,
+      new RegExp(
+        `Tenant ${keyTenant(KEYS[5]!)} is over its tpm limit: 1800 of 2000 tokens per minute taken, this call needs 600`,
+      ),
     );
     expect(chatCalls()).toBe(3);
   });
@@ -180,7 +188,9 @@ describe('two gateways on one Redis, one key', () => {
     for (const g of [a, b, a]) results.push(await big(g, KEYS[3]!));
     expect(results.slice(0, 2).filter((x) => x instanceof Error)).toEqual([]);
     expect(results[2]).toBeInstanceOf(OpenAI.RateLimitError);
-    expect((results[2] as Error).message).toMatch(/Tenant key-3 is over its budget limit/);
+    expect((results[2] as Error).message).toMatch(
+      new RegExp(`Tenant ${keyTenant(KEYS[3]!)} is over its budget limit`),
+    );
     expect(chatCalls()).toBe(2);
   });
 });

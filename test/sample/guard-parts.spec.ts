@@ -7,7 +7,12 @@ import { closeSync, ftruncateSync, mkdtempSync, openSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
-import { GatewayKeys, MAX_KEYS_FILE_BYTES, presentedKey } from '../../sample/guard/gateway-keys';
+import {
+  GatewayKeys,
+  keyTenant,
+  MAX_KEYS_FILE_BYTES,
+  presentedKey,
+} from '../../sample/guard/gateway-keys';
 import { keyLimitsFromEnv } from '../../sample/guard/guard.module';
 import { isLoopbackHost } from '../../sample/guard/host-check';
 import { KeyLimits } from '../../sample/guard/key-limits';
@@ -161,7 +166,7 @@ describe("a key's limits per minute, as tenant policies", () => {
       {
         deployments,
         tenants: {
-          'key-3': { rpm: 100, budget: { usd: 5, per: 'day' } },
+          [keyTenant('k3')]: { rpm: 100, budget: { usd: 5, per: 'day' } },
           acme: { tpm: 1 },
         },
       },
@@ -170,13 +175,13 @@ describe("a key's limits per minute, as tenant policies", () => {
     );
     expect(options.tenants).toEqual({
       '*': { rpm: 60, tpm: 20_000 },
-      'key-3': { rpm: 100, tpm: 20_000, budget: { usd: 5, per: 'day' } },
+      [keyTenant('k3')]: { rpm: 100, tpm: 20_000, budget: { usd: 5, per: 'day' } },
       acme: { tpm: 1 },
     });
   });
 
   it('leaves the options as they are without keys, or without limits', () => {
-    const options = { deployments, tenants: { 'key-0': { tpm: 5 } } };
+    const options = { deployments, tenants: { [keyTenant('k0')]: { tpm: 5 } } };
     expect(withKeyTenants(options, { rpm: 60 }, false)).toBe(options);
     expect(withKeyTenants(options, {}, true)).toBe(options);
   });

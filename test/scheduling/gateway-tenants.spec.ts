@@ -1,8 +1,9 @@
 /**
  * The gateway's calls reach the switchboard's queue with their lane and tenant: the headers
  * `x-switchboard-lane` and `x-switchboard-tenant`; with GATEWAY_API_KEYS the key is the tenant (by
- * its place in the list, never the key itself), and a named tenant is a part of the key's own.
+ * its digest, never the key itself), and a named tenant is a part of the key's own.
  */
+import { keyTenant } from '../../sample/guard/gateway-keys';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ import { gatewayWith, oneSlowDeployment } from '../support/gateway';
 
 const GPT = 'gpt-4o-mini';
 const KEYS = ['first-secret-key', 'second-secret-key', 'third-secret-key'];
+const ADMIN = 'admin-secret-key';
 
 const chat = JSON.stringify({
   model: GPT,
@@ -31,6 +33,7 @@ describe('the gateway: lanes and tenants', () => {
     dir = mkdtempSync(join(tmpdir(), 'switchboard-tenants-'));
     gateway = await gatewayWith({
       GATEWAY_API_KEYS: KEYS.join(','),
+      GATEWAY_ADMIN_KEYS: ADMIN,
       SWITCHBOARD_CONFIG: oneSlowDeployment(dir, upstream, GPT),
     });
   });
@@ -60,42 +63,49 @@ describe('the gateway: lanes and tenants', () => {
     const queued = sb.queue!.waiting(GPT);
     expect(queued.interactive).toEqual(
       new Map([
-        ['key-1', 1],
-        ['key-0/acme', 1],
+        [keyTenant(KEYS[1]!), 1],
+        [`${keyTenant(KEYS[0]!)}/acme`, 1],
       ]),
     );
-    expect(queued.batch).toEqual(new Map([['key-2', 1]]));
-    // The status page shows the queue by lane and tenant, and no key.
-    const page = await fetch(`${gateway.url}/switchboard`, {
+    expect(queued.batch).toEqual(new Map([[keyTenant(KEYS[2]!), 1]]));
+    // The status page shows an admin key the queue by lane and tenant, and no key; another key
+    // only its own tenant's lines.
+    const own = await fetch(`${gateway.url}/switchboard`, {
       headers: { authorization: `Bearer ${KEYS[0]}`, accept: 'application/json' },
+    });
+    expect(((await own.json()) as { queue: unknown[] }).queue).toEqual([
+      { model: GPT, lane: 'interactive', tenant: `${keyTenant(KEYS[0]!)}/acme`, waiting: 1 },
+    ]);
+    const page = await fetch(`${gateway.url}/switchboard`, {
+      headers: { authorization: `Bearer ${ADMIN}`, accept: 'application/json' },
     });
     const text = await page.text();
     expect(JSON.parse(text)).toMatchObject({
       queue: [
-        { model: GPT, lane: 'interactive', tenant: 'key-1', waiting: 1 },
-        { model: GPT, lane: 'interactive', tenant: 'key-0/acme', waiting: 1 },
-        { model: GPT, lane: 'batch', tenant: 'key-2', waiting: 1 },
+        { model: GPT, lane: 'interactive', tenant: keyTenant(KEYS[1]!), waiting: 1 },
+        { model: GPT, lane: 'interactive', tenant: `${keyTenant(KEYS[0]!)}/acme`, waiting: 1 },
+        { model: GPT, lane: 'batch', tenant: keyTenant(KEYS[2]!), waiting: 1 },
       ],
     });
-    for (const key of KEYS) expect(text).not.toContain(key);
+    for (const key of [...KEYS, ADMIN]) expect(text).not.toContain(key);
 
     // A key cannot wait as another key's tenant, by header or by body field: what it names is a
     // part of its own, which waits in its own turn.
-    waiting.push(post(KEYS[2]!, { 'x-switchboard-tenant': 'key-0' }));
+    waiting.push(post(KEYS[2]!, { 'x-switchboard-tenant': keyTenant(KEYS[0]!) }));
     waiting.push(
       fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${KEYS[2]}` },
-        body: JSON.stringify({ ...(JSON.parse(chat) as object), tenant: 'key-1' }),
+        body: JSON.stringify({ ...(JSON.parse(chat) as object), tenant: keyTenant(KEYS[1]!) }),
       }),
     );
     await eventually(() => sb.queue!.length(GPT) === 5, { what: 'two more calls to queue' });
     expect(sb.queue!.waiting(GPT).interactive).toEqual(
       new Map([
-        ['key-1', 1],
-        ['key-0/acme', 1],
-        ['key-2/key-0', 1],
-        ['key-2', 1],
+        [keyTenant(KEYS[1]!), 1],
+        [`${keyTenant(KEYS[0]!)}/acme`, 1],
+        [`${keyTenant(KEYS[2]!)}/${keyTenant(KEYS[0]!)}`, 1],
+        [keyTenant(KEYS[2]!), 1],
       ]),
     );
     for (const named of ['x'.repeat(65), 'two words', 'a/b']) {

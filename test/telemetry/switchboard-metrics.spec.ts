@@ -156,7 +156,7 @@ describe('switchboard metrics through the application MeterProvider', () => {
     expect(util['deployment=east,model=gpt-4o-mini']).toBe(1);
     // One request of 10 per minute; its few tokens weigh less than that against 10 000 TPM.
     expect(util['deployment=west,model=gpt-4o-mini']).toBeCloseTo(0.1, 5);
-    // Two requests of 4, the failed one included.
+    // Two requests of a bucket of 4, the failed one included.
     expect(util['deployment=foundry,model=claude-sonnet-5']).toBeCloseTo(0.5, 5);
 
     // The cooldown ends on the clock: the gauges follow without any call.
@@ -177,6 +177,7 @@ describe('switchboard metrics through the application MeterProvider', () => {
         SWITCHBOARD_METRICS.RETRIES,
         SWITCHBOARD_METRICS.CALL_FAILURES,
         SWITCHBOARD_METRICS.TAG_REFUSALS,
+        SWITCHBOARD_METRICS.LEARNED_RULES,
         SWITCHBOARD_METRICS.HEALTHY_DEPLOYMENTS,
         SWITCHBOARD_METRICS.UTILIZATION,
         SWITCHBOARD_METRICS.QUOTA_LIMIT,

@@ -6,6 +6,7 @@
  * switchboard's count equals it. Usage that cannot be (1e300, negative, cached above the prompt)
  * locks no tenant out and refunds nothing.
  */
+import { keyTenant } from '../../sample/guard/gateway-keys';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -263,7 +264,7 @@ describe(`${CALLS} concurrent calls of a tenant with a $${BUDGET} daily budget`,
       const opts = options(upstream, {});
       writeFileSync(
         config,
-        JSON.stringify({ ...opts, tenants: { 'key-0': opts.tenants[TENANT] } }),
+        JSON.stringify({ ...opts, tenants: { [keyTenant('k0')]: opts.tenants[TENANT] } }),
       );
       gateway = await gatewayWith({ SWITCHBOARD_CONFIG: config, GATEWAY_API_KEYS: 'k0' });
       const url = `${gateway.url}/v1/chat/completions`;
@@ -283,7 +284,7 @@ describe(`${CALLS} concurrent calls of a tenant with a $${BUDGET} daily budget`,
       const status = (await (
         await fetch(`${gateway.url}/switchboard`, { headers: { authorization: 'Bearer k0' } })
       ).json()) as { costs: { tenant: string; usd: number }[] };
-      const counted = status.costs.find((c) => c.tenant === 'key-0')!.usd;
+      const counted = status.costs.find((c) => c.tenant === keyTenant('k0'))!.usd;
       if (process.env.ONE_CHARGE_TABLE) {
         process.stdout.write(`gateway: ${admitted} ${spent} ${counted}\n`);
       }

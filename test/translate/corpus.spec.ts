@@ -10,6 +10,7 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 
 import { chatCompletionToMessage, messageToChatCompletion } from '../../src/translate/answers';
 import { chunksToMessageEvents, messageEventsToChunks } from '../../src/translate/streams';
+import { maxOutputOf } from '../../src/translate/max-output';
 
 import { chatToMessages } from '../../src/translate/chat-to-messages';
 import { messagesToChat } from '../../src/translate/messages-to-chat';
@@ -676,5 +677,14 @@ describe('translation corpus: what is refused names its field', () => {
   ])('Messages → Chat Completions refuses %s', (field, extra) => {
     const out = messagesToChat({ model: CLAUDE, max_tokens: 9, messages: [u('x')], ...extra }, GPT);
     expect('refused' in out && out.refused.field).toBe(field);
+  });
+});
+
+describe('max_tokens for Claude when the caller set none', () => {
+  it('is the deployment’s outputReservation, else the documented maximum, else 8 192', () => {
+    expect(maxOutputOf('claude-sonnet-5', 2048)).toBe(2048);
+    expect(maxOutputOf('claude-sonnet-4-5', 0)).toBe(64_000);
+    expect(maxOutputOf('claude-opus-4-1', 0)).toBe(32_000);
+    expect(maxOutputOf('claude-sonnet-5', 0)).toBe(8_192);
   });
 });

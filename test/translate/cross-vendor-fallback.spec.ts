@@ -166,6 +166,19 @@ describe('fallback across vendors: Chat Completions answered by Claude', () => {
     expect(final.usage?.completion_tokens).toBeGreaterThan(0);
   });
 
+  it('streamed without include_usage: no usage chunk the caller did not ask for', async () => {
+    const stream = await sb.chat.completions.create({
+      model: GPT,
+      stream: true,
+      messages: [{ role: 'user', content: 'no usage please' }],
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.some((c) => c.usage)).toBe(false);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('no usage please');
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+  });
+
   it('tools, parallel calls, streamed: runTools completes the loop through Claude', async () => {
     const seen: string[] = [];
     // The SDK's runnable tools: `function` and `parse` beside the definition.
@@ -356,6 +369,33 @@ describe('fallback across vendors: Chat Completions answered by Claude', () => {
     expect(final.output_text).toBe('streamed responses words');
     expect(deltas.join('')).toBe('streamed responses words');
     expect(final.model).toBe(CLAUDE);
+  });
+
+  it('Responses streamed with parallel function calls: finalResponse() holds both calls', async () => {
+    const stream = sb.responses.stream({
+      model: GPT,
+      input: 'x',
+      tools: [
+        {
+          type: 'function',
+          name: 'get_weather',
+          parameters: weather.function.parameters,
+          strict: true,
+        },
+        { type: 'function', name: 'get_time', parameters: time.function.parameters, strict: true },
+      ],
+      tool_choice: 'required',
+    });
+    let args = 0;
+    stream.on('response.function_call_arguments.delta', () => args++);
+    const final = await stream.finalResponse();
+    const calls = final.output.filter((o) => o.type === 'function_call');
+    expect(calls.map((c) => c.type === 'function_call' && c.name)).toEqual([
+      'get_weather',
+      'get_time',
+    ]);
+    expect(JSON.parse((calls[1] as { arguments: string }).arguments)).toHaveProperty('zone');
+    expect(args).toBeGreaterThan(2);
   });
 
   it('Responses: previous_response_id or a hosted tool skips the fallback, the error names it', async () => {

@@ -88,7 +88,6 @@ class NamedDeploymentsFoundry extends AnthropicFoundry {
 /** @internal The `@anthropic-ai/sdk` provider: its deployments and its `APIPromise`. */
 export const anthropicProvider: ProviderKit<AnthropicConfig> = {
   errors: ERRORS,
-  charge: 'actual',
   deployment: (config, models) => new AnthropicDeployment(config, models),
   promise: callPromises(APIPromise, {
     request_id: 'request-id',

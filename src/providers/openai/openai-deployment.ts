@@ -81,7 +81,6 @@ class NamedDeploymentsOpenAI extends OpenAI {
 /** @internal The `openai` provider: its deployments and its `APIPromise`. */
 export const openaiProvider: ProviderKit<OpenAIConfig> = {
   errors: ERRORS,
-  charge: 'reserve',
   deployment: (config, models) => new OpenAIDeployment(config, models),
   promise: callPromises(APIPromise, { request_id: 'x-request-id' }),
 };

@@ -172,18 +172,19 @@ function userinfoSpan(url: string): { start: number; end: number } | undefined {
   return at > slashes ? { start: slashes + 2, end: at } : undefined;
 }
 
-/** Query parameters ioredis would read a credential from. */
-const SECRET_PARAM = /([?&](?:password|pass|username|user)=)([^&#]*)/gi;
+/** Query parameters ioredis would read a credential from (Sentinel's own included). */
+const SECRET_PARAM = /([?&](?:sentinel)?(?:password|pass|username|user)=)([^&#]*)/gi;
 
 /**
  * `url` with its credentials replaced by `***`, for logs and `inspect`: the user and password
- * before the host (up to the last `@`, as ioredis reads them) and any `password=` or `username=`
- * query parameter.
+ * before the host (up to the last `@`, as ioredis reads them) and any `password=`, `username=`,
+ * `sentinelPassword=` or `sentinelUsername=` query parameter.
  *
  * @example
  * ```ts
  * redactUrl('redis://:hunter2@redis:6379/0'); // 'redis://***@redis:6379/0'
  * redactUrl('redis://redis:6379/0?password=hunter2'); // 'redis://redis:6379/0?password=***'
+ * redactUrl('redis://redis:6379?sentinelPassword=s3'); // 'redis://redis:6379?sentinelPassword=***'
  * ```
  */
 export function redactUrl(url: string): string {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   BUCKET_MS,
   dayOf,
@@ -9,7 +10,7 @@ import {
   type TenantLimitName,
   type TenantLimits,
   type TenantVerdict,
-} from '../../tenants/tenant-counts';
+} from '../tenant-counts';
 import { bounded, type RedisClientLike } from './redis-connection';
 
 /**
@@ -125,9 +126,17 @@ const LIMITS: ReadonlySet<string> = new Set<TenantLimitName>([
 /** The longest wait a verdict may carry: to the end of a month, with room for skew. */
 const MAX_WAIT = 32 * 86_400_000;
 
-/** What the store holds for `key` under `prefix`. */
+/**
+ * What the store holds for `key` under `prefix`: `tenant:` and 32 hex digits of its SHA-256.
+ *
+ * @example
+ * ```ts
+ * tenantKey('switchboard:', 'acme'); // 'switchboard:tenant:' + 32 hex digits
+ * ```
+ */
 export function tenantKey(prefix: string, key: string): string {
-  return `${prefix}tenant:${encodeURIComponent(key)}`;
+  // Hashed: a tenant id (a customer's name, a gateway key's tenant) never shows in key names.
+  return `${prefix}tenant:${createHash('sha256').update(key, 'utf8').digest('hex').slice(0, 32)}`;
 }
 
 /**

@@ -6,11 +6,11 @@
  *
  * @example
  * ```ts
- * tenantScope('key-0/reports'); // 'key-0'
- * tenantScope('acme'); // 'acme'
+ * tenantOf('key-0/reports'); // 'key-0'
+ * tenantOf('acme'); // 'acme'
  * ```
  */
-export function tenantScope(tenant: string): string {
+export function tenantOf(tenant: string): string {
   const slash = tenant.indexOf('/');
   // An id that starts with `/` names no tenant before it: it is its own.
   return slash <= 0 ? tenant : tenant.slice(0, slash);

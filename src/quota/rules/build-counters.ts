@@ -1,0 +1,72 @@
+import { BurstCounter } from '../burst-counter';
+import { DrainCount, type UsageCount } from '../drain-count';
+import { InputCounter } from '../input-counter';
+import { OutputCounter } from '../output-counter';
+import { OutputEstimate } from '../output-estimate';
+import type { QuotaLimit } from '../quota-limit';
+import { RequestsCounter } from '../requests-counter';
+import { ShortBucketCounter } from '../short-bucket-counter';
+import { TokensCounter } from '../tokens-counter';
+import { UtilizationCounter } from '../utilization-counter';
+import { WindowCount } from '../window-count';
+import type { CounterBuild, LedgerCounters } from './quota-rules';
+
+/** How an upstream keeps one limit's usage: a window it slides out of, or a bucket it drains from. */
+export type Meter = 'window' | 'bucket';
+
+/**
+ * What one kind of upstream counts, and how: each limit's meter, the requests of a shorter
+ * interval (`'window'`: Azure's 10 s or 1 s window, nested in the minute; `'bucket'`: a bucket
+ * upstream's shorter interval; `'none'`), a PTU's utilization, Claude's expected output.
+ */
+export interface CounterPlan {
+  tokens: Meter;
+  requests: Meter;
+  io: Meter;
+  short: 'window' | 'bucket' | 'none';
+  utilization?: boolean;
+  expectedOutput?: boolean;
+}
+
+/**
+ * The counters `plan` describes, over the limits of `build`.
+ *
+ * @example
+ * ```ts
+ * const counters = buildCounters(build, { tokens: 'bucket', requests: 'bucket', io: 'window', short: 'bucket' });
+ * ```
+ */
+export function buildCounters(build: CounterBuild, plan: CounterPlan): LedgerCounters {
+  const { limits, clock, scope } = build;
+  const meter = (kind: Meter, limit: QuotaLimit, requests = false): UsageCount =>
+    kind === 'bucket' ? new DrainCount(() => limit.value, clock) : new WindowCount(clock, requests);
+  const tokensCount = meter(plan.tokens, limits.tpm);
+  const requestsCount = meter(plan.requests, limits.rpm, true);
+  const tokens = new TokensCounter(limits.tpm, tokensCount, scope);
+  const requests = new RequestsCounter(limits.rpm, requestsCount, scope);
+  let burst: BurstCounter | ShortBucketCounter;
+  if (plan.short === 'bucket') {
+    burst = new ShortBucketCounter(limits.rpm, clock);
+  } else {
+    // Azure's 10 s windows nest in its minute: the burst counter reads the newest sixth of the
+    // requests' own window. Without one (a PTU), it reads a window that never slides: inactive.
+    const window =
+      plan.short === 'window' && requestsCount instanceof WindowCount
+        ? requestsCount
+        : new WindowCount(clock, true);
+    burst = new BurstCounter(limits.rpm, window, scope, requests.order);
+  }
+  const expected = plan.expectedOutput === true ? new OutputEstimate() : undefined;
+  return {
+    tokens,
+    requests,
+    burst,
+    input: new InputCounter(limits.itpm, meter(plan.io, limits.itpm), scope),
+    output: new OutputCounter(limits.otpm, meter(plan.io, limits.otpm), scope, expected),
+    utilization:
+      plan.utilization === true
+        ? new UtilizationCounter(tokens, build.outputWeight ?? 1)
+        : undefined,
+    expected,
+  };
+}
