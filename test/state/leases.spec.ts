@@ -165,7 +165,7 @@ describe('admission by leases', () => {
     // Four windows' worth went in four windows (and the steps of the test's clock between
     // them): the shares kept the upstream busy.
     expect(elapsed).toBeGreaterThanOrEqual(3 * 60_000);
-    expect(elapsed).toBeLessThan(4 * 60_000 + 4 * STEP * 2);
+    expect(elapsed).toBeLessThanOrEqual(4 * 60_000 + 20 * STEP);
     const health = k.instances.map((sb) => sb.state.health().leases as Record<string, number>);
     // Replicas are counted from the store's peers that exchanged within the last minute.
     expect(health.every((h) => h.mode === ('store' as unknown) && h.replicas <= 4)).toBe(true);
