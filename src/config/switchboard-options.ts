@@ -1,3 +1,4 @@
+import type { BudgetOptions } from '../tenants/budget-options';
 import type { Type } from '@nestjs/common';
 import type { ReadinessOptions } from '../health/health-options';
 import type { ApiAdapter } from '../providers/adapter';
@@ -113,6 +114,8 @@ export interface SwitchboardOptions {
   simulate?: boolean;
   /** Readiness: `{ ready: 'any' }` (default) while at least one model can be served, `'all'` every model. */
   health?: ReadinessOptions;
+  /** Budgets while the shared store is down: `{ whenStoreDown: 'admit' | 'refuse' }` (default admit). */
+  budgets?: BudgetOptions;
   /** Clock in ms (tests inject a fake one). Default `Date.now`. */
   clock?: () => number;
   /** Random source in [0, 1) (tests inject a seeded one). Default `Math.random`. */

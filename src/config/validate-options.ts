@@ -2,8 +2,10 @@ import { z } from 'zod';
 import { clip } from '../errors/clip';
 import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
 import { checkFallbacks } from './fallbacks';
+import { azurePathProblem, providerMessage } from './azure-endpoint';
 import { readinessOptionsSchema } from '../health/health-options';
 import { cacheOptionsSchema } from '../cache/cache-options';
+import { budgetOptionsSchema } from '../tenants/budget-options';
 import { SwitchboardError } from '../switchboard.error';
 import { tenantOf } from '../scheduling/tenant-of';
 import type { SwitchboardOptions } from './switchboard-options';
@@ -182,7 +184,11 @@ const models = z.array(model, { error: 'must be a list of models' }).min(1, {
 const openai = z.strictObject({
   provider: z.literal('openai'),
   name,
-  baseURL: httpUrl.optional(),
+  baseURL: httpUrl
+    .refine((url) => azurePathProblem(url) === undefined, {
+      error: (issue) => azurePathProblem(issue.input as string),
+    })
+    .optional(),
   apiKey: apiKey.optional(),
   timeout: positiveMillis.optional(),
   priority: priority.optional(),
@@ -217,7 +223,7 @@ const anthropic = z
 const deployment = z.discriminatedUnion('provider', [openai, anthropic], {
   error: (issue) =>
     issue.code === 'invalid_union'
-      ? `must be 'openai' or 'anthropic'`
+      ? providerMessage((issue.input as { provider?: unknown } | undefined)?.provider)
       : 'must be a deployment object',
 });
 
@@ -335,6 +341,7 @@ export const switchboardOptionsSchema = z.strictObject({
     .min(1, { error: 'must be the path of a file to append JSON lines to, such as traffic.jsonl' })
     .optional(),
   simulate: z.boolean({ error: 'must be true or false' }).optional(),
+  budgets: budgetOptionsSchema.optional(),
   health: readinessOptionsSchema.optional(),
   clock: fn('a function returning milliseconds').optional(),
   random: fn('a function returning a number in [0, 1)').optional(),

@@ -1,10 +1,10 @@
 import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import type { TokenUsage as Usage } from '../quota/admission';
-import type { DeadlineEntry, DeadlineList, Deadlines } from '../runtime/deadlines';
+import type { DeadlineEntry, DeadlineList } from '../runtime/deadlines';
 import type { AttemptTrace } from '../telemetry/gen-ai-telemetry';
 import type { ApiAdapter } from './adapter';
-import type { PreparedRequest } from './attempt-types';
+import type { AttemptHooks, PreparedRequest } from './attempt-types';
 
 /** The attempt a stream belongs to, as its accounting sees it. */
 export interface StreamingAttempt {
@@ -16,10 +16,8 @@ export interface StreamingAttempt {
   readonly trace: AttemptTrace | undefined;
   /** When it was sent (epoch ms). */
   readonly startedAt: number;
-  /** ms the stream may pause between events once output began (0: for ever). */
-  readonly streamIdleTimeout: number;
-  /** Where that pause's deadline waits. */
-  readonly deadlines: Deadlines;
+  /** Where its deadlines wait, and the switchboard's `streamIdleTimeout`. */
+  readonly hooks: Pick<AttemptHooks, 'deadlines' | 'streamIdleTimeout'>;
   /** Account a failure (what the stream reported so far stands) and turn it into the caller's error. */
   fail(error: unknown, produced: Usage | undefined): Error;
   /** The attempt is over: its deadline and listener go, its slot in flight is freed (once). */
@@ -68,7 +66,8 @@ export function accountedStream(
   let settled = !request.metered;
   // A stream read up to its first event had its time to first token taken then.
   let first = start === undefined;
-  const idleMs = run.streamIdleTimeout;
+  // ms the stream may pause between events once output began (0: for ever).
+  const idleMs = state.streamIdleTimeout || run.hooks.streamIdleTimeout || 0;
   const idle = idleMs > 0 ? new IdleDeadline(run, idleMs, stream.controller) : undefined;
   // A stream aborted before anyone reads it ends here too.
   stream.controller?.signal.addEventListener('abort', () => run.release(), { once: true });
@@ -164,7 +163,7 @@ class IdleDeadline implements DeadlineEntry {
   }
 
   async next(iterator: AsyncIterator<unknown>): Promise<IteratorResult<unknown>> {
-    const deadlines = this.run.deadlines;
+    const deadlines = this.run.hooks.deadlines;
     deadlines.add(this, this.ms);
     let result: IteratorResult<unknown> | undefined;
     try {

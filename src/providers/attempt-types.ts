@@ -1,11 +1,11 @@
 import type { FailureReason } from '../failover/classify';
 import type { Admission, TokenUsage } from '../quota/admission';
 import type { RateLimitErrorClass } from '../quota/no-room';
-import type { Deployment } from '../registry/deployment';
+import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import type { Deadlines } from '../runtime/deadlines';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
-import type { ApiAdapter } from './adapter';
+import type { ApiAdapter, ApiOperation } from './adapter';
 
 /** What an attempt reports back to its switchboard. */
 export interface AttemptHooks {
@@ -103,4 +103,31 @@ export interface ResponseTracker {
   ): void;
   /** The stream of the attempt that succeeded ended normally: its consumer read every event. */
   ended?(): void;
+}
+
+/**
+ * Who hears how an attempt ended: exactly one of its methods is called, once, maybe before
+ * `runAttempt` returns. Neither may throw.
+ */
+export interface AttemptOutcome {
+  resolve(answer: Answer): void;
+  reject(error: Error): void;
+}
+
+/**
+ * One attempt's request: where it goes (a model on a deployment), through which API operation,
+ * with which body and charge, and the caller's SDK options.
+ *
+ * @example
+ * ```ts
+ * const plan: AttemptPlan = { deployment, modelState: deployment.models.get('gpt-4o')!, adapter, op, request, options: undefined };
+ * ```
+ */
+export interface AttemptPlan {
+  readonly deployment: Deployment;
+  readonly modelState: ModelState;
+  readonly adapter: ApiAdapter;
+  readonly op: ApiOperation;
+  readonly request: PreparedRequest;
+  readonly options: SdkRequestOptions | undefined;
 }

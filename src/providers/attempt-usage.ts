@@ -1,5 +1,7 @@
 import type { TokenUsage as Usage } from '../quota/admission';
+import type { ModelState } from '../registry/model-state';
 import type { Provider } from '../types';
+import type { AttemptHooks } from './attempt-types';
 
 /**
  * The most tokens one field of an answer's usage may hold: above every model's context window
@@ -33,5 +35,30 @@ export function usageFault(usage: Usage, provider: Provider): string | undefined
   if (provider === 'openai' && (usage.cacheRead ?? 0) > usage.input) {
     return `cached tokens ${usage.cacheRead} above the prompt ${usage.input}`;
   }
+  return undefined;
+}
+
+/**
+ * `usage` as an attempt's accounting takes it: as reported when it can be so; else one log line
+ * names the deployment (the `faultyUsage` hook) and `undefined` stands for it, so the attempt is
+ * charged its reservation.
+ *
+ * @example
+ * ```ts
+ * state.answered(request.admission, checkedUsage(attempt, adapter.usage(data)), startedAt);
+ * ```
+ */
+export function checkedUsage(
+  attempt: {
+    readonly deployment: { readonly provider: Provider };
+    readonly modelState: ModelState;
+    readonly hooks: Pick<AttemptHooks, 'faultyUsage'>;
+  },
+  usage: Usage | undefined,
+): Usage | undefined {
+  if (usage === undefined) return undefined;
+  const fault = usageFault(usage, attempt.deployment.provider);
+  if (fault === undefined) return usage;
+  attempt.hooks.faultyUsage?.(attempt.modelState, fault);
   return undefined;
 }

@@ -1,51 +1,30 @@
-import { classify, retryAfterMs, type Verdict } from '../failover/classify';
+import { classify } from '../failover/classify';
 import { firstTokenTimeoutError } from '../failover/first-token-timeout';
 import { isStaleSocket } from '../failover/stale-socket';
 import type { TokenUsage as Usage } from '../quota/admission';
-import { requestLimitHit } from '../quota/request-window';
-import type { Answer, Deployment, SdkRequestOptions } from '../registry/deployment';
+import type { Deployment, SdkRequestOptions } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
-import type { DeadlineEntry, DeadlineList, Deadlines } from '../runtime/deadlines';
-import { SwitchboardError } from '../switchboard.error';
+import type { DeadlineEntry, DeadlineList } from '../runtime/deadlines';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
 import { accountedStream, type StreamStart } from './accounted-stream';
 import type { ApiAdapter, ApiOperation, ApiPromiseLike } from './adapter';
 import { Answered } from './answered';
-import type { AttemptHooks, PreparedRequest } from './attempt-types';
-import { usageFault } from './attempt-usage';
+import type { AttemptHooks, AttemptOutcome, AttemptPlan, PreparedRequest } from './attempt-types';
+import { readRefusal, weighFailure } from './attempt-failure';
+import { checkedUsage } from './attempt-usage';
+import { apiPromiseOf, needsController, sdkOptionsOf } from './attempt-options';
 import { noAnswer } from './no-answer';
 import { translate } from './translate-error';
 
-export type { AttemptHooks, PreparedRequest, ResponseTracker } from './attempt-types';
-
-/**
- * One attempt's request: where it goes (a model on a deployment), through which API operation,
- * with which body and charge, and the caller's SDK options.
- *
- * @example
- * ```ts
- * const plan: AttemptPlan = { deployment, modelState: deployment.models.get('gpt-4o')!, adapter, op, request, options: undefined };
- * ```
- */
-export interface AttemptPlan {
-  readonly deployment: Deployment;
-  readonly modelState: ModelState;
-  readonly adapter: ApiAdapter;
-  readonly op: ApiOperation;
-  readonly request: PreparedRequest;
-  readonly options: SdkRequestOptions | undefined;
-}
+export type {
+  AttemptHooks,
+  AttemptOutcome,
+  AttemptPlan,
+  PreparedRequest,
+  ResponseTracker,
+} from './attempt-types';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
-
-/**
- * Who hears how an attempt ended: exactly one of its methods is called, once, maybe before
- * {@link runAttempt} returns. Neither may throw.
- */
-export interface AttemptOutcome {
-  resolve(answer: Answer): void;
-  reject(error: Error): void;
-}
 
 /**
  * One request to one deployment, with its accounting:
@@ -106,7 +85,7 @@ class Attempt implements DeadlineEntry {
   private settled = false;
   private resent = false;
   /** When the admission was charged (undefined: unmetered). */
-  private sentAt: number | undefined = undefined;
+  sentAt: number | undefined = undefined;
   /** When it was sent (epoch ms), for the model's latency. */
   startedAt = 0;
   /** It holds one of the model's slots in flight until {@link release}. */
@@ -125,28 +104,11 @@ class Attempt implements DeadlineEntry {
   // data (and by a stale socket's second send). They run outside the caller's promise: whatever
   // one throws settles the call with it ({@link broke}) instead of going unhandled.
   private readonly onHead = (props: { response: Response; controller?: AbortController }): void => {
-    try {
-      this.bodyReader = props.controller;
-      this.responded(props.response);
-    } catch (bug) {
-      this.broke(bug);
-    }
+    this.bodyReader = props.controller;
+    this.guarded(this.responded, props.response);
   };
-  private readonly onData = (data: unknown): void => {
-    try {
-      this.received(data);
-    } catch (bug) {
-      this.broke(bug);
-    }
-  };
-  private readonly onFailure = (error: unknown): void => {
-    try {
-      this.failedToSend(error);
-    } catch (bug) {
-      this.broke(bug);
-    }
-  };
-
+  private readonly onData = (data: unknown): void => this.guarded(this.received, data);
+  private readonly onFailure = (error: unknown): void => this.guarded(this.failedToSend, error);
   readonly deployment: Deployment;
   readonly modelState: ModelState;
   readonly adapter: ApiAdapter;
@@ -155,7 +117,7 @@ class Attempt implements DeadlineEntry {
 
   constructor(
     plan: AttemptPlan,
-    private readonly hooks: AttemptHooks,
+    readonly hooks: AttemptHooks,
     private readonly outcome: AttemptOutcome,
   ) {
     const { deployment, modelState, request, options } = plan;
@@ -170,25 +132,8 @@ class Attempt implements DeadlineEntry {
       : 0;
     const caller = options?.signal ?? undefined;
     this.caller = caller;
-    // Without a caller's signal none is made: an AbortSignal costs more than all the rest of an
-    // attempt. The SDK's timer (set to our deadline, and started after ours) then aborts the
-    // request until its headers arrive, and our timer settles the call if its body still has not.
-    // A first-token deadline needs one: the request it ends must close its connection.
-    this.controller = caller || this.firstToken !== 0 ? new AbortController() : undefined;
-    // The clients are built with `maxRetries: 0` and the deployment's timeout: a call without
-    // options sends none, as a direct SDK call would (per-request options cost the SDK headers).
-    this.sdkOptions = (
-      this.controller
-        ? {
-            ...options,
-            signal: this.controller.signal,
-            timeout: this.deadline + 1000,
-            maxRetries: 0,
-          }
-        : options === undefined
-          ? undefined
-          : { ...options, timeout: this.deadline, maxRetries: 0 }
-    ) as SdkRequestOptions | undefined;
+    this.controller = needsController(caller, this.firstToken);
+    this.sdkOptions = sdkOptionsOf(options, this.deadline, this.controller);
   }
 
   start(context: AttemptContext): void {
@@ -237,6 +182,15 @@ class Attempt implements DeadlineEntry {
     }
   }
 
+  /** Runs `step` with `value`: whatever it throws settles the call ({@link broke}). */
+  private guarded<T>(step: (this: Attempt, value: T) => void, value: T): void {
+    try {
+      step.call(this, value);
+    } catch (bug) {
+      this.broke(bug);
+    }
+  }
+
   /**
    * A step of this attempt threw where no promise would catch it (a handler of the SDK's
    * promises, the deadline's timer): the call fails with that error, and the process lives on.
@@ -251,17 +205,10 @@ class Attempt implements DeadlineEntry {
 
   private send(): void {
     try {
-      const sent = this.op.send(this.deployment.client, this.request.body, this.sdkOptions);
-      if (typeof (sent as Partial<ApiPromiseLike> | undefined)?.asResponse !== 'function') {
-        // Whatever it is, it may still settle: its failure must not go unhandled.
-        if (typeof (sent as Partial<PromiseLike<unknown>> | undefined)?.then === 'function') {
-          Promise.resolve(sent).catch(() => undefined);
-        }
-        throw new SwitchboardError(
-          `sb.${this.adapter.path.join('.')}: an operation's send() must return the SDK call's ` +
-            `APIPromise as it is (it has asResponse()), got ${sent === null ? 'null' : typeof sent}`,
-        );
-      }
+      const sent = apiPromiseOf(
+        this.op.send(this.deployment.client, this.request.body, this.sdkOptions),
+        this.adapter,
+      );
       this.sent = sent;
       // The SDK's APIPromise holds the promise of the response's head (`asResponse()` is a
       // `then` over it): waited on directly, the head costs one promise instead of two.
@@ -402,33 +349,18 @@ class Attempt implements DeadlineEntry {
    * the prompt) one log line names the deployment, and the attempt is charged its reservation.
    */
   checked(usage: Usage | undefined): Usage | undefined {
-    if (usage === undefined) return undefined;
-    const fault = usageFault(usage, this.deployment.provider);
-    if (fault === undefined) return usage;
-    this.hooks.faultyUsage?.(this.modelState, fault);
-    return undefined;
+    return checkedUsage(this, usage);
   }
 
   /** The call's account takes the usage this attempt produced; its span, the cost. */
   costs(usage: Usage | undefined): void {
-    const { request } = this;
-    const usd = request.account!.settled(
+    const usd = this.request.account!.settled(
       this.deployment,
       this.modelState,
-      request.admission,
+      this.request.admission,
       usage,
     );
     if (usd !== undefined) this.trace?.cost(usd);
-  }
-
-  /** Where a stream's idle deadline waits (see {@link StreamingAttempt}). */
-  get deadlines(): Deadlines {
-    return this.hooks.deadlines;
-  }
-
-  /** ms a stream may pause between events once output began (0: for ever). */
-  get streamIdleTimeout(): number {
-    return this.modelState.streamIdleTimeout || this.hooks.streamIdleTimeout || 0;
   }
 
   /**
@@ -452,61 +384,16 @@ class Attempt implements DeadlineEntry {
   fail(error: unknown, reported: Usage | undefined | false): Error {
     const { deployment, modelState: state, request } = this;
     const produced = reported === false ? false : this.checked(reported);
-    // Nothing was produced (a 429 among others: the upstream did not admit it): the charge goes
-    // back, the request stays counted. Before its headers are read, so they are compared with a
-    // count that no longer holds it, and from the newest usage, where it was charged: a shared
-    // state store then never shows the others a refused call as usage.
-    const released = request.metered && produced === false;
-    if (released) state.release(request.admission);
-    const headers = (error as { headers?: unknown } | null)?.headers;
-    // A 429 for the request limit that our count of its window did not expect says how the
-    // upstream counts requests: weighed before its headers correct that count.
-    if (request.metered && requestLimitHit(error)) {
-      state.quota.requestsRefused(retryAfterMs(headers, undefined, state.maxCooldown));
-    }
-    if (headers && typeof (headers as Headers).get === 'function') {
-      const own = released ? undefined : request.admission;
-      this.hooks.observed(state, headers as Headers, own, this.sentAt);
-    }
+    readRefusal(this, error, produced === false);
     const translated = translate(deployment, error, this.caller, this.timedOut);
     const verdict = classify(translated, deployment.errors, undefined, state.maxCooldown);
-    // No answer within the deadline: at least that slow.
-    if (verdict.reason === 'first_token_timeout') state.latency.firstEvent(this.startedAt);
-    else if (verdict.reason === 'timeout') {
-      if (request.stream) state.latency.firstEvent(this.startedAt);
-      else state.latency.answered(this.startedAt, request.admission.output);
-    }
     if (request.metered && produced !== false) {
       state.settle(request.admission, produced);
       if (request.account !== undefined) this.costs(produced);
     }
-    if (verdict.countsAsFailure) {
-      // The breaker opens at its threshold of failures in a row: the model cools down.
-      if (state.recordFailure() >= state.breaker.threshold) {
-        state.markDown(undefined, `${state.breaker.threshold} consecutive failures`);
-      }
-    }
-    if (verdict.markDown !== undefined && !explainedByQuota(verdict, state, request)) {
-      const ms = verdict.markDown === 'default' ? undefined : verdict.markDown;
-      state.markDown(ms, verdict.why ?? verdict.reason);
-    }
+    weighFailure(this, verdict);
     this.hooks.failed(state, verdict.reason);
     this.trace?.failed(translated, verdict.reason);
     return translated;
   }
-}
-
-/**
- * A 429 the quota view explains: it has no room for this call either, now that the call's own
- * charge is back and the 429's headers, if any, were read (they set the view to the upstream's
- * count). The view then holds back such calls, and lets smaller ones through that the upstream
- * still admits; cooling the model would keep those out too (and, with a shared state store, out
- * of every replica). A 429 the view does not explain, because it still has room for the call (no
- * headers corrected it, or the limit is one no header shows, like Azure's requests per 10 s),
- * cools the model for its `retry-after`.
- */
-function explainedByQuota(verdict: Verdict, state: ModelState, request: PreparedRequest): boolean {
-  return (
-    verdict.reason === 'rate_limit' && request.metered && !state.quota.hasRoom(request.admission)
-  );
 }

@@ -1,3 +1,4 @@
+import { budgetCounts } from '../tenants/budget-options';
 import type { SwitchboardLogger, SwitchboardOptions } from '../config/switchboard-options';
 import { failoverPolicy, type FailoverPolicy } from '../failover/failover';
 import type { ApiAdapter, Surface } from '../providers/adapter';
@@ -146,7 +147,11 @@ export class Router implements DispatchShared {
       waiting: queue === undefined ? undefined : (model) => queue.length(model, 'interactive'),
     });
     const tenants = new Tenants(options, {
-      counts: state.tenantCounts?.() ?? new LocalTenantCounts(),
+      counts: budgetCounts(
+        state.tenantCounts?.() ?? new LocalTenantCounts(),
+        state,
+        options.budgets,
+      ),
       clock: this.clock,
       wait: options.queue && {
         maxWait: options.queue.maxWait,

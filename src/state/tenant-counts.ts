@@ -27,7 +27,15 @@ export interface TenantCharge {
 /** A call let through (`at`: when it was taken), or the limit in its way and how long until room. */
 export type TenantVerdict =
   | { ok: true; at: number }
-  | { ok: false; limit: TenantLimitName; waitMs: number; used: number; value: number };
+  | {
+      ok: false;
+      limit: TenantLimitName;
+      waitMs: number;
+      used: number;
+      value: number;
+      /** Why, when it is not the count (the store down): said instead of the figures. */
+      reason?: string;
+    };
 
 /**
  * Where a tenant's counts live: this process ({@link LocalTenantCounts}) or a shared store, where

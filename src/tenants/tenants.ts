@@ -376,8 +376,10 @@ export class Tenants implements AccountBook {
     const wants = v.limit === 'budget' ? charge.usd : v.limit === 'rpm' ? 1 : charge.tokens;
     const fmt = (n: number) => (v.limit === 'budget' ? `${+n.toFixed(6)}` : String(n));
     const message =
-      `Tenant ${name} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
-      `taken, this call needs ${fmt(wants)}${after}; room again in ${Math.ceil(v.waitMs)} ms`;
+      v.reason !== undefined
+        ? `Tenant ${name}: ${v.reason}${after}`
+        : `Tenant ${name} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
+          `taken, this call needs ${fmt(wants)}${after}; room again in ${Math.ceil(v.waitMs)} ms`;
     const periodEnd = v.limit === 'budget' || v.limit === 'tokensPerDay';
     return heldBackError(
       w.RateLimitError,

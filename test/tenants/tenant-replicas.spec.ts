@@ -1,3 +1,4 @@
+import { tenantKey } from '../../src/state/redis/tenant-script';
 import { randomBytes } from 'node:crypto';
 import OpenAI from 'openai';
 import {
@@ -143,7 +144,7 @@ describe('tenants across replicas (one Redis)', () => {
     const redis = inspector(server.url);
     try {
       const bucket = Math.floor(clock.ms / 1000);
-      await redis.hset(`${prefix}tenant:acme`, {
+      await redis.hset(tenantKey(prefix, 'acme'), {
         [`t${bucket}`]: 'lots',
         [`r${bucket}`]: '-5',
         [`t${bucket + 10_000}`]: '1',
@@ -155,7 +156,7 @@ describe('tenants across replicas (one Redis)', () => {
       expect(results.filter((x) => x === 'ok')).toHaveLength(4);
       const warned = logger.lines.filter((l) => /tenant count that is not a count/.test(l.message));
       expect(warned).toHaveLength(1);
-      expect(await redis.hexists(`${prefix}tenant:acme`, 'junk')).toBe(0);
+      expect(await redis.hexists(tenantKey(prefix, 'acme'), 'junk')).toBe(0);
     } finally {
       redis.disconnect();
     }
