@@ -590,7 +590,9 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
       ) {
         const wait = routed === QUEUED ? expected() : routed.waitMs;
         return Promise.reject(
-          noRoomError(errors.RateLimitError, model, admission, wait, 0, this.explain()),
+          noRoomError(errors.RateLimitError, model, admission, wait, {
+            explanations: this.explain(),
+          }),
         );
       }
       metrics?.queued(model, tags);
@@ -607,14 +609,10 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
           onAdmit: metrics && ((ms) => metrics.waited(model, tags, ms)),
           onAbort: () => new errors.APIUserAbortError(),
           onTimeout: (waited) =>
-            noRoomError(
-              errors.RateLimitError,
-              model,
-              admission,
-              expected(),
+            noRoomError(errors.RateLimitError, model, admission, expected(), {
               waited,
-              this.explain(),
-            ),
+              explanations: this.explain(),
+            }),
         },
       );
     } catch (error) {

@@ -382,13 +382,8 @@ export class Tenants implements AccountBook {
         : `Tenant ${name} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
           `taken, this call needs ${fmt(wants)}${after}; room again in ${durationInWords(v.waitMs)}`;
     const periodEnd = v.limit === 'budget' || v.limit === 'tokensPerDay';
-    return heldBackError(
-      w.RateLimitError,
-      'switchboard_tenant_limit',
-      message,
-      v.waitMs,
-      [],
-      periodEnd,
-    );
+    return heldBackError(w.RateLimitError, 'switchboard_tenant_limit', message, v.waitMs, {
+      untilPeriodEnd: periodEnd,
+    });
   }
 }
