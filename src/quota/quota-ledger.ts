@@ -264,8 +264,8 @@ export class QuotaLedger extends LedgerReadout implements RuleTarget {
    */
   settle(admission: Admission, usage: TokenUsage | undefined, now?: number): number {
     this.answered(admission);
-    if (usage === undefined) return 0;
     if ('confirmed' in this.burst) this.burst.confirmed();
+    if (usage === undefined) return 0;
     const change = this.pricing.reconcile(admission, usage);
     now ??= this.clock();
     this.pricing.learn(admission, usage, now);

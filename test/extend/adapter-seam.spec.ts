@@ -106,7 +106,9 @@ describe('a surface added from outside through the adapter seam', () => {
         name,
         baseURL: `${up.url}/${name}/v1`,
         apiKey: 'k',
-        models: [{ name: 'omni-moderation-latest', tpm: 10_000, rpm: 100 }],
+        // requestWindow: OpenAI's requests over 10 s, stated, rather than ramped up to from a
+        // second's share (20 calls at once fail fast beyond the ramp's first step).
+        models: [{ name: 'omni-moderation-latest', tpm: 10_000, rpm: 100, requestWindow: '10s' }],
       })),
       adapters: [moderations],
       ratelimitWindow: 0,
