@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { clip } from '../errors/clip';
 import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
 import { checkFallbacks } from './fallbacks';
+import { azurePathProblem, providerMessage } from './azure-endpoint';
 import { readinessOptionsSchema } from '../health/health-options';
 import { cacheOptionsSchema } from '../cache/cache-options';
 import { budgetOptionsSchema } from '../tenants/budget-options';
@@ -183,7 +184,11 @@ const models = z.array(model, { error: 'must be a list of models' }).min(1, {
 const openai = z.strictObject({
   provider: z.literal('openai'),
   name,
-  baseURL: httpUrl.optional(),
+  baseURL: httpUrl
+    .refine((url) => azurePathProblem(url) === undefined, {
+      error: (issue) => azurePathProblem(issue.input as string),
+    })
+    .optional(),
   apiKey: apiKey.optional(),
   timeout: positiveMillis.optional(),
   priority: priority.optional(),
@@ -218,7 +223,7 @@ const anthropic = z
 const deployment = z.discriminatedUnion('provider', [openai, anthropic], {
   error: (issue) =>
     issue.code === 'invalid_union'
-      ? `must be 'openai' or 'anthropic'`
+      ? providerMessage((issue.input as { provider?: unknown } | undefined)?.provider)
       : 'must be a deployment object',
 });
 

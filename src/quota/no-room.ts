@@ -29,8 +29,10 @@ export function noRoomError(
   model: string,
   admission: Admission,
   waitMs: number,
-  waited = 0,
-  explanations: readonly DeploymentExplanation[] = [],
+  {
+    waited = 0,
+    explanations = [],
+  }: { waited?: number; explanations?: readonly DeploymentExplanation[] } = {},
 ): Error & { explanations: readonly DeploymentExplanation[] } {
   const wait = Math.max(1, Math.ceil(waitMs));
   const charge = tokensOf(admission);
@@ -39,7 +41,7 @@ export function noRoomError(
     `${admission.input} input + ${admission.output} reserved output) by the upstreams' own count` +
     `${waited > 0 ? ` after waiting ${Math.round(waited)} ms` : ''}: room expected in ${wait} ms` +
     (explanations.length > 0 ? ` (${explanationText(explanations)})` : '');
-  return heldBackError(RateLimitError, 'switchboard_no_room', message, wait, explanations);
+  return heldBackError(RateLimitError, 'switchboard_no_room', message, wait, { explanations });
 }
 
 /**
@@ -57,8 +59,10 @@ export function heldBackError(
   code: string,
   message: string,
   waitMs: number,
-  explanations: readonly DeploymentExplanation[] = [],
-  untilPeriodEnd = false,
+  {
+    explanations = [],
+    untilPeriodEnd = false,
+  }: { explanations?: readonly DeploymentExplanation[]; untilPeriodEnd?: boolean } = {},
 ): Error & { explanations: readonly DeploymentExplanation[] } {
   const headers = new Headers(retryHeaders(waitMs, Infinity));
   const body =

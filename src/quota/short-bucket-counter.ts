@@ -13,9 +13,9 @@ import { shortLimit, type RequestWindow } from './request-window';
  *
  * With the interval configured (`requestWindow`) or learned (a 429 for requests while the minute's
  * count had room), the bucket holds that share. Before either, it ramps: it starts at one second's
- * share plus one request (the probe: at most one call meets the 429 that teaches the second), and
- * doubles each time a burst that filled it was answered without one, up to the minute's bucket,
- * where it stops counting. A cold start, a restart or a queue's backlog so go out in growing
+ * share plus one request (the probe: at most one call meets the 429 that teaches the second); a
+ * step that filled and was answered without one widens it to ten seconds' share plus one, then
+ * to the minute's bucket, where it stops counting. A cold start, a restart or a queue's backlog so go out in growing
  * bursts, not a whole bucket in one instant.
  *
  * @example
@@ -30,10 +30,10 @@ export class ShortBucketCounter implements LimitCounter {
   private ramp = 0;
   /** The interval, once configured or learned; `undefined` while ramping. */
   private interval: RequestWindow | undefined = undefined;
-  /** Calls sent in the current step of the ramp, answered, and whether they filled it. */
+  /** Calls sent and answered while ramping, and how many had been sent when the step filled. */
   private sent = 0;
   private ended = 0;
-  private full = false;
+  private filledAt = 0;
   private refusedStep = false;
   private readonly count: DrainCount;
 
@@ -104,7 +104,7 @@ export class ShortBucketCounter implements LimitCounter {
     if (this.interval !== undefined || !this.active) return;
     this.sent += 1;
     // Full once no further request fits (it drains a little between sends).
-    if (this.count.at(now) > this.limit - 1) this.full = true;
+    if (this.filledAt === 0 && this.count.at(now) > this.limit - 1) this.filledAt = this.sent;
   }
 
   answered(): void {
@@ -112,15 +112,20 @@ export class ShortBucketCounter implements LimitCounter {
   }
 
   /**
-   * A call was answered (not refused): once every call of a step that filled the bucket was, and
-   * none met a 429 for requests, the bucket doubles.
+   * A call was answered (not refused): once as many answers came as calls had been sent when the
+   * step filled, and none met a 429 for requests, the bucket doubles (calls keep going out while
+   * a step's answers come back, in any order).
    */
   confirmed(): void {
-    if (this.interval !== undefined || !this.full || this.refusedStep) return;
-    if (this.ended < this.sent) return;
-    this.ramp = Math.min(this.rpm.value, this.limit * 2);
-    this.sent = this.ended = 0;
-    this.full = false;
+    if (this.interval !== undefined || this.filledAt === 0 || this.refusedStep) return;
+    if (this.ended < this.filledAt) return;
+    // A second's share and one more went at once: not a second, then; ten seconds' next, as
+    // Azure counts, then the minute's bucket alone.
+    const tenSeconds = shortLimit(this.rpm.value, '10s') + 1;
+    this.ramp = Math.min(this.rpm.value, this.limit < tenSeconds ? tenSeconds : this.rpm.value);
+    this.sent -= this.filledAt;
+    this.ended -= this.filledAt;
+    this.filledAt = 0;
   }
 
   /**

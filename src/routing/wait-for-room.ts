@@ -81,7 +81,9 @@ export function waitForRoom(call: WaitingCall, routed: NoRoom, queued: boolean):
     ) {
       const wait = queued ? expected() : routed.waitMs;
       return Promise.reject(
-        noRoomError(errors.RateLimitError, model, admission, wait, 0, call.explain()),
+        noRoomError(errors.RateLimitError, model, admission, wait, {
+          explanations: call.explain(),
+        }),
       );
     }
     metrics?.queued(model, tags);
@@ -98,7 +100,10 @@ export function waitForRoom(call: WaitingCall, routed: NoRoom, queued: boolean):
         onAdmit: metrics && ((ms) => metrics.waited(model, tags, ms)),
         onAbort: () => new errors.APIUserAbortError(),
         onTimeout: (waited) =>
-          noRoomError(errors.RateLimitError, model, admission, expected(), waited, call.explain()),
+          noRoomError(errors.RateLimitError, model, admission, expected(), {
+            waited,
+            explanations: call.explain(),
+          }),
       },
     );
   } catch (error) {

@@ -104,7 +104,7 @@ export interface QueueView {
  *   tags: { lane: 'batch', tenant: 'nightly' },
  *   cost: 1456,
  *   onAbort: () => new APIUserAbortError(),
- *   onTimeout: (waited) => noRoomError(RateLimitError, 'gpt-4o-mini', admission, 1000, waited),
+ *   onTimeout: (waited) => noRoomError(RateLimitError, 'gpt-4o-mini', admission, 1000, { waited }),
  * });
  * ```
  */

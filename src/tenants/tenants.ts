@@ -8,6 +8,7 @@ import { CallAccount, type AccountBook } from './call-account';
 import { maxOutputs, UNKNOWN_MAX_OUTPUT } from './max-output';
 import { PriceTable } from './price';
 import { TakeLines } from '../scheduling/take-line';
+import { durationInWords } from '../runtime/duration-words';
 import { tenantOf } from '../scheduling/tenant-of';
 import type {
   TenantCharge,
@@ -379,15 +380,10 @@ export class Tenants implements AccountBook {
       v.reason !== undefined
         ? `Tenant ${name}: ${v.reason}${after}`
         : `Tenant ${name} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
-          `taken, this call needs ${fmt(wants)}${after}; room again in ${Math.ceil(v.waitMs)} ms`;
+          `taken, this call needs ${fmt(wants)}${after}; room again in ${durationInWords(v.waitMs)}`;
     const periodEnd = v.limit === 'budget' || v.limit === 'tokensPerDay';
-    return heldBackError(
-      w.RateLimitError,
-      'switchboard_tenant_limit',
-      message,
-      v.waitMs,
-      [],
-      periodEnd,
-    );
+    return heldBackError(w.RateLimitError, 'switchboard_tenant_limit', message, v.waitMs, {
+      untilPeriodEnd: periodEnd,
+    });
   }
 }

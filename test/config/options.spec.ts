@@ -1,4 +1,5 @@
 import { createSwitchboard, SwitchboardError, type SwitchboardOptions } from 'nestjs-switchboard';
+import { validateOptions } from 'nestjs-switchboard/extend';
 import { anthropicDeployment, openaiDeployments } from '../support/configs';
 
 const build = (options: unknown) => () => createSwitchboard(options as SwitchboardOptions);
@@ -160,5 +161,34 @@ describe('stats and the usage window', () => {
     const sb = createSwitchboard({ deployments: openaiDeployments(1), ratelimitWindow: 0 });
     expect(jest.getTimerCount()).toBe(0);
     return sb.close();
+  });
+});
+
+describe('Azure endpoints as the portal shows them', () => {
+  it('refuses an Azure OpenAI endpoint without /openai/v1/, with the URL to write', () => {
+    expect(() =>
+      validateOptions({
+        deployments: [
+          {
+            provider: 'openai',
+            name: 'east',
+            baseURL: 'https://east.openai.azure.com/',
+            models: [{ name: 'gpt-4o-mini' }],
+          },
+        ],
+      }),
+    ).toThrow(
+      'deployments[0].baseURL is an Azure OpenAI endpoint without /openai/v1/ (every call would get 404 Unknown path): write https://east.openai.azure.com/openai/v1/',
+    );
+  });
+
+  it("says that Azure OpenAI is provider: 'openai'", () => {
+    expect(() =>
+      validateOptions({
+        deployments: [{ provider: 'azure', name: 'east', models: [{ name: 'gpt-4o-mini' }] }],
+      }),
+    ).toThrow(
+      "deployments[0].provider must be 'openai' or 'anthropic': Azure OpenAI is provider: 'openai'",
+    );
   });
 });
