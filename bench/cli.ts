@@ -20,6 +20,7 @@ export const SECTIONS = [
   'placement',
   'planning',
   'cache',
+  'replicas',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 
@@ -94,6 +95,12 @@ export interface BenchArgs {
   fidelityShapes: string[] | undefined;
   /** `--fidelity-minutes`: measured quota minutes of each row of the fidelity matrix. */
   fidelityMinutes: number;
+  /** `--replica-seconds`: seconds of each row of the replicas section. */
+  replicaSeconds: number;
+  /** `--replica-rows`: which rows of the replicas section (azure,claude,stop; default all). */
+  replicaRows: string[] | undefined;
+  /** `--replica-before`: the replicas section without leases (admission by the synced view). */
+  replicaBefore: boolean;
   /** `--smoke`: a short run of every section, to catch crashes (no timing is asserted). */
   smoke: boolean;
   /** `--seed`: seed of the load generators (not of the selectors). */
@@ -180,6 +187,12 @@ This benchmark's own:
       --fidelity-minutes N
                         measured quota minutes of each matrix row, after one of warm-up
                         (default 3; virtual time, so a minute costs its calls, not 60 s)
+      --replica-seconds N
+                        seconds of each row of the replicas section (default 90; real time)
+      --replica-rows LIST
+                        rows of the replicas section: azure,claude,stop, or one load of
+                        a kind, e.g. azure98,claude182 (default all)
+      --replica-before  the replicas section without leases (admission by the synced view)
       --smoke           short run of every section; fails only if the bench itself crashes
       --soak S          soak test for S seconds instead of the sections
       --soak-every S    seconds between soak reports (default 10)
@@ -231,6 +244,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     fidelityKinds: undefined,
     fidelityShapes: undefined,
     fidelityMinutes: 3,
+    replicaSeconds: 90,
+    replicaRows: undefined,
+    replicaBefore: false,
   };
   const given = new Set<string>();
   for (let k = 0; k < argv.length; k++) {
@@ -388,6 +404,15 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
       case '--fidelity-minutes':
         args.fidelityMinutes = int(1);
         break;
+      case '--replica-seconds':
+        args.replicaSeconds = int(1);
+        break;
+      case '--replica-rows':
+        args.replicaRows = value().split(',').filter(Boolean);
+        break;
+      case '--replica-before':
+        args.replicaBefore = true;
+        break;
       case '--smoke':
         args.smoke = true;
         break;
@@ -425,6 +450,8 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     if (!given.has('--loads')) args.loads = [0.95];
     if (!given.has('--gateway-seconds')) args.gatewaySeconds = 1;
     if (!given.has('--gateway-rounds')) args.gatewayRounds = 1;
+    if (!given.has('--replica-seconds')) args.replicaSeconds = 2;
+    if (!given.has('--replica-rows')) args.replicaRows = ['smoke'];
     // One steady row goes through every path of the quota section; the others differ in sizes.
     if (!given.has('--quota-tpm')) args.quotaTpm = [10_000];
     if (!given.has('--quota-max-tokens')) args.quotaMaxTokens = [256];

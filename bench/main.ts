@@ -23,6 +23,7 @@ import { hasGc } from './util';
 import { latencyBench } from './latency';
 import { placement } from './placement';
 import { planning } from './planning';
+import { replicaRows, replicasBench } from './replicas';
 import { cacheBench } from './cache';
 
 async function main(): Promise<void> {
@@ -190,6 +191,31 @@ async function main(): Promise<void> {
       calls: args.smoke ? 2_000 : 20_000,
       rounds: args.smoke ? 1 : 5,
     });
+  }
+  if (want('replicas')) {
+    console.log('\n== 13. Many replicas, one quota: separate processes on one redis-server ==\n');
+    const all = replicaRows(args.replicaBefore);
+    const picked = args.replicaRows;
+    const rows =
+      picked === undefined
+        ? all
+        : picked.includes('smoke')
+          ? [
+              {
+                kind: 'azure' as const,
+                load: 0.98,
+                replicas: 2,
+                state: 'redis' as const,
+                leases: true,
+              },
+            ]
+          : all.filter((r) =>
+              r.stopStore
+                ? picked.includes('stop')
+                : picked.includes(r.kind) ||
+                  picked.includes(`${r.kind}${Math.round(r.load * 100)}`),
+            );
+    figures.replicas = await replicasBench(rows, args.replicaSeconds);
   }
   if (args.soak !== undefined || args.smoke) {
     if (args.soak === undefined) console.log('\n== Soak (smoke: a few seconds) ==\n');

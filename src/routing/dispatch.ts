@@ -400,6 +400,7 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
   }
 
   route(): Route | NoRoom {
+    if (this.pin !== undefined) return this.pinned(this.pin);
     const last = this.last;
     // Most calls take one attempt: the set of tried deployments is made on the second.
     if (last !== undefined) (this.exclude ??= new Set()).add(last.deployment);
@@ -420,11 +421,24 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
     return this.exclude === undefined ? keptRoom(table, row, this.admission, now) : -1;
   }
 
-  /** The pinned deployment, when it has room for the call. */
-  private pinned(pin: Pin): Route {
+  /**
+   * The pinned deployment, when it has room for the call; with a queue, when it is only out of
+   * quota room (a window to end, a replica's lease on its way), how long until it has some: the
+   * call waits for this deployment.
+   */
+  private pinned(pin: Pin): Route | NoRoom {
     const { deployment: d, modelState: state, model, id } = pin;
     const calls = state.inFlight;
     if (model !== undefined && (!state.hasRoom(this.request.admission) || !calls.hasRoom())) {
+      const wait = state.roomAt(this.request.admission);
+      if (
+        this.shared.queue !== undefined &&
+        calls.hasRoom() &&
+        !state.isCooling() &&
+        wait < Infinity
+      ) {
+        return { waitMs: wait };
+      }
       const why = state.isCooling()
         ? `is cooling down for ${Math.ceil(state.cooldownRemaining / 1000)} s`
         : calls.hasRoom()

@@ -47,6 +47,8 @@ export type { RedisStateOptions } from './redis/redis-options';
  *   plus its own usage, counted as without a store (`usageWindow`). Nothing is reset at a clock
  *   boundary: the view slides, as the upstream's count does. With it goes the rate-limit reading
  *   of each model's last answer, which the others anchor on when it is newer than their own.
+ * - Admission (`leases`): each limit's room is lent out in shares taken atomically, which the
+ *   replicas together never spend beyond; see `Leases`.
  * - Cooldowns: a mark-down is published with its expiry at once; others apply it on their next
  *   sync. A mark-up clears it everywhere.
  * - Sessions: assignments are written with a sliding TTL; a session new to an instance is looked
@@ -110,7 +112,6 @@ class RedisStateStore implements StateStore {
   private readonly outage: Outage;
   private lastSync = 0;
   private readonly listeners: Record<'error' | 'ready' | 'close', (...args: unknown[]) => void>;
-  /** Admission by leases (absent with `leases: false`). */
   private readonly leases: Leases | undefined;
   /** What the parts that talk to Redis on their own borrow from the store. */
   private readonly host: SharedTenantContext & { prefix: () => string };

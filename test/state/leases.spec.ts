@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
 import type { DeploymentConfig, ModelConfig, Switchboard } from '../../src';
 import { createSwitchboard, redisState } from '../../src';
 import { SimulatedUpstream, type SimulatedDeploymentOptions } from '../../src/testing';
@@ -7,6 +9,23 @@ import { FakeClock } from '../support/random';
 import { RedisServer } from '../support/redis-server';
 import { ask, askClaude, CLAUDE, GPT } from '../support/upstream';
 import { RecordingLogger } from './cluster';
+import { TestReader } from '../support/metric-reader';
+
+/** `switchboard.leases` by result, summed over the replicas' points. */
+async function leaseCounts(reader: TestReader): Promise<Record<string, number>> {
+  const { resourceMetrics } = await reader.collect();
+  const out: Record<string, number> = {};
+  for (const scope of resourceMetrics.scopeMetrics) {
+    for (const metric of scope.metrics) {
+      if (metric.descriptor.name !== 'switchboard.leases') continue;
+      for (const p of metric.dataPoints as DataPoint<number>[]) {
+        const result = String(p.attributes['result']);
+        out[result] = (out[result] ?? 0) + p.value;
+      }
+    }
+  }
+  return out;
+}
 
 /** Virtual time moves in steps of this many ms while calls wait and none is on its way. */
 const STEP = 500;
@@ -125,15 +144,28 @@ describe('admission by leases', () => {
   it("four replicas never send an Azure window more than it admits, across the window's end", async () => {
     // 6 000 tokens a minute: 12 calls of 500 per window; 48 calls take four windows.
     const limits = { tpm: 6_000, rpm: 6_000 };
+    const reader = new TestReader();
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
     const k = (r = await replicas(4, 'openai', limits, { name: GPT, ...limits }));
+    // Exported from start-up, each result at least at 0.
+    expect(Object.keys(await leaseCounts(reader)).sort()).toEqual([
+      'granted',
+      'returned',
+      'shrunk',
+    ]);
     const { elapsed } = await wave(k, 12, azureCall);
+    const counts = await leaseCounts(reader);
+    metrics.disable();
+    // Leases shrank to one call's charge as each window's room ran low.
+    expect(counts['granted']).toBeGreaterThan(0);
+    expect(counts['shrunk']).toBeGreaterThan(0);
     const sim = k.upstream.deployment('oai0');
     expect(sim.stats.rateLimited).toBe(0);
     expect(sim.stats.requests).toBe(48);
     // Four windows' worth went in four windows (and the steps of the test's clock between
     // them): the shares kept the upstream busy.
     expect(elapsed).toBeGreaterThanOrEqual(3 * 60_000);
-    expect(elapsed).toBeLessThan(4 * 60_000 + 4 * STEP * 2);
+    expect(elapsed).toBeLessThanOrEqual(4 * 60_000 + 20 * STEP);
     const health = k.instances.map((sb) => sb.state.health().leases as Record<string, number>);
     // Replicas are counted from the store's peers that exchanged within the last minute.
     expect(health.every((h) => h.mode === ('store' as unknown) && h.replicas <= 4)).toBe(true);

@@ -1,3 +1,4 @@
+import type { Admission } from '../../quota/admission';
 import type { QuotaLedger } from '../../quota/quota-ledger';
 import type { SharedReading } from '../../quota/reading';
 import type { ModelState } from '../../registry/model-state';
@@ -71,8 +72,17 @@ export class LeaseBook {
     ledger.gate(this.meters);
   }
 
-  /** Exchange soon: a call did not fit, or a lease ran low. */
-  request(): void {
+  /**
+   * Exchange now: a call did not fit, or a lease ran low. Every limit the call does not fit asks
+   * in the same round trip (the ledger stops at the first that refuses).
+   */
+  request(admission?: Admission): void {
+    if (admission !== undefined) {
+      for (const m of this.meters) {
+        const charge = m.charge(admission);
+        if (charge > m.balance && charge > m.want) m.want = charge;
+      }
+    }
     if (this.running !== undefined) {
       this.again = true;
       return;
@@ -92,28 +102,23 @@ export class LeaseBook {
   }
 
   /**
-   * At `now`: hand back what has lain idle since `idleBefore` beyond one call's charge, and top
-   * up a lease that cannot take another call like its last one, used since `usedSince`.
+   * Hand back what has lain idle since `idleBefore` beyond one call's charge, where the store's
+   * room is short (below a quarter of the limit: others may be waiting for it), and what was
+   * spent away from the store.
    */
-  tend(now: number, idleBefore: number, usedSince: number): void {
+  tend(idleBefore: number): void {
     if (this.running !== undefined) return;
     const idle = this.meters.some(
-      (m) => m.lastUse > 0 && m.lastUse < idleBefore && m.balance > m.lastCharge,
-    );
-    // A window's lease is topped up ahead only within the window it was granted in: a grant that
-    // opened the store's next window before any call spent from it would start that window
-    // earlier than the upstream's, which starts with its first call.
-    const low = this.meters.some(
       (m) =>
-        m.lastUse >= usedSince &&
-        m.balance < m.lastCharge &&
-        m.active &&
-        (m.spec.kind === 'b' || m.end > now),
+        m.lastUse > 0 &&
+        m.lastUse < idleBefore &&
+        m.balance > m.lastCharge &&
+        m.storeRoom < m.spec.limit() / 4,
     );
     const owed = this.meters.some((m) => m.spentAway > 0);
-    if (!idle && !low && !owed) return;
+    if (!idle && !owed) return;
     if (this.context.client() === undefined) {
-      if (idle || low) this.exchangeLocally(idle);
+      if (idle) this.exchangeLocally(true);
       return;
     }
     this.running = this.exchange(idle).finally(() => {

@@ -23,8 +23,8 @@ export interface MeterSpec {
 
 /** What a meter tells the book it belongs to. */
 export interface MeterOwner {
-  /** A call did not fit, or the lease ran low: exchange with the store soon. */
-  request(): void;
+  /** A call (`admission`) did not fit, or the lease ran low: exchange with the store now. */
+  request(admission?: Admission): void;
 }
 
 /**
@@ -49,10 +49,12 @@ export class LeaseMeter implements LimitCounter {
   private storeEnd = 0;
   /** The largest charge that did not fit since the last exchange. */
   want = 0;
-  /** The last call's charge: the lease is topped up ahead once it cannot take another. */
+  /** The last call's charge: what an idle lease keeps when it hands back the rest. */
   lastCharge = 0;
   /** When a call last spent from it (epoch ms). */
   lastUse = 0;
+  /** Room the store had left after the last exchange. */
+  storeRoom = Infinity;
   /** Until when the store had no room for {@link want} (epoch ms): no new ask before. */
   refusedUntil = 0;
   /** Spent while the store could not be reached: owed to it once it is back. */
@@ -83,7 +85,7 @@ export class LeaseMeter implements LimitCounter {
       const charge = this.charge(admission);
       if (charge > this.balance) {
         if (charge > this.want) this.want = charge;
-        if (now >= this.refusedUntil) this.owner.request();
+        if (now >= this.refusedUntil) this.owner.request(admission);
       }
     }
     return this.balance;
@@ -103,8 +105,9 @@ export class LeaseMeter implements LimitCounter {
     const charge = this.charge(admission);
     if (charge <= this.balance) return 0;
     // Refused: room comes back when the window ends or the bucket refills (or someone hands
-    // back); else the exchange under way answers within a round trip, and wakes the queue.
-    return Math.max(1, this.refusedUntil - now);
+    // back); else the exchange under way wakes the queue when it brings a lease, and this is
+    // only when to look again if it brings none.
+    return this.refusedUntil > now ? this.refusedUntil - now : EXCHANGE_WAIT_MS;
   }
 
   admit(admission: Admission, now: number): void {
@@ -114,7 +117,9 @@ export class LeaseMeter implements LimitCounter {
     this.lastCharge = charge;
     this.lastUse = now;
     if (this.away) this.spentAway += charge;
-    if (this.balance < charge) this.owner.request();
+    // Kept ready for the next call while the store has room to spare (a session's or a stored
+    // response's deployment then has its lease when the call comes), within this window.
+    if (this.balance < charge && this.storeRoom >= this.spec.limit() / 4) this.owner.request();
   }
 
   answered(): void {
@@ -211,6 +216,7 @@ export class LeaseMeter implements LimitCounter {
       this.storeEnd = grant.end;
     }
     this.balance += grant.grant;
+    this.storeRoom = grant.room;
     this.refusedUntil =
       ask.need > 0 && grant.grant === 0 ? now + refusalWait(this.spec, ask.need, grant, now) : 0;
   }
@@ -225,6 +231,9 @@ export interface PendingAsk {
   /** Spent while the store could not be reached, now owed to it. */
   owed: number;
 }
+
+/** When a call whose lease is being fetched looks again, unless the lease wakes it sooner (ms). */
+const EXCHANGE_WAIT_MS = 50;
 
 /** The longest a refused ask waits before asking again: someone may hand back sooner. */
 const POLL_MS = 1_000;

@@ -17,12 +17,10 @@ export interface LeaseHost {
   skipped(what: string): void;
 }
 
-/** How often idle leases are handed back and low ones topped up (ms). */
+/** How often idle leases are handed back (ms). */
 const TEND_MS = 250;
 /** A lease unused this long gives back what it holds beyond one call's charge (ms). */
 const IDLE_MS = 1_000;
-/** A lease used within this long is kept topped up (ms). */
-const ACTIVE_MS = 60_000;
 /** A replica counts as present this long after its last lease exchange (ms): a quota minute. */
 const PEER_TTL_MS = 60_000;
 /** How far ahead of this clock a peer's time may be (ms). */
@@ -32,7 +30,7 @@ const SKEW_MS = 5_000;
  * The leases of every limit holder one switchboard's models draw on (one {@link LeaseBook} per
  * ledger: a quota pool's members share one), the mode they are in (from the store, or from this
  * process while the store cannot be reached), what they did (for health and metrics), and the
- * timer that hands back idle leases and tops up low ones.
+ * timer that hands back idle leases.
  *
  * @example
  * ```ts
@@ -170,6 +168,6 @@ export class Leases {
     const now = this.clock();
     // Reading the client notices an outage (or its end) even while no call asks.
     this.ctx?.client();
-    for (const b of this.books) b.tend(now, now - IDLE_MS, now - ACTIVE_MS);
+    for (const b of this.books) b.tend(now - IDLE_MS);
   }
 }
