@@ -167,13 +167,13 @@ it("shows our count beside the upstream's remaining, and limits it learned as le
   const foundry = upstream.deployment('foundry').rateLimitHeaders('anthropic');
   expect(claude.itpm).toMatchObject({ limit: 4_000, learned: false });
   expect(claude.otpm).toMatchObject({ limit: 1_000, learned: false });
+  // Anthropic gives remaining tokens to the nearest thousand: read 500 lower, on the safe side.
   expect(claude.itpm!.upstreamRemaining).toBe(
-    Number(foundry['anthropic-ratelimit-input-tokens-remaining']),
+    Number(foundry['anthropic-ratelimit-input-tokens-remaining']) - 500,
   );
   // Output counts when it is produced, after the answer's headers were written: they said
-  // the bucket was full, and now it holds the answer's output less.
-  expect(claude.otpm!.upstreamRemaining).toBe(1_000);
-  expect(Number(foundry['anthropic-ratelimit-output-tokens-remaining'])).toBeLessThan(1_000);
+  // the bucket was full (1 000, read as 500).
+  expect(claude.otpm!.upstreamRemaining).toBe(500);
   expect(claude.itpm!.share).toBeGreaterThan(0);
 });
 
