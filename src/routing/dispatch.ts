@@ -12,7 +12,6 @@ import {
 import type { CapacityQueue } from '../scheduling/capacity-queue';
 import { UNTAGGED, type CallTags, type LaneActivity } from '../scheduling/lanes';
 import { keptRoom } from '../quota/hot-row';
-import { noRoomError } from '../quota/no-room';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { DeploymentPicker } from '../selection/pick';
@@ -21,13 +20,15 @@ import { hasRoom, type CallGate } from '../selection/pick';
 import type { StateStore } from '../state/state-store';
 import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
-import { tokensOf, type Admission } from '../quota/admission';
+import type { Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { fits, tokensNeeded } from './context-windows';
 import type { TrafficRecorder } from '../traffic/traffic-recorder';
 import { routeCall, type NoRoom, type Route, type RouteQuery } from './route-call';
 import { explain } from './explanations';
+import { waitForRoom } from './wait-for-room';
+import type { DeploymentExplanation } from '../errors/explanation';
 import type { TagSet } from '../placement/tags';
 import { isNoRoom } from '../quota/no-room';
 import { crossVendor } from '../translate/cross-vendor';
@@ -137,7 +138,7 @@ export interface DispatchCall {
  * ```
  */
 export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
-  private readonly model: string;
+  readonly model: string;
   /**
    * The model the call is routed to as its own, with its deployments and fallbacks: the requested
    * one, until a refusal no deployment of it would lift (a prompt beyond its context window,
@@ -166,19 +167,19 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
 
   private readonly adapter: ApiAdapter;
   private readonly op: ApiOperation;
-  private readonly request: PreparedRequest;
-  private readonly options: SdkRequestOptions | undefined;
+  readonly request: PreparedRequest;
+  readonly options: SdkRequestOptions | undefined;
   readonly sessionId: string | undefined;
-  private readonly pool: readonly Deployment[];
+  readonly pool: readonly Deployment[];
   private readonly fallbacks: readonly string[] | undefined;
   private readonly pin: Pin | undefined;
-  private readonly tags: CallTags;
+  readonly tags: CallTags;
   readonly required: TagSet | undefined;
   private readonly filterFallbacks: readonly string[] | undefined;
   private readonly skipped: readonly SkippedFallback[] | undefined;
 
   constructor(
-    private readonly shared: DispatchShared,
+    readonly shared: DispatchShared,
     call: DispatchCall,
   ) {
     const { request, pin, fallbacks, pool } = call;
@@ -280,7 +281,7 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
     }
   }
 
-  private get errors(): ProviderErrors {
+  get errors(): ProviderErrors {
     // Tags may leave the call's own model no deployment (a fallback has one).
     return (this.pool[0] ?? this.shared.registry.poolFor(this.model)[0]!).errors;
   }
@@ -392,13 +393,13 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
       this.send(routed, outcome, this.pin === undefined ? this.now : undefined);
       return;
     }
-    this.waitForRoom(routed).then(
+    waitForRoom(this, routed, routed === QUEUED).then(
       (to) => this.send(to, outcome),
       (error: Error) => outcome.reject(error),
     );
   }
 
-  private route(): Route | NoRoom {
+  route(): Route | NoRoom {
     if (this.pin !== undefined) return this.pinned(this.pin);
     const last = this.last;
     // Most calls take one attempt: the set of tried deployments is made on the second.
@@ -549,7 +550,7 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
   }
 
   /** Why each deployment of the call's model and fallbacks did not take it (on failure only). */
-  private explain() {
+  explain(): DeploymentExplanation[] {
     return explain(this.shared.registry, {
       model: this.model,
       fallbacks: this.fallbacks,
@@ -557,81 +558,6 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
       admission: this.admission,
       tried: this.exclude,
     });
-  }
-
-  /** A batch call held to the headroom that a deployment of its model has room for without it. */
-  private heldForHeadroom(): boolean {
-    if (this.admission?.reserve === undefined) return false;
-    const whole = this.request.admission;
-    return this.pool.some((d) => hasRoom(d.models.get(this.model)!, whole));
-  }
-
-  /**
-   * No deployment has room for the call: a place in the queue (when configured and not full),
-   * woken when room is expected or freed, or else the SDK's `RateLimitError` at once, with
-   * `retry-after` set to when room is expected.
-   */
-  private waitForRoom(routed: NoRoom): Promise<Route> {
-    const { queue, lanes } = this.shared;
-    const { model, errors, tags } = this;
-    const admission = this.request.admission;
-    const metrics = this.shared.metrics.lanes;
-    let held = false;
-    const holds = () => {
-      // Counted once per call, the first time the headroom alone keeps it back.
-      if (held || !this.heldForHeadroom()) return;
-      held = true;
-      metrics?.heldBack(model, tags);
-    };
-    // A batch call held to the headroom is tried again when interactive traffic ends, at latest.
-    const route = (): Route | NoRoom => {
-      const r = this.route();
-      if (!('waitMs' in r) || this.admission?.reserve === undefined) return r;
-      holds();
-      const quiet = lanes.presentFor(model);
-      return quiet > 0 && quiet < r.waitMs ? { waitMs: quiet } : r;
-    };
-    const expected = () => {
-      const r = route();
-      return 'waitMs' in r ? r.waitMs : 0;
-    };
-    try {
-      if (routed !== QUEUED && this.admission?.reserve !== undefined) holds();
-      if (
-        queue === undefined ||
-        !queue.canJoin(model, tags.lane) ||
-        queue.maxWaitOf(tags.lane) <= 0
-      ) {
-        const wait = routed === QUEUED ? expected() : routed.waitMs;
-        return Promise.reject(
-          noRoomError(errors.RateLimitError, model, admission, wait, {
-            explanations: this.explain(),
-          }),
-        );
-      }
-      metrics?.queued(model, tags);
-      return queue.wait(
-        model,
-        () => {
-          const r = route();
-          return 'waitMs' in r ? r : { target: r };
-        },
-        {
-          signal: this.options?.signal,
-          tags,
-          cost: tokensOf(admission),
-          onAdmit: metrics && ((ms) => metrics.waited(model, tags, ms)),
-          onAbort: () => new errors.APIUserAbortError(),
-          onTimeout: (waited) =>
-            noRoomError(errors.RateLimitError, model, admission, expected(), {
-              waited,
-              explanations: this.explain(),
-            }),
-        },
-      );
-    } catch (error) {
-      return Promise.reject(error);
-    }
   }
 }
 
