@@ -6,7 +6,7 @@ import { counterScope, fits, gatingOf, type LimitCounter } from './limit-counter
 import { Pricing } from './pricing';
 import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';
 import { readRateLimits, type HeaderSource, type RateLimitFamily } from './rate-limit-headers';
-import { liveParts, type QuotaLedgerOptions, type SharedReading } from './reading';
+import { liveParts, type LimitListener, type SharedReading } from './reading';
 import {
   fitsRoom,
   forget,
@@ -17,13 +17,28 @@ import {
   RESERVE,
   type HotRow,
 } from './hot-row';
-import type { LearnedRule, RuleTarget } from './rules/quota-rules';
+import type { LearnedRule, QuotaRules, RuleTarget, RulesKind } from './rules/quota-rules';
 import { rulesFor } from './rules/rules-for';
 import type { UsageCounter } from './usage-counter';
 
 export type { PeerUsage } from './peer-usage';
-export type { QuotaLedgerOptions } from './reading';
 export { DEFAULT_OUTPUT_RESERVATION } from './rules/rules-for';
+
+/** Options of a {@link QuotaLedger} beyond its limits. */
+export interface QuotaLedgerOptions {
+  /**
+   * @internal The upstream's rules (`src/quota/rules/`), chosen once per deployment (`rulesFor`); default:
+   * those of `upstream`, else Azure OpenAI's (a PTU's for a `provisioned` model), reading both
+   * header families.
+   */
+  rules?: QuotaRules;
+  /** The kind of upstream whose rules to follow, where `rules` is not given. */
+  upstream?: RulesKind;
+  /** Told when a limit is learned from the headers, or corrected by them. */
+  onLimit?: LimitListener;
+  /** Told when the upstream taught a rule it leaves open (a shorter request interval). */
+  onRule?: (rule: LearnedRule) => void;
+}
 
 /** What a ledger is built from: a model's limits and the settings its rules read. */
 export type LedgerConfig = Pick<

@@ -1,22 +1,5 @@
 import type { LimitName } from './quota-limit';
 import type { RateLimitReading } from './rate-limit-headers';
-import type { LearnedRule, QuotaRules, RulesKind } from './rules/quota-rules';
-
-/** Options of a {@link QuotaLedger} beyond its limits. */
-export interface QuotaLedgerOptions {
-  /**
-   * The upstream's rules (`src/quota/rules/`), chosen once per deployment (`rulesFor`); default:
-   * those of `upstream`, else Azure OpenAI's (a PTU's for a `provisioned` model), reading both
-   * header families.
-   */
-  rules?: QuotaRules;
-  /** The kind of upstream whose rules to follow, where `rules` is not given. */
-  upstream?: RulesKind;
-  /** Told when a limit is learned from the headers, or corrected by them. */
-  onLimit?: LimitListener;
-  /** Told when the upstream taught a rule it leaves open (a shorter request interval). */
-  onRule?: (rule: LearnedRule) => void;
-}
 
 /** What the upstream last reported for one limit, for operators. */
 export interface ReportedRemaining {
