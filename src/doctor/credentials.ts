@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { SwitchboardOptions } from '../config/switchboard-options';
 import type { ApiKey } from '../types';
+import { scrub } from '../errors/scrub';
 import { CredentialSetupError } from './credential-setup.error';
 
 /** The scope Azure OpenAI (and, in Microsoft's own samples, Claude on Foundry) takes tokens for. */
@@ -59,7 +60,7 @@ async function tokenFunction(source: TokenSource): Promise<ApiKey | undefined> {
       loaded = (await import(resolve(source.module))) as Record<string, unknown>;
     } catch (error) {
       throw new CredentialSetupError(
-        `--token ${source.module} could not be loaded: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+        `--token ${source.module} could not be loaded: ${scrub(error instanceof Error ? error.message.split('\n')[0] : String(error))}`,
       );
     }
     const fn = [

@@ -6,6 +6,7 @@ import { STDIO, type CliOutput } from '../runtime/cli-output';
 import { loadSwitchboardConfigFile } from '../config/load-config-file';
 import { MAX_TIMER_MS } from '../config/value-checks';
 import { scrub, STACK_LIMIT } from '../errors/scrub';
+import { CredentialSetupError } from './credential-setup.error';
 import { COGNITIVE_SERVICES_SCOPE, withTokenProvider, type TokenSource } from './credentials';
 import { checkDeployments } from './doctor';
 import type { DoctorRow } from './doctor-row';
@@ -84,7 +85,14 @@ export async function runDoctorCli(
   try {
     options = await withTokenProvider(loadSwitchboardConfigFile(files[0]!, env), tokens);
   } catch (error) {
-    output.err(scrub(error instanceof Error ? error.message : String(error), STACK_LIMIT));
+    // A credential-setup message is the doctor's own words about the user's own arguments (a
+    // module path can look like a token to scrub); what it quotes of a thrown error is scrubbed
+    // where it is written.
+    output.err(
+      error instanceof CredentialSetupError
+        ? error.message
+        : scrub(error instanceof Error ? error.message : String(error), STACK_LIMIT),
+    );
     return 2;
   }
   const checks = await checkDeployments(options, { timeout });
