@@ -145,6 +145,9 @@ export class Simulation implements OnApplicationShutdown {
           name: d.model,
           tpm: d.tpm,
           rpm: d.rpm,
+          // What the simulated upstream enforces (a sixth of rpm per 10 s): stated, so that a
+          // cold start is not ramped up as an upstream of unknown interval would be.
+          requestWindow: '10s' as const,
           ...(cooldown !== undefined && { cooldown }),
           ...(d.priority !== undefined && { priority: d.priority }),
         },

@@ -9,7 +9,8 @@ import { ask, askClaude, CLAUDE, GPT, requestCounts, rig, type Rig } from '../su
 describe('calls through the real SDKs', () => {
   let r: Rig;
   beforeAll(async () => {
-    r = await rig({ openai: 2, anthropic: 2 });
+    // A queue: a cold deployment ramps its requests up (a burst of 20 at once is paced, not refused).
+    r = await rig({ openai: 2, anthropic: 2, queue: { maxWait: 10_000 } });
   });
   afterAll(() => r.close());
 
