@@ -316,7 +316,9 @@ function specsOf(ledger: QuotaLedger): MeterSpec[] {
         meter: 'requests',
         unit: 'requests',
         kind: 'w',
-        limit: () => burst.limit,
+        // The short window's limit is at least 1 whenever rpm is known; without an rpm (none
+        // configured, none learned yet) there is no request limit to lease.
+        limit: () => (limits.rpm.value > 0 ? burst.limit : 0),
         lengthMs: () => (burst.period === '1s' ? 1_000 : 10_000),
       },
     ];
