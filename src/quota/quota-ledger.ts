@@ -17,7 +17,7 @@ import {
   RESERVE,
   type HotRow,
 } from './hot-row';
-import type { LearnedRule, QuotaRules, RuleTarget, RulesKind } from './rules/quota-rules';
+import type { LearnedRule, QuotaRules, RulesKind } from './rules/quota-rules';
 import { rulesFor } from './rules/rules-for';
 import type { UsageCounter } from './usage-counter';
 
@@ -75,7 +75,7 @@ export type LedgerConfig = Pick<
  * ledger.settle(call, { input: 1180, output: 97 });
  * ```
  */
-export class QuotaLedger extends LedgerReadout implements RuleTarget {
+export class QuotaLedger extends LedgerReadout {
   /** Whose headers it reads (`undefined`: both, a ledger built without rules). */
   readonly family: RateLimitFamily | undefined;
   /** Whether the request window was configured: then no answer changes it. */

@@ -3,7 +3,7 @@ import { tokensOf, type Admission, type TokenUsage } from '../quota/admission';
 import { COOL, hotRow, keptLoad, type HotRow } from '../quota/hot-row';
 import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { LimitName } from '../quota/quota-limit';
-import type { LearnedRule } from '../quota/rules/quota-rules';
+import type { LearnedRule, QuotaRules } from '../quota/rules/quota-rules';
 import { ConsecutiveBreaker } from './consecutive-breaker';
 import { Cooldown } from './cooldown';
 import { InFlight, type InFlightView } from './in-flight';
@@ -32,7 +32,9 @@ export type ModelEvent =
  * Options of a {@link ModelState} beyond its configuration: its upstream's quota rules, and the
  * cap of every cooldown (`maxCooldown`, ms, default one day).
  */
-export type ModelStateOptions = Pick<QuotaLedgerOptions, 'rules' | 'upstream'> & {
+export type ModelStateOptions = Pick<QuotaLedgerOptions, 'upstream'> & {
+  /** @internal The upstream's quota rules, as the ledger takes them. */
+  rules?: QuotaRules;
   maxCooldown?: number;
   /**
    * @internal The ledger of the model's `quotaPool`, when another member built it: this model

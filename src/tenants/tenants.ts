@@ -4,7 +4,7 @@ import type { ModelState } from '../registry/model-state';
 import { sessionKey } from '../selection/session-affinity';
 import { SwitchboardError } from '../switchboard.error';
 import type { DeploymentConfig, Price, TenantPolicy } from '../types';
-import { CallAccount, type AccountBook } from './call-account';
+import { CallAccount } from './call-account';
 import { maxOutputs, UNKNOWN_MAX_OUTPUT } from './max-output';
 import { PriceTable } from './price';
 import { TakeLines } from '../scheduling/take-line';
@@ -75,7 +75,7 @@ interface OverLimit {
  * const model = await tenants.admit(account, admission, ['gpt-4o', 'gpt-4o-mini'], OpenAI.RateLimitError);
  * ```
  */
-export class Tenants implements AccountBook {
+export class Tenants {
   readonly prices: PriceTable;
   /** Per model, the most output an answer may run to (`maxOutput`, else documented). */
   private readonly maxOutput: ReadonlyMap<string, number>;
