@@ -9,7 +9,8 @@ import { rulesFor } from '../quota/rules/rules-for';
 import { upstreamKind } from '../quota/upstream-kind';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, DeploymentBuilder, DeploymentBuilders, Provider } from './deployment';
-import { ModelState, type ModelEvent } from './model-state';
+import type { ModelEvent } from './model-event';
+import { ModelState } from './model-state';
 import type { LatencySnapshot } from './latency';
 import { tiersOf } from './tiers';
 
