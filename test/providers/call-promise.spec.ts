@@ -24,14 +24,14 @@ const kits: Array<{
 }> = [
   {
     sdk: 'openai',
-    make: (a: Promise<Answer>) => openaiProvider.promise(a) as Like,
+    make: (a: Promise<Answer>) => openaiProvider.promise.over(a) as Like,
     Base: OpenAIPromise,
     ids: { 'x-request-id': 'req_1' },
     expected: { request_id: 'req_1' },
   },
   {
     sdk: '@anthropic-ai/sdk',
-    make: (a: Promise<Answer>) => anthropicProvider.promise(a) as Like,
+    make: (a: Promise<Answer>) => anthropicProvider.promise.over(a) as Like,
     Base: AnthropicPromise,
     ids: { 'request-id': 'req_2', 'anthropic-workspace-id': 'ws_9' },
     expected: { request_id: 'req_2', workspace_id: 'ws_9' },
