@@ -6,6 +6,7 @@ import { azurePathProblem, providerMessage } from './azure-endpoint';
 import { readinessOptionsSchema } from '../health/health-options';
 import { cacheOptionsSchema } from '../cache/cache-options';
 import { budgetOptionsSchema } from '../tenants/budget-options';
+import { checkPoolLevels, quotaPoolsSchema } from '../quota/quota-pools-option';
 import { SwitchboardError } from '../switchboard.error';
 import { tenantOf } from '../scheduling/tenant-of';
 import type { SwitchboardOptions } from './switchboard-options';
@@ -342,6 +343,7 @@ export const switchboardOptionsSchema = z.strictObject({
     .optional(),
   simulate: z.boolean({ error: 'must be true or false' }).optional(),
   budgets: budgetOptionsSchema.optional(),
+  quotaPools: quotaPoolsSchema.optional(),
   health: readinessOptionsSchema.optional(),
   clock: fn('a function returning milliseconds').optional(),
   random: fn('a function returning a number in [0, 1)').optional(),
@@ -466,6 +468,7 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
   problems.push(...checkTenantTags(options));
   problems.push(...checkTenantNames(options));
   problems.push(...checkQuotaPools(options));
+  problems.push(...checkPoolLevels(options.deployments, options.quotaPools));
   problems.push(...checkProvisioned(options));
   return problems;
 }
