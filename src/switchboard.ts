@@ -120,6 +120,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       clock: options.clock,
       logger: this.logger,
       maxCooldown: options.maxCooldown,
+      quotaPools: options.quotaPools,
     });
     this.picker = new DeploymentPicker(
       this.registry,
