@@ -21,6 +21,7 @@ export type RequestBody =
       readonly raw: string | Uint8Array;
       readonly params: Record<string, unknown>;
       readonly problem?: undefined;
+      readonly refused?: undefined;
     }
   | { readonly problem: Problem; readonly refused?: string; readonly params?: undefined };
 
