@@ -5,14 +5,9 @@ import type { ApiAdapter } from '../providers/adapter';
 import type { CacheOptions } from '../cache/cache-options';
 import type { Selector } from '../selection/selector';
 import type { StateStore } from '../state/state-store';
-import type {
-  DeploymentConfig,
-  FailoverOptions,
-  Price,
-  QueueOptions,
-  SwitchboardLogger,
-  TenantPolicy,
-} from '../types';
+import type { QueueOptions } from '../scheduling/queue-options';
+import type { TenantPolicy } from '../tenants/tenant-options';
+import type { DeploymentConfig, FailoverOptions, Price, SwitchboardLogger } from '../types';
 
 export type {
   ApiKey,
@@ -22,11 +17,8 @@ export type {
   DeploymentConfig,
   RoutingConfig,
   FailoverOptions,
-  QueueOptions,
   SwitchboardLogger,
   Price,
-  TenantPolicy,
-  TenantBudget,
 } from '../types';
 
 /**

@@ -18,7 +18,8 @@ import { LocalTenantCounts } from '../state/tenant-counts';
 import { Tenants } from '../tenants/tenants';
 import { contextWindows, widerModels } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
-import { Dispatch, type DispatchShared } from './dispatch';
+import { Dispatch } from './dispatch';
+import type { DispatchShared } from './dispatch-call';
 
 export type { FailedCalls } from './failed-calls';
 import { attemptHooks, wakeOnRoom } from './attempt-hooks';
