@@ -4,7 +4,7 @@ import { validateOptions } from './config/validate-options';
 import type { ApiAdapter, SurfacesOf } from './providers/adapter';
 import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
 import type { Deployment } from './registry/deployment';
-import type { QueueView } from './scheduling/capacity-queue';
+import type { QueueView } from './scheduling/queue-view';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { Router, type FailedCalls } from './routing/router';
 import { DeploymentPicker } from './selection/pick';
@@ -120,6 +120,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       clock: options.clock,
       logger: this.logger,
       maxCooldown: options.maxCooldown,
+      quotaPools: options.quotaPools,
     });
     this.picker = new DeploymentPicker(
       this.registry,

@@ -43,7 +43,7 @@ export type {
 } from '../providers/adapter';
 export type { Admission, TokenUsage, ChargePolicy } from '../quota/admission';
 export type { CallTags, Lane } from '../scheduling/lanes';
-export type { QueueView } from '../scheduling/capacity-queue';
+export type { QueueView } from '../scheduling/queue-view';
 export type { FailedCalls } from '../routing/router';
 export type { DeploymentExplanation, PassedOverReason } from '../errors/explanation';
 export type { SwitchboardFetch } from '../relay/relay';
