@@ -101,6 +101,8 @@ export interface BenchArgs {
   replicaRows: string[] | undefined;
   /** `--replica-before`: the replicas section without leases (admission by the synced view). */
   replicaBefore: boolean;
+  /** `--replica-warmup`: seconds a bucket (Claude) row sends uncounted before it is measured. */
+  replicaWarmup: number;
   /** `--smoke`: a short run of every section, to catch crashes (no timing is asserted). */
   smoke: boolean;
   /** `--seed`: seed of the load generators (not of the selectors). */
@@ -193,6 +195,9 @@ This benchmark's own:
                         rows of the replicas section: azure,claude,stop, or one load of
                         a kind, e.g. azure98,claude182 (default all)
       --replica-before  the replicas section without leases (admission by the synced view)
+      --replica-warmup N
+                        seconds a Claude row of the replicas section sends before it is counted,
+                        so its buckets start as a steady load leaves them (default 0)
       --smoke           short run of every section; fails only if the bench itself crashes
       --soak S          soak test for S seconds instead of the sections
       --soak-every S    seconds between soak reports (default 10)
@@ -247,6 +252,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     replicaSeconds: 90,
     replicaRows: undefined,
     replicaBefore: false,
+    replicaWarmup: 0,
   };
   const given = new Set<string>();
   for (let k = 0; k < argv.length; k++) {
@@ -412,6 +418,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         break;
       case '--replica-before':
         args.replicaBefore = true;
+        break;
+      case '--replica-warmup':
+        args.replicaWarmup = int(0);
         break;
       case '--smoke':
         args.smoke = true;

@@ -215,7 +215,7 @@ async function main(): Promise<void> {
                 : picked.includes(r.kind) ||
                   picked.includes(`${r.kind}${Math.round(r.load * 100)}`),
             );
-    figures.replicas = await replicasBench(rows, args.replicaSeconds);
+    figures.replicas = await replicasBench(rows, args.replicaSeconds, args.replicaWarmup);
   }
   if (args.soak !== undefined || args.smoke) {
     if (args.soak === undefined) console.log('\n== Soak (smoke: a few seconds) ==\n');

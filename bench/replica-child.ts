@@ -28,6 +28,11 @@ export interface ReplicaCommand {
   /** Calls per second this replica sends, on average (Poisson). */
   rate: number;
   seconds: number;
+  /**
+   * Epoch ms from which calls are counted (the row's `seconds` follow it); the calls before warm
+   * the upstream up. `undefined`: from the start.
+   */
+  measureFrom?: number;
   maxWait: number;
   seed: number;
 }
@@ -42,6 +47,8 @@ export interface ReplicaReport {
   /** Lease exchanges with the store (round trips; the syncs add one a second). */
   exchanges: number;
   health: Record<string, unknown>;
+  /** Failed calls by error name and status. */
+  failedBy: Record<string, number>;
 }
 
 /** Statistics the upstream child reports. */
@@ -53,7 +60,9 @@ export interface UpstreamReport {
 let upstream: SimulatedUpstream | undefined;
 let sb: Switchboard | undefined;
 
-process.on('message', (message: UpstreamCommand | ReplicaCommand | { role: 'stats' }) => {
+type Command = UpstreamCommand | ReplicaCommand | { role: 'stats' } | { role: 'ping' };
+
+process.on('message', (message: Command) => {
   run(message).then(
     (result) => process.send?.({ ok: true, result }),
     (error: unknown) => process.send?.({ ok: false, error: String(error) }),
@@ -64,9 +73,8 @@ process.on('disconnect', () => {
   void Promise.all([sb?.close(), upstream?.close()]).finally(() => process.exit(0));
 });
 
-async function run(
-  message: UpstreamCommand | ReplicaCommand | { role: 'stats' },
-): Promise<unknown> {
+async function run(message: Command): Promise<unknown> {
+  if (message.role === 'ping') return true;
   if (message.role === 'upstream') return serve(message);
   if (message.role === 'replica') return send(message);
   const stats = upstream!.deployments.map((d) => d.stats);
@@ -124,18 +132,27 @@ async function send(c: ReplicaCommand): Promise<ReplicaReport> {
     tokens: 0,
     exchanges: 0,
     health: {},
+    failedBy: {},
   };
   const calls: Promise<void>[] = [];
-  const end = Date.now() + c.seconds * 1000;
+  const from = c.measureFrom ?? Date.now();
+  const end = from + c.seconds * 1000;
+  const exchanges = () =>
+    (sw.state.health()['leases'] as { exchanges?: number } | undefined)?.exchanges ?? 0;
+  let exchangesBefore = 0;
+  if (c.measureFrom !== undefined) {
+    setTimeout(() => (exchangesBefore = exchanges()), Math.max(0, from - Date.now())).unref();
+  }
   const between = (a: number, b: number) => Math.round(a + random() * (b - a));
   while (Date.now() < end) {
     await new Promise((r) => setTimeout(r, (-Math.log(1 - random()) / c.rate) * 1000));
     if (Date.now() >= end) break;
+    const counted = Date.now() >= from;
     // Prompts of 200-3 000 tokens (4 characters each), max_tokens 100-1 000.
     const prompt = 'x'.repeat(4 * between(200, 3_000));
     const maxTokens = between(100, 1_000);
-    report.calls++;
-    const content = `${report.calls} ${prompt}`;
+    if (counted) report.calls++;
+    const content = `${report.calls} ${Date.now()} ${prompt}`;
     const call =
       c.kind === 'azure'
         ? sw.chat.completions.create({
@@ -151,21 +168,25 @@ async function send(c: ReplicaCommand): Promise<ReplicaReport> {
     calls.push(
       (call as Promise<{ usage?: Record<string, number> }>).then(
         (answer) => {
+          if (!counted) return;
           report.ok++;
           const u = answer.usage ?? {};
           report.tokens +=
             (u['total_tokens'] ?? 0) + (u['input_tokens'] ?? 0) + (u['output_tokens'] ?? 0);
         },
-        () => {
+        (error: unknown) => {
+          if (!counted) return;
           report.failed++;
+          const e = error as { name?: string; status?: number };
+          const key = `${e.name ?? 'Error'} ${e.status ?? ''}`.trim();
+          report.failedBy[key] = (report.failedBy[key] ?? 0) + 1;
         },
       ),
     );
   }
   await Promise.all(calls);
   const health = sw.state.health();
-  const leases = health['leases'] as { exchanges?: number } | undefined;
-  report.exchanges = leases?.exchanges ?? 0;
+  report.exchanges = exchanges() - exchangesBefore;
   report.health = health;
   return report;
 }

@@ -11,7 +11,7 @@ import { spawn, fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DeploymentConfig } from '../src';
 import type { ReplicaCommand, ReplicaReport, UpstreamReport } from './replica-child';
@@ -41,6 +41,10 @@ export interface ReplicaResult extends ReplicaRow {
   /** Lease exchanges per offered call. */
   exchangesPerCall: number;
   storeDown: boolean;
+  /** The 1-minute load average as the row started and as it ended. */
+  load1: [number, number];
+  /** Failed callers by error (name and status). */
+  failedBy: Record<string, number>;
 }
 
 /** Mean prompt + output cap of a call (tokens): 1 600 + 550. */
@@ -77,20 +81,31 @@ export function replicaRows(before: boolean): ReplicaRow[] {
 export async function replicasBench(
   rows: readonly ReplicaRow[],
   seconds: number,
+  warmupSeconds = 0,
 ): Promise<ReplicaResult[]> {
   const results: ReplicaResult[] = [];
   for (const row of rows) {
-    const r = await runRow(row, seconds);
+    const r = await runRow(row, seconds, warmupSeconds);
     results.push(r);
     console.log(
       `  ${describe(r)}: ${r.offered} offered, ${r.sent} sent, ${pct(r.upstream429 / Math.max(1, r.sent))} got 429, ` +
         `${pct(r.failed / Math.max(1, r.offered))} callers failed, goodput ${pct(r.goodput)}, ` +
-        `${r.exchangesPerCall.toFixed(2)} lease exchanges a call`,
+        `${r.exchangesPerCall.toFixed(2)} lease exchanges a call, load ${r.load1.map((l) => l.toFixed(1)).join(' → ')}, ` +
+        `store down seen: ${r.storeDown}, failed by ${JSON.stringify(r.failedBy)}`,
     );
   }
   console.log();
   const printed = table(
-    ['row', 'offered', 'sent', '429 of sent', 'callers failed', 'goodput', 'exchanges/call'],
+    [
+      'row',
+      'offered',
+      'sent',
+      '429 of sent',
+      'callers failed',
+      'goodput',
+      'exchanges/call',
+      'load',
+    ],
     results.map((r) => [
       describe(r),
       String(r.offered),
@@ -99,6 +114,7 @@ export async function replicasBench(
       pct(r.failed / Math.max(1, r.offered)),
       pct(r.goodput),
       r.exchangesPerCall.toFixed(2),
+      r.load1.map((l) => l.toFixed(1)).join('-'),
     ]),
   );
   console.log(printed);
@@ -113,7 +129,12 @@ function describe(r: ReplicaRow): string {
   return `${r.kind} ${Math.round(r.load * 100)} %, ${who}${r.stopStore ? ', store stopped halfway' : ''}`;
 }
 
-async function runRow(row: ReplicaRow, seconds: number): Promise<ReplicaResult> {
+async function runRow(
+  row: ReplicaRow,
+  seconds: number,
+  warmupSeconds: number,
+): Promise<ReplicaResult> {
+  const load1 = loadavg()[0]!;
   const children: ChildProcess[] = [];
   const redis = row.state === 'redis' ? await startRedis() : undefined;
   try {
@@ -159,6 +180,12 @@ async function runRow(row: ReplicaRow, seconds: number): Promise<ReplicaResult> 
       : (CLAUDE.deployments * CLAUDE.itpm) / CLAUDE_INPUT / 60;
     const prefix = `bench-${randomBytes(4).toString('hex')}:`;
     const replicas = Array.from({ length: row.replicas }, () => child(children));
+    // Every replica has loaded before the clock of the row starts.
+    await Promise.all(replicas.map((c) => ask(c, { role: 'ping' })));
+    // A bucket's row first sends its load uncounted, so that it is measured from where a steady
+    // load leaves the buckets rather than from full ones (a window forgets each minute).
+    const warmup = row.kind === 'claude' ? warmupSeconds * 1000 : 0;
+    const measureFrom = Date.now() + warmup;
     const reports = replicas.map(
       (c, i) =>
         ask(c, {
@@ -169,16 +196,30 @@ async function runRow(row: ReplicaRow, seconds: number): Promise<ReplicaResult> 
           redis: redis && { url: redis.url, prefix, leases: row.leases },
           rate: (capacity * row.load) / row.replicas,
           seconds,
+          measureFrom: warmup > 0 ? measureFrom : undefined,
           maxWait: 10_000,
           seed: 1_000 + i,
         } satisfies ReplicaCommand) as Promise<ReplicaReport>,
     );
+    let before: UpstreamReport = { requests: 0, rateLimited: 0 };
+    if (warmup > 0) {
+      await sleep(measureFrom - Date.now());
+      before = (await ask(up, { role: 'stats' })) as UpstreamReport;
+    }
     if (row.stopStore && redis) {
       await sleep((seconds * 1000) / 2);
       await redis.stop();
     }
     const done = await Promise.all(reports);
-    const stats = (await ask(up, { role: 'stats' })) as UpstreamReport;
+    const after = (await ask(up, { role: 'stats' })) as UpstreamReport;
+    const stats = {
+      requests: after.requests - before.requests,
+      rateLimited: after.rateLimited - before.rateLimited,
+    };
+    const failedBy: Record<string, number> = {};
+    for (const r of done) {
+      for (const [k, v] of Object.entries(r.failedBy)) failedBy[k] = (failedBy[k] ?? 0) + v;
+    }
     const offered = done.reduce((s, r) => s + r.calls, 0);
     return {
       ...row,
@@ -189,6 +230,8 @@ async function runRow(row: ReplicaRow, seconds: number): Promise<ReplicaResult> 
       goodput: done.reduce((s, r) => s + r.ok, 0) / Math.max(1, offered),
       exchangesPerCall: done.reduce((s, r) => s + r.exchanges, 0) / Math.max(1, offered),
       storeDown: done.some((r) => r.health['status'] === 'degraded'),
+      load1: [load1, loadavg()[0]!],
+      failedBy,
     };
   } finally {
     for (const c of children) c.disconnect();

@@ -34,13 +34,13 @@ export type {
   AnthropicConfig,
   DeploymentConfig,
   RoutingConfig,
-  QueueOptions,
   FailoverOptions,
   SwitchboardOptions,
   SwitchboardLogger,
   Price,
-  TenantPolicy,
 } from './config/switchboard-options';
+export type { QueueOptions } from './scheduling/queue-options';
+export type { TenantPolicy } from './tenants/tenant-options';
 export { SwitchboardError } from './switchboard.error';
 export type { SwitchboardErrorCode } from './switchboard.error';
 export { SwitchboardConfigError } from './config/switchboard-config.error';

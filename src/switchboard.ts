@@ -4,7 +4,7 @@ import { validateOptions } from './config/validate-options';
 import type { ApiAdapter, SurfacesOf } from './providers/adapter';
 import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
 import type { Deployment } from './registry/deployment';
-import type { QueueView } from './scheduling/capacity-queue';
+import type { QueueView } from './scheduling/queue-view';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { Router, type FailedCalls } from './routing/router';
 import { DeploymentPicker } from './selection/pick';
@@ -16,6 +16,7 @@ import { bytesOf } from './relay/sse-events';
 import { peerFold } from './state/peer-report';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
+import { SwitchboardSurfaces } from './switchboard-surfaces';
 import { DEFAULT_MAX_COOLDOWN } from './runtime/upstream-numbers';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 import { isSimulated } from './config/simulate-option';
@@ -31,9 +32,6 @@ export type { SwitchboardMessages } from './providers/anthropic/messages';
 
 /** The built-in surfaces: `chat.completions`, `responses`, `embeddings`, `messages`. */
 export type BuiltinSurfaces = SurfacesOf<typeof BUILTIN_ADAPTERS>;
-
-/** Names that a mounted surface must not take. */
-const RESERVED = new Set(Object.getOwnPropertyNames(Object.prototype));
 
 // The surfaces are built from the adapters at run time; this merge gives them their types.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
@@ -74,10 +72,8 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
    * (`options.fallbacks` with chains followed).
    */
   readonly fallbacks: ReadonlyMap<string, readonly string[]>;
-  /** Facades by adapter, for {@link surface}. */
-  private readonly surfaces = new Map<ApiAdapter, object>();
-  /** The intermediate objects of mounted paths (`sb.chat`). */
-  private readonly branches = new WeakSet<object>();
+  /** The facades mounted, for {@link surface}. */
+  private readonly surfaces: SwitchboardSurfaces;
   /** Calls waiting for room, when `options.queue` is set. */
   readonly queue: QueueView | undefined;
   private readonly window: number;
@@ -124,6 +120,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       clock: options.clock,
       logger: this.logger,
       maxCooldown: options.maxCooldown,
+      quotaPools: options.quotaPools,
     });
     this.picker = new DeploymentPicker(
       this.registry,
@@ -168,9 +165,10 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     this.window = options.ratelimitWindow ?? 60_000;
     this.usageWindow = options.usageWindow ?? 'sliding';
     this.clock = options.clock ?? Date.now;
+    this.surfaces = new SwitchboardSurfaces(this, (adapter) => router.surface(adapter));
     try {
       for (const adapter of [...BUILTIN_ADAPTERS, ...(options.adapters ?? [])]) {
-        this.mount(adapter as ApiAdapter);
+        this.surfaces.mount(adapter as ApiAdapter);
       }
     } catch (error) {
       // A bad adapter fails the constructor: what was made to be closed is closed.
@@ -328,52 +326,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
    * ```
    */
   surface<Facade extends object>(adapter: ApiAdapter<Facade, never>): Facade {
-    const facade = this.surfaces.get(adapter as ApiAdapter);
-    if (facade === undefined) {
-      throw new SwitchboardError(
-        `The adapter '${adapter.name}' is not mounted on this switchboard: pass it in options.adapters`,
-      );
-    }
-    return facade as Facade;
-  }
-
-  private mount(adapter: ApiAdapter): void {
-    const where = `sb.${adapter.path.join('.')}`;
-    if (adapter.path.length === 0 || adapter.path.some((k) => typeof k !== 'string' || k === '')) {
-      throw new SwitchboardError(`Adapter '${adapter.name}' needs a path such as ['moderations']`);
-    }
-    let node = this as unknown as Record<string, unknown>;
-    adapter.path.forEach((key, i) => {
-      const taken = RESERVED.has(key) || key in node;
-      if (i === adapter.path.length - 1) {
-        if (taken) {
-          throw new SwitchboardError(
-            `Adapter '${adapter.name}' cannot be mounted at ${where}: that name is taken`,
-          );
-        }
-        const facade = adapter.facade(this.router.surface(adapter));
-        node[key] = facade;
-        this.surfaces.set(adapter, facade);
-        return;
-      }
-      if (!taken) node[key] = this.branch();
-      else if (!this.isBranch(node[key])) {
-        throw new SwitchboardError(
-          `Adapter '${adapter.name}' cannot be mounted at ${where}: ${key} is taken`,
-        );
-      }
-      node = node[key] as Record<string, unknown>;
-    });
-  }
-
-  private branch(): object {
-    const b = {};
-    this.branches.add(b);
-    return b;
-  }
-
-  private isBranch(value: unknown): boolean {
-    return typeof value === 'object' && value !== null && this.branches.has(value);
+    return this.surfaces.get(adapter);
   }
 }
 

@@ -152,48 +152,6 @@ export interface Price {
 }
 
 /**
- * A spending limit in USD per UTC day or month: a call's price is reserved when it is admitted
- * and settled on its answer, so concurrent calls cannot overshoot it.
- *
- * @example
- * ```ts
- * const budget: TenantBudget = { usd: 50, per: 'month' };
- * ```
- */
-export interface TenantBudget {
-  usd: number;
-  per: 'day' | 'month';
-}
-
-/**
- * What one tenant may use, across every deployment, model and replica: tokens and requests per
- * minute (counted as the upstream counts them at admission), tokens per UTC day, and a budget;
- * and where its calls may go (`tags`). Absent limits do not apply.
- *
- * @example
- * ```ts
- * const acme: TenantPolicy = { tpm: 20_000, rpm: 100, budget: { usd: 50, per: 'month' } };
- * const euCustomer: TenantPolicy = { tpm: 10_000, tags: ['eu'] };
- * ```
- */
-export interface TenantPolicy {
-  /** Tokens per minute (prompt estimate + max_tokens at admission, settled on the answer). */
-  tpm?: number;
-  /** Requests per minute. */
-  rpm?: number;
-  /** Tokens per UTC day. */
-  tokensPerDay?: number;
-  /** USD per UTC day or month; needs `options.pricing` for the models the tenant calls. */
-  budget?: TenantBudget;
-  /**
-   * Deployment tags every call of the tenant requires, added to the call's own `tags`: its calls
-   * go only to deployments carrying all of them (fallbacks and best effort included). A policy
-   * of tags alone counts nothing.
-   */
-  tags?: string[];
-}
-
-/**
  * Where a deployment stands in its model's routing: `priority` picks the tier (lower is preferred;
  * the next tier only takes what the ones before cannot), `weight` shares traffic within a tier.
  *
@@ -304,31 +262,6 @@ export interface FailoverOptions {
    * it must not throw (an exception would fail the call).
    */
   onRetry?: (attempt: number, delay: number, reason: FailureReason, error: unknown) => void;
-}
-
-/**
- * Waiting for room instead of failing fast when no deployment of a model has room for a call.
- *
- * @example
- * ```ts
- * const queue: QueueOptions = { maxWait: 5_000, maxQueued: 1_000 };
- * ```
- */
-export interface QueueOptions {
-  /** Longest wait in ms; past it the call fails with the SDK's `RateLimitError`. */
-  maxWait: number;
-  /** Most calls waiting per model and lane; one more fails at once. Default 1000. */
-  maxQueued?: number;
-  /** Longest wait in ms of a `lane: 'batch'` call. Default `maxWait`. */
-  batchMaxWait?: number;
-  /**
-   * Share (0 to < 1) of each limit that batch calls leave free while interactive traffic is
-   * present (an interactive call waits, or one was sent within `headroomHold`). Without
-   * interactive traffic batch calls take every limit whole. Default 0.15.
-   */
-  batchHeadroom?: number;
-  /** ms after the last interactive call was sent during which batch calls keep the headroom free. Default 5 000. */
-  headroomHold?: number;
 }
 
 /** Where log lines go; Nest's `Logger` fits. */

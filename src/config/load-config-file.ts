@@ -4,7 +4,8 @@ import { MAX_CONFIG_FILE_BYTES, readBoundedFile } from './read-bounded-file';
 import type { SwitchboardOptions } from './switchboard-options';
 import { SwitchboardConfigError } from './switchboard-config.error';
 import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
-import { crossCheck, switchboardOptionsSchema } from './validate-options';
+import { switchboardOptionsSchema } from './options-schema';
+import { crossCheck } from './validate-options';
 import { isSimulated } from './simulate-option';
 import { hideSecrets, interpolate, keyStandIn, simulationStandIn, startsWith } from './interpolate';
 

@@ -3,6 +3,7 @@ import { DEFAULT_SPAN, LedgerReadout } from './ledger-readout';
 import { tokensOf, type Admission, type TokenUsage } from './admission';
 import { AnswerLog } from './answer-log';
 import { counterScope, fits, gatingOf, type LimitCounter } from './limit-counter';
+import { tooBigAbove, type LevelCounter, type PoolLevel } from './pool-level';
 import { Pricing } from './pricing';
 import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';
 import { readRateLimits, type HeaderSource, type RateLimitFamily } from './rate-limit-headers';
@@ -38,6 +39,8 @@ export interface QuotaLedgerOptions {
   onLimit?: LimitListener;
   /** Told when the upstream taught a rule it leaves open (a shorter request interval). */
   onRule?: (rule: LearnedRule) => void;
+  /** @internal The configured levels of its quota pool path (`quotaPools`): each charged, each asked. */
+  levels?: readonly PoolLevel[];
 }
 
 /** What a ledger is built from: a model's limits and the settings its rules read. */
@@ -86,6 +89,9 @@ export class QuotaLedger extends LedgerReadout {
   private gates: readonly LimitCounter[];
   /** The counters a single call can be too big for. */
   private readonly capped: readonly UsageCounter[];
+  /** The limits of its pool's levels, which other ledgers charge too. */
+  private readonly levels: readonly PoolLevel[];
+  private readonly levelGates: readonly LevelCounter[];
   private readonly answers: AnswerLog;
   private readonly pricing: Pricing;
   private readonly onRule: ((rule: LearnedRule) => void) | undefined;
@@ -114,7 +120,10 @@ export class QuotaLedger extends LedgerReadout {
     if (config.requestWindow !== undefined) counters.burst.period = config.requestWindow;
     this.pricing = new Pricing(rules, config, counters, limits.otpm);
     const { tokens, requests, burst, input, output, utilization } = counters;
-    this.all = [utilization ?? tokens, requests, burst, input, output];
+    this.levels = options.levels ?? [];
+    for (const level of this.levels) level.join(counters, scope);
+    this.levelGates = this.levels.flatMap((level) => level.gates);
+    this.all = [utilization ?? tokens, requests, burst, input, output, ...this.levelGates];
     this.gates = [];
     // A provisioned deployment admits a call of any size below 100 %: none is too big for it.
     this.capped = utilization ? [input, output] : [tokens, input, output];
@@ -129,7 +138,7 @@ export class QuotaLedger extends LedgerReadout {
       burst,
       input,
       output,
-    }).concat(this.gates));
+    }).concat(this.levelGates, this.gates));
   }
 
   /**
@@ -150,8 +159,11 @@ export class QuotaLedger extends LedgerReadout {
     // Others' usage (a store updates it in place) changes with time: it is not kept.
     // A combined limit charges the expected output, which its room in the row cannot say.
     const expected = this.counters.expected;
+    // A level's count moves with the other members' calls too.
     const keeps =
-      this.scope.peers === undefined && (expected === undefined || !(this.limits.tpm.value > 0));
+      this.scope.peers === undefined &&
+      this.levelGates.length === 0 &&
+      (expected === undefined || !(this.limits.tpm.value > 0));
     // What an uncapped call is charged here, for a draw that reads the row alone.
     this.hot.table[this.hot.row + RESERVE] = expected === undefined ? this.pricing.reservation : -1;
     return measure(this.hot, this.gatingCounters(), now, keeps);
@@ -171,7 +183,8 @@ export class QuotaLedger extends LedgerReadout {
   private hasRoomPriced(admission: Admission, now: number): boolean {
     // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
     // they hold, room is read from there (a learned limit may owe a probe: asked below).
-    if (this.scope.peers === undefined && (admission.reserve ?? 0) <= 0) {
+    const alone = this.scope.peers === undefined && this.levelGates.length === 0;
+    if (alone && (admission.reserve ?? 0) <= 0) {
       this.util(now);
       if (keptUtil(this.hot, now) >= 0) {
         const room = fitsRoom(this.hot.table, this.hot.row, admission);
@@ -240,7 +253,7 @@ export class QuotaLedger extends LedgerReadout {
       if (charge === undefined || counter.limit.probeDue(charge, now, this.scope.span)) continue;
       return { limit: counter.limit.name, value: counter.limit.value, charge };
     }
-    return undefined;
+    return tooBigAbove(this.levelGates, admission);
   }
 
   /**
@@ -369,6 +382,12 @@ export class QuotaLedger extends LedgerReadout {
     forget(this.hot);
     this.rules.apply(live!.reading, context, this);
     return true;
+  }
+
+  /** Counts usage over a sliding window (see `LedgerReadout.slide`), and so do its pool's levels. */
+  override slide(windowMs: number, buckets = 120): void {
+    super.slide(windowMs, buckets);
+    for (const level of this.levels) level.slide(windowMs, buckets);
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */

@@ -1,10 +1,28 @@
 import { DEFAULT_MAX_COOLDOWN } from '../runtime/upstream-numbers';
 
+/** Default cooldown (ms) after a 429 or a dropped connection. */
+export const DEFAULT_COOLDOWN = 10_000;
+
 /**
  * Why a model cools: marked down by hand (`manual`), after a 429 or a cooldown another instance
  * shared (`quota`: room comes back by itself), or after faults (`fault`: no promise of room).
  */
 export type CooldownKind = 'manual' | 'quota' | 'fault';
+
+/**
+ * The kind of cooldown a mark-down's `reason` starts: none is a mark-down by hand; the failure
+ * classification's reasons for a 429 say room comes back by itself.
+ *
+ * @example
+ * ```ts
+ * cooldownKind('rate_limit'); // 'quota'
+ * ```
+ */
+export function cooldownKind(reason: string | undefined): CooldownKind {
+  if (reason === undefined) return 'manual';
+  const quota = reason === 'rate_limit' || reason.startsWith('quota exhausted');
+  return quota ? 'quota' : 'fault';
+}
 
 /**
  * One model's cooldown: until when, why, and the cap every cooldown gets whatever its source

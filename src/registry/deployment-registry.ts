@@ -1,5 +1,6 @@
 import type { DeploymentConfig, SwitchboardLogger } from '../types';
 import { hotRows } from '../quota/hot-row';
+import { PoolLevels, type PoolLimits } from '../quota/pool-level';
 import type { LimitName } from '../quota/quota-limit';
 import { clip } from '../errors/clip';
 import { carries, type TagSet } from '../placement/tags';
@@ -9,7 +10,8 @@ import { rulesFor } from '../quota/rules/rules-for';
 import { upstreamKind } from '../quota/upstream-kind';
 import { SwitchboardError } from '../switchboard.error';
 import type { Deployment, DeploymentBuilder, DeploymentBuilders, Provider } from './deployment';
-import { ModelState, type ModelEvent } from './model-state';
+import type { ModelEvent } from './model-event';
+import { ModelState } from './model-state';
 import type { LatencySnapshot } from './latency';
 import { tiersOf } from './tiers';
 
@@ -77,6 +79,8 @@ export interface RegistryContext {
   logger?: SwitchboardLogger;
   /** The longest cooldown of any model (ms). */
   maxCooldown?: number;
+  /** Limits of the levels of quota pool paths (`SwitchboardOptions.quotaPools`). */
+  quotaPools?: Readonly<Record<string, PoolLimits>>;
 }
 
 /** Pools kept per model and set of tags; past it they are forgotten and made again when asked. */
@@ -135,6 +139,7 @@ export class DeploymentRegistry {
     const onEvent = (state: ModelState, event: ModelEvent) => this.emit(state, event);
     // A quota pool's first member builds its ledger; the others count their calls there.
     const firstMembers = new Map<string, ModelState>();
+    const levels = new PoolLevels(context.quotaPools, this.clock);
     // One table for every model's hot row, held by nothing but those rows: it goes with them.
     const rows = hotRows(configs.reduce((n, c) => n + c.models.length, 0));
     let next = 0;
@@ -147,8 +152,13 @@ export class DeploymentRegistry {
           weight: m.weight ?? config.weight,
           maxInFlight: m.maxInFlight ?? config.maxInFlight,
         };
+        const rules = rulesFor(
+          upstreamKind(config.provider, config.baseURL),
+          m.provisioned === true,
+        );
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
-          rules: rulesFor(upstreamKind(config.provider, config.baseURL), m.provisioned === true),
+          rules,
+          levels: levels.of(m.quotaPool, rules),
           maxCooldown: context.maxCooldown,
           ledger: m.quotaPool === undefined ? undefined : firstMembers.get(m.quotaPool)?.quota,
           hot: rows[next++],

@@ -1,49 +1,15 @@
 import type { ModelConfig } from '../types';
 import { tokensOf, type Admission, type TokenUsage } from '../quota/admission';
 import { COOL, hotRow, keptLoad, type HotRow } from '../quota/hot-row';
-import { QuotaLedger, type QuotaLedgerOptions } from '../quota/quota-ledger';
-import type { LimitName } from '../quota/quota-limit';
-import type { LearnedRule, QuotaRules } from '../quota/rules/quota-rules';
+import { QuotaLedger } from '../quota/quota-ledger';
 import { ConsecutiveBreaker } from './consecutive-breaker';
-import { Cooldown } from './cooldown';
+import { Cooldown, cooldownKind, DEFAULT_COOLDOWN } from './cooldown';
 import { InFlight, type InFlightView } from './in-flight';
 import { LatencyTracker, type LatencyView } from './latency';
+import type { ModelEvent } from './model-event';
+import type { ModelStateOptions } from './model-state-options';
 import type { QuotaView } from './quota-view';
 import { DEFAULT_MAX_COOLDOWN, upstreamUsage } from '../runtime/upstream-numbers';
-
-export type { ReportedRemaining } from '../quota/reading';
-export type { PeerUsage } from '../quota/quota-ledger';
-
-/** Default cooldown (ms) after a 429 or a dropped connection. */
-export const DEFAULT_COOLDOWN = 10_000;
-
-/** What a {@link ModelState} tells its listeners. */
-export type ModelEvent =
-  | { type: 'down'; until: number; reason?: string }
-  | { type: 'up' }
-  /** A call ended at the `maxInFlight` cap: a slot is free. */
-  | { type: 'free' }
-  | { type: 'spend'; tokens: number; requests: number }
-  | { type: 'limit'; limit: LimitName; value: number; was: number; configured: boolean }
-  /** The upstream taught a rule it leaves open (`switchboard.learned_rules`). */
-  | { type: 'rule'; rule: LearnedRule };
-
-/**
- * Options of a {@link ModelState} beyond its configuration: its upstream's quota rules, and the
- * cap of every cooldown (`maxCooldown`, ms, default one day).
- */
-export type ModelStateOptions = Pick<QuotaLedgerOptions, 'upstream'> & {
-  /** @internal The upstream's quota rules, as the ledger takes them. */
-  rules?: QuotaRules;
-  maxCooldown?: number;
-  /**
-   * @internal The ledger of the model's `quotaPool`, when another member built it: this model
-   * then counts its calls there, with the pool's other members.
-   */
-  ledger?: QuotaLedger;
-  /** @internal The row of its registry's table its quota keeps what a draw reads in. */
-  hot?: HotRow;
-};
 
 /**
  * One model on one deployment: its identity, its cooldown, a breaker that counts consecutive
@@ -155,6 +121,7 @@ export class ModelState {
         {
           rules: options.rules,
           upstream: options.upstream,
+          levels: options.levels,
           onLimit: (limit, value, was, configured) =>
             this.listener?.(this, { type: 'limit', limit, value, was, configured }),
           onRule: (rule) => this.listener?.(this, { type: 'rule', rule }),
@@ -360,10 +327,7 @@ export class ModelState {
    * deployment of a model is, calls still go out on a best-effort basis.
    */
   markDown(ms: number = this.cooldown, reason?: string): void {
-    // The failure classification's reasons for a 429: room comes back by itself.
-    const quota = reason === 'rate_limit' || reason?.startsWith('quota exhausted') === true;
-    const kind = reason === undefined ? 'manual' : quota ? 'quota' : 'fault';
-    const until = this.cooling.extend(this.clock(), ms, kind);
+    const until = this.cooling.extend(this.clock(), ms, cooldownKind(reason));
     if (until === 0) return;
     this.table[this.row + COOL] = until;
     this.why = reason;

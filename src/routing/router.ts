@@ -3,7 +3,8 @@ import type { SwitchboardLogger, SwitchboardOptions } from '../config/switchboar
 import { failoverPolicy, type FailoverPolicy } from '../failover/failover';
 import type { ApiAdapter, Surface } from '../providers/adapter';
 import type { AttemptHooks, PreparedRequest } from '../providers/attempt-types';
-import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../scheduling/capacity-queue';
+import { CapacityQueue } from '../scheduling/capacity-queue';
+import { DEFAULT_MAX_QUEUED } from '../scheduling/queue-view';
 import { LaneActivity } from '../scheduling/lanes';
 import type { Answer, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
@@ -18,7 +19,8 @@ import { LocalTenantCounts } from '../state/tenant-counts';
 import { Tenants } from '../tenants/tenants';
 import { contextWindows, widerModels } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
-import { Dispatch, type DispatchShared } from './dispatch';
+import { Dispatch } from './dispatch';
+import type { DispatchShared } from './dispatch-call';
 
 export type { FailedCalls } from './failed-calls';
 import { attemptHooks, wakeOnRoom } from './attempt-hooks';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import type { SwitchboardLogger } from '../types';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
-import type { ModelEvent } from '../registry/model-state';
+import type { ModelEvent } from '../registry/model-event';
 import { emptyPeerReport, type PeerReport } from './peer-report';
 import { SwitchboardError } from '../switchboard.error';
 import {

@@ -3,11 +3,13 @@ import { heldBackError, type RateLimitErrorClass } from '../quota/no-room';
 import type { ModelState } from '../registry/model-state';
 import { sessionKey } from '../selection/session-affinity';
 import { SwitchboardError } from '../switchboard.error';
-import type { DeploymentConfig, Price, TenantPolicy } from '../types';
+import type { DeploymentConfig, Price } from '../types';
+import type { TenantPolicy } from './tenant-options';
 import { CallAccount } from './call-account';
 import { maxOutputs, UNKNOWN_MAX_OUTPUT } from './max-output';
 import { PriceTable } from './price';
-import { TakeLines } from '../scheduling/take-line';
+import { CapacityQueue } from '../scheduling/capacity-queue';
+import type { Turn } from '../scheduling/queue-view';
 import { durationInWords } from '../runtime/duration-words';
 import { tenantOf } from '../scheduling/tenant-of';
 import type {
@@ -51,6 +53,9 @@ export interface TenantPlace {
   fallbacks: readonly string[] | undefined;
 }
 
+/** A refusal of a tenant's counts: which limit, and when room is expected. */
+type Refusal = Extract<TenantVerdict, { ok: false }>;
+
 /** What the 429 of a call held back by its tenant's limit says. */
 interface OverLimit {
   account: CallAccount;
@@ -64,8 +69,9 @@ interface OverLimit {
  * (`options.pricing`), and the counts they are held to ({@link TenantCounts}: this process, or a
  * shared store). A call of a tenant with a policy takes its charge (prompt estimate + max_tokens,
  * one request, the USD that prices, at the dearest deployment of its model) before it is routed;
- * over a limit it fails at once with the SDK's `RateLimitError`, or waits in its tenant's line,
- * first come first served, until the room its limit gives back. Over a budget, a fallback model
+ * over a limit it fails at once with the SDK's `RateLimitError`, or waits in its tenant's line
+ * (the one {@link CapacityQueue}, keyed by tenant), first come first served, until the room its
+ * limit gives back. Over a budget, a fallback model
  * whose price fits takes the call, when `options.fallbacks` names one.
  *
  * @example
@@ -86,8 +92,8 @@ export class Tenants {
   onCost: ((state: ModelState, label: string, usd: number) => void) | undefined;
   private readonly policies = new Map<string, Policy>();
   private readonly fallbackPolicy: Policy | undefined;
-  /** Calls of limited tenants waiting for room, one line per tenant. */
-  private readonly lines: TakeLines<TenantVerdict>;
+  /** Calls of limited tenants waiting for room, one line per tenant; none: each tries once. */
+  private readonly lines: CapacityQueue | undefined;
   /** USD per cost label (a named tenant, or `other`) since the start. */
   private readonly costByTenant = new Map<string, number>();
   private readonly counts: TenantCounts;
@@ -108,7 +114,11 @@ export class Tenants {
     this.counts = context.counts;
     this.clock = context.clock;
     this.wait = context.wait;
-    this.lines = new TakeLines(context.wait);
+    const wait = context.wait;
+    this.lines =
+      wait !== undefined && wait.maxWait > 0
+        ? new CapacityQueue({ ...wait, clock: context.clock })
+        : undefined;
     let star: Policy | undefined;
     for (const [name, policy] of Object.entries(options.tenants ?? {})) {
       const limited =
@@ -211,18 +221,26 @@ export class Tenants {
     const charges = this.places(models, admission, limits.usd !== undefined).map(
       ({ place, usd }) => ({ place, charge: { tokens, requests: 1, usd } }),
     );
-    return new Promise<TenantPlace>((resolve, reject) => {
-      if (this.closed) {
-        reject(new SwitchboardError('switchboard is closed', { code: 'unavailable' }));
-        return;
-      }
-      const w: OverLimit = { account, charges, RateLimitError, joined: this.clock() };
-      this.lines.join(account.key!, {
-        take: () => this.attempt(account, charges, resolve),
-        refused: (last) => this.overLimit(w, last),
-        reject,
-        signal: signal ?? undefined,
+    if (this.closed) {
+      return Promise.reject(new SwitchboardError('switchboard is closed', { code: 'unavailable' }));
+    }
+    const w: OverLimit = { account, charges, RateLimitError, joined: this.clock() };
+    const key = account.key!;
+    const tryTurn = () => this.attempt(account, charges);
+    const lines = this.lines;
+    if (lines === undefined) {
+      // Nobody waits: the call takes its room or fails.
+      return tryTurn().then((t) => {
+        if ('target' in t) return t.target;
+        throw this.overLimit(w, t);
       });
+    }
+    if (!lines.canJoin(key)) return Promise.reject(this.overLimit(w, undefined));
+    return lines.wait(key, tryTurn, {
+      signal,
+      tags: { lane: 'interactive', tenant: key },
+      onAbort: () => signal?.reason,
+      onTimeout: (_waited, last) => this.overLimit(w, last),
     });
   }
 
@@ -248,7 +266,7 @@ export class Tenants {
   /** @internal What an account adjusts; a refund wakes its tenant's line. */
   adjust(account: CallAccount, delta: TenantCharge): void {
     this.counts.adjust(account.key!, delta, account.at, account.limits);
-    if (delta.tokens < 0 || delta.requests < 0 || delta.usd < 0) this.lines.kick(account.key!);
+    if (delta.tokens < 0 || delta.requests < 0 || delta.usd < 0) this.lines?.kick(account.key!);
   }
 
   /** @internal The price of `model` on `deployment`, if it has one. */
@@ -325,7 +343,7 @@ export class Tenants {
   /** Fail everyone waiting and stop the timers. */
   close(error: () => unknown): void {
     this.closed = true;
-    this.lines.close(error);
+    this.lines?.close(error);
   }
 
   /**
@@ -344,15 +362,13 @@ export class Tenants {
   private async attempt(
     account: CallAccount,
     charges: readonly { place: TenantPlace; charge: TenantCharge }[],
-    resolve: (place: TenantPlace) => void,
-  ): Promise<TenantVerdict> {
-    let first: TenantVerdict | undefined;
+  ): Promise<Turn<TenantPlace, Refusal>> {
+    let first: Refusal | undefined;
     for (const { place, charge } of charges) {
       const v = await this.counts.take(account.key!, account.limits, charge, this.clock());
       if (v.ok) {
         account.took(charge, v.at);
-        resolve(place);
-        return v;
+        return { target: place };
       }
       first ??= v;
       if (v.limit !== 'budget') break;
@@ -361,11 +377,11 @@ export class Tenants {
   }
 
   /** The 429 of a call its tenant's limit holds back. */
-  private overLimit(w: OverLimit, v: TenantVerdict | undefined): Error {
+  private overLimit(w: OverLimit, v: Refusal | undefined): Error {
     const name = w.account.name;
     const waited = this.clock() - w.joined;
     const after = waited > 0 ? ` after waiting ${Math.round(waited)} ms` : '';
-    if (v === undefined || v.ok) {
+    if (v === undefined) {
       return heldBackError(
         w.RateLimitError,
         'switchboard_tenant_limit',

@@ -1,4 +1,5 @@
-import { ModelState, type ModelEvent } from '../../src/registry/model-state';
+import type { ModelEvent } from '../../src/registry/model-event';
+import { ModelState } from '../../src/registry/model-state';
 import { chatCompletions } from '../../src/providers/openai/chat';
 import { readRateLimits } from '../../src/quota/rate-limit-headers';
 import { FakeClock } from '../support/random';

@@ -1,7 +1,7 @@
 import { QuotaLedger } from '../../src/quota/quota-ledger';
 import { PROVIDERS } from '../../src/providers/index';
 import { DeploymentRegistry } from '../../src/registry/deployment-registry';
-import type { ModelEvent } from '../../src/registry/model-state';
+import type { ModelEvent } from '../../src/registry/model-event';
 import { SessionAffinity } from '../../src/selection/session-affinity';
 import { FakeClock } from '../support/random';
 

@@ -2,7 +2,8 @@ import { createSwitchboard, type SwitchboardOptions } from 'nestjs-switchboard';
 import { ConsecutiveBreaker } from '../../src/registry/consecutive-breaker';
 import { Cooldown } from '../../src/registry/cooldown';
 import { DEFAULT_MAX_COOLDOWN } from '../../src/runtime/upstream-numbers';
-import { ModelState, type ModelEvent } from '../../src/registry/model-state';
+import type { ModelEvent } from '../../src/registry/model-event';
+import { ModelState } from '../../src/registry/model-state';
 import { openaiDeployments } from '../support/configs';
 import { FakeClock } from '../support/random';
 
