@@ -170,7 +170,7 @@ export class Router implements DispatchShared {
     this.metrics = metrics;
     this.failedCalls = new FailedCallCounts(metrics);
     this.surfaces = new Surfaces(registry);
-    tenants.onCost = (state, label, usd) => metrics.cost(state, label, usd);
+    tenants.onCost = (state, tenant, usd) => metrics.cost(state, tenant, usd);
     if (queue !== undefined) wakeOnRoom(registry, queue);
     const traffic = options.recordTraffic
       ? new TrafficRecorder(options.recordTraffic, this.logger, this.clock)
@@ -252,7 +252,7 @@ export class Router implements DispatchShared {
           ? undefined
           : tenants.open(call.tenant, model);
       // A tenant with limits settles every answer: its stream is asked for usage.
-      const prep = account?.key !== undefined ? this.prepSettled : this.prep;
+      const prep = account?.tenantKey !== undefined ? this.prepSettled : this.prep;
       let request = prepareRequest(adapter, op, body, prep);
       if (this.cache !== undefined) request = this.cache.recording(options, request);
       const sdkOptions = options as SdkRequestOptions | undefined;
@@ -269,7 +269,7 @@ export class Router implements DispatchShared {
           sessionId,
           required,
         });
-      if (call.chained !== undefined && account?.key === undefined) return pinned(request);
+      if (call.chained !== undefined && account?.tenantKey === undefined) return pinned(request);
       let fallbacks =
         this.fallbacks.size > 0 && call.fallbacks ? this.fallbacks.get(model) : undefined;
       // Fallbacks of the other vendor that this call cannot be translated for are skipped.
@@ -310,7 +310,7 @@ export class Router implements DispatchShared {
         if (wider !== undefined && own) run.leaveModel('context_window', wider);
         return pending === undefined ? run.run() : pending.then(() => run.run());
       };
-      if (account?.key === undefined) return dispatch(model, fallbacks);
+      if (account?.tenantKey === undefined) return dispatch(model, fallbacks);
       // A tenant with limits: its charge is taken first, for the call's model or, over the
       // budget, the first fallback whose price fits; what the call does not use goes back.
       const models = fallbacks === undefined ? [model] : [model, ...fallbacks];
