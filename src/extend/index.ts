@@ -54,6 +54,8 @@ export {
   MAX_BODY_VALUES,
 } from '../relay/body-checks';
 export type { BodyShapeProblem } from '../relay/body-checks';
+export { readRequestBody, REQUEST_BODY } from '../relay/request-body';
+export type { RequestBody, RelayRequestInit } from '../relay/request-body';
 export {
   errorBody as apiErrorBody,
   upstreamErrorBody as apiUpstreamErrorBody,

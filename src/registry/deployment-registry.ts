@@ -14,6 +14,7 @@ import type { ModelEvent } from './model-event';
 import { ModelState } from './model-state';
 import type { LatencySnapshot } from './latency';
 import { tiersOf } from './tiers';
+import { isUnreachable, UnreachableDeployments } from './unreachable';
 
 /**
  * `stats()` entry: utilization rounded to 3 places (by the anchored view), usage as
@@ -123,12 +124,16 @@ export class DeploymentRegistry {
   private readonly tagged = new Map<string, TaggedPool>();
   /** Every tag some deployment carries. */
   readonly knownTags: ReadonlySet<string>;
+  /** @internal Deployments that refused connections and have not answered since. */
+  readonly unreachable = new UnreachableDeployments((model, tags) => this.poolFor(model, tags));
   private readonly listeners: ModelListener[] = [];
   private readonly ruleListeners: ((state: ModelState, rule: LearnedRule) => void)[] = [];
   /** Learned or corrected limits already logged. */
   private readonly loggedLimits = new Set<string>();
   private readonly clock: () => number;
   private readonly logger: SwitchboardLogger | undefined;
+  /** While a deployment's other models are being cooled with one of them. */
+  private coolingDeployment = false;
 
   constructor(configs: readonly DeploymentConfig[], context: RegistryContext) {
     this.clock = context.clock ?? Date.now;
@@ -315,14 +320,35 @@ export class DeploymentRegistry {
     return out;
   }
 
+  /**
+   * A deployment that cannot be reached cannot be for any model: its other models cool with the
+   * one that found out (their own mark-downs, heard meanwhile, cool nothing more).
+   */
+  private coolDeployment(state: ModelState, ms: number, reason: string): void {
+    if (this.coolingDeployment) return;
+    this.coolingDeployment = true;
+    try {
+      for (const other of this.deployments.get(state.deployment)?.models.values() ?? []) {
+        if (other !== state) other.markDown(ms, reason);
+      }
+    } finally {
+      this.coolingDeployment = false;
+    }
+  }
+
   private emit(state: ModelState, event: ModelEvent): void {
     if (event.type === 'down') {
       const ms = Math.max(0, event.until - this.clock());
-      this.logger?.warn(
-        `${state.deployment}/${state.name} marked down for ${Math.round(ms)} ms${event.reason ? ` (${event.reason})` : ''}`,
-      );
+      // Calls sent before the first refusal came back are refused too: one line says it.
+      if (this.unreachable.markedDown(state, event.reason)) {
+        this.logger?.warn(
+          `${state.deployment}/${state.name} marked down for ${Math.round(ms)} ms${event.reason ? ` (${event.reason})` : ''}`,
+        );
+      }
+      if (isUnreachable(event.reason)) this.coolDeployment(state, ms, event.reason!);
     } else if (event.type === 'up') {
       this.logger?.log(`${state.deployment}/${state.name} marked up`);
+      this.unreachable.markedUp(state);
     } else if (event.type === 'rule') {
       const key = `${state.deployment}/${state.name}/${event.rule}`;
       if (!this.loggedLimits.has(key)) {
