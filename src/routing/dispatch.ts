@@ -3,6 +3,7 @@ import { failover } from '../failover/failover';
 import { isFilteredAnswer, refusalOf, type Refusal } from '../failover/refusals';
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
 import type { AttemptOutcome, PreparedRequest } from '../providers/attempt-types';
+import type { SettledCall } from '../providers/call-promise';
 import { UNTAGGED, type CallTags } from '../scheduling/lanes';
 import { keptRoom } from '../quota/hot-row';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
@@ -134,15 +135,29 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
   /** Starts the call; the promise settles with its answer, or the error its caller sees. */
   run(): Promise<Answer> {
     const call = promiseOf(this);
+    this.start();
+    return call;
+  }
+
+  /**
+   * Starts the call, settling the promise `open` makes of it (the caller's own, see
+   * `CallEntry.open`): the call then makes one promise, not its own and one over it.
+   */
+  open(open: (call: SettledCall) => Promise<Answer>): Promise<Answer> {
+    const call = open(this);
+    this.start();
+    return call;
+  }
+
+  private start(): void {
     try {
       this.begin(this);
     } catch (error) {
       this.rejectCall(error);
     }
-    return call;
   }
 
-  /** @internal The resolving functions of the call's promise (see {@link openCall}). */
+  /** @internal The resolving functions of the call's promise (see {@link promiseOf}). */
   settlesWith(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void {
     this.resolveCall = resolve;
     this.rejectCall = reject;
