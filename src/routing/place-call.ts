@@ -47,7 +47,7 @@ export function goesStraight(
 ): boolean {
   const model = call.model;
   return (
-    (request.account as CallAccount | undefined)?.key === undefined &&
+    (request.account as CallAccount | undefined)?.tenantKey === undefined &&
     call.chained === undefined &&
     router.windows === undefined &&
     !(call.fallbacks && (router.fallbacks.has(model) || router.contentFilterFallbacks.has(model)))
@@ -86,7 +86,7 @@ export function placeCall(
       sessionId,
       required,
     });
-  if (call.chained !== undefined && account?.key === undefined) return pinned(request);
+  if (call.chained !== undefined && account?.tenantKey === undefined) return pinned(request);
   let fallbacks =
     router.fallbacks.size > 0 && call.fallbacks ? router.fallbacks.get(model) : undefined;
   // Fallbacks of the other vendor that this call cannot be translated for are skipped.
@@ -125,7 +125,7 @@ export function placeCall(
     if (wider !== undefined && own) run.leaveModel('context_window', wider);
     return pending === undefined ? run.run() : pending.then(() => run.run());
   };
-  if (account?.key === undefined) return dispatch(model, fallbacks);
+  if (account?.tenantKey === undefined) return dispatch(model, fallbacks);
   // A tenant with limits: its charge is taken first, for the call's model or, over the
   // budget, the first fallback whose price fits; what the call does not use goes back.
   const models = fallbacks === undefined ? [model] : [model, ...fallbacks];

@@ -170,7 +170,7 @@ export class Router implements PlacingRouter {
     this.metrics = metrics;
     this.failedCalls = new FailedCallCounts(metrics);
     this.surfaces = new Surfaces(registry);
-    tenants.onCost = (state, label, usd) => metrics.cost(state, label, usd);
+    tenants.onCost = (state, tenant, usd) => metrics.cost(state, tenant, usd);
     if (queue !== undefined) wakeOnRoom(registry, queue);
     const traffic = options.recordTraffic
       ? new TrafficRecorder(options.recordTraffic, this.logger, this.clock)
@@ -256,7 +256,7 @@ export class Router implements PlacingRouter {
           ? undefined
           : tenants.open(call.tenant, model);
       // A tenant with limits settles every answer: its stream is asked for usage.
-      const prep = account?.key !== undefined ? this.prepSettled : this.prep;
+      const prep = account?.tenantKey !== undefined ? this.prepSettled : this.prep;
       let request = prepareRequest(adapter, op, body, prep);
       if (this.cache !== undefined) request = this.cache.recording(options, request);
       const prefix = this.prefixOf(call, request);

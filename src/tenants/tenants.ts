@@ -86,15 +86,16 @@ export class Tenants {
   /** Per model, the most output an answer may run to (`maxOutput`, else documented). */
   private readonly maxOutput: ReadonlyMap<string, number>;
   /**
-   * @internal Hears what each answer cost, per model and cost label (the switchboard's metrics
-   * count it): handed in by whoever reports costs, so the tenants do not import them.
+   * @internal Hears what each answer cost, per model and tenant as the cost metric counts it (the
+   * switchboard's metrics count it): handed in by whoever reports costs, so the tenants do not
+   * import them.
    */
-  onCost: ((state: ModelState, label: string, usd: number) => void) | undefined;
+  onCost: ((state: ModelState, costTenant: string, usd: number) => void) | undefined;
   private readonly policies = new Map<string, Policy>();
   private readonly fallbackPolicy: Policy | undefined;
   /** Calls of limited tenants waiting for room, one line per tenant; none: each tries once. */
   private readonly lines: CapacityQueue | undefined;
-  /** USD per cost label (a named tenant, or `other`) since the start. */
+  /** USD per tenant as the cost metric counts it (a named tenant, or `other`) since the start. */
   private readonly costByTenant = new Map<string, number>();
   private readonly counts: TenantCounts;
   private readonly clock: () => number;
@@ -120,7 +121,7 @@ export class Tenants {
         ? new CapacityQueue({ ...wait, clock: context.clock })
         : undefined;
     let star: Policy | undefined;
-    for (const [name, policy] of Object.entries(options.tenants ?? {})) {
+    for (const [tenant, policy] of Object.entries(options.tenants ?? {})) {
       const limited =
         policy.tpm !== undefined ||
         policy.rpm !== undefined ||
@@ -139,12 +140,12 @@ export class Tenants {
           : undefined,
         tags: policy.tags !== undefined && policy.tags.length > 0 ? policy.tags : undefined,
       };
-      if (name === '*') star = read;
-      else this.policies.set(name, read);
+      if (tenant === '*') star = read;
+      else this.policies.set(tenant, read);
     }
     this.fallbackPolicy = star;
     if (!this.prices.empty) {
-      for (const label of [...this.policies.keys(), 'other']) this.costByTenant.set(label, 0);
+      for (const tenant of [...this.policies.keys(), 'other']) this.costByTenant.set(tenant, 0);
     }
   }
 
@@ -179,17 +180,17 @@ export class Tenants {
    * tenant it belongs to ({@link tenantOf}: `acme/batch` is `acme`'s part, counted with it),
    * its policy's, else `'*'`'s; or without, when only its cost is counted.
    */
-  open(tenant: string | undefined, model: string): CallAccount {
-    const scope = tenant === undefined ? undefined : tenantOf(tenant);
-    const label = scope !== undefined && this.policies.has(scope) ? scope : 'other';
-    const limits = this.policyOf(tenant)?.limits;
-    if (limits === undefined) return new CallAccount(this, undefined, label, {}, scope ?? '');
+  open(named: string | undefined, model: string): CallAccount {
+    const tenant = named === undefined ? undefined : tenantOf(named);
+    const costTenant = tenant !== undefined && this.policies.has(tenant) ? tenant : 'other';
+    const limits = this.policyOf(named)?.limits;
+    if (limits === undefined) return new CallAccount(this, undefined, costTenant, {}, tenant ?? '');
     if (limits.usd !== undefined && this.prices.dearest(model, { input: 1, output: 1 }) === 0) {
       throw new SwitchboardError(
-        `Tenant ${scope} has a budget, but ${model} has no price: add it to options.pricing (USD per million tokens)`,
+        `Tenant ${tenant} has a budget, but ${model} has no price: add it to options.pricing (USD per million tokens)`,
       );
     }
-    return new CallAccount(this, sessionKey(scope!), label, limits, scope!);
+    return new CallAccount(this, sessionKey(tenant!), costTenant, limits, tenant!);
   }
 
   /**
@@ -213,7 +214,7 @@ export class Tenants {
       if (value > 0 && tokens > value) {
         return Promise.reject(
           new SwitchboardError(
-            `A call of tenant ${account.name} can never fit its ${limit} limit: it takes ${tokens} tokens at admission (${admission.input} input + ${admission.output} reserved output), above ${value} ${UNITS[limit]}. Shorten the prompt or lower its max_tokens.`,
+            `A call of tenant ${account.tenant} can never fit its ${limit} limit: it takes ${tokens} tokens at admission (${admission.input} input + ${admission.output} reserved output), above ${value} ${UNITS[limit]}. Shorten the prompt or lower its max_tokens.`,
           ),
         );
       }
@@ -225,7 +226,7 @@ export class Tenants {
       return Promise.reject(new SwitchboardError('switchboard is closed', { code: 'unavailable' }));
     }
     const w: OverLimit = { account, charges, RateLimitError, joined: this.clock() };
-    const key = account.key!;
+    const key = account.tenantKey!;
     const tryTurn = () => this.attempt(account, charges);
     const lines = this.lines;
     if (lines === undefined) {
@@ -257,16 +258,17 @@ export class Tenants {
     return Object.fromEntries(this.costByTenant);
   }
 
-  /** @internal What an answer of `state` cost, for the tenant labelled `label`. */
-  spent(state: ModelState, label: string, usd: number): void {
-    this.costByTenant.set(label, (this.costByTenant.get(label) ?? 0) + usd);
-    this.onCost?.(state, label, usd);
+  /** @internal What an answer of `state` cost, for `costTenant` (a named tenant, or `other`). */
+  spent(state: ModelState, costTenant: string, usd: number): void {
+    this.costByTenant.set(costTenant, (this.costByTenant.get(costTenant) ?? 0) + usd);
+    this.onCost?.(state, costTenant, usd);
   }
 
   /** @internal What an account adjusts; a refund wakes its tenant's line. */
   adjust(account: CallAccount, delta: TenantCharge): void {
-    this.counts.adjust(account.key!, delta, account.at, account.limits);
-    if (delta.tokens < 0 || delta.requests < 0 || delta.usd < 0) this.lines?.kick(account.key!);
+    this.counts.adjust(account.tenantKey!, delta, account.at, account.limits);
+    if (delta.tokens < 0 || delta.requests < 0 || delta.usd < 0)
+      this.lines?.kick(account.tenantKey!);
   }
 
   /** @internal The price of `model` on `deployment`, if it has one. */
@@ -302,7 +304,7 @@ export class Tenants {
     RateLimitError: RateLimitErrorClass,
   ): Promise<void> {
     const charge = { tokens: 0, requests: 0, usd };
-    const v = await this.counts.take(account.key!, account.limits, charge, this.clock());
+    const v = await this.counts.take(account.tenantKey!, account.limits, charge, this.clock());
     if (!v.ok) {
       const w = { account, charges: [{ charge }], RateLimitError, joined: this.clock() };
       throw this.overLimit(w, v);
@@ -365,7 +367,7 @@ export class Tenants {
   ): Promise<Turn<TenantPlace, Refusal>> {
     let first: Refusal | undefined;
     for (const { place, charge } of charges) {
-      const v = await this.counts.take(account.key!, account.limits, charge, this.clock());
+      const v = await this.counts.take(account.tenantKey!, account.limits, charge, this.clock());
       if (v.ok) {
         account.took(charge, v.at);
         return { target: place };
@@ -378,14 +380,14 @@ export class Tenants {
 
   /** The 429 of a call its tenant's limit holds back. */
   private overLimit(w: OverLimit, v: Refusal | undefined): Error {
-    const name = w.account.name;
+    const tenant = w.account.tenant;
     const waited = this.clock() - w.joined;
     const after = waited > 0 ? ` after waiting ${Math.round(waited)} ms` : '';
     if (v === undefined) {
       return heldBackError(
         w.RateLimitError,
         'switchboard_tenant_limit',
-        `Tenant ${name} has ${this.wait?.maxQueued ?? 0} calls waiting for room already${after}`,
+        `Tenant ${tenant} has ${this.wait?.maxQueued ?? 0} calls waiting for room already${after}`,
         1_000,
       );
     }
@@ -394,8 +396,8 @@ export class Tenants {
     const fmt = (n: number) => (v.limit === 'budget' ? `${+n.toFixed(6)}` : String(n));
     const message =
       v.reason !== undefined
-        ? `Tenant ${name}: ${v.reason}${after}`
-        : `Tenant ${name} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
+        ? `Tenant ${tenant}: ${v.reason}${after}`
+        : `Tenant ${tenant} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
           `taken, this call needs ${fmt(wants)}${after}; room again in ${durationInWords(v.waitMs)}`;
     const periodEnd = v.limit === 'budget' || v.limit === 'tokensPerDay';
     return heldBackError(w.RateLimitError, 'switchboard_tenant_limit', message, v.waitMs, {
