@@ -210,7 +210,7 @@ export class ResponseCache {
       return Promise.reject(error);
     }
     this.context.telemetry.hit(served.hit, served.usd);
-    return Promise.resolve(new CachedAnswer(data, held.entry));
+    return Promise.resolve(new CachedAnswer(data, held.entry, call.adapter.name));
   }
 
   /** What every hit of `entry` reuses: its parsed answer, its description, the USD it saves. */

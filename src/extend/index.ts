@@ -68,6 +68,7 @@ export type { HttpErrorAnswer, HttpErrorOptions } from '../relay/http-error';
 export type { TenantBudget } from '../tenants/tenant-options';
 export { validateOptions } from '../config/validate-options';
 export { switchboardOptionsSchema } from '../config/options-schema';
+export { MAX_CONFIG_FILE_BYTES, readBoundedFile } from '../config/read-bounded-file';
 export type { SwitchboardEnv, ParseSwitchboardConfigOptions } from '../config/load-config-file';
 export type { SwitchboardModuleExtras } from '../switchboard.module-definition';
 export type { Deployment, Provider, Operation } from '../registry/deployment';
