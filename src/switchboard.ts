@@ -1,5 +1,6 @@
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
+import type { SwitchboardOptions } from './config/switchboard-options';
+import type { SwitchboardLogger } from './types';
 import { validateOptions } from './config/validate-options';
 import type { ApiAdapter, SurfacesOf } from './providers/adapter';
 import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
@@ -22,14 +23,6 @@ import { DEFAULT_MAX_COOLDOWN } from './runtime/upstream-numbers';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 import { isSimulated } from './config/simulate-option';
 import { simulateInProcess, type Simulation } from './simulate/in-process';
-
-export type { SessionParams } from './types';
-export type { OpenAIRequestOptions } from './providers/openai/openai-deployment';
-export type { AnthropicRequestOptions } from './providers/anthropic/anthropic-deployment';
-export type { SwitchboardChatCompletions } from './providers/openai/chat';
-export type { SwitchboardResponses } from './providers/openai/responses';
-export type { SwitchboardEmbeddings } from './providers/openai/embeddings';
-export type { SwitchboardMessages } from './providers/anthropic/messages';
 
 /** The built-in surfaces: `chat.completions`, `responses`, `embeddings`, `messages`. */
 export type BuiltinSurfaces = SurfacesOf<typeof BUILTIN_ADAPTERS>;
