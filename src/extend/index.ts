@@ -22,13 +22,11 @@
  *
  * @packageDocumentation
  */
-export type {
-  SwitchboardChatCompletions,
-  SwitchboardResponses,
-  SwitchboardEmbeddings,
-  SwitchboardMessages,
-  BuiltinSurfaces,
-} from '../switchboard';
+export type { BuiltinSurfaces } from '../switchboard';
+export type { SwitchboardChatCompletions } from '../providers/openai/chat';
+export type { SwitchboardResponses } from '../providers/openai/responses';
+export type { SwitchboardEmbeddings } from '../providers/openai/embeddings';
+export type { SwitchboardMessages } from '../providers/anthropic/messages';
 export { defineAdapter } from '../providers/adapter';
 export type {
   ApiAdapter,
