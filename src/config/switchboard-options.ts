@@ -10,18 +10,6 @@ import type { QueueOptions } from '../scheduling/queue-options';
 import type { TenantPolicy } from '../tenants/tenant-options';
 import type { DeploymentConfig, FailoverOptions, Price, SwitchboardLogger } from '../types';
 
-export type {
-  ApiKey,
-  ModelConfig,
-  OpenAIConfig,
-  AnthropicConfig,
-  DeploymentConfig,
-  RoutingConfig,
-  FailoverOptions,
-  SwitchboardLogger,
-  Price,
-} from '../types';
-
 /**
  * Everything a switchboard is built from.
  *

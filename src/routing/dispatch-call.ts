@@ -1,4 +1,4 @@
-import type { SwitchboardLogger } from '../config/switchboard-options';
+import type { SwitchboardLogger } from '../types';
 import type { FailoverPolicy } from '../failover/failover';
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
 import type { AttemptHooks, PreparedRequest } from '../providers/attempt-types';

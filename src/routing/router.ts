@@ -1,5 +1,6 @@
 import { budgetCounts } from '../tenants/budget-options';
-import type { SwitchboardLogger, SwitchboardOptions } from '../config/switchboard-options';
+import type { SwitchboardOptions } from '../config/switchboard-options';
+import type { SwitchboardLogger } from '../types';
 import { failoverPolicy, type FailoverPolicy } from '../failover/failover';
 import type { ApiAdapter, Surface } from '../providers/adapter';
 import type { AttemptHooks, PreparedRequest } from '../providers/attempt-types';
