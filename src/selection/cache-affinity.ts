@@ -29,13 +29,11 @@ export function prefixKey(
   estimatedInput: number,
   tenant?: string,
 ): string | undefined {
-  // Each tenant's prefixes are its own: a placement shared across tenants would tell one of them
-  // (by the cached tokens of its answer) whether another recently sent a prompt it guessed.
-  const space = tenant === undefined || tenant === '' ? '' : `${JSON.stringify(tenant)}\u0000`;
   const named = body.prompt_cache_key;
   if (typeof named === 'string' && named !== '') {
-    return `prefix:${digest(`${space}key\u0000${String(body.model)}\u0000${named}`)}`;
+    return `prefix:${digest(`${tenantSpace(tenant)}key\u0000${String(body.model)}\u0000${named}`)}`;
   }
+  // Most calls: too short to be cached, nothing else to read.
   if (estimatedInput < CACHEABLE_TOKENS) return undefined;
   const start = new PromptStart();
   start.take(body.system);
@@ -50,7 +48,15 @@ export function prefixKey(
     }
   }
   if (start.text.length === 0) return undefined;
-  return `prefix:${digest(`${space}text\u0000${String(body.model)}\u0000${start.text}`)}`;
+  return `prefix:${digest(`${tenantSpace(tenant)}text\u0000${String(body.model)}\u0000${start.text}`)}`;
+}
+
+/**
+ * Each tenant's prefixes are its own: a placement shared across tenants would tell one of them
+ * (by the cached tokens of its answer) whether another recently sent a prompt it guessed.
+ */
+function tenantSpace(tenant: string | undefined): string {
+  return tenant === undefined || tenant === '' ? '' : `${JSON.stringify(tenant)}\u0000`;
 }
 
 interface Item {
