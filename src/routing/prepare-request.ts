@@ -1,5 +1,5 @@
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
-import type { PreparedRequest, ResponseTracker } from '../providers/attempt-types';
+import type { PreparedRequest, ResponseTracker, UsageAccount } from '../providers/attempt-types';
 import type { Admission } from '../quota/admission';
 
 /** What calls that use no quota (retrievals, token counts) are charged. */
@@ -9,7 +9,9 @@ const UNMETERED: Admission = Object.freeze({ input: 0, output: 0 });
  * A call's body made ready for its surface, with what it is charged at admission (`defaultOutput`
  * reserved when the body caps no output) and, for APIs whose answers create stored objects, who
  * remembers where they live. With `prep.usage` (a tenant with limits), a stream is asked for
- * its usage even when the caller said not to (the usage event is hidden from it).
+ * its usage even when the caller said not to (the usage event is hidden from it). `account` is the
+ * call's tenant and cost account, when it has one: made part of the request from the start, so
+ * every call's request has one shape.
  *
  * @example
  * ```ts
@@ -29,6 +31,7 @@ export function prepareRequest(
     /** Ask a stream for its usage whatever the caller said (a tenant with limits). */
     usage?: boolean;
   },
+  account?: UsageAccount,
 ): PreparedRequest {
   const { defaultOutput, tracker } = prep;
   const stream = op.streams ? op.streams(body) : body.stream === true;
@@ -44,7 +47,8 @@ export function prepareRequest(
       metered,
       hideUsageEvents: prepared.hideUsageEvents,
       track,
+      account,
     };
   }
-  return { body, stream, admission, metered, hideUsageEvents: false, track };
+  return { body, stream, admission, metered, hideUsageEvents: false, track, account };
 }

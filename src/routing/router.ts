@@ -258,10 +258,9 @@ export class Router implements PlacingRouter {
           : tenants.open(call.tenant, model);
       // A tenant with limits settles every answer: its stream is asked for usage.
       const prep = account?.tenantKey !== undefined ? this.prepSettled : this.prep;
-      let request = prepareRequest(adapter, op, body, prep);
+      let request = prepareRequest(adapter, op, body, prep, account);
       if (this.cache !== undefined) request = this.cache.recording(options, request);
       const prefix = this.prefixOf(call, request);
-      if (account !== undefined) request = { ...request, account };
       const sdkOptions = options as SdkRequestOptions | undefined;
       if (!goesStraight(this, call, request)) {
         return placeCall(this, call, request, sdkOptions, prefix);
