@@ -1,5 +1,5 @@
 import { tokensOf, type Admission, type TokenUsage } from '../quota/admission';
-import { heldBackError, type RateLimitErrorClass } from '../quota/no-room';
+import type { RateLimitErrorClass } from '../quota/no-room';
 import type { ModelState } from '../registry/model-state';
 import { sessionKey } from '../selection/session-affinity';
 import { SwitchboardError } from '../switchboard.error';
@@ -10,23 +10,9 @@ import { maxOutputs, UNKNOWN_MAX_OUTPUT } from './max-output';
 import { PriceTable } from './price';
 import { CapacityQueue } from '../scheduling/capacity-queue';
 import type { Turn } from '../scheduling/queue-view';
-import { durationInWords } from '../runtime/duration-words';
+import { overLimitError, TENANT_UNITS, type TenantRefusal } from './over-limit';
 import { tenantOf } from '../scheduling/tenant-of';
-import type {
-  TenantCharge,
-  TenantCounts,
-  TenantLimitName,
-  TenantLimits,
-  TenantVerdict,
-} from '../state/tenant-counts';
-
-/** What a tenant's limit counts, for messages. */
-const UNITS: Record<TenantLimitName, string> = {
-  tpm: 'tokens per minute',
-  rpm: 'requests per minute',
-  tokensPerDay: 'tokens per UTC day',
-  budget: 'USD',
-};
+import type { TenantCharge, TenantCounts, TenantLimits } from '../state/tenant-counts';
 
 /** How a call of a limited tenant waits for its room; absent: it fails at once. */
 export interface TenantWait {
@@ -52,9 +38,6 @@ export interface TenantPlace {
   model: string;
   fallbacks: readonly string[] | undefined;
 }
-
-/** A refusal of a tenant's counts: which limit, and when room is expected. */
-type Refusal = Extract<TenantVerdict, { ok: false }>;
 
 /** What the 429 of a call held back by its tenant's limit says. */
 interface OverLimit {
@@ -214,7 +197,7 @@ export class Tenants {
       if (value > 0 && tokens > value) {
         return Promise.reject(
           new SwitchboardError(
-            `A call of tenant ${account.tenant} can never fit its ${limit} limit: it takes ${tokens} tokens at admission (${admission.input} input + ${admission.output} reserved output), above ${value} ${UNITS[limit]}. Shorten the prompt or lower its max_tokens.`,
+            `A call of tenant ${account.tenant} can never fit its ${limit} limit: it takes ${tokens} tokens at admission (${admission.input} input + ${admission.output} reserved output), above ${value} ${TENANT_UNITS[limit]}. Shorten the prompt or lower its max_tokens.`,
           ),
         );
       }
@@ -364,8 +347,8 @@ export class Tenants {
   private async attempt(
     account: CallAccount,
     charges: readonly { place: TenantPlace; charge: TenantCharge }[],
-  ): Promise<Turn<TenantPlace, Refusal>> {
-    let first: Refusal | undefined;
+  ): Promise<Turn<TenantPlace, TenantRefusal>> {
+    let first: TenantRefusal | undefined;
     for (const { place, charge } of charges) {
       const v = await this.counts.take(account.tenantKey!, account.limits, charge, this.clock());
       if (v.ok) {
@@ -378,30 +361,15 @@ export class Tenants {
     return first!;
   }
 
-  /** The 429 of a call its tenant's limit holds back. */
-  private overLimit(w: OverLimit, v: Refusal | undefined): Error {
-    const tenant = w.account.tenant;
-    const waited = this.clock() - w.joined;
-    const after = waited > 0 ? ` after waiting ${Math.round(waited)} ms` : '';
-    if (v === undefined) {
-      return heldBackError(
-        w.RateLimitError,
-        'switchboard_tenant_limit',
-        `Tenant ${tenant} has ${this.wait?.maxQueued ?? 0} calls waiting for room already${after}`,
-        1_000,
-      );
-    }
-    const charge = w.charges[0]!.charge;
-    const wants = v.limit === 'budget' ? charge.usd : v.limit === 'rpm' ? 1 : charge.tokens;
-    const fmt = (n: number) => (v.limit === 'budget' ? `${+n.toFixed(6)}` : String(n));
-    const message =
-      v.reason !== undefined
-        ? `Tenant ${tenant}: ${v.reason}${after}`
-        : `Tenant ${tenant} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
-          `taken, this call needs ${fmt(wants)}${after}; room again in ${durationInWords(v.waitMs)}`;
-    const periodEnd = v.limit === 'budget' || v.limit === 'tokensPerDay';
-    return heldBackError(w.RateLimitError, 'switchboard_tenant_limit', message, v.waitMs, {
-      untilPeriodEnd: periodEnd,
-    });
+  /** The 429 of a call its tenant's limit holds back (`v`: its last refusal). */
+  private overLimit(w: OverLimit, v: TenantRefusal | undefined): Error {
+    const held = {
+      tenant: w.account.tenant,
+      charge: w.charges[0]!.charge,
+      RateLimitError: w.RateLimitError,
+      waited: this.clock() - w.joined,
+      maxQueued: this.wait?.maxQueued ?? 0,
+    };
+    return overLimitError(held, v);
   }
 }
