@@ -147,21 +147,42 @@ export class LeaseMeter implements LimitCounter {
     // Leases are the store's count, not usage this replica may forget.
   }
 
+  /** Whether the store's room is short (below a quarter of the limit): others may want it. */
+  get short(): boolean {
+    return this.storeRoom < this.spec.limit() / 4;
+  }
+
+  /**
+   * Whether what it holds has lain idle since `idleBefore` where the store's room is short. A
+   * lease never spent from is the one a first call finds: it is kept.
+   */
+  idle(idleBefore: number): boolean {
+    return this.lastUse > 0 && this.lastUse < idleBefore && this.balance > 0 && this.short;
+  }
+
   /**
    * What to ask the store in the next exchange, taking out of the balance what is handed back
-   * (`giveBack`: the part above one call's charge) or owed; `undefined` when there is nothing
-   * to ask, give or owe.
+   * (all of it when it lay {@link idle} since `idleBefore`) or owed; `undefined` when there is
+   * nothing to ask, give or owe.
    */
-  ask(now: number, share: number, giveBack: boolean): PendingAsk | undefined {
+  ask(now: number, share: number, idleBefore?: number): PendingAsk | undefined {
     if (!this.active) return undefined;
     this.catchUp(now);
-    const low = Math.max(this.want, this.lastCharge);
-    const need = low > this.balance ? Math.ceil(low - Math.max(0, this.balance)) : 0;
+    const idle = idleBefore !== undefined && this.idle(idleBefore);
+    // An idle lease, or any where the room is short, asks only for the call that waits, not for
+    // one more like its last: that would be refused where the waiting call fits.
+    const low =
+      idle || (this.short && this.want > 0) ? this.want : Math.max(this.want, this.lastCharge);
+    let need = low > this.balance ? Math.ceil(low - Math.max(0, this.balance)) : 0;
     let fromBalance = 0;
     if (this.balance < 0) fromBalance = this.balance;
-    // A lease never spent from is the one a first call finds: it is kept.
-    else if (giveBack && need === 0 && this.lastUse > 0 && this.balance > this.lastCharge) {
-      fromBalance = this.balance - this.lastCharge;
+    else if (idle && need === 0) {
+      fromBalance = this.balance;
+    } else if (need > 0 && this.balance > 0 && this.short && now >= this.refusedUntil) {
+      // Handed back in the same step as the ask for a whole charge: granted, the call fits as
+      // before; refused, the part that fits no call here goes where another replica's may fit.
+      fromBalance = this.balance;
+      need = Math.ceil(low);
     }
     const owed = Math.min(this.spentAway, this.spec.limit());
     // In a window's last moments a grant could not be spent: ask once the next one opens.
