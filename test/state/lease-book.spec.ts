@@ -97,6 +97,29 @@ describe('a lease book where the room is short', () => {
     expect(Number(await redis.hget(`book:lease:${field}`, 'tokens:b'))).toBe(5_900);
   });
 
+  it('asks a full window again after 1, 2, 4 and 8 s, not at every look of a waiting call', async () => {
+    const clock = new FakeClock();
+    const field = `full-${clock.ms}`;
+    const a = replica('a', field, clock);
+    const b = replica('b', field, clock);
+    a.tokens.want = LIMIT;
+    a.book.request();
+    await eventually(() => a.tokens.balance === LIMIT);
+    // B's call waits 20 s in a window A took whole, looking every 250 ms as a queue may.
+    const admission = { input: 500, output: 0 };
+    const asked: number[] = [];
+    for (let t = 0; t <= 20_000; t += 250) {
+      const before = b.exchanges.length;
+      b.tokens.room(clock.ms, admission);
+      await eventually(() => !(b.book as unknown as { running?: unknown }).running);
+      if (b.exchanges.length > before) asked.push(t);
+      clock.advance(250);
+    }
+    expect(asked).toEqual([0, 1_000, 3_000, 7_000, 15_000]);
+    // Nothing was granted meanwhile: A holds the whole window.
+    expect(b.tokens.balance).toBe(0);
+  });
+
   it('hands back all an idle lease holds once the room is short, its last call included', async () => {
     const clock = new FakeClock();
     const field = `idle-${clock.ms}`;

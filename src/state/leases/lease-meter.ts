@@ -57,6 +57,8 @@ export class LeaseMeter implements LimitCounter {
   storeRoom = Infinity;
   /** Until when the store had no room for {@link want} (epoch ms): no new ask before. */
   refusedUntil = 0;
+  /** Asks refused in a row: each waits twice as long before the next (up to {@link POLL_MS} × 8). */
+  private refusals = 0;
   /** Spent while the store could not be reached: owed to it once it is back. */
   spentAway = 0;
   /** Whether the lease comes from this process (the store cannot be reached). */
@@ -238,8 +240,12 @@ export class LeaseMeter implements LimitCounter {
     }
     this.balance += grant.grant;
     this.storeRoom = grant.room;
-    this.refusedUntil =
-      ask.need > 0 && grant.grant === 0 ? now + refusalWait(this.spec, ask.need, grant, now) : 0;
+    if (grant.grant > 0) this.refusals = 0;
+    const refused = ask.need > 0 && grant.grant === 0;
+    if (refused) this.refusals++;
+    this.refusedUntil = refused
+      ? now + refusalWait(this.spec, ask.need, grant, now, this.refusals)
+      : 0;
   }
 }
 
@@ -261,14 +267,23 @@ const POLL_MS = 1_000;
 
 /**
  * ms until the store has room for `need` again: a window's end, or the time a bucket takes to
- * refill what is missing; at most {@link POLL_MS}, as another replica may hand back sooner.
+ * refill what is missing; sooner, as another replica may hand back: {@link POLL_MS} after a first
+ * refusal, doubling with each refusal in a row (most hand-backs come within a second or two of the
+ * room running short, and a queue polling a window that stays full costs a round trip each time).
  */
-function refusalWait(spec: MeterSpec, need: number, grant: MeterGrant, now: number): number {
-  if (spec.kind === 'w') return Math.max(1, Math.min(POLL_MS, grant.end - now));
+function refusalWait(
+  spec: MeterSpec,
+  need: number,
+  grant: MeterGrant,
+  now: number,
+  refusals: number,
+): number {
+  const poll = POLL_MS * 2 ** (Math.min(Math.max(refusals, 1), 4) - 1);
+  if (spec.kind === 'w') return Math.max(1, Math.min(poll, grant.end - now));
   const limit = spec.limit();
   const missing = need - grant.room;
-  const refill = limit > 0 ? (missing / limit) * spec.lengthMs() : POLL_MS;
-  return Math.max(1, Math.min(POLL_MS, Math.ceil(refill)));
+  const refill = limit > 0 ? (missing / limit) * spec.lengthMs() : poll;
+  return Math.max(1, Math.min(poll, Math.ceil(refill)));
 }
 
 /**
