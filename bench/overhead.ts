@@ -4,10 +4,17 @@
  * alternating rounds with a forced collection before each.
  */
 import OpenAI from 'openai';
-import { createSwitchboard, type DeploymentConfig, type Switchboard } from '../src';
+import { loadavg } from 'node:os';
+import {
+  createSwitchboard,
+  type DeploymentConfig,
+  type Switchboard,
+  type SwitchboardOptions,
+} from '../src';
+import { everyRound, everyRoundReport, type RoundSide } from './every-round';
 import type { BenchArgs } from './cli';
 import { histogram, utilizations } from './histogram';
-import { originalLines, runRound, type RoundResult } from './rounds';
+import { originalLines, runRound } from './rounds';
 import { startUpstreams, type Upstreams } from './upstreams';
 import { CANNED } from './surfaces';
 import {
@@ -21,7 +28,7 @@ import {
   type PairedFigures,
   type PairedSide,
 } from './paired';
-import { fixed, median, quantile, quietLogger, gcNote, roundStart, table } from './util';
+import { quietLogger, roundStart, table } from './util';
 
 export const MODEL = process.env.BENCH_MODEL ?? 'gpt-4o-mini';
 
@@ -85,6 +92,7 @@ function switchboardFor(
   targets: readonly Target[],
   usageWindow: BenchArgs['window'],
   create: CreateSwitchboard = createSwitchboard,
+  extra: Partial<SwitchboardOptions> = {},
 ): Switchboard {
   const deployments: DeploymentConfig[] = targets.map((t) => ({
     provider: 'openai',
@@ -97,7 +105,7 @@ function switchboardFor(
     // room would fail with a 429 instead of being sent, and a failed call is no measure of a call.
     models: [{ name: MODEL, tpm: 100_000, rpm: 1200 }],
   }));
-  return create({ deployments, usageWindow, logger: quietLogger() });
+  return create({ deployments, usageWindow, logger: quietLogger(), ...extra });
 }
 
 const params = (i: number) => ({
@@ -163,130 +171,91 @@ function stddevOf(xs: number[]): number {
   return Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / xs.length);
 }
 
-interface Side {
-  rounds: RoundResult[];
-  utilStd: number[];
-}
-
-/** Section 2: switchboard vs plain `openai` clients round-robin, alternating rounds. */
+/**
+ * Section 2: 1 000 calls launched at once on sockets by a switchboard, by a switchboard with
+ * tenants and budgets configured, and by plain `openai` clients round-robin, each built afresh for
+ * every round and judged on every round ({@link everyRound}).
+ */
 export async function compare(args: BenchArgs, fx: Fixture): Promise<Record<string, unknown>> {
-  const sb = switchboardFor(fx.targets, args.window);
-  const clients = fx.targets.map(
-    (t) => new OpenAI({ baseURL: t.baseURL, apiKey: t.apiKey, maxRetries: 0, timeout: 30_000 }),
-  );
-  const n = clients.length;
-  const direct = (i: number) => clients[i % n]!.chat.completions.create(params(i));
-  const viaSb = (i: number) => sb.chat.completions.create(params(i));
-  const sides: Record<'switchboard' | 'direct', Side> = {
-    switchboard: { rounds: [], utilStd: [] },
-    direct: { rounds: [], utilStd: [] },
-  };
-  const round = async (which: 'switchboard' | 'direct', record: boolean) => {
-    if (!args.noReset) sb.resetUsage();
-    roundStart(args);
-    const r = await runRound(
-      which === 'switchboard' ? viaSb : direct,
-      args.requests,
-      args.inflight,
-    );
-    if (!record) return;
-    sides[which].rounds.push(r);
-    if (which === 'switchboard') sides.switchboard.utilStd.push(stddevOf(utilizations(sb.stats())));
-  };
-  try {
-    console.log(
-      `${args.rounds} rounds per side of ${args.requests} requests (-i ${args.inflight}), alternating ` +
-        `switchboard / direct (ABBA order), ${gcNote(args)}${fx.live ? '' : `, upstream latency ${args.latency} ms in ${args.inproc ? 'this process' : 'a child process'}`}`,
-    );
-    await round('switchboard', false);
-    await round('direct', false);
-    for (let k = 0; k < args.rounds; k++) {
-      const order: Array<'switchboard' | 'direct'> =
-        k % 2 === 0 ? ['switchboard', 'direct'] : ['direct', 'switchboard'];
-      for (const which of order) await round(which, true);
-    }
-  } finally {
-    await sb.close();
-  }
-  const per = (r: RoundResult) => ({
-    overheadUs: (r.distributionMs / r.requests) * 1000,
-    throughput: (r.requests / r.totalMs) * 1000,
-    cpuUs: r.cpuUs / r.requests,
-    latencyMs: r.avgResponseMs,
+  const n = fx.targets.length;
+  const viaSwitchboard = (
+    name: string,
+    extra: Partial<SwitchboardOptions>,
+    tenant: boolean,
+    create: CreateSwitchboard = createSwitchboard,
+  ) => ({
+    name,
+    open() {
+      const sb = switchboardFor(fx.targets, args.window, create, extra);
+      const send = tenant
+        ? (i: number) => sb.chat.completions.create({ ...params(i), tenant: `t${i % 10}` })
+        : (i: number) => sb.chat.completions.create(params(i));
+      return { send, close: () => sb.close() };
+    },
   });
-  const a = sides.switchboard.rounds.map(per);
-  const b = sides.direct.rounds.map(per);
-  const metric = (key: keyof ReturnType<typeof per>) => {
-    const sbVals = a.map((x) => x[key]);
-    const dVals = b.map((x) => x[key]);
-    const ratios = sbVals.map((v, k) => v / dVals[k]!);
-    const half = Math.floor(ratios.length / 2);
-    return {
-      switchboard: median(sbVals),
-      direct: median(dVals),
-      difference: median(sbVals.map((v, k) => v - dVals[k]!)),
-      ratio: median(ratios),
-      ratioQ1: quantile(ratios, 0.25),
-      ratioQ3: quantile(ratios, 0.75),
-      ratioFirstHalf: median(ratios.slice(0, half)),
-      ratioSecondHalf: median(ratios.slice(half)),
-    };
-  };
-  const out = {
+  const against = loadAgainst(args.against);
+  const sides: RoundSide[] = [
+    viaSwitchboard('switchboard', {}, false),
+    viaSwitchboard('tenants', TENANTS, true),
+    // With --against, another checkout's switchboard in the same rounds (before / after).
+    ...(against ? [viaSwitchboard('against', {}, false, against)] : []),
+    {
+      name: 'direct',
+      open() {
+        const clients = fx.targets.map(
+          (t) =>
+            new OpenAI({ baseURL: t.baseURL, apiKey: t.apiKey, maxRetries: 0, timeout: 30_000 }),
+        );
+        return {
+          send: (i: number) => clients[i % n]!.chat.completions.create(params(i)),
+          close: () => Promise.resolve(),
+        };
+      },
+    },
+  ];
+  const load = () =>
+    loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ');
+  const options = {
     rounds: args.rounds,
+    warmup: args.smoke ? 1 : 2,
     requests: args.requests,
     inflight: args.inflight,
-    latency: args.latency,
-    upstream: fx.live ? 'live' : args.inproc ? 'in-process' : 'child-process',
-    overheadUs: metric('overheadUs'),
-    throughput: metric('throughput'),
-    cpuUs: metric('cpuUs'),
-    latencyMs: metric('latencyMs'),
-    failed: { switchboard: sumFailed(sides.switchboard), direct: sumFailed(sides.direct) },
-    utilStd: {
-      median: median(sides.switchboard.utilStd),
-      max: Math.max(...sides.switchboard.utilStd),
-    },
+    targets: CALL_PATH_TARGETS,
+    forcedGc: false,
   };
-  const row = (label: string, m: ReturnType<typeof metric>, digits: number) => [
-    label,
-    fixed(m.switchboard, digits),
-    fixed(m.direct, digits),
-    `${m.difference >= 0 ? '+' : ''}${fixed(m.difference, digits)}`,
-    fixed(m.ratio, 3),
-    `${fixed(m.ratioQ1, 3)}-${fixed(m.ratioQ3, 3)}`,
-    `${fixed(m.ratioFirstHalf, 3)} / ${fixed(m.ratioSecondHalf, 3)}`,
-  ];
-  console.log();
   console.log(
-    table(
-      [
-        'median per round',
-        'switchboard',
-        'direct',
-        'diff (pairs)',
-        'ratio',
-        'ratio IQR',
-        'ratio 1st/2nd half',
-      ],
-      [
-        row('overhead per request (µs)', out.overheadUs, 2),
-        row('throughput (req/s)', out.throughput, 0),
-        row('CPU per request (µs)', out.cpuUs, 1),
-        row('avg response latency (ms)', out.latencyMs, 2),
-      ],
-    ),
+    `${args.rounds} rounds (after ${options.warmup} unrecorded) of ${args.requests} requests ` +
+      `(-i ${args.inflight}) per side, ${n} deployments; every round a fresh switchboard (or fresh ` +
+      `SDK clients), the collector's time during the round counted; the sides' order rotates ` +
+      `each round. 'tenants': the same with tenants and budgets configured, each call naming one ` +
+      `of 10 tenants` +
+      (fx.live
+        ? ''
+        : `; upstream latency ${args.latency} ms in ${args.inproc ? 'this process' : 'a child process'}`),
   );
-  console.log(
-    `Utilization std deviation after each switchboard round: median ${fixed(out.utilStd.median, 4)}, max ${fixed(out.utilStd.max, 4)}` +
-      (out.failed.switchboard + out.failed.direct > 0
-        ? `\nFailed requests: switchboard ${out.failed.switchboard}, direct ${out.failed.direct}`
-        : ''),
-  );
-  return out;
+  const out: Record<string, unknown> = {};
+  for (const forcedGc of [false, true]) {
+    console.log(
+      `\n${forcedGc ? 'A full GC before each round (colder code on both sides)' : 'Rounds as they come (no forced GC)'}; load average ${load()}\n`,
+    );
+    const figures = await everyRound(sides, { ...options, forcedGc });
+    console.log(everyRoundReport(figures, CALL_PATH_TARGETS));
+    out[forcedGc ? 'forcedGc' : 'steady'] = figures;
+  }
+  console.log(`(load average after: ${load()})`);
+  return { ...out, upstream: fx.live ? 'live' : args.inproc ? 'in-process' : 'child-process' };
 }
 
-const sumFailed = (s: Side) => s.rounds.reduce((acc, r) => acc + r.failed, 0);
+/** What the call path must hold at 1 000 in flight, on the worst quartile of the rounds. */
+const CALL_PATH_TARGETS = { launchUs: 5, throughput: 0.97, extraUs: 2 };
+
+/** Tenants with limits and budgets far above a round: every call is accounted, none refused. */
+const TENANTS: Partial<SwitchboardOptions> = {
+  tenants: { '*': { tpm: 100_000_000, budget: { usd: 1_000_000, per: 'day' } } },
+  pricing: { [MODEL]: { input: 0.15, output: 0.6 } },
+};
 
 /** A canned Chat Completions answer, served without a socket (the one section 2c uses). */
 const cannedFetch = CANNED.chat!;

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { parseEnv } from 'node:util';
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
@@ -10,6 +10,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import { loadSwitchboardConfig, SwitchboardConfigError } from 'nestjs-switchboard';
+import { MAX_CONFIG_FILE_BYTES, readBoundedFile } from 'nestjs-switchboard/extend';
 import { AppModule } from './app.module';
 import { apiFastPath } from './gateway/api-fast-path';
 import {
@@ -180,8 +181,16 @@ export async function main(): Promise<void> {
   // A bad configuration is reported once, as its list of problems, before Nest starts: from inside
   // Nest's injector it would come with Nest's own stack trace first. The environment is read as
   // ConfigModule reads it, `.env` below the real environment.
+  let dotenv: NodeJS.Dict<string> = {};
   try {
-    const dotenv = existsSync('.env') ? parseEnv(readFileSync('.env', 'utf8')) : {};
+    // Bounded, and never a FIFO or a device: one of those would hold start-up forever.
+    if (existsSync('.env')) dotenv = parseEnv(readBoundedFile('.env', MAX_CONFIG_FILE_BYTES));
+  } catch (error) {
+    console.error(`.env could not be read: ${(error as Error).message}`);
+    process.exitCode = 1;
+    return;
+  }
+  try {
     loadSwitchboardConfig({ ...dotenv, ...process.env });
   } catch (error) {
     if (!(error instanceof SwitchboardConfigError)) throw error;

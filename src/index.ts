@@ -19,7 +19,8 @@
  * @packageDocumentation
  */
 export { Switchboard, createSwitchboard } from './switchboard';
-export type { SessionParams, OpenAIRequestOptions, AnthropicRequestOptions } from './switchboard';
+export type { OpenAIRequestOptions } from './providers/openai/openai-deployment';
+export type { AnthropicRequestOptions } from './providers/anthropic/anthropic-deployment';
 export { SwitchboardModule } from './switchboard.module';
 export { SWITCHBOARD_MODULE_OPTIONS } from './switchboard.module-definition';
 export type {
@@ -27,6 +28,7 @@ export type {
   SwitchboardModuleAsyncOptions,
   SwitchboardOptionsFactory,
 } from './switchboard.module-definition';
+export type { SwitchboardOptions } from './config/switchboard-options';
 export type {
   ApiKey,
   ModelConfig,
@@ -35,10 +37,10 @@ export type {
   DeploymentConfig,
   RoutingConfig,
   FailoverOptions,
-  SwitchboardOptions,
   SwitchboardLogger,
   Price,
-} from './config/switchboard-options';
+  SessionParams,
+} from './types';
 export type { QueueOptions } from './scheduling/queue-options';
 export type { TenantPolicy } from './tenants/tenant-options';
 export { SwitchboardError } from './switchboard.error';

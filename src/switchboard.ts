@@ -1,10 +1,11 @@
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import type { SwitchboardLogger, SwitchboardOptions } from './config/switchboard-options';
+import type { SwitchboardOptions } from './config/switchboard-options';
+import type { SwitchboardLogger } from './types';
 import { validateOptions } from './config/validate-options';
 import type { ApiAdapter, SurfacesOf } from './providers/adapter';
 import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
 import type { Deployment } from './registry/deployment';
-import type { QueueView } from './scheduling/capacity-queue';
+import type { QueueView } from './scheduling/queue-view';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';
 import { Router, type FailedCalls } from './routing/router';
 import { DeploymentPicker } from './selection/pick';
@@ -14,6 +15,7 @@ import { TwoRandomChoices } from './selection/two-random-choices';
 import { createRelay, type SwitchboardFetch } from './relay/relay';
 import { bytesOf } from './relay/sse-events';
 import { peerFold } from './state/peer-report';
+import { shareLearnedRules, type LearnedRulesSharing } from './state/learned-rules';
 import { memoryState, type StateStore } from './state/state-store';
 import { SwitchboardError } from './switchboard.error';
 import { SwitchboardSurfaces } from './switchboard-surfaces';
@@ -21,14 +23,6 @@ import { DEFAULT_MAX_COOLDOWN } from './runtime/upstream-numbers';
 import { SwitchboardMetrics } from './telemetry/switchboard-metrics';
 import { isSimulated } from './config/simulate-option';
 import { simulateInProcess, type Simulation } from './simulate/in-process';
-
-export type { SessionParams } from './types';
-export type { OpenAIRequestOptions } from './providers/openai/openai-deployment';
-export type { AnthropicRequestOptions } from './providers/anthropic/anthropic-deployment';
-export type { SwitchboardChatCompletions } from './providers/openai/chat';
-export type { SwitchboardResponses } from './providers/openai/responses';
-export type { SwitchboardEmbeddings } from './providers/openai/embeddings';
-export type { SwitchboardMessages } from './providers/anthropic/messages';
 
 /** The built-in surfaces: `chat.completions`, `responses`, `embeddings`, `messages`. */
 export type BuiltinSurfaces = SurfacesOf<typeof BUILTIN_ADAPTERS>;
@@ -86,6 +80,8 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
   private closed = false;
   /** With `simulate`: the simulated upstream serving every deployment, closed with the switchboard. */
   private readonly simulation: Simulation | undefined;
+  /** The rules the upstreams taught, shared through the state store (when it shares values). */
+  private learnedRules: LearnedRulesSharing | undefined;
   /** When readiness holds (`health.ready`): while any model, or every model, can be served. */
   readonly ready: 'any' | 'all';
 
@@ -120,6 +116,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       clock: options.clock,
       logger: this.logger,
       maxCooldown: options.maxCooldown,
+      quotaPools: options.quotaPools,
     });
     this.picker = new DeploymentPicker(
       this.registry,
@@ -268,6 +265,9 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
       // What the other instances reported comes back as data; only this fold changes the models.
       onReport: peerFold(this.registry, { maxCooldown: this.maxCooldown }),
     });
+    const values = this.state.sharedValues?.();
+    const context = { clock: this.clock, logger: this.logger };
+    this.learnedRules = values && shareLearnedRules(values, this.registry, context);
     return this;
   }
 
@@ -305,6 +305,7 @@ export class Switchboard implements OnModuleInit, OnApplicationShutdown {
     clearInterval(this.resetTimer);
     this.resetTimer = undefined;
     this.metrics.close();
+    this.learnedRules?.close();
     const written = this.router.close(
       () =>
         new SwitchboardError('The switchboard closed while the call waited for room', {

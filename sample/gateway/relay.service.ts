@@ -2,7 +2,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Injectable } from '@nestjs/common';
 import type { Counter } from '@opentelemetry/api';
 import { Switchboard } from 'nestjs-switchboard';
-import { bodyShapeProblem, clip, scrub } from 'nestjs-switchboard/extend';
+import {
+  clip,
+  readRequestBody,
+  REQUEST_BODY,
+  scrub,
+  type RelayRequestInit,
+  type RequestBody,
+} from 'nestjs-switchboard/extend';
 import { MetricService } from 'nestjs-otel';
 import { gatewayKeyOf } from '../guard/gateway.guard';
 import { createdResponseId, ResponseOwners, storedReferences } from '../guard/response-owners';
@@ -50,7 +57,10 @@ export class RelayService {
     } else res = reply;
     const url = req.url ?? '/';
     const key = gatewayKeyOf(req);
-    const foreign = key === undefined ? undefined : this.foreignResponse(req, key);
+    // The body is parsed once, here: ownership reads it, and the switchboard takes it as read.
+    const read =
+      req.method === 'POST' && Buffer.isBuffer(req.body) ? readRequestBody(req.body) : undefined;
+    const foreign = key === undefined ? undefined : this.foreignResponse(req, key, read);
     if (foreign !== undefined) {
       sendJson(res, foreign.status, wireForPath(STORED).errorBody(foreign));
       this.answered.add(1, { api: apiOf(url), status: String(foreign.status) });
@@ -63,12 +73,13 @@ export class RelayService {
     });
     let response: Response;
     try {
-      response = await this.sb.fetch(url, {
+      const init: RelayRequestInit = {
         method: req.method,
         headers: req.headers as Record<string, string>,
-        body: Buffer.isBuffer(req.body) ? (req.body as Uint8Array as BodyInit) : undefined,
         signal: abort.signal,
-      });
+        [REQUEST_BODY]: read,
+      };
+      response = await this.sb.fetch(url, init);
     } catch (error) {
       if (abort.signal.aborted) return;
       response = Response.json(
@@ -89,21 +100,19 @@ export class RelayService {
    * this gateway did not see made): to read it, or to build on it. The same answer either way,
    * so that it tells nothing of whether the id exists.
    */
-  private foreignResponse(req: GatewayRequest, key: number): Problem | undefined {
+  private foreignResponse(
+    req: GatewayRequest,
+    key: number,
+    read: RequestBody | undefined,
+  ): Problem | undefined {
     const path = pathOf(req.url);
     let refs: { param: string; id: unknown }[];
     if (req.method === 'GET' && path.startsWith(`${STORED}/`)) {
       refs = [{ param: 'response_id', id: decoded(path.slice(STORED.length + 1)) }];
-    } else if (req.method === 'POST' && path === STORED && Buffer.isBuffer(req.body)) {
-      const text = req.body.toString('utf8');
-      // A body too deep or too large to parse at bounded cost: the relay refuses it.
-      if (bodyShapeProblem(text) !== undefined) return undefined;
-      // Read as the upstream reads it: the parsed body, whatever escapes spell its fields.
-      try {
-        refs = storedReferences(JSON.parse(text));
-      } catch {
-        return undefined; // Not JSON: the relay says so.
-      }
+    } else if (req.method === 'POST' && path === STORED && read?.params !== undefined) {
+      // Read as the upstream reads it: the parsed body, whatever escapes spell its fields (a body
+      // that could not be read is refused by the relay).
+      refs = storedReferences(read.params);
     } else return undefined;
     for (const { param, id } of refs) {
       if (typeof id !== 'string' || this.owners.owns(id, key)) continue;

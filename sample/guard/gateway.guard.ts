@@ -52,9 +52,9 @@ const TENANT_PART = /^[\w.-]{1,64}$/;
 /**
  * The tenant of a call made with a key: the key's own (`keyTenant`, see `keyTenant()`), or a
  * part of it that the request names in `x-switchboard-tenant` (`key-<digest>/<part>`). A key never names another tenant,
- * and its parts wait in its one turn of the switchboard's queue (see `tenantScope`).
+ * and its parts wait in its one turn of the switchboard's queue (see `tenantOf`).
  */
-function scopedTenant(keyTenant: string, named: string | string[] | undefined): string {
+function callTenant(keyTenant: string, named: string | string[] | undefined): string {
   if (named === undefined || named === '') return keyTenant;
   if (typeof named !== 'string' || !TENANT_PART.test(named)) {
     throw new GatewayRefusal(
@@ -138,7 +138,7 @@ export class GatewayGuard implements CanActivate {
     } else if (!OPEN.has(path)) {
       const key = this.authenticate(req);
       if (path.startsWith('/v1/')) {
-        const tenant = scopedTenant(this.keys.tenantOf(key), req.headers[TENANT_HEADER]);
+        const tenant = callTenant(this.keys.tenantOf(key), req.headers[TENANT_HEADER]);
         this.admit(key, res);
         req.headers[TENANT_HEADER] = tenant;
       }

@@ -17,7 +17,7 @@ import {
 } from '@nestjs/common';
 import { Switchboard } from 'nestjs-switchboard';
 import { GatewayKeys } from '../guard/gateway-keys';
-import { mayRead, readerScope } from '../guard/reader-scope';
+import { mayRead, readerTenant } from '../guard/reader-tenant';
 import { Simulation } from '../simulation/simulation';
 import { StatusService, type DeploymentStatus, type SwitchboardStatus } from './status.service';
 
@@ -94,12 +94,12 @@ export class StatusController {
   @Get('switchboard')
   snapshot(@Req() req: IncomingMessage): SwitchboardStatus {
     const snapshot = this.status.snapshot();
-    const scope = readerScope(req, this.keys);
-    if (scope === undefined) return snapshot;
+    const reader = readerTenant(req, this.keys);
+    if (reader === undefined) return snapshot;
     return {
       ...snapshot,
-      queue: snapshot.queue.filter((line) => mayRead(scope, line.tenant)),
-      costs: snapshot.costs.filter((cost) => mayRead(scope, cost.tenant)),
+      queue: snapshot.queue.filter((line) => mayRead(reader, line.tenant)),
+      costs: snapshot.costs.filter((cost) => mayRead(reader, cost.tenant)),
     };
   }
 

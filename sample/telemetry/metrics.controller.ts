@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
 import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { GatewayKeys } from '../guard/gateway-keys';
-import { readerScope } from '../guard/reader-scope';
+import { readerTenant } from '../guard/reader-tenant';
 
 /** Injection token of the gateway's `PrometheusExporter`. */
 export const PROMETHEUS_EXPORTER = Symbol('PROMETHEUS_EXPORTER');
@@ -25,7 +25,7 @@ export class MetricsController {
    */
   @Get()
   scrape(@Req() req: IncomingMessage, @Res() res: ServerResponse): void {
-    if (readerScope(req, this.keys) === undefined) {
+    if (readerTenant(req, this.keys) === undefined) {
       this.exporter.getMetricsRequestHandler(req, res);
       return;
     }

@@ -22,6 +22,22 @@ export type CacheResult = 'hit' | 'miss' | 'bypass';
 const RESULTS: readonly CacheResult[] = ['hit', 'miss', 'bypass'];
 
 /**
+ * A hit as its counter and span describe it: the model, the provider and the deployment that
+ * made the answer, and whether it is an embedding. The same for every hit of one entry.
+ *
+ * @example
+ * ```ts
+ * const hit: CacheHit = { model: 'gpt-4o-mini', provider: 'openai', deployment: 'east', embeddings: false };
+ * ```
+ */
+export interface CacheHit {
+  readonly model: string;
+  readonly provider: Provider;
+  readonly deployment: string;
+  readonly embeddings: boolean;
+}
+
+/**
  * The response cache's instruments: `switchboard.cache{model, result}`, the USD its hits saved
  * (`switchboard.cache.saved_usd{model}`), and per hit a GenAI CLIENT span
  * (`chat gpt-4o-mini`) with `switchboard.cache: "hit"` and the deployment that made the answer;
@@ -79,10 +95,7 @@ export class CacheTelemetry {
   }
 
   /** A hit: counted, its saving added, its span made and ended at once. */
-  hit(
-    hit: { model: string; provider: Provider; deployment: string; embeddings: boolean },
-    usd: number | undefined,
-  ): void {
+  hit(hit: CacheHit, usd: number | undefined): void {
     const labels = this.labels.get(hit.model);
     if (labels === undefined) return;
     this.calls.add(1, labels.hit);

@@ -8,13 +8,14 @@ const encoder = new TextEncoder();
 export const CACHE_HEADER = 'x-switchboard-cache';
 
 /**
- * An answer served from the cache: its data made afresh from the entry (a parsed copy of the
- * JSON, or the SDK's `Stream` replaying the recorded events), and a `Response` built only when
- * asked for, with `x-switchboard-cache: hit`.
+ * An answer served from the cache: its data made afresh from the entry (a copy of the JSON, or
+ * the SDK's `Stream` replaying the recorded events), and a `Response` built only when asked for,
+ * with `x-switchboard-cache: hit`. `api` is the adapter's name (`chat.completions`, `responses`,
+ * `messages`), which says how a stream's events are written as SSE.
  *
  * @example
  * ```ts
- * const answer = new CachedAnswer(JSON.parse(entry.body!), entry);
+ * const answer = new CachedAnswer(JSON.parse(entry.body!), entry, 'chat.completions');
  * answer.response.headers.get('x-switchboard-cache'); // 'hit'
  * ```
  */
@@ -25,6 +26,7 @@ export class CachedAnswer implements Answer {
   constructor(
     readonly data: unknown,
     private readonly entry: CacheEntry,
+    private readonly api: string,
   ) {}
 
   get response(): Response {
@@ -40,14 +42,12 @@ export class CachedAnswer implements Answer {
         headers: { 'content-type': 'application/json', [CACHE_HEADER]: 'hit' },
       });
     }
-    const events = entry.events!;
-    // `sse` entries are the upstream's own bytes; `events` entries are written as `data:` lines.
-    const frame =
-      entry.kind === 'sse' ? (text: string) => text : (text: string) => `data: ${text}\n\n`;
+    // `sse` entries are the upstream's own bytes; `events` entries are written as the API does.
+    const events = entry.kind === 'sse' ? entry.events! : sseOf(this.api, entry.events!);
     let next = 0;
     const body = new ReadableStream<Uint8Array>({
       pull(controller) {
-        if (next < events.length) controller.enqueue(encoder.encode(frame(events[next++]!)));
+        if (next < events.length) controller.enqueue(encoder.encode(events[next++]!));
         else controller.close();
       },
     });
@@ -56,6 +56,26 @@ export class CachedAnswer implements Answer {
       headers: { 'content-type': 'text/event-stream', [CACHE_HEADER]: 'hit' },
     });
   }
+}
+
+/**
+ * A stream's events (JSON text each) as its API writes them in SSE: Responses and Messages name
+ * each event's `type` in an `event:` line before its `data:` line; Chat Completions chunks are
+ * `data:` lines alone, and the stream ends with `data: [DONE]`.
+ */
+const EVENT_TYPE = /^[\w.-]{1,128}$/;
+
+function sseOf(api: string, events: readonly string[]): string[] {
+  if (api === 'chat.completions') {
+    return [...events.map((text) => `data: ${text}\n\n`), 'data: [DONE]\n\n'];
+  }
+  return events.map((text) => {
+    const type = (JSON.parse(text) as { type?: unknown }).type;
+    // A type read from a shared entry is checked: it must not add lines of its own.
+    return typeof type === 'string' && EVENT_TYPE.test(type)
+      ? `event: ${type}\ndata: ${text}\n\n`
+      : `data: ${text}\n\n`;
+  });
 }
 
 /**

@@ -10,7 +10,9 @@ import { cacheKey } from './cache-key';
 import { DEFAULT_CACHE_BYTES, type CacheOptions } from './cache-options';
 import type { CacheTelemetry } from './cache-telemetry';
 import { CachedAnswer } from './cached-answer';
-import { MemoryEntries } from './memory-entries';
+import { MemoryEntries, type Held } from './memory-entries';
+import { requestOf, type RequestKey } from './request-print';
+import { servedEntry, type ServedEntry } from './served-entry';
 import { Recorder, type Recorded } from './stream-recorder';
 
 /** Where the cache's decision rides in a call's request options, once it is taken. */
@@ -126,22 +128,42 @@ export class ResponseCache {
     options: unknown,
     send: (decided: object) => Promise<Answer>,
   ): Promise<Answer> {
-    const model = call.body.model as string;
-    const { telemetry } = this.context;
-    const key = call.off || heldUpstream(call) ? undefined : this.keyOf(call);
-    if (key === undefined) {
-      telemetry.count(model, 'bypass');
-      return send(decide(options, null));
-    }
-    const kind: EntryKind = !call.stream ? 'json' : call.opName === 'fetch' ? 'sse' : 'events';
+    if (call.off || heldUpstream(call)) return this.bypass(call, options, send);
     const now = this.context.clock();
-    const found = this.memory.get(key, now);
-    if (found !== undefined && servesTags(found, call.required)) return this.hit(call, found);
-    const recorder: RecorderOf = (request) =>
+    // A repeated call is found by its request alone, before the canonical body and its digest.
+    const request = requestOf(call.tenant ?? '', call.adapter.name, call.opName, call.body);
+    const again = this.memory.byRequest(request, now);
+    if (again !== undefined && servesTags(again.entry, call.required)) return this.hit(call, again);
+    return this.look(call, { options, send, request, again, now });
+  }
+
+  /** A call its request did not find an answer for: found by its key, in memory or shared, or sent. */
+  private look(
+    call: CacheCall,
+    at: {
+      options: unknown;
+      send: (decided: object) => Promise<Answer>;
+      request: RequestKey;
+      again: Held | undefined;
+      now: number;
+    },
+  ): Promise<Answer> {
+    const { options, send, request } = at;
+    const key = this.keyOf(call);
+    if (key === undefined) return this.bypass(call, options, send);
+    const model = call.body.model as string;
+    const kind: EntryKind = !call.stream ? 'json' : call.opName === 'fetch' ? 'sse' : 'events';
+    const found = at.again ?? this.memory.held(key, at.now);
+    if (found !== undefined && servesTags(found.entry, call.required)) {
+      this.memory.alias(found, request);
+      return this.hit(call, found);
+    }
+    const { telemetry } = this.context;
+    const recorder: RecorderOf = (prepared) =>
       new Recorder(
         { api: call.adapter.name, model, kind, bytesOf: this.context.bytesOf },
-        request,
-        (made) => this.keep(key, model, kind, made),
+        prepared,
+        (made) => this.keep({ key, model, kind, request }, made),
       );
     const shared = this.shared;
     if (shared === undefined || found !== undefined) {
@@ -151,8 +173,8 @@ export class ResponseCache {
     return shared.get(`cache:${key}`).then((text) => {
       const entry = text === undefined ? undefined : this.checked(text, { key, model, kind });
       if (entry !== undefined && servesTags(entry, call.required)) {
-        this.memory.put(entry);
-        return this.hit(call, entry);
+        const held = this.memory.put(entry, request);
+        return this.hit(call, held ?? unheld(entry));
       }
       telemetry.count(model, 'miss');
       return send(decide(options, recorder));
@@ -169,38 +191,44 @@ export class ResponseCache {
     return cacheKey(call.tenant ?? '', `${call.adapter.name}.${call.opName}`, call.body);
   }
 
-  private hit(call: CacheCall, entry: CacheEntry): Promise<Answer> {
+  private bypass(
+    call: CacheCall,
+    options: unknown,
+    send: (decided: object) => Promise<Answer>,
+  ): Promise<Answer> {
+    this.context.telemetry.count(call.body.model as string, 'bypass');
+    return send(decide(options, null));
+  }
+
+  private hit(call: CacheCall, held: Held): Promise<Answer> {
     let data: unknown;
+    let served = held.served;
     try {
-      data =
-        entry.kind === 'json'
-          ? JSON.parse(entry.body!)
-          : entry.kind === 'events'
-            ? call.deployment.makeStream(replay(entry.events!), new AbortController())
-            : undefined;
+      served ??= held.served = this.serving(call, held.entry);
+      data = served.data(call.deployment);
     } catch (error) {
       return Promise.reject(error);
     }
-    const model = entry.model;
-    const provider = call.deployment.provider;
-    const usd =
-      entry.usage === undefined
-        ? undefined
-        : this.context.price(entry.deployment, model, entry.usage, provider);
-    this.context.telemetry.hit(
-      {
-        model,
-        provider,
-        deployment: entry.deployment,
-        embeddings: call.adapter.name === 'embeddings',
-      },
-      usd,
-    );
-    return Promise.resolve(new CachedAnswer(data, entry));
+    this.context.telemetry.hit(served.hit, served.usd);
+    return Promise.resolve(new CachedAnswer(data, held.entry, call.adapter.name));
   }
 
-  private keep(key: string, model: string, kind: EntryKind, made: Recorded): void {
+  /** What every hit of `entry` reuses: its parsed answer, its description, the USD it saves. */
+  private serving(call: CacheCall, entry: CacheEntry): ServedEntry {
+    const provider = call.deployment.provider;
+    const { model, deployment, usage } = entry;
+    const usd =
+      usage === undefined ? undefined : this.context.price(deployment, model, usage, provider);
+    const embeddings = call.adapter.name === 'embeddings';
+    return servedEntry(entry, { model, provider, deployment, embeddings }, usd);
+  }
+
+  private keep(
+    at: { key: string; model: string; kind: EntryKind; request: RequestKey },
+    made: Recorded,
+  ): void {
     if (!made.verdict.complete || (made.verdict.tools && !this.toolCalls)) return;
+    const { key, model, kind } = at;
     const entry: CacheEntry = {
       v: 1,
       key,
@@ -213,7 +241,7 @@ export class ResponseCache {
     if (made.usage !== undefined) entry.usage = made.usage;
     if (made.body !== undefined) entry.body = made.body;
     if (made.events !== undefined) entry.events = made.events;
-    this.memory.put(entry);
+    this.memory.put(entry, at.request);
     if (this.shared === undefined) return;
     const text = JSON.stringify(entry);
     if (text.length <= MAX_SHARED_ENTRY) this.shared.set(`cache:${key}`, text, this.ttl);
@@ -256,9 +284,7 @@ function servesTags(entry: CacheEntry, required: TagSet | undefined): boolean {
   return required === undefined || required.tags.every((tag) => entry.tags.includes(tag));
 }
 
-/** Fresh copies of the recorded events, in order: whoever reads them may change them. */
-function replay(events: readonly string[]): () => AsyncIterator<unknown> {
-  return async function* () {
-    for (const event of events) yield JSON.parse(event) as unknown;
-  };
+/** An entry served once without being held (larger than the memory store allows). */
+function unheld(entry: CacheEntry): Held {
+  return { entry, bytes: 0, request: undefined, served: undefined };
 }

@@ -91,22 +91,34 @@ const openai = z.strictObject({
     .optional(),
   ...deploymentFields,
 });
+const resource = z
+  .string({ error: 'must be a Foundry resource name' })
+  .regex(/^[A-Za-z0-9][A-Za-z0-9-]*$/, {
+    error: 'must be a Foundry resource name (letters, digits and dashes)',
+  });
 const anthropic = z
   .strictObject({
     provider: z.literal('anthropic'),
     name,
-    resource: z
-      .string({ error: 'must be a Foundry resource name' })
-      .regex(/^[A-Za-z0-9][A-Za-z0-9-]*$/, {
-        error: 'must be a Foundry resource name (letters, digits and dashes)',
-      })
-      .optional(),
+    resource: resource.optional(),
     baseURL: httpUrl.optional(),
     ...deploymentFields,
   })
   .refine((d) => d.resource !== undefined || d.baseURL !== undefined, {
     error: 'needs `resource` (the Foundry resource name) or `baseURL`',
   });
+
+/**
+ * What a deployment of either provider may hold: the rest of a deployment whose `provider` is
+ * missing or unknown is checked against it, so that its other problems are told in the same pass.
+ */
+const eitherProvider = z.strictObject({
+  provider: z.unknown().optional(),
+  name,
+  resource: resource.optional(),
+  baseURL: httpUrl.optional(),
+  ...deploymentFields,
+});
 
 /**
  * The zod schema of one entry of `deployments`: an OpenAI or an Anthropic deployment with its
@@ -117,9 +129,24 @@ const anthropic = z
  * deploymentSchema.parse({ provider: 'openai', name: 'east', models: [{ name: 'gpt-4o-mini' }] });
  * ```
  */
-export const deploymentSchema = z.discriminatedUnion('provider', [openai, anthropic], {
-  error: (issue) =>
-    issue.code === 'invalid_union'
-      ? providerMessage((issue.input as { provider?: unknown } | undefined)?.provider)
-      : 'must be a deployment object',
-});
+export const deploymentSchema = z
+  .discriminatedUnion('provider', [openai, anthropic], {
+    error: (issue) =>
+      issue.code === 'invalid_union'
+        ? providerMessage((issue.input as { provider?: unknown } | undefined)?.provider)
+        : 'must be a deployment object',
+  })
+  .superRefine(
+    (value, ctx) => {
+      const rest = eitherProvider.safeParse(value);
+      if (!rest.success) for (const issue of rest.error.issues) ctx.addIssue({ ...issue });
+    },
+    { when: (payload) => unknownProvider(payload.value) },
+  );
+
+/** An object whose `provider` is neither of the two. */
+function unknownProvider(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const { provider } = value as { provider?: unknown };
+  return provider !== 'openai' && provider !== 'anthropic';
+}

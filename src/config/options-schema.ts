@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { budgetOptionsSchema } from '../tenants/budget-options';
+import { quotaPoolsSchema } from '../quota/quota-pools-option';
 import { cacheOptionsSchema } from '../cache/cache-options';
 import { readinessOptionsSchema } from '../health/health-options';
 import { flag, positiveInteger, wholeNumber } from '../runtime/option-values';
@@ -110,6 +111,7 @@ export const switchboardOptionsSchema = z.strictObject({
     .optional(),
   simulate: flag.optional(),
   budgets: budgetOptionsSchema.optional(),
+  quotaPools: quotaPoolsSchema.optional(),
   health: readinessOptionsSchema.optional(),
   clock: fn('a function returning milliseconds').optional(),
   random: fn('a function returning a number in [0, 1)').optional(),

@@ -1,4 +1,5 @@
 import type { BudgetOptions } from '../tenants/budget-options';
+import type { PoolLimits } from '../quota/pool-level';
 import type { Type } from '@nestjs/common';
 import type { ReadinessOptions } from '../health/health-options';
 import type { ApiAdapter } from '../providers/adapter';
@@ -8,18 +9,6 @@ import type { StateStore } from '../state/state-store';
 import type { QueueOptions } from '../scheduling/queue-options';
 import type { TenantPolicy } from '../tenants/tenant-options';
 import type { DeploymentConfig, FailoverOptions, Price, SwitchboardLogger } from '../types';
-
-export type {
-  ApiKey,
-  ModelConfig,
-  OpenAIConfig,
-  AnthropicConfig,
-  DeploymentConfig,
-  RoutingConfig,
-  FailoverOptions,
-  SwitchboardLogger,
-  Price,
-} from '../types';
 
 /**
  * Everything a switchboard is built from.
@@ -108,6 +97,12 @@ export interface SwitchboardOptions {
   health?: ReadinessOptions;
   /** Budgets while the shared store is down: `{ whenStoreDown: 'admit' | 'refuse' }` (default admit). */
   budgets?: BudgetOptions;
+  /**
+   * Limits of the levels of quota pool paths, per minute: a model whose `quotaPool` is
+   * `org/project` draws on its pool and on each level named here (`org`, `org/project`); a call
+   * goes only where every level has room and is charged at each. See docs/quota-counters.md (quota pools).
+   */
+  quotaPools?: Record<string, PoolLimits>;
   /** Clock in ms (tests inject a fake one). Default `Date.now`. */
   clock?: () => number;
   /** Random source in [0, 1) (tests inject a seeded one). Default `Math.random`. */

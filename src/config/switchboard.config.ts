@@ -1,7 +1,8 @@
 import type { ConfigFactory, ConfigFactoryKeyHost, registerAs } from '@nestjs/config';
 import { peerRequire } from '../runtime/peer-require';
 import { loadSwitchboardConfigFile, type SwitchboardEnv } from './load-config-file';
-import type { OpenAIConfig, SwitchboardOptions } from './switchboard-options';
+import type { SwitchboardOptions } from './switchboard-options';
+import type { OpenAIConfig } from '../types';
 import { SwitchboardConfigError } from './switchboard-config.error';
 
 /**

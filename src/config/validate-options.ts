@@ -1,5 +1,6 @@
 import { clip } from '../errors/clip';
 import { describeIssues, formatPath, formatProblem } from '../errors/field-path';
+import { checkPoolLevels } from '../quota/quota-pools-option';
 import { checkTenants } from '../tenants/tenant-checks';
 import { SwitchboardError } from '../switchboard.error';
 import type { ConfigProblem, ModelConfig } from '../types';
@@ -125,6 +126,7 @@ export function crossCheck(options: SwitchboardOptions): ConfigProblem[] {
   problems.push(...checkFallbacks(options));
   problems.push(...checkTenants(options.tenants, options.deployments));
   problems.push(...checkQuotaPools(options));
+  problems.push(...checkPoolLevels(options.deployments, options.quotaPools));
   problems.push(...checkProvisioned(options));
   return problems;
 }

@@ -199,7 +199,15 @@ async function send(
   }
 }
 
-function limitsOf(model: ModelConfig): DoctorLimits {
+/**
+ * The limits a model (or a level of a quota pool path) sets, above 0.
+ *
+ * @example
+ * ```ts
+ * limitsOf({ tpm: 30_000, rpm: 0 }); // { tpm: 30000 }
+ * ```
+ */
+export function limitsOf(model: DoctorLimits): DoctorLimits {
   const out: DoctorLimits = {};
   for (const name of ['tpm', 'rpm', 'itpm', 'otpm'] as const) {
     const value = model[name];

@@ -10,6 +10,7 @@ import { CredentialSetupError } from './credential-setup.error';
 import { COGNITIVE_SERVICES_SCOPE, withTokenProvider, type TokenSource } from './credentials';
 import { checkDeployments } from './doctor';
 import type { DoctorRow } from './doctor-row';
+import { formatPoolLevels } from './pool-levels';
 import { formatTable } from './table';
 
 const USAGE = `Usage: nestjs-switchboard doctor <config.yaml|config.json> [--json] [--timeout <ms>]
@@ -103,7 +104,7 @@ export async function runDoctorCli(
           null,
           2,
         )
-      : formatTable(checks),
+      : formatTable(checks) + formatPoolLevels(options, checks),
   );
   return checks.every((c) => c.row.ok) ? 0 : 1;
 }

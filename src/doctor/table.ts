@@ -33,14 +33,7 @@ export function formatTable(checks: readonly DoctorCheck[]): string {
     ];
   });
   // The result column can be long (an error message): it is not padded beyond a sensible width.
-  const widths = header.map((h, i) =>
-    Math.min(i === 2 ? 60 : 40, Math.max(h.length, ...rows.map((r) => r[i]!.length))),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
+  const line = columns(header, rows, (i) => (i === 2 ? 60 : 40));
   const failed = checks.filter((c) => !c.row.ok).length;
   const summary = [
     `${checks.length - failed} of ${checks.length} answered${failed > 0 ? `, ${failed} failed` : ''}.`,
@@ -53,8 +46,40 @@ export function formatTable(checks: readonly DoctorCheck[]): string {
   return [line(header), ...rows.map(line), '', ...summary].join('\n');
 }
 
-/** `tpm 30000 / 30000, rpm 300 / 600 !`; `?` where a side says nothing. */
-function compareLimits(
+/**
+ * A function that lays out one row of `rows` (or `header`) in columns: each padded to its widest
+ * cell, at most `max(i)`, the last not padded.
+ *
+ * @example
+ * ```ts
+ * const line = columns(header, rows, () => 40);
+ * [line(header), ...rows.map(line)].join('\n');
+ * ```
+ */
+export function columns(
+  header: readonly string[],
+  rows: readonly string[][],
+  max: (column: number) => number,
+): (cells: string[]) => string {
+  const widths = header.map((h, i) =>
+    Math.min(max(i), Math.max(h.length, ...rows.map((r) => r[i]!.length))),
+  );
+  return (cells) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+}
+
+/**
+ * `tpm 30000 / 30000, rpm 300 / 600 !`; `?` where a side says nothing.
+ *
+ * @example
+ * ```ts
+ * compareLimits({ tpm: 30_000 }, { tpm: 60_000 }).text; // 'tpm 30000 / 60000 !'
+ * ```
+ */
+export function compareLimits(
   reported: DoctorLimits | undefined,
   configured: DoctorLimits,
 ): { text: string; differs: boolean } {

@@ -22,13 +22,11 @@
  *
  * @packageDocumentation
  */
-export type {
-  SwitchboardChatCompletions,
-  SwitchboardResponses,
-  SwitchboardEmbeddings,
-  SwitchboardMessages,
-  BuiltinSurfaces,
-} from '../switchboard';
+export type { BuiltinSurfaces } from '../switchboard';
+export type { SwitchboardChatCompletions } from '../providers/openai/chat';
+export type { SwitchboardResponses } from '../providers/openai/responses';
+export type { SwitchboardEmbeddings } from '../providers/openai/embeddings';
+export type { SwitchboardMessages } from '../providers/anthropic/messages';
 export { defineAdapter } from '../providers/adapter';
 export type {
   ApiAdapter,
@@ -43,7 +41,7 @@ export type {
 } from '../providers/adapter';
 export type { Admission, TokenUsage, ChargePolicy } from '../quota/admission';
 export type { CallTags, Lane } from '../scheduling/lanes';
-export type { QueueView } from '../scheduling/capacity-queue';
+export type { QueueView } from '../scheduling/queue-view';
 export type { FailedCalls } from '../routing/router';
 export type { DeploymentExplanation, PassedOverReason } from '../errors/explanation';
 export type { SwitchboardFetch } from '../relay/relay';
@@ -54,6 +52,8 @@ export {
   MAX_BODY_VALUES,
 } from '../relay/body-checks';
 export type { BodyShapeProblem } from '../relay/body-checks';
+export { readRequestBody, REQUEST_BODY } from '../relay/request-body';
+export type { RequestBody, RelayRequestInit } from '../relay/request-body';
 export {
   errorBody as apiErrorBody,
   upstreamErrorBody as apiUpstreamErrorBody,
@@ -66,6 +66,7 @@ export type { HttpErrorAnswer, HttpErrorOptions } from '../relay/http-error';
 export type { TenantBudget } from '../tenants/tenant-options';
 export { validateOptions } from '../config/validate-options';
 export { switchboardOptionsSchema } from '../config/options-schema';
+export { MAX_CONFIG_FILE_BYTES, readBoundedFile } from '../config/read-bounded-file';
 export type { SwitchboardEnv, ParseSwitchboardConfigOptions } from '../config/load-config-file';
 export type { SwitchboardModuleExtras } from '../switchboard.module-definition';
 export type { Deployment, Provider, Operation } from '../registry/deployment';

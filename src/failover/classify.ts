@@ -4,6 +4,7 @@ import { SwitchboardError } from '../switchboard.error';
 import type { FailureReason } from '../types';
 import { isFirstTokenTimeout } from './first-token-timeout';
 import { TokenProviderError } from './token-provider.error';
+import { unreachableWhy } from './unreachable';
 
 export type { FailureReason } from '../types';
 
@@ -151,9 +152,7 @@ export function classify(
     const reason = isFirstTokenTimeout(error) ? 'first_token_timeout' : 'timeout';
     return { reason, retry: true, countsAsFailure: false };
   }
-  if (error instanceof errors.APIConnectionError) {
-    return { reason: 'connection', retry: true, markDown: 'default', countsAsFailure: false };
-  }
+  if (error instanceof errors.APIConnectionError) return connectionLost(error);
   if (error instanceof errors.APIError) {
     const { status, headers } = error as Error & { status?: number; headers?: unknown };
     if (status === 429) {
@@ -191,13 +190,28 @@ export function classify(
     }
     return NO_RETRY('client_error');
   }
-  if (isDroppedConnection(error)) {
-    return { reason: 'connection', retry: true, markDown: 'default', countsAsFailure: false };
-  }
+  if (isDroppedConnection(error)) return connectionLost(error);
   if (isMalformedResponse(error)) {
     return { reason: 'malformed_response', retry: true, countsAsFailure: true };
   }
   return NO_RETRY('other');
+}
+
+/**
+ * A connection that broke, or was never made: the model cools for its `cooldown`; one that was
+ * never made says so in its reason ({@link unreachableWhy}), which lets calls fail at once while
+ * every deployment of a model is unreachable.
+ */
+function connectionLost(error: unknown): Verdict {
+  const why = unreachableWhy(error);
+  const verdict: Verdict = {
+    reason: 'connection',
+    retry: true,
+    markDown: 'default',
+    countsAsFailure: false,
+  };
+  if (why !== undefined) verdict.why = why;
+  return verdict;
 }
 
 /**

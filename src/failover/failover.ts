@@ -58,6 +58,27 @@ export function failoverPolicy(options: FailoverOptions = {}): FailoverPolicy {
 }
 
 /**
+ * What {@link failover} needs of the call it retries: how to make the next attempt, the policy,
+ * the provider's error classes, the caller's signal, and who hears of each retry.
+ *
+ * @example
+ * ```ts
+ * const run: FailoverRun<Answer> = { next: () => call.again(), policy, errors, signal };
+ * ```
+ */
+export interface FailoverRun<T> {
+  /** Starts attempt number `attempt` (2, 3, ...): routed anew. */
+  readonly next: (attempt: number) => Promise<T>;
+  readonly policy: FailoverPolicy;
+  /** The SDK's error classes of the call's provider (classification, the abort error). */
+  readonly errors: ProviderErrors;
+  /** The caller's signal: an abort ends the wait between attempts. */
+  readonly signal?: AbortSignal | null;
+  /** Hears of each attempt to come, after `policy.onRetry`. */
+  readonly onRetry?: RetryListener;
+}
+
+/**
  * Further attempts after a first one failed with `error`: an RxJS `retry` over a `defer`, so each
  * subscription runs `next` anew (which selects a deployment again). Resolves with the first
  * success, or rejects with the last error once the policy says stop. The caller's abort ends the
@@ -69,18 +90,12 @@ export function failoverPolicy(options: FailoverOptions = {}): FailoverPolicy {
  * @example
  * ```ts
  * const result = await promise.catch((error) =>
- *   failover(error, () => call.again(), policy, deployment.errors, options?.signal),
+ *   failover(error, { next: () => call.again(), policy, errors: deployment.errors, signal: options?.signal }),
  * );
  * ```
  */
-export function failover<T>(
-  error: unknown,
-  next: (attempt: number) => Promise<T>,
-  policy: FailoverPolicy,
-  errors: ProviderErrors,
-  signal?: AbortSignal | null,
-  onRetry?: RetryListener,
-): Promise<T> {
+export function failover<T>(error: unknown, run: FailoverRun<T>): Promise<T> {
+  const { next, policy, errors, signal, onRetry } = run;
   if (policy.attempts <= 1 || signal?.aborted || !policy.retryIf(error, errors)) {
     return Promise.reject(error);
   }

@@ -40,12 +40,25 @@ export function readRefusal(a: FailedAttempt, error: unknown, released: boolean)
   const back = request.metered && released;
   if (back) state.release(request.admission);
   const headers = (error as { headers?: unknown } | null)?.headers;
+  const readable = headers && typeof (headers as Headers).get === 'function';
   if (request.metered && requestLimitHit(error)) {
     state.quota.requestsRefused(retryAfterMs(headers, undefined, state.maxCooldown));
+  } else if (
+    back &&
+    readable &&
+    request.admission.uncapped !== undefined &&
+    status(error) === 429
+  ) {
+    state.quota.uncappedRefused(request.admission, headers as Headers);
   }
-  if (headers && typeof (headers as Headers).get === 'function') {
+  if (readable) {
     a.hooks.observed(state, headers as Headers, back ? undefined : request.admission, a.sentAt);
   }
+}
+
+/** An error's HTTP status, when it has one. */
+function status(error: unknown): unknown {
+  return (error as { status?: unknown } | null)?.status;
 }
 
 /**

@@ -23,29 +23,53 @@ import type { Answer } from '../registry/deployment';
 export function callPromises(
   apiPromise: { readonly prototype: object },
   idHeaders: Readonly<Record<string, string>>,
-): (answer: Promise<Answer>) => Promise<unknown> {
+): CallPromises {
   const ids = Object.entries(idHeaders);
 
   class CallPromise extends Promise<unknown> {
-    readonly responsePromise: Promise<Answer>;
+    // What `then` (the plain one) derives from a call's promise is a plain promise.
+    static override get [Symbol.species](): PromiseConstructor {
+      return Promise;
+    }
+
+    /** The answer: another promise's, or (opened) this one's own resolution. */
+    private readonly answer: Promise<Answer> | undefined;
     readonly parseResponse: (client: unknown, answer: Answer) => unknown;
     private parsedPromise: Promise<unknown> | undefined;
     private read: boolean;
     private data: unknown;
 
-    constructor(answer: Promise<Answer>) {
-      // As the SDK's: settled at once with nothing, for `then` and the rest read the answer.
-      super(settleWithNull);
-      this.responsePromise = answer;
+    constructor(answer: Promise<Answer> | undefined) {
+      // Over another promise, as the SDK's: settled at once with nothing, for `then` and the
+      // rest read the answer. Opened: settled with the answer by whoever `opening` names.
+      super(answer === undefined ? openCall : settleWithNull);
+      this.answer = answer;
       this.parseResponse = dataOf;
       this.parsedPromise = undefined;
       this.read = false;
       this.data = undefined;
     }
 
+    /** The promise of the answer (as the SDK's field of that name). */
+    get responsePromise(): Promise<Answer> {
+      return this.answer ?? answerThen(this as Promise<unknown> as Promise<Answer>, sameAnswer);
+    }
+
+    /** `then` on the answer itself, not on its data. */
+    private onAnswer<A, B>(
+      onfulfilled: (answer: Answer) => A | PromiseLike<A>,
+      onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+    ): Promise<A | B> {
+      return answerThen(
+        this.answer ?? (this as Promise<unknown> as Promise<Answer>),
+        onfulfilled,
+        onrejected,
+      );
+    }
+
     /** The data of the answer. */
     parse(): Promise<unknown> {
-      return (this.parsedPromise ??= this.responsePromise.then((answer) => this.dataOf(answer)));
+      return (this.parsedPromise ??= this.onAnswer((answer) => this.dataOf(answer)));
     }
 
     /** `answer.data`, read once however many ways the caller asks for it. */
@@ -62,7 +86,7 @@ export function callPromises(
       onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
     ): Promise<A | B> {
       // Straight off the answer: an `await` of the call then makes one promise, not two.
-      return this.responsePromise.then(
+      return this.onAnswer(
         typeof onfulfilled === 'function'
           ? (answer) => onfulfilled(this.dataOf(answer))
           : (answer) => this.dataOf(answer) as A,
@@ -82,7 +106,7 @@ export function callPromises(
 
     /** The raw `Response` (for JSON answers a copy with the parsed body, see `Answer`). */
     asResponse(): Promise<Response> {
-      return this.responsePromise.then(responseOf);
+      return this.onAnswer(responseOf);
     }
 
     /** `{ data, response, request_id, ... }`, as the SDK's `withResponse()` gives them. */
@@ -96,7 +120,7 @@ export function callPromises(
     /** A promise of `transform(data, answer)`, as the SDK's helpers make with it. */
     _thenUnwrap(transform: (data: unknown, answer: Answer) => unknown): CallPromise {
       return new CallPromise(
-        this.responsePromise.then((answer) => ({
+        this.onAnswer((answer) => ({
           data: transform(answer.data, answer),
           get response() {
             return answer.response;
@@ -107,7 +131,72 @@ export function callPromises(
     }
   }
   Object.setPrototypeOf(CallPromise.prototype, apiPromise.prototype);
-  return (answer) => new CallPromise(answer);
+  return {
+    over: (answer) => (answer instanceof CallPromise ? answer : new CallPromise(answer)),
+    open(call) {
+      opening = call;
+      try {
+        // Its resolution is the answer; its `then` gives the data (see `CallPromises.open`).
+        return new CallPromise(undefined) as Promise<unknown> as Promise<Answer>;
+      } finally {
+        opening = undefined;
+      }
+    },
+  };
+}
+
+/**
+ * The two ways of making a call's promise for one SDK.
+ *
+ * @example
+ * ```ts
+ * const promises = callPromises(APIPromise, { request_id: 'x-request-id' });
+ * const p = promises.open(dispatch); // settled by the dispatch, handed to the caller as is
+ * ```
+ */
+export interface CallPromises {
+  /** The SDK's `APIPromise` over `answer` (`answer` itself when it already is one of these). */
+  over(answer: Promise<Answer>): Promise<unknown>;
+  /**
+   * A promise of the SDK's `APIPromise` kind that `call` settles with its answer: one promise for
+   * the call instead of two (its own and one over it). Typed as the answer's promise, which it
+   * is, but its `then` gives the answer's data: only the caller may hold it.
+   */
+  open(call: SettledCall): Promise<Answer>;
+}
+
+/**
+ * What settles an opened call's promise: told its resolving functions once, at once.
+ *
+ * @example
+ * ```ts
+ * const call: SettledCall = { settlesWith: (resolve, reject) => dispatch.bind(resolve, reject) };
+ * ```
+ */
+export interface SettledCall {
+  settlesWith(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void;
+}
+
+/** The call whose promise is being opened: an executor runs at once, so one serves every call. */
+let opening: SettledCall | undefined;
+
+function openCall(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void {
+  opening!.settlesWith(resolve, reject);
+}
+
+const plainThen = Promise.prototype.then;
+
+/** `Promise.prototype.then` on `answer`, whatever its class says `then` is. */
+function answerThen<A, B>(
+  answer: Promise<Answer>,
+  onfulfilled: (answer: Answer) => A | PromiseLike<A>,
+  onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+): Promise<A | B> {
+  return plainThen.call(answer, onfulfilled, onrejected) as Promise<A | B>;
+}
+
+function sameAnswer(answer: Answer): Answer {
+  return answer;
 }
 
 function settleWithNull(resolve: (value: null) => void): void {

@@ -1,5 +1,6 @@
-import type { Answer, DeploymentBuilder, ProviderErrors } from '../registry/deployment';
+import type { DeploymentBuilder, ProviderErrors } from '../registry/deployment';
 import type { DeploymentConfig } from '../types';
+import type { CallPromises } from './call-promise';
 
 /**
  * What the switchboard needs of one provider (one SDK): its deployments (what the registry builds
@@ -14,6 +15,6 @@ export interface ProviderKit<
   Config extends DeploymentConfig = DeploymentConfig,
 > extends DeploymentBuilder<Config> {
   errors: ProviderErrors;
-  /** The SDK's own `APIPromise` over the answer of the attempt that succeeded. */
-  promise(answer: Promise<Answer>): Promise<unknown>;
+  /** The SDK's own `APIPromise` of a call: over its answer, or settled by its dispatch. */
+  promise: CallPromises;
 }

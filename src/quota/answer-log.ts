@@ -38,6 +38,8 @@ export class AnswerLog {
    * that we do not charge, so a difference in its count says nothing of others' pace for a while.
    */
   private uncappedAt = -Infinity;
+  /** Calls without an output cap admitted and not yet answered. */
+  readonly uncapped = new Set<Admission>();
 
   constructor(
     /** The upstream's header reader (its rules' `read`): the `*-limit` headers too when asked. */
@@ -55,13 +57,20 @@ export class AnswerLog {
   /** A call was admitted at `now`. */
   admitted(admission: Admission, now: number): void {
     if (admission.output === 0) this.uncappedAt = now;
+    if (admission.uncapped !== undefined) this.uncapped.add(admission);
   }
 
   /** A call was answered (or failed): true when its own answer's headers were anchored on. */
   answered(admission: Admission): boolean {
+    this.uncapped.delete(admission);
     const anchored = this.anchoredOwn === admission;
     if (anchored) this.anchoredOwn = undefined;
     return anchored;
+  }
+
+  /** Parse a refusal's rate-limit headers, without their `*-limit` ones. */
+  peek(headers: HeaderSource): RateLimitReading | undefined {
+    return this.reader(headers, false);
   }
 
   /**

@@ -3,8 +3,10 @@ import { DEFAULT_SPAN, LedgerReadout } from './ledger-readout';
 import { tokensOf, type Admission, type TokenUsage } from './admission';
 import { AnswerLog } from './answer-log';
 import { counterScope, fits, gatingOf, type LimitCounter } from './limit-counter';
+import { CallSize } from './call-size';
+import type { LevelCounter, PoolLevel } from './pool-level';
 import { Pricing } from './pricing';
-import { limitsOf, type LimitName, type QuotaLimit } from './quota-limit';
+import { limitsOf, type LimitName } from './quota-limit';
 import { readRateLimits, type HeaderSource, type RateLimitFamily } from './rate-limit-headers';
 import { liveParts, type LimitListener, type SharedReading } from './reading';
 import {
@@ -19,7 +21,6 @@ import {
 } from './hot-row';
 import type { LearnedRule, QuotaRules, RulesKind } from './rules/quota-rules';
 import { rulesFor } from './rules/rules-for';
-import type { UsageCounter } from './usage-counter';
 
 export type { PeerUsage } from './peer-usage';
 export { DEFAULT_OUTPUT_RESERVATION } from './rules/rules-for';
@@ -38,6 +39,8 @@ export interface QuotaLedgerOptions {
   onLimit?: LimitListener;
   /** Told when the upstream taught a rule it leaves open (a shorter request interval). */
   onRule?: (rule: LearnedRule) => void;
+  /** @internal The configured levels of its quota pool path (`quotaPools`): each charged, each asked. */
+  levels?: readonly PoolLevel[];
 }
 
 /** What a ledger is built from: a model's limits and the settings its rules read. */
@@ -84,8 +87,11 @@ export class QuotaLedger extends LedgerReadout {
   private all: readonly LimitCounter[];
   /** Limits a shared store adds, asked after the ledger's own (see {@link gate}). */
   private gates: readonly LimitCounter[];
-  /** The counters a single call can be too big for. */
-  private readonly capped: readonly UsageCounter[];
+  /** The limits a single call can be too big for, and the probes they owe. */
+  private readonly size: CallSize;
+  /** The limits of its pool's levels, which other ledgers charge too. */
+  private readonly levels: readonly PoolLevel[];
+  private readonly levelGates: readonly LevelCounter[];
   private readonly answers: AnswerLog;
   private readonly pricing: Pricing;
   private readonly onRule: ((rule: LearnedRule) => void) | undefined;
@@ -114,10 +120,17 @@ export class QuotaLedger extends LedgerReadout {
     if (config.requestWindow !== undefined) counters.burst.period = config.requestWindow;
     this.pricing = new Pricing(rules, config, counters, limits.otpm);
     const { tokens, requests, burst, input, output, utilization } = counters;
-    this.all = [utilization ?? tokens, requests, burst, input, output];
+    this.levels = options.levels ?? [];
+    for (const level of this.levels) level.join(counters, scope);
+    this.levelGates = this.levels.flatMap((level) => level.gates);
+    this.all = [utilization ?? tokens, requests, burst, input, output, ...this.levelGates];
     this.gates = [];
     // A provisioned deployment admits a call of any size below 100 %: none is too big for it.
-    this.capped = utilization ? [input, output] : [tokens, input, output];
+    this.size = new CallSize(
+      utilization ? [input, output] : [tokens, input, output],
+      this.levelGates,
+      scope,
+    );
   }
 
   /** The counters with a limit in force, the utilization in the tokens' place on a PTU. */
@@ -129,7 +142,7 @@ export class QuotaLedger extends LedgerReadout {
       burst,
       input,
       output,
-    }).concat(this.gates));
+    }).concat(this.levelGates, this.gates));
   }
 
   /**
@@ -150,8 +163,11 @@ export class QuotaLedger extends LedgerReadout {
     // Others' usage (a store updates it in place) changes with time: it is not kept.
     // A combined limit charges the expected output, which its room in the row cannot say.
     const expected = this.counters.expected;
+    // A level's count moves with the other members' calls too.
     const keeps =
-      this.scope.peers === undefined && (expected === undefined || !(this.limits.tpm.value > 0));
+      this.scope.peers === undefined &&
+      this.levelGates.length === 0 &&
+      (expected === undefined || !(this.limits.tpm.value > 0));
     // What an uncapped call is charged here, for a draw that reads the row alone.
     this.hot.table[this.hot.row + RESERVE] = expected === undefined ? this.pricing.reservation : -1;
     return measure(this.hot, this.gatingCounters(), now, keeps);
@@ -171,36 +187,20 @@ export class QuotaLedger extends LedgerReadout {
   private hasRoomPriced(admission: Admission, now: number): boolean {
     // One pass keeps the utilization and each limit's room (a draw weighs the load next); while
     // they hold, room is read from there (a learned limit may owe a probe: asked below).
-    if (this.scope.peers === undefined && (admission.reserve ?? 0) <= 0) {
+    const alone = this.scope.peers === undefined && this.levelGates.length === 0;
+    if (alone && (admission.reserve ?? 0) <= 0) {
       this.util(now);
       if (keptUtil(this.hot, now) >= 0) {
         const room = fitsRoom(this.hot.table, this.hot.row, admission);
-        if (room || !this.anyLearned()) return room;
+        if (room || !this.size.anyLearned()) return room;
       }
     }
     this.catchUp(now);
     for (const counter of this.gatingCounters()) {
-      if (!fits(counter, admission, now) && this.probe(counter, admission, now) === undefined)
+      if (!fits(counter, admission, now) && this.size.probe(counter, admission, now) === undefined)
         return false;
     }
     return true;
-  }
-
-  /**
-   * The limit a call may probe: only a value learned from headers says it can never fit, and no
-   * probe went this window. A header may have said too little (a proxy, a limit lowered for a
-   * moment): one call per window goes, and its answer says the limit again.
-   */
-  private probe(counter: LimitCounter, admission: Admission, now: number): QuotaLimit | undefined {
-    if (!this.capped.includes(counter as UsageCounter)) return undefined;
-    const limit = (counter as UsageCounter).limit;
-    return limit.probeDue(counter.charge(admission), now, this.scope.span) ? limit : undefined;
-  }
-
-  /** Whether any limit a call can be too big for came from the headers (it may owe a probe). */
-  private anyLearned(): boolean {
-    const { tpm, itpm, otpm } = this.limits;
-    return tpm.learned || itpm.learned || otpm.learned;
   }
 
   /**
@@ -209,7 +209,7 @@ export class QuotaLedger extends LedgerReadout {
    */
   roomAt(admission: Admission, now = this.clock()): number {
     admission = this.pricing.priced(admission, now);
-    if (this.tooBig(admission, now) !== undefined) return Infinity;
+    if (this.size.tooBig(admission, now) !== undefined) return Infinity;
     if (this.hasRoomPriced(admission, now)) return 0;
     let wait = 0;
     for (const counter of this.all) {
@@ -231,16 +231,7 @@ export class QuotaLedger extends LedgerReadout {
     admission: Admission,
     now = this.clock(),
   ): { limit: LimitName; value: number; charge: number } | undefined {
-    return this.tooBig(this.pricing.priced(admission, now), now);
-  }
-
-  private tooBig(admission: Admission, now: number) {
-    for (const counter of this.capped) {
-      const charge = counter.exceeds(admission);
-      if (charge === undefined || counter.limit.probeDue(charge, now, this.scope.span)) continue;
-      return { limit: counter.limit.name, value: counter.limit.value, charge };
-    }
-    return undefined;
+    return this.size.tooBig(this.pricing.priced(admission, now), now);
   }
 
   /**
@@ -259,7 +250,7 @@ export class QuotaLedger extends LedgerReadout {
       admission.output = priced.output;
     }
     forget(this.hot);
-    for (const counter of this.capped) this.probe(counter, admission, now)?.probed(now);
+    this.size.probed(admission, now);
     for (const counter of this.all) counter.admit(admission, now);
     this.answers.admitted(admission, now);
     return now;
@@ -320,17 +311,37 @@ export class QuotaLedger extends LedgerReadout {
     const now = this.clock();
     this.catchUp(now);
     if (own?.uncapped !== undefined) {
-      const counted = this.tokens.counted(now) + this.tokens.correction.at(now, this.scope.span);
-      const charge = this.pricing.learnReservation(reading, own, counted);
-      if (charge !== 0) {
-        forget(this.hot);
-        for (const counter of this.all) counter.settle(0, charge, now);
-        this.tokens.inFlight += charge;
-      }
+      this.reprice(this.pricing.learnReservation(reading, own, this.counted(now)), now);
     }
     const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span);
     if (this.family !== 'anthropic') context.headers = headers;
     this.rules.apply(reading, context, this);
+  }
+
+  /**
+   * @internal An uncapped call was refused for tokens (its charge is back): what the refusal's
+   * `headers` say the upstream reserves beyond our charge, it reserves from now on.
+   */
+  uncappedRefused(refused: Admission, headers: HeaderSource, now = this.clock()): void {
+    const reading = this.answers.peek(headers);
+    if (reading === undefined) return;
+    const { uncapped } = this.answers;
+    // A refusal's reading is no anchor for the calls in flight: our own count is compared.
+    const counted = this.tokens.counted(now);
+    this.reprice(this.pricing.learnFromRefusal(reading, refused, counted, uncapped), now);
+  }
+
+  /** `charge` more output tokens for calls in flight, whose reservation was learned. */
+  private reprice(charge: number, now: number): void {
+    if (charge === 0) return;
+    forget(this.hot);
+    for (const counter of this.all) counter.settle(0, charge, now);
+    this.tokens.inFlight += charge;
+  }
+
+  /** Our count of the tokens at `now`, with its correction. */
+  private counted(now: number): number {
+    return this.tokens.counted(now) + this.tokens.correction.at(now, this.scope.span);
   }
 
   /**
@@ -369,6 +380,12 @@ export class QuotaLedger extends LedgerReadout {
     forget(this.hot);
     this.rules.apply(live!.reading, context, this);
     return true;
+  }
+
+  /** Counts usage over a sliding window (see `LedgerReadout.slide`), and so do its pool's levels. */
+  override slide(windowMs: number, buckets = 120): void {
+    super.slide(windowMs, buckets);
+    for (const level of this.levels) level.slide(windowMs, buckets);
   }
 
   /** Forget usage counted in the current window, and the corrections with it. */

@@ -1,5 +1,6 @@
 import type { DeploymentConfig, SwitchboardLogger } from '../types';
 import { hotRows } from '../quota/hot-row';
+import { PoolLevels, type PoolLimits } from '../quota/pool-level';
 import type { LimitName } from '../quota/quota-limit';
 import { clip } from '../errors/clip';
 import { carries, type TagSet } from '../placement/tags';
@@ -13,6 +14,7 @@ import type { ModelEvent } from './model-event';
 import { ModelState } from './model-state';
 import type { LatencySnapshot } from './latency';
 import { tiersOf } from './tiers';
+import { isUnreachable, UnreachableDeployments } from './unreachable';
 
 /**
  * `stats()` entry: utilization rounded to 3 places (by the anchored view), usage as
@@ -78,6 +80,8 @@ export interface RegistryContext {
   logger?: SwitchboardLogger;
   /** The longest cooldown of any model (ms). */
   maxCooldown?: number;
+  /** Limits of the levels of quota pool paths (`SwitchboardOptions.quotaPools`). */
+  quotaPools?: Readonly<Record<string, PoolLimits>>;
 }
 
 /** Pools kept per model and set of tags; past it they are forgotten and made again when asked. */
@@ -120,12 +124,16 @@ export class DeploymentRegistry {
   private readonly tagged = new Map<string, TaggedPool>();
   /** Every tag some deployment carries. */
   readonly knownTags: ReadonlySet<string>;
+  /** @internal Deployments that refused connections and have not answered since. */
+  readonly unreachable = new UnreachableDeployments((model, tags) => this.poolFor(model, tags));
   private readonly listeners: ModelListener[] = [];
   private readonly ruleListeners: ((state: ModelState, rule: LearnedRule) => void)[] = [];
   /** Learned or corrected limits already logged. */
   private readonly loggedLimits = new Set<string>();
   private readonly clock: () => number;
   private readonly logger: SwitchboardLogger | undefined;
+  /** While a deployment's other models are being cooled with one of them. */
+  private coolingDeployment = false;
 
   constructor(configs: readonly DeploymentConfig[], context: RegistryContext) {
     this.clock = context.clock ?? Date.now;
@@ -136,6 +144,7 @@ export class DeploymentRegistry {
     const onEvent = (state: ModelState, event: ModelEvent) => this.emit(state, event);
     // A quota pool's first member builds its ledger; the others count their calls there.
     const firstMembers = new Map<string, ModelState>();
+    const levels = new PoolLevels(context.quotaPools, this.clock);
     // One table for every model's hot row, held by nothing but those rows: it goes with them.
     const rows = hotRows(configs.reduce((n, c) => n + c.models.length, 0));
     let next = 0;
@@ -148,8 +157,13 @@ export class DeploymentRegistry {
           weight: m.weight ?? config.weight,
           maxInFlight: m.maxInFlight ?? config.maxInFlight,
         };
+        const rules = rulesFor(
+          upstreamKind(config.provider, config.baseURL),
+          m.provisioned === true,
+        );
         const state = new ModelState({ ...m, ...routing }, config.name, this.clock, {
-          rules: rulesFor(upstreamKind(config.provider, config.baseURL), m.provisioned === true),
+          rules,
+          levels: levels.of(m.quotaPool, rules),
           maxCooldown: context.maxCooldown,
           ledger: m.quotaPool === undefined ? undefined : firstMembers.get(m.quotaPool)?.quota,
           hot: rows[next++],
@@ -306,14 +320,35 @@ export class DeploymentRegistry {
     return out;
   }
 
+  /**
+   * A deployment that cannot be reached cannot be for any model: its other models cool with the
+   * one that found out (their own mark-downs, heard meanwhile, cool nothing more).
+   */
+  private coolDeployment(state: ModelState, ms: number, reason: string): void {
+    if (this.coolingDeployment) return;
+    this.coolingDeployment = true;
+    try {
+      for (const other of this.deployments.get(state.deployment)?.models.values() ?? []) {
+        if (other !== state) other.markDown(ms, reason);
+      }
+    } finally {
+      this.coolingDeployment = false;
+    }
+  }
+
   private emit(state: ModelState, event: ModelEvent): void {
     if (event.type === 'down') {
       const ms = Math.max(0, event.until - this.clock());
-      this.logger?.warn(
-        `${state.deployment}/${state.name} marked down for ${Math.round(ms)} ms${event.reason ? ` (${event.reason})` : ''}`,
-      );
+      // Calls sent before the first refusal came back are refused too: one line says it.
+      if (this.unreachable.markedDown(state, event.reason)) {
+        this.logger?.warn(
+          `${state.deployment}/${state.name} marked down for ${Math.round(ms)} ms${event.reason ? ` (${event.reason})` : ''}`,
+        );
+      }
+      if (isUnreachable(event.reason)) this.coolDeployment(state, ms, event.reason!);
     } else if (event.type === 'up') {
       this.logger?.log(`${state.deployment}/${state.name} marked up`);
+      this.unreachable.markedUp(state);
     } else if (event.type === 'rule') {
       const key = `${state.deployment}/${state.name}/${event.rule}`;
       if (!this.loggedLimits.has(key)) {

@@ -1,4 +1,5 @@
 import type { HotRow } from '../quota/hot-row';
+import type { PoolLevel } from '../quota/pool-level';
 import type { QuotaLedger, QuotaLedgerOptions } from '../quota/quota-ledger';
 import type { QuotaRules } from '../quota/rules/quota-rules';
 
@@ -20,6 +21,8 @@ export type ModelStateOptions = Pick<QuotaLedgerOptions, 'upstream'> & {
    * then counts its calls there, with the pool's other members.
    */
   ledger?: QuotaLedger;
+  /** @internal The configured levels of its quota pool path, shared with every member below them. */
+  levels?: readonly PoolLevel[];
   /** @internal The row of its registry's table its quota keeps what a draw reads in. */
   hot?: HotRow;
 };

@@ -121,6 +121,7 @@ export class ModelState {
         {
           rules: options.rules,
           upstream: options.upstream,
+          levels: options.levels,
           onLimit: (limit, value, was, configured) =>
             this.listener?.(this, { type: 'limit', limit, value, was, configured }),
           onRule: (rule) => this.listener?.(this, { type: 'rule', rule }),

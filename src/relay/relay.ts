@@ -8,7 +8,12 @@ import type { Provider } from '../types';
 import { clip } from '../errors/clip';
 import { REDACTED } from '../errors/scrub';
 import { errorBody, upstreamErrorBody, type Problem } from './error-body';
-import { bodyShapeMessage, bodyShapeProblem } from './body-checks';
+import {
+  readRequestBody,
+  REQUEST_BODY,
+  type RelayRequestInit,
+  type RequestBody,
+} from './request-body';
 import { httpErrorFor } from './http-error';
 import { RELAY_APIS, RESPONSES, RETRIEVE_RESPONSE, routeOf, type RelayApi } from './relay-apis';
 import { RELAY_BODY, rawAnswer, type RelayBody, type RelayOptions } from './relay-operations';
@@ -88,7 +93,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
   const created = Math.floor(Date.now() / 1000);
   const { registry } = port;
 
-  async function relay(parts: RequestParts): Promise<Response> {
+  async function relay(parts: RequestParts, given: RequestBody | undefined): Promise<Response> {
     const route = routeOf(parts.path);
     const provider: Provider = parts.path.includes('/messages') ? 'anthropic' : 'openai';
     if (route === undefined) return notFound(provider, parts);
@@ -101,34 +106,24 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
       return retrieve(route.id, parts);
     }
     if (parts.method !== 'POST') return notFound(provider, parts);
-    return create(route.api, parts);
+    return create(route.api, parts, given);
   }
 
-  async function create(api: RelayApi, parts: RequestParts): Promise<Response> {
-    const body = await bodyText(parts);
-    // Before the parse: its cost grows with the values and nesting, not only the bytes.
-    const shape = body === undefined ? undefined : bodyShapeProblem(body.text);
-    if (shape !== undefined) {
-      const message = bodyShapeMessage(shape);
-      port.warn?.(`sb.fetch refused a request body: ${message}`);
-      return problem(api.provider, { status: 400, message });
+  async function create(
+    api: RelayApi,
+    parts: RequestParts,
+    given: RequestBody | undefined,
+  ): Promise<Response> {
+    let read = given;
+    if (read === undefined) {
+      const body = await bodyText(parts);
+      read = readRequestBody(body?.raw, body?.text);
     }
-    let parsed: unknown;
-    try {
-      parsed = body === undefined ? undefined : JSON.parse(body.text);
-    } catch (error) {
-      return problem(api.provider, {
-        status: 400,
-        message: `The request body is not valid JSON: ${(error as Error).message}`,
-      });
+    if (read.problem !== undefined) {
+      if (read.refused !== undefined) port.warn?.(`sb.fetch ${read.refused}`);
+      return problem(api.provider, read.problem);
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-      return problem(api.provider, {
-        status: 400,
-        message: 'The request body must be a JSON object.',
-      });
-    }
-    const params = parsed as Record<string, unknown>;
+    const params = read.params;
     const invalid = api.check(params) ?? checkModel(api, params.model as string);
     if (invalid) return problem(api.provider, invalid);
 
@@ -144,7 +139,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     if (tags !== undefined) params.tags = tags;
     if (cacheOffByHeaders((name) => headerOf(parts.headers, name))) params.cache = false;
     const relayBody: RelayBody = {
-      raw: own ? undefined : body!.raw,
+      raw: own ? undefined : read.raw,
       parsed: params,
       headers: upstreamHeaders(parts.headers),
     };
@@ -293,7 +288,7 @@ export function createRelay(port: RelayPort): SwitchboardFetch {
     try {
       const parts = requestParts(input, init);
       if (parts.signal?.aborted) return Promise.reject(parts.signal.reason);
-      return relay(parts);
+      return relay(parts, (init as RelayRequestInit | undefined)?.[REQUEST_BODY]);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -1,4 +1,5 @@
-import type { SwitchboardLogger, SwitchboardOptions } from '../config/switchboard-options';
+import type { SwitchboardOptions } from '../config/switchboard-options';
+import type { SwitchboardLogger } from '../types';
 import type { AttemptHooks } from '../providers/attempt-types';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import { Deadlines } from '../runtime/deadlines';

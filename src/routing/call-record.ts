@@ -1,4 +1,6 @@
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
+import type { SettledCall } from '../providers/call-promise';
+import type { Answer } from '../registry/deployment';
 import type { TagSet } from '../placement/tags';
 import type { CallTags } from '../scheduling/lanes';
 import type { SessionParams } from '../types';
@@ -18,6 +20,11 @@ export interface CallEntry {
   readonly op: ApiOperation;
   readonly surface: string;
   readonly opName: string;
+  /**
+   * Makes the promise the caller gets (the SDK's `APIPromise` kind), settled by the call's
+   * dispatch; absent where the call's promise is read by the switchboard itself (`sb.fetch`).
+   */
+  readonly open?: (call: SettledCall) => Promise<Answer>;
 }
 
 /**

@@ -1,124 +1,32 @@
-import type { SwitchboardLogger } from '../config/switchboard-options';
 import { classify } from '../failover/classify';
-import { failover, type FailoverPolicy } from '../failover/failover';
+import { failover } from '../failover/failover';
 import { isFilteredAnswer, refusalOf, type Refusal } from '../failover/refusals';
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
-import {
-  runAttempt,
-  type AttemptHooks,
-  type AttemptOutcome,
-  type PreparedRequest,
-} from '../providers/attempt';
-import type { CapacityQueue } from '../scheduling/capacity-queue';
-import { UNTAGGED, type CallTags, type LaneActivity } from '../scheduling/lanes';
+import type { AttemptOutcome, PreparedRequest } from '../providers/attempt-types';
+import type { SettledCall } from '../providers/call-promise';
+import { UNTAGGED, type CallTags } from '../scheduling/lanes';
 import { keptRoom } from '../quota/hot-row';
 import type { Answer, Deployment, ProviderErrors, SdkRequestOptions } from '../registry/deployment';
-import type { DeploymentRegistry } from '../registry/deployment-registry';
-import type { DeploymentPicker } from '../selection/pick';
 import type { ModelState } from '../registry/model-state';
 import { hasRoom, type CallGate } from '../selection/pick';
-import type { StateStore } from '../state/state-store';
-import { clip } from '../errors/clip';
 import { SwitchboardError } from '../switchboard.error';
 import type { Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
-import type { SwitchboardMetrics } from '../telemetry/switchboard-metrics';
 import { fits, tokensNeeded } from './context-windows';
-import type { TrafficRecorder } from '../traffic/traffic-recorder';
 import { routeCall, type NoRoom, type Route, type RouteQuery } from './route-call';
 import { explain } from './explanations';
 import { waitForRoom } from './wait-for-room';
 import type { DeploymentExplanation } from '../errors/explanation';
 import type { TagSet } from '../placement/tags';
 import { isNoRoom } from '../quota/no-room';
-import { crossVendor } from '../translate/cross-vendor';
 import { skippedSentence, type SkippedFallback } from '../translate/fallback-choice';
-import { maxOutputOf } from '../translate/max-output';
+import type { DispatchCall, DispatchShared, Pin } from './dispatch-call';
+import { pinnedRoute } from './pinned-route';
+import { sendAttempt, type SendingCall } from './send-attempt';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 /** Stands for "others are already waiting for room": no routing is tried. */
 const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
-
-/**
- * What the dispatch of every call shares with its switchboard's router; made once.
- *
- * @example
- * ```ts
- * const shared: DispatchShared = { registry, picker, state, logger, queue, policy, metrics, hooks, clock, countFailure };
- * ```
- */
-export interface DispatchShared {
-  readonly registry: DeploymentRegistry;
-  /** Picks a deployment among the registry's. */
-  readonly picker: DeploymentPicker;
-  readonly state: StateStore;
-  readonly logger: SwitchboardLogger;
-  /** Calls waiting for room, when the switchboard has a queue. */
-  readonly queue: CapacityQueue | undefined;
-  /** When interactive traffic was last seen, and the headroom batch calls leave it. */
-  readonly lanes: LaneActivity;
-  readonly policy: FailoverPolicy;
-  readonly metrics: SwitchboardMetrics;
-  readonly hooks: AttemptHooks;
-  /** The models' clock (epoch ms), read once per routing. */
-  readonly clock: () => number;
-  /** Per model with a `contextWindow`, its window; `undefined` when none has one. */
-  readonly windows: ReadonlyMap<string, number> | undefined;
-  /** Count a call that failed for its caller. */
-  countFailure(model: string, error: unknown): void;
-  /** Writes one line per finished call, when `recordTraffic` is set. */
-  readonly traffic?: TrafficRecorder;
-}
-
-/**
- * A call that builds on (or reads) a stored object: it goes to the deployment holding it, never
- * to another (which would answer 404), so it has no failover. `model` is the call's, if it names
- * one; `state` is the model's on that deployment (or, for calls without a model, the state that
- * their failures are reported to).
- *
- * @example
- * ```ts
- * const pin: Pin = { id: 'resp_1', deployment: east, state: east.models.get('gpt-4o')!, model: 'gpt-4o' };
- * ```
- */
-export interface Pin {
-  readonly id: string;
-  readonly deployment: Deployment;
-  readonly modelState: ModelState;
-  readonly model: string | undefined;
-}
-
-/**
- * What one call is: its operation and prepared request, and where it may go.
- *
- * @example
- * ```ts
- * const call: DispatchCall = { adapter, op, request, options, sessionId: 'user-42', pool, tags };
- * ```
- */
-export interface DispatchCall {
-  readonly adapter: ApiAdapter;
-  readonly op: ApiOperation;
-  readonly request: PreparedRequest;
-  /** The SDK's request options the caller passed (signal, timeout, headers). */
-  readonly options?: SdkRequestOptions;
-  /** The key the call sticks to a deployment by: its session, or its cacheable prefix. */
-  readonly sessionId?: string;
-  /** The deployments of the call's model that may take it. */
-  readonly pool: readonly Deployment[];
-  /** The models tried, in order, when the call's own has no room or fails. */
-  readonly fallbacks?: readonly string[];
-  /** The deployment holding the stored object the call builds on; then it goes nowhere else. */
-  readonly pin?: Pin;
-  /** Its lane and tenant; default: interactive, no tenant. */
-  readonly tags?: CallTags;
-  /** The tags a deployment must carry to take the call; `pool` holds only such deployments. */
-  readonly required?: TagSet;
-  /** The models tried when Azure's content filter refuses the call (`contentFilterFallbacks`). */
-  readonly filterFallbacks?: readonly string[];
-  /** Fallbacks of the other vendor left out because the call cannot be translated for them. */
-  readonly skipped?: readonly SkippedFallback[];
-}
 
 /**
  * One call, from its first attempt to its answer or its last error. Every attempt is routed by
@@ -137,7 +45,7 @@ export interface DispatchCall {
  * const answer = await new Dispatch(shared, { adapter, op, request, sessionId: 'user-42', pool }).run();
  * ```
  */
-export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
+export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCall {
   readonly model: string;
   /**
    * The model the call is routed to as its own, with its deployments and fallbacks: the requested
@@ -148,7 +56,7 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
   targetPool: readonly Deployment[];
   targetFallbacks: readonly string[] | undefined;
   /** Why the call left the requested model; undefined while it has not. */
-  private refusal: Refusal | undefined = undefined;
+  refusal: Refusal | undefined = undefined;
   /** The models that refused the call (made on the first refusal). */
   private refusedBy: Set<string> | undefined = undefined;
   /**
@@ -158,21 +66,22 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
   admission: Admission | undefined;
   /** The deployments this call already tried (made on its second attempt). */
   exclude: Set<Deployment> | undefined = undefined;
-  private last: Route | undefined = undefined;
+  /** The route of the call's latest attempt. */
+  last: Route | undefined = undefined;
   /** The clock's reading for the routing under way: every deployment's room is asked at it. */
   now = 0;
-  private context: AttemptContext = FIRST_ATTEMPT;
+  context: AttemptContext = FIRST_ATTEMPT;
   private resolveCall: (answer: Answer) => void = noop;
   private rejectCall: (error: unknown) => void = noop;
 
-  private readonly adapter: ApiAdapter;
-  private readonly op: ApiOperation;
+  readonly adapter: ApiAdapter;
+  readonly op: ApiOperation;
   readonly request: PreparedRequest;
   readonly options: SdkRequestOptions | undefined;
   readonly sessionId: string | undefined;
   readonly pool: readonly Deployment[];
   private readonly fallbacks: readonly string[] | undefined;
-  private readonly pin: Pin | undefined;
+  readonly pin: Pin | undefined;
   readonly tags: CallTags;
   readonly required: TagSet | undefined;
   private readonly filterFallbacks: readonly string[] | undefined;
@@ -226,15 +135,29 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
   /** Starts the call; the promise settles with its answer, or the error its caller sees. */
   run(): Promise<Answer> {
     const call = promiseOf(this);
+    this.start();
+    return call;
+  }
+
+  /**
+   * Starts the call, settling the promise `open` makes of it (the caller's own, see
+   * `CallEntry.open`): the call then makes one promise, not its own and one over it.
+   */
+  open(open: (call: SettledCall) => Promise<Answer>): Promise<Answer> {
+    const call = open(this);
+    this.start();
+    return call;
+  }
+
+  private start(): void {
     try {
       this.begin(this);
     } catch (error) {
       this.rejectCall(error);
     }
-    return call;
   }
 
-  /** @internal The resolving functions of the call's promise (see {@link openCall}). */
+  /** @internal The resolving functions of the call's promise (see {@link promiseOf}). */
   settlesWith(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void {
     this.resolveCall = resolve;
     this.rejectCall = reject;
@@ -258,18 +181,17 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
       return;
     }
     try {
-      failover(
-        error,
-        () => this.again(),
+      failover(error, {
+        next: () => this.again(),
         policy,
-        this.errors,
-        this.options?.signal,
-        (n, _d, why) => {
+        errors: this.errors,
+        signal: this.options?.signal,
+        onRetry: (n, _d, why) => {
           this.context = { attempt: n, failoverReason: why, call: this.context.call };
           const last = this.last;
           if (last) this.shared.metrics.retry(last.deployment.models.get(last.model)!, why);
         },
-      ).then(
+      }).then(
         (answer) => this.resolve(answer),
         (final: unknown) => {
           if (!this.refusedHere(final)) this.fail(final);
@@ -379,7 +301,7 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
       // an interactive call may go past waiting batch calls when there is room for it.
       routed =
         this.pin !== undefined
-          ? this.pinned(this.pin)
+          ? pinnedRoute(this, this.pin)
           : queue !== undefined &&
               queue.length(this.model, this.tags.lane === 'batch' ? undefined : 'interactive') > 0
             ? QUEUED
@@ -390,17 +312,17 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
     }
     if ('deployment' in routed) {
       // Routed now: the clock's reading of the routing still holds.
-      this.send(routed, outcome, this.pin === undefined ? this.now : undefined);
+      sendAttempt(this, routed, outcome, this.pin === undefined ? this.now : undefined);
       return;
     }
     waitForRoom(this, routed, routed === QUEUED).then(
-      (to) => this.send(to, outcome),
+      (to) => sendAttempt(this, to, outcome),
       (error: Error) => outcome.reject(error),
     );
   }
 
   route(): Route | NoRoom {
-    if (this.pin !== undefined) return this.pinned(this.pin);
+    if (this.pin !== undefined) return pinnedRoute(this, this.pin);
     const last = this.last;
     // Most calls take one attempt: the set of tried deployments is made on the second.
     if (last !== undefined) (this.exclude ??= new Set()).add(last.deployment);
@@ -419,134 +341,6 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery {
   /** {@link admits} from a model's hot row, while the call has tried no deployment yet. */
   admitsRow(table: Float64Array, row: number, now: number): number {
     return this.exclude === undefined ? keptRoom(table, row, this.admission, now) : -1;
-  }
-
-  /**
-   * The pinned deployment, when it has room for the call; with a queue, when it is only out of
-   * quota room (a window to end, a replica's lease on its way), how long until it has some: the
-   * call waits for this deployment.
-   */
-  private pinned(pin: Pin): Route | NoRoom {
-    const { deployment: d, modelState: state, model, id } = pin;
-    const calls = state.inFlight;
-    if (model !== undefined && (!state.hasRoom(this.request.admission) || !calls.hasRoom())) {
-      const wait = state.roomAt(this.request.admission);
-      if (
-        this.shared.queue !== undefined &&
-        calls.hasRoom() &&
-        !state.isCooling() &&
-        wait < Infinity
-      ) {
-        return { waitMs: wait };
-      }
-      const why = state.isCooling()
-        ? `is cooling down for ${Math.ceil(state.cooldownRemaining / 1000)} s`
-        : calls.hasRoom()
-          ? 'is at its quota'
-          : `has ${calls.count} calls in flight (maxInFlight ${calls.cap})`;
-      throw new SwitchboardError(
-        `${clip(id)} lives on deployment ${d.name}, which ${why} for ${model}: retry later, or start without previous_response_id`,
-      );
-    }
-    if (this.sessionId !== undefined) this.shared.registry.sessions.set(this.sessionId, d.name);
-    return { deployment: d, model: this.model };
-  }
-
-  /**
-   * One attempt on a route; a fallback's replaces the params' `model` for this attempt only.
-   * `now` is the clock's reading when the route was taken in this same turn.
-   */
-  private send(to: Route, outcome: AttemptOutcome, now?: number): void {
-    const { shared, request, model } = this;
-    const { deployment } = to;
-    try {
-      if (this.last === undefined) shared.metrics.lanes?.admitted(model, this.tags);
-      this.last = to;
-      if (this.tags.lane === 'interactive') shared.lanes.sent(model, now);
-      if (this.sessionId !== undefined) {
-        shared.state.rememberSession?.(this.sessionId, deployment.name);
-      }
-      let hooks = shared.hooks;
-      let prepared = request;
-      if (to.model !== model) {
-        const refusal = this.refusal;
-        shared.logger.debug?.(
-          refusal === undefined
-            ? `No deployment of ${model} can take the call: falling back to ${to.model} on ${deployment.name}`
-            : `${model} cannot take the call (${refusal}): falling back to ${to.model} on ${deployment.name}`,
-        );
-        const metrics = shared.metrics;
-        const reason = refusal ?? 'unavailable';
-        const translated = deployment.provider !== this.adapter.provider;
-        hooks = { ...hooks, sent: (s) => metrics.request(s, model, reason, translated) };
-        prepared = { ...request, body: { ...request.body, model: to.model } };
-      }
-      const state = this.pin?.modelState ?? deployment.models.get(to.model)!;
-      if (deployment.provider !== this.adapter.provider) {
-        this.sendTranslated(to, state, request, hooks, outcome);
-        return;
-      }
-      const { adapter, op, options } = this;
-      runAttempt(
-        { deployment, modelState: state, adapter, op, request: prepared, options },
-        hooks,
-        outcome,
-        this.context,
-      );
-    } catch (error) {
-      // Nothing above calls `outcome` and then throws: it hears of this once.
-      outcome.reject(error as Error);
-    }
-  }
-
-  /**
-   * An attempt on a deployment of the other vendor: the call translated into its API, admitted and
-   * priced there, its answer translated back (see {@link crossVendor}).
-   */
-  private sendTranslated(
-    to: Route,
-    state: ModelState,
-    request: PreparedRequest,
-    hooks: AttemptHooks,
-    outcome: AttemptOutcome,
-  ): void {
-    const { adapter, op } = this;
-    // An operation the adapter does not list is sb.fetch's relay of a create call.
-    const opName =
-      Object.keys(adapter.operations).find((k) => adapter.operations[k] === op) ?? 'fetch';
-    // A deployment of the caller's own provider: its SDK's stream class and error classes.
-    const own = [...this.shared.registry.deployments.values()].find(
-      (d) => d.provider === adapter.provider,
-    )!;
-    const crossing = crossVendor(
-      { adapter, opName, op, request, deployment: own },
-      {
-        deployment: to.deployment,
-        model: to.model,
-        maxTokens: maxOutputOf(to.model, state.quota.outputReservation),
-        clock: this.shared.clock,
-      },
-      outcome,
-    );
-    if (crossing === undefined) {
-      throw new SwitchboardError(
-        `${this.model}'s call cannot be translated for ${to.model}: it was not sent`,
-      );
-    }
-    const { adapter: target, op: targetOp, request: translated, outcome: back } = crossing;
-    runAttempt(
-      {
-        deployment: to.deployment,
-        modelState: state,
-        adapter: target,
-        op: targetOp,
-        request: translated,
-        options: this.options,
-      },
-      hooks,
-      back,
-      this.context,
-    );
   }
 
   /** Why each deployment of the call's model and fallbacks did not take it (on failure only). */

@@ -5,7 +5,8 @@ import { ModelState } from '../registry/model-state';
 import { clip } from '../errors/clip';
 import type { TagSet } from '../placement/tags';
 import { SwitchboardError } from '../switchboard.error';
-import { Dispatch, type DispatchShared, type Pin } from './dispatch';
+import { Dispatch } from './dispatch';
+import type { DispatchShared, Pin } from './dispatch-call';
 import type { ResponseChains } from './store-lookups';
 
 /**

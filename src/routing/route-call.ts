@@ -43,6 +43,8 @@ export interface NoRoom {
  * gate, its `admission` charge (what the upstream counts when it admits the call) and the
  * deployments it already tried (`exclude`); `targetPool` is the target's deployments:
  *
+ * 0. while every deployment that may take the call refused connections, a
+ *    {@link SwitchboardError} at once, or the probe that is due (`UnreachableDeployments`);
  * 1. a deployment of `model` with room for the call that it has not tried, most preferred tier
  *    first; else the first fallback model with such a deployment;
  * 2. after a failure, when every untried deployment is down for reasons other than quota (marked
@@ -76,6 +78,11 @@ export function routeCall(picker: DeploymentPicker, call: RouteQuery & CallGate)
   const gate: CallGate = call;
   let pool = call.targetPool;
   const { registry } = picker;
+  // Every deployment refused connections: fail at once, or send the one probe that is due.
+  if (registry.unreachable.size !== 0) {
+    const probe = registry.unreachable.route(model, fallbacks, tags, gate);
+    if (probe !== undefined) return probe;
+  }
   pool ??= registry.poolFor(model, tags);
   const own = picker.withRoom(model, sessionId, gate, pool, tags);
   if (own !== undefined) return { deployment: own, model };

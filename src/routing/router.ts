@@ -1,9 +1,11 @@
 import { budgetCounts } from '../tenants/budget-options';
-import type { SwitchboardLogger, SwitchboardOptions } from '../config/switchboard-options';
+import type { SwitchboardOptions } from '../config/switchboard-options';
+import type { SwitchboardLogger } from '../types';
 import { failoverPolicy, type FailoverPolicy } from '../failover/failover';
 import type { ApiAdapter, Surface } from '../providers/adapter';
 import type { AttemptHooks, PreparedRequest } from '../providers/attempt-types';
-import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../scheduling/capacity-queue';
+import { CapacityQueue } from '../scheduling/capacity-queue';
+import { DEFAULT_MAX_QUEUED } from '../scheduling/queue-view';
 import { LaneActivity } from '../scheduling/lanes';
 import type { Answer, SdkRequestOptions } from '../registry/deployment';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
@@ -16,9 +18,11 @@ import type {
 } from '../telemetry/switchboard-metrics';
 import { LocalTenantCounts } from '../state/tenant-counts';
 import { Tenants } from '../tenants/tenants';
-import { contextWindows, widerModels } from './context-windows';
+import { contextWindows } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
-import { Dispatch, type DispatchShared } from './dispatch';
+import { goesStraight, placeCall, type PlacingRouter } from './place-call';
+import { Dispatch } from './dispatch';
+import type { SettledCall } from '../providers/call-promise';
 
 export type { FailedCalls } from './failed-calls';
 import { attemptHooks, wakeOnRoom } from './attempt-hooks';
@@ -32,7 +36,6 @@ import { CACHEABLE_TOKENS, prefixKey } from '../selection/cache-affinity';
 import { ResponseChains, sessionFromStore } from './store-lookups';
 import { responseCache } from '../cache/build-cache';
 import type { CacheCall, ResponseCache } from '../cache/response-cache';
-import { translatableFallbacks, type SkippedFallback } from '../translate/fallback-choice';
 
 /**
  * Every call of a switchboard comes in here, from the surfaces it mounts, and leaves as one
@@ -50,7 +53,7 @@ import { translatableFallbacks, type SkippedFallback } from '../translate/fallba
  * await surface.call('create', { model: 'gpt-4o-mini', messages });
  * ```
  */
-export class Router implements DispatchShared {
+export class Router implements PlacingRouter {
   readonly registry: DeploymentRegistry;
   readonly picker: DeploymentPicker;
   readonly state: StateStore;
@@ -75,7 +78,7 @@ export class Router implements DispatchShared {
   /** Per model with a `contextWindow`, its window; `undefined` when none has one. */
   readonly windows: ReadonlyMap<string, number> | undefined;
   /** Calls that build on (or read) a stored object, each sent to its holder alone. */
-  private readonly pins: PinnedCalls;
+  readonly pins: PinnedCalls;
   /** Answers served again, with `options.cache`. */
   private readonly cache: ResponseCache | undefined;
   /** How requests are prepared; a tenant with limits settles every answer, its streams' too. */
@@ -84,7 +87,7 @@ export class Router implements DispatchShared {
   /** Whether calls without a session keep to where their prompt prefix is cached. */
   private readonly cacheAffinity: boolean;
   /** Models served by a provisioned (PTU) deployment somewhere, which counts cached input free. */
-  private readonly provisioned: ReadonlySet<string>;
+  readonly provisioned: ReadonlySet<string>;
   readonly clock: () => number;
   private readonly surfaces: Surfaces;
   private readonly failedCalls: FailedCallCounts;
@@ -168,7 +171,7 @@ export class Router implements DispatchShared {
     this.metrics = metrics;
     this.failedCalls = new FailedCallCounts(metrics);
     this.surfaces = new Surfaces(registry);
-    tenants.onCost = (state, label, usd) => metrics.cost(state, label, usd);
+    tenants.onCost = (state, tenant, usd) => metrics.cost(state, tenant, usd);
     if (queue !== undefined) wakeOnRoom(registry, queue);
     const traffic = options.recordTraffic
       ? new TrafficRecorder(options.recordTraffic, this.logger, this.clock)
@@ -230,17 +233,21 @@ export class Router implements DispatchShared {
         return cache.serve(cached, options, (decided) => this.place(call, decided));
       }
     }
-    return this.place(call, options);
+    return this.place(call, options, call.entry.open);
   }
 
   /**
    * The stages of a call, each reading its record: its tenant's account, its request prepared
-   * and priced, its tenant's charge taken (for the dearest model it may go to), then one
-   * {@link Dispatch} (or, for a call building on a stored object, its holder alone).
+   * and priced, then one {@link Dispatch} for most calls, else {@link placeCall}. With `open`, the
+   * promise returned is the caller's own (see `CallEntry.open`).
    */
-  private place(call: CallRecord, options: unknown): Promise<Answer> {
+  private place(
+    call: CallRecord,
+    options: unknown,
+    open?: (call: SettledCall) => Promise<Answer>,
+  ): Promise<Answer> {
     try {
-      const { entry, body, model, sessionId, required } = call;
+      const { entry, body, model } = call;
       const { adapter, op } = entry;
       const pool = this.registry.poolFor(model);
       if (pool[0]!.provider !== adapter.provider) throw this.surfaces.wrongProvider(adapter, model);
@@ -250,78 +257,30 @@ export class Router implements DispatchShared {
           ? undefined
           : tenants.open(call.tenant, model);
       // A tenant with limits settles every answer: its stream is asked for usage.
-      const prep = account?.key !== undefined ? this.prepSettled : this.prep;
+      const prep = account?.tenantKey !== undefined ? this.prepSettled : this.prep;
       let request = prepareRequest(adapter, op, body, prep);
       if (this.cache !== undefined) request = this.cache.recording(options, request);
-      const sdkOptions = options as SdkRequestOptions | undefined;
       const prefix = this.prefixOf(call, request);
       if (account !== undefined) request = { ...request, account };
-      const pinned = (held: PreparedRequest) =>
-        this.pins.dispatch({
-          adapter,
-          op,
-          id: call.chained!,
-          request: held,
-          options: sdkOptions,
-          model,
-          sessionId,
-          required,
-        });
-      if (call.chained !== undefined && account?.key === undefined) return pinned(request);
-      let fallbacks =
-        this.fallbacks.size > 0 && call.fallbacks ? this.fallbacks.get(model) : undefined;
-      // Fallbacks of the other vendor that this call cannot be translated for are skipped.
-      const { adapter: api, opName } = call.entry;
-      const translatable = (list: readonly string[]) =>
-        translatableFallbacks(api, opName, call.body, list, this.registry.models);
-      let skipped: SkippedFallback[] | undefined;
-      if (fallbacks !== undefined) ({ fallbacks, skipped } = translatable(fallbacks));
-      const filterFallbacksOf = (target: string): readonly string[] | undefined => {
-        const list =
-          this.contentFilterFallbacks.size > 0 && call.fallbacks
-            ? this.contentFilterFallbacks.get(target)
-            : undefined;
-        return list && translatable(list).fallbacks;
-      };
-      const wider = widerModels(this.windows, model, request, fallbacks);
-      // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached. Not
-      // where a provisioned deployment serves the model: it is paid for whether used or not, so its
-      // room goes first, before a prefix cached on a tier below it.
-      const sticky = sessionId ?? (this.provisioned.has(model) ? undefined : prefix);
+      const sdkOptions = options as SdkRequestOptions | undefined;
+      if (!goesStraight(this, call, request)) {
+        return placeCall(this, call, request, sdkOptions, prefix);
+      }
+      // Without a session, a cacheable prompt prefix is one (see `placeCall`).
+      const sticky = call.sessionId ?? (this.provisioned.has(model) ? undefined : prefix);
+      const run = new Dispatch(this, {
+        adapter,
+        op,
+        request,
+        options: sdkOptions,
+        sessionId: sticky,
+        pool: this.registry.poolFor(model, call.required),
+        tags: call.tags,
+        required: call.required,
+      });
       const pending = sessionFromStore(this.registry, this.state, sticky);
-      const held = request;
-      const dispatch = (target: string, rest: readonly string[] | undefined) => {
-        const own = target === model;
-        const run = new Dispatch(this, {
-          adapter,
-          op,
-          request: own ? held : { ...held, body: { ...held.body, model: target } },
-          options: sdkOptions,
-          sessionId: own ? sticky : sessionId,
-          pool: this.registry.poolFor(target, required),
-          fallbacks: rest,
-          tags: call.tags,
-          required,
-          filterFallbacks: filterFallbacksOf(target),
-          skipped,
-        });
-        if (wider !== undefined && own) run.leaveModel('context_window', wider);
-        return pending === undefined ? run.run() : pending.then(() => run.run());
-      };
-      if (account?.key === undefined) return dispatch(model, fallbacks);
-      // A tenant with limits: its charge is taken first, for the call's model or, over the
-      // budget, the first fallback whose price fits; what the call does not use goes back.
-      const models = fallbacks === undefined ? [model] : [model, ...fallbacks];
-      const RateLimitError = pool[0]!.errors.RateLimitError;
-      return tenants!
-        .admit(account, request.admission, models, RateLimitError, sdkOptions?.signal)
-        .then((chosen) =>
-          call.chained === undefined ? dispatch(chosen.model, chosen.fallbacks) : pinned(held),
-        )
-        .catch((error: unknown) => {
-          account.end(error);
-          throw error;
-        });
+      if (pending !== undefined) return pending.then(() => run.run());
+      return open === undefined ? run.run() : run.open(open);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -35,11 +35,11 @@ export class Surfaces {
   /** The surface an adapter's facade calls, its calls going to `target`. */
   mount(adapter: ApiAdapter, target: SurfaceTarget): Surface {
     this.adapters.push(adapter);
-    const promise = PROVIDERS[adapter.provider].promise;
+    const promises = PROVIDERS[adapter.provider].promise;
     const name = `sb.${adapter.path.join('.')}`;
     const entries = new Map<string, CallEntry>();
     for (const [opName, op] of Object.entries(adapter.operations)) {
-      entries.set(opName, { adapter, op, surface: name, opName });
+      entries.set(opName, { adapter, op, surface: name, opName, open: promises.open });
     }
     const entryOf = (op: string): CallEntry => {
       const found = entries.get(op);
@@ -48,9 +48,9 @@ export class Surfaces {
     };
     return {
       name,
-      call: (op, params, options) => promise(target.call(entryOf(op), params, options)),
+      call: (op, params, options) => promises.over(target.call(entryOf(op), params, options)),
       callHolding: (op, id, body, options) =>
-        promise(target.callHolding(entryOf(op), id, body, options)),
+        promises.over(target.callHolding(entryOf(op), id, body, options)),
     };
   }
 

@@ -1,11 +1,16 @@
 import { FairLine } from './fair-line';
-import { LANES, UNTAGGED, type CallTags, type Lane } from './lanes';
-
-/** What routing a waiting call answers: a target, or how long until room is expected. */
-export type RouteAttempt<T> = { target: T } | { waitMs: number };
+import { LANES, UNTAGGED, type Lane } from './lanes';
+import {
+  DEFAULT_MAX_QUEUED,
+  type CapacityQueueOptions,
+  type QueueView,
+  type Turn,
+  type WaitOptions,
+} from './queue-view';
 
 interface Waiter {
-  route: () => RouteAttempt<unknown>;
+  /** One try for room: at once (routing), or after a round trip (a shared count). */
+  tryTurn: () => Turn<unknown, { waitMs: number }> | PromiseLike<Turn<unknown, { waitMs: number }>>;
   readonly lane: Lane;
   readonly tenant: string;
   /** Tokens of its admission charge (at least 1): its tenant's share pays for it. */
@@ -17,6 +22,10 @@ interface Waiter {
   deadline: NodeJS.Timeout | undefined;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
+  /** The refusal of its last try. */
+  last: { waitMs: number } | undefined;
+  /** It must leave (its wait ran out, its caller aborted) once its try under way answers. */
+  leaving: ((last: { waitMs: number } | undefined) => unknown) | undefined;
 }
 
 interface Line {
@@ -27,74 +36,21 @@ interface Line {
   wakeAt: number;
   /** A serve() is scheduled for the next turn. */
   pending: boolean;
+  /** The head whose try is under way (a round trip to a shared count), if any. */
+  trying: Waiter | undefined;
 }
 
 /**
- * Calls waiting per model and lane when `maxQueued` is not set: each waiter holds its request,
- * so a line without a bound is memory a burst of callers can take.
- */
-export const DEFAULT_MAX_QUEUED = 1_000;
-
-/** Options of a {@link CapacityQueue}. */
-export interface CapacityQueueOptions {
-  maxWait: number;
-  /** The longest wait of a batch call; default `maxWait`. */
-  batchMaxWait?: number;
-  /** Calls waiting per model and lane at most; default {@link DEFAULT_MAX_QUEUED}. */
-  maxQueued?: number;
-  clock?: () => number;
-}
-
-/** How a call waits: its lane and tenant (default interactive, no tenant), its cost, its errors. */
-export interface WaitOptions {
-  signal?: AbortSignal | null;
-  onTimeout: (waitedMs: number) => unknown;
-  onAbort: () => unknown;
-  tags?: CallTags;
-  /** Tokens of the call's admission charge, for fairness across tenants; default 1. */
-  cost?: number;
-  /** Told when the call leaves the line with a target, after `waitedMs`. */
-  onAdmit?: (waitedMs: number) => void;
-}
-
-/**
- * The switchboard's queue as its readers see it (`sb.queue`, a status page, the metrics): who
- * waits for which model, in which lane, for how long. The lines themselves are internal.
- *
- * @example
- * ```ts
- * const queue = sb.queue;
- * if (queue) console.log(`${queue.length('gpt-4o')} waiting, ${queue.longestWait('gpt-4o')} ms`);
- * ```
- */
-export interface QueueView {
-  /** The longest wait in ms (of an interactive call). */
-  readonly maxWait: number;
-  /** The longest wait in ms of a call in `lane`. */
-  maxWaitOf(lane: Lane): number;
-  /** Calls waiting for `model`, in `lane` or in both. */
-  length(model: string, lane?: Lane): number;
-  /** How long (ms) the longest-waiting call for `model` has waited; 0 when none waits. */
-  longestWait(model: string, lane?: Lane): number;
-  /** Calls waiting for `model` per lane and tenant key (lanes with nobody waiting left out). */
-  waiting(model: string): Partial<Record<Lane, ReadonlyMap<string, number>>>;
-  /** The models with calls waiting. */
-  models(): IterableIterator<string>;
-  /**
-   * Let `model`'s waiting calls try for room now rather than when it was expected (after an
-   * injected clock moved, say); the switchboard does so itself whenever it frees room.
-   */
-  kick(model: string): void;
-}
-
-/**
- * Calls waiting for room, one line per model: the scheduler of the switchboard. Interactive
- * calls are served before batch calls; within a lane, tenants take turns by deficit round robin
- * on the calls' admission charges ({@link FairLine}), and a tenant's calls keep their order. The
- * call to serve next (the head) is routed again when the room it waits for is expected (one timer
- * per line), or at once when something frees room ({@link kick}); nobody overtakes it. A waiter
- * leaves with its caller's abort, or after its lane's longest wait with the error the caller
- * builds.
+ * Calls waiting for room, one line per key: the one scheduler of the switchboard, whatever a call
+ * waits for. Keyed by model, its calls wait for a deployment with room (quota, in-flight caps);
+ * keyed by tenant, for the room its limits and budget give back. Interactive calls are served
+ * before batch calls; within a lane, tenants take turns by deficit round robin on the calls'
+ * admission charges ({@link FairLine}), and a tenant's calls keep their order. The call to serve
+ * next (the head) tries again when the room it waits for is expected (one timer per line), or at
+ * once when something frees room ({@link kick}); nobody overtakes it. A try may answer at once or
+ * after a round trip; while it is under way the line waits for it. A waiter leaves with its
+ * caller's abort, or after its lane's longest wait with the error the caller builds (a head whose
+ * try is under way leaves when it answers, unless it got its room).
  *
  * @example
  * ```ts
@@ -127,17 +83,17 @@ export class CapacityQueue implements QueueView {
     return lane === 'batch' ? (this.options.batchMaxWait ?? this.options.maxWait) : this.maxWait;
   }
 
-  /** Calls waiting for `model`, in `lane` or in both. */
-  length(model: string, lane?: Lane): number {
-    const line = this.lines.get(model);
+  /** Calls waiting in `key`'s line, in `lane` or in both. */
+  length(key: string, lane?: Lane): number {
+    const line = this.lines.get(key);
     if (line === undefined) return 0;
     if (lane !== undefined) return line.lanes[lane === 'batch' ? 1 : 0].size;
     return line.lanes[0].size + line.lanes[1].size;
   }
 
-  /** How long (ms) the longest-waiting call for `model` has waited; 0 when none waits. */
-  longestWait(model: string, lane?: Lane): number {
-    const line = this.lines.get(model);
+  /** How long (ms) the longest-waiting call of `key`'s line has waited; 0 when none waits. */
+  longestWait(key: string, lane?: Lane): number {
+    const line = this.lines.get(key);
     if (line === undefined) return 0;
     let joined = Infinity;
     for (const [i, fair] of line.lanes.entries()) {
@@ -147,9 +103,9 @@ export class CapacityQueue implements QueueView {
     return joined === Infinity ? 0 : Math.max(0, this.clock() - joined);
   }
 
-  /** Calls waiting for `model` per lane and tenant key (lanes with nobody waiting left out). */
-  waiting(model: string): Partial<Record<Lane, Map<string, number>>> {
-    const line = this.lines.get(model);
+  /** Calls waiting in `key`'s line per lane and tenant (lanes with nobody waiting left out). */
+  waiting(key: string): Partial<Record<Lane, Map<string, number>>> {
+    const line = this.lines.get(key);
     const out: Partial<Record<Lane, Map<string, number>>> = {};
     if (line === undefined) return out;
     line.lanes.forEach((fair, i) => {
@@ -158,43 +114,48 @@ export class CapacityQueue implements QueueView {
     return out;
   }
 
-  /** The models with calls waiting. */
+  /** The keys (models) with calls waiting. */
   models(): IterableIterator<string> {
     return this.lines.keys();
   }
 
-  /** True when a call for `model` in `lane` may join its line (`maxQueued` not reached). */
-  canJoin(model: string, lane: Lane = 'interactive'): boolean {
+  /** True when a call of `lane` may join `key`'s line (`maxQueued` not reached). */
+  canJoin(key: string, lane: Lane = 'interactive'): boolean {
     const max = this.options.maxQueued ?? DEFAULT_MAX_QUEUED;
-    return !this.closed && this.length(model, lane) < max;
+    return !this.closed && this.length(key, lane) < max;
   }
 
   /**
-   * Wait in `model`'s line until `route` finds a target. `onTimeout(waitedMs)` builds the error
+   * Wait in `key`'s line until a try finds a target. `onTimeout(waitedMs, last)` builds the error
    * of a call that waited its lane's longest wait in vain; `onAbort()` that of a caller's abort.
    */
-  wait<T>(model: string, route: () => RouteAttempt<T>, o: WaitOptions): Promise<T> {
+  wait<T, R extends { waitMs: number } = { waitMs: number }>(
+    key: string,
+    tryTurn: () => Turn<T, R> | PromiseLike<Turn<T, R>>,
+    o: WaitOptions<R>,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const signal = o.signal ?? undefined;
       if (signal?.aborted) {
         reject(o.onAbort());
         return;
       }
-      let line = this.lines.get(model);
+      let line = this.lines.get(key);
       if (line === undefined) {
         line = {
           lanes: [new FairLine(), new FairLine()],
           timer: undefined,
           wakeAt: 0,
           pending: false,
+          trying: undefined,
         };
-        this.lines.set(model, line);
+        this.lines.set(key, line);
       }
       const { lane, tenant } = o.tags ?? UNTAGGED;
       const joined = this.clock();
       const onAdmit = o.onAdmit;
       const waiter: Waiter = {
-        route,
+        tryTurn,
         lane,
         tenant,
         cost: Math.max(1, o.cost ?? 1),
@@ -210,34 +171,40 @@ export class CapacityQueue implements QueueView {
         deadline: undefined,
         signal,
         onAbort: undefined,
+        last: undefined,
+        leaving: undefined,
       };
-      const leave = (error: unknown) => {
-        if (!this.remove(model, waiter)) return;
-        reject(error);
+      const leave = (error: (last: R | undefined) => unknown) => {
+        if (this.lines.get(key)?.trying === waiter) {
+          waiter.leaving = error as Waiter['leaving'];
+          return;
+        }
+        if (!this.remove(key, waiter)) return;
+        reject(error(waiter.last as R | undefined));
         // The head left: the next one may fit now.
-        this.kick(model);
+        this.kick(key);
       };
       waiter.deadline = setTimeout(
-        () => leave(o.onTimeout(this.clock() - joined)),
+        () => leave((last) => o.onTimeout(this.clock() - joined, last)),
         this.maxWaitOf(lane),
       );
       if (signal) {
-        waiter.onAbort = () => leave(o.onAbort());
+        waiter.onAbort = () => leave(() => o.onAbort());
         signal.addEventListener('abort', waiter.onAbort, { once: true });
       }
       const fair = line.lanes[lane === 'batch' ? 1 : 0];
       fair.push(waiter);
       // A new head: the only call waiting, or the first interactive one ahead of batch calls.
       if (fair.size === 1 && (lane === 'interactive' || line.lanes[0].size === 0)) {
-        this.serve(model, line);
+        this.serve(key, line);
       }
     });
   }
 
-  /** Something freed room for `model` (usage refunded, a cooldown ended): try its line now. */
-  kick(model: string): void {
-    const line = this.lines.get(model);
-    if (line !== undefined && sizeOf(line) > 0) this.serve(model, line);
+  /** Something freed room for `key` (usage refunded, a cooldown ended): try its line now. */
+  kick(key: string): void {
+    const line = this.lines.get(key);
+    if (line !== undefined && sizeOf(line) > 0) this.serve(key, line);
   }
 
   /** Reject everyone still waiting and stop the timers. */
@@ -255,47 +222,36 @@ export class CapacityQueue implements QueueView {
     this.lines.clear();
   }
 
-  private serve(model: string, line: Line): void {
-    if (line.pending) return;
+  private serve(key: string, line: Line): void {
+    if (line.pending || line.trying !== undefined) return;
     for (;;) {
-      const fair = line.lanes[0].size > 0 ? line.lanes[0] : line.lanes[1];
-      const head = fair.peek();
+      const head = (line.lanes[0].size > 0 ? line.lanes[0] : line.lanes[1]).peek();
       if (head === undefined) break;
-      let attempt: RouteAttempt<unknown>;
+      let turn: ReturnType<Waiter['tryTurn']>;
       try {
-        attempt = head.route();
+        turn = head.tryTurn();
       } catch (error) {
-        this.remove(model, head);
+        this.remove(key, head);
         head.reject(error);
         continue;
       }
-      if ('target' in attempt) {
-        fair.take(head);
-        this.forget(head);
-        this.dropIfEmpty(model, line);
-        head.resolve(attempt.target);
-        // The next one is routed once this one's call has been charged (in the microtasks that
-        // follow), so that it sees the room this one took.
-        if (sizeOf(line) > 0 && !line.pending) {
-          line.pending = true;
-          setImmediate(() => {
-            line.pending = false;
-            if (sizeOf(line) > 0) this.serve(model, line);
-          });
-        }
+      if (!isPromiseLike(turn)) {
+        this.answered(key, line, head, turn, false);
         return;
       }
-      // One timer per line, for the head: when room is expected (a kick may come sooner).
-      const wakeAt = this.clock() + Math.max(1, attempt.waitMs);
-      if (line.timer !== undefined && line.wakeAt <= wakeAt) return;
-      clearTimeout(line.timer);
-      line.wakeAt = wakeAt;
-      line.timer = setTimeout(
-        () => {
-          line.timer = undefined;
-          this.serve(model, line);
+      line.trying = head;
+      turn.then(
+        (t) => {
+          line.trying = undefined;
+          if (!this.closed) this.answered(key, line, head, t, true);
         },
-        Math.max(1, attempt.waitMs),
+        (error: unknown) => {
+          line.trying = undefined;
+          if (this.closed) return;
+          this.remove(key, head);
+          head.reject(error);
+          this.kick(key);
+        },
       );
       return;
     }
@@ -303,12 +259,61 @@ export class CapacityQueue implements QueueView {
     line.timer = undefined;
   }
 
-  private remove(model: string, waiter: Waiter): boolean {
-    const line = this.lines.get(model);
+  /**
+   * The head's try answered: with a target it leaves and the next one is served; refused, it
+   * leaves if it must, else its line waits until room is expected (a kick may come sooner).
+   */
+  private answered(
+    key: string,
+    line: Line,
+    head: Waiter,
+    turn: Turn<unknown, { waitMs: number }>,
+    async: boolean,
+  ): void {
+    if ('target' in turn) {
+      line.lanes[head.lane === 'batch' ? 1 : 0].take(head);
+      this.forget(head);
+      this.dropIfEmpty(key, line);
+      head.resolve(turn.target);
+      if (sizeOf(line) === 0) return;
+      // A try that took a round trip has taken its room; one answered at once is charged by its
+      // caller in the microtasks that follow, so the next one is served once that is done.
+      if (async) this.serve(key, line);
+      else if (!line.pending) {
+        line.pending = true;
+        setImmediate(() => {
+          line.pending = false;
+          if (sizeOf(line) > 0) this.serve(key, line);
+        });
+      }
+      return;
+    }
+    head.last = turn;
+    if (head.leaving !== undefined) {
+      this.remove(key, head);
+      head.reject(head.leaving(turn));
+      this.kick(key);
+      return;
+    }
+    const wakeAt = this.clock() + Math.max(1, turn.waitMs);
+    if (line.timer !== undefined && line.wakeAt <= wakeAt) return;
+    clearTimeout(line.timer);
+    line.wakeAt = wakeAt;
+    line.timer = setTimeout(
+      () => {
+        line.timer = undefined;
+        this.serve(key, line);
+      },
+      Math.max(1, turn.waitMs),
+    );
+  }
+
+  private remove(key: string, waiter: Waiter): boolean {
+    const line = this.lines.get(key);
     if (line === undefined) return false;
     if (!line.lanes[waiter.lane === 'batch' ? 1 : 0].remove(waiter)) return false;
     this.forget(waiter);
-    this.dropIfEmpty(model, line);
+    this.dropIfEmpty(key, line);
     return true;
   }
 
@@ -320,15 +325,19 @@ export class CapacityQueue implements QueueView {
     }
   }
 
-  /** A line nobody waits in stops its timer and is dropped (models are few, but not kept idle). */
-  private dropIfEmpty(model: string, line: Line): void {
+  /** A line nobody waits in stops its timer and is dropped (keys are not kept idle). */
+  private dropIfEmpty(key: string, line: Line): void {
     if (sizeOf(line) > 0) return;
     clearTimeout(line.timer);
     line.timer = undefined;
-    if (!line.pending) this.lines.delete(model);
+    if (!line.pending && line.trying === undefined) this.lines.delete(key);
   }
 }
 
 function sizeOf(line: Line): number {
   return line.lanes[0].size + line.lanes[1].size;
+}
+
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown }).then === 'function';
 }

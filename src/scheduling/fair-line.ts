@@ -70,11 +70,11 @@ export class FairLine<T extends FairItem> {
 
   push(item: T): void {
     if (item.cost > this.quantum) this.quantum = item.cost;
-    const scope = tenantOf(item.tenant);
-    let sub = this.tenants.get(scope);
+    const tenant = tenantOf(item.tenant);
+    let sub = this.tenants.get(tenant);
     if (sub === undefined) {
       sub = { items: [], deficit: 0, turn: false };
-      this.tenants.set(scope, sub);
+      this.tenants.set(tenant, sub);
     }
     sub.items.push(item);
     this.count++;
@@ -101,19 +101,19 @@ export class FairLine<T extends FairItem> {
 
   /** `item` (the one {@link peek} returned) was served: its cost comes off its tenant's deficit. */
   take(item: T): void {
-    const scope = tenantOf(item.tenant);
-    const sub = this.tenants.get(scope);
+    const tenant = tenantOf(item.tenant);
+    const sub = this.tenants.get(tenant);
     if (sub === undefined || !this.drop(sub, item)) return;
     sub.deficit -= item.cost;
-    if (sub.items.length === 0) this.tenants.delete(scope);
+    if (sub.items.length === 0) this.tenants.delete(tenant);
   }
 
   /** `item` left without being served; false when it was not waiting. */
   remove(item: T): boolean {
-    const scope = tenantOf(item.tenant);
-    const sub = this.tenants.get(scope);
+    const tenant = tenantOf(item.tenant);
+    const sub = this.tenants.get(tenant);
     if (sub === undefined || !this.drop(sub, item)) return false;
-    if (sub.items.length === 0) this.tenants.delete(scope);
+    if (sub.items.length === 0) this.tenants.delete(tenant);
     return true;
   }
 

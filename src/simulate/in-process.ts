@@ -1,4 +1,5 @@
-import type { SwitchboardLogger, SwitchboardOptions } from '../config/switchboard-options';
+import type { SwitchboardOptions } from '../config/switchboard-options';
+import type { SwitchboardLogger } from '../types';
 import { CLIENT_FETCH } from '../providers/client-fetch';
 import { SimulatedUpstream } from '../testing/simulated-upstream';
 import { pointAt, simulatedDeployments } from './simulated-deployments';

@@ -5,7 +5,7 @@ import type {
   ObservableCallback,
   ObservableGauge,
 } from '@opentelemetry/api';
-import type { QueueView } from '../scheduling/capacity-queue';
+import type { QueueView } from '../scheduling/queue-view';
 import { LANES, type CallTags, type Lane } from '../scheduling/lanes';
 import { MAX_TENANT_LABELS, SWITCHBOARD_METRICS as M } from './metric-names';
 

@@ -1,5 +1,5 @@
 import type { Meter, ObservableCallback, ObservableGauge } from '@opentelemetry/api';
-import type { QueueView } from '../scheduling/capacity-queue';
+import type { QueueView } from '../scheduling/queue-view';
 import type { LimitName } from '../quota/quota-limit';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';

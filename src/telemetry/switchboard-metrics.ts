@@ -1,6 +1,6 @@
 import { createNoopMeter, metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
 import type { FailureReason } from '../failover/classify';
-import type { QueueView } from '../scheduling/capacity-queue';
+import type { QueueView } from '../scheduling/queue-view';
 import { isNoRoom } from '../quota/no-room';
 import type { DeploymentRegistry } from '../registry/deployment-registry';
 import type { ModelState } from '../registry/model-state';

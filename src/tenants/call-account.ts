@@ -17,7 +17,8 @@ export interface AccountBook {
   reservation(model: string, admission: Admission): TokenUsage;
   /** USD reserved for an attempt that may go to any of `models`: the dearest. */
   reservedUsd(models: readonly string[], admission: Admission): number;
-  spent(state: ModelState, label: string, usd: number): void;
+  /** `usd` an answer of `state` cost, for `costTenant` (see {@link CallAccount.costTenant}). */
+  spent(state: ModelState, costTenant: string, usd: number): void;
   adjust(account: CallAccount, delta: TenantCharge): void;
   /** Take `usd` more of the account's budget, or the tenant's 429. */
   topUp(account: CallAccount, usd: number, RateLimitError: RateLimitErrorClass): Promise<void>;
@@ -49,17 +50,18 @@ export class CallAccount {
 
   constructor(
     private readonly book: AccountBook,
-    /** The store key of a tenant with limits; `undefined` when no policy applies. */
-    readonly key: string | undefined,
-    /** The tenant's name as the cost metric labels it: a named tenant, or `other`. */
-    readonly label: string,
+    /** The tenant as the counts key it (hashed when long); `undefined` when no policy applies. */
+    readonly tenantKey: string | undefined,
+    /** The tenant as the cost metric counts it: one named in `options.tenants`, or `other`. */
+    readonly costTenant: string,
     readonly limits: TenantLimits,
-    readonly name: string,
+    /** The tenant ('' for a call that names none). */
+    readonly tenant: string,
   ) {}
 
   /** Whether the call counts against a budget: then each attempt is covered before it is sent. */
   get budgeted(): boolean {
-    return this.key !== undefined && this.limits.usd !== undefined;
+    return this.tenantKey !== undefined && this.limits.usd !== undefined;
   }
 
   /** @internal Its charge was taken at `at`. */
@@ -107,8 +109,8 @@ export class CallAccount {
     const price = this.book.priceOn(deployment.name, state.name);
     const billed = usage ?? this.book.reservation(state.name, admission);
     const usd = price === undefined ? 0 : costOf(price, billed, deployment.provider);
-    if (price !== undefined) this.book.spent(state, this.label, usd);
-    if (this.key !== undefined && this.at !== 0) {
+    if (price !== undefined) this.book.spent(state, this.costTenant, usd);
+    if (this.tenantKey !== undefined && this.at !== 0) {
       const used = usage ?? { input: admission.input, output: admission.output };
       const tokens = tokensOf(admission) + tokensOf(reconcile(state.quota.charge, admission, used));
       const delta = { tokens: tokens - this.held.tokens, requests: 0, usd: usd - this.held.usd };
@@ -124,7 +126,7 @@ export class CallAccount {
   end(error: unknown): void {
     if (this.ended) return;
     this.ended = true;
-    if (this.key === undefined || this.at === 0) return;
+    if (this.tenantKey === undefined || this.at === 0) return;
     // A call the switchboard held back reached no upstream: its request goes back too.
     const requests = isNoRoom(error) && !this.settledAny ? -this.taken.requests : 0;
     const delta = { tokens: -this.held.tokens, requests, usd: -this.held.usd };

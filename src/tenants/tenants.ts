@@ -1,5 +1,5 @@
 import { tokensOf, type Admission, type TokenUsage } from '../quota/admission';
-import { heldBackError, type RateLimitErrorClass } from '../quota/no-room';
+import type { RateLimitErrorClass } from '../quota/no-room';
 import type { ModelState } from '../registry/model-state';
 import { sessionKey } from '../selection/session-affinity';
 import { SwitchboardError } from '../switchboard.error';
@@ -8,24 +8,11 @@ import type { TenantPolicy } from './tenant-options';
 import { CallAccount } from './call-account';
 import { maxOutputs, UNKNOWN_MAX_OUTPUT } from './max-output';
 import { PriceTable } from './price';
-import { TakeLines } from '../scheduling/take-line';
-import { durationInWords } from '../runtime/duration-words';
+import { CapacityQueue } from '../scheduling/capacity-queue';
+import type { Turn } from '../scheduling/queue-view';
+import { overLimitError, TENANT_UNITS, type TenantRefusal } from './over-limit';
 import { tenantOf } from '../scheduling/tenant-of';
-import type {
-  TenantCharge,
-  TenantCounts,
-  TenantLimitName,
-  TenantLimits,
-  TenantVerdict,
-} from '../state/tenant-counts';
-
-/** What a tenant's limit counts, for messages. */
-const UNITS: Record<TenantLimitName, string> = {
-  tpm: 'tokens per minute',
-  rpm: 'requests per minute',
-  tokensPerDay: 'tokens per UTC day',
-  budget: 'USD',
-};
+import type { TenantCharge, TenantCounts, TenantLimits } from '../state/tenant-counts';
 
 /** How a call of a limited tenant waits for its room; absent: it fails at once. */
 export interface TenantWait {
@@ -65,8 +52,9 @@ interface OverLimit {
  * (`options.pricing`), and the counts they are held to ({@link TenantCounts}: this process, or a
  * shared store). A call of a tenant with a policy takes its charge (prompt estimate + max_tokens,
  * one request, the USD that prices, at the dearest deployment of its model) before it is routed;
- * over a limit it fails at once with the SDK's `RateLimitError`, or waits in its tenant's line,
- * first come first served, until the room its limit gives back. Over a budget, a fallback model
+ * over a limit it fails at once with the SDK's `RateLimitError`, or waits in its tenant's line
+ * (the one {@link CapacityQueue}, keyed by tenant), first come first served, until the room its
+ * limit gives back. Over a budget, a fallback model
  * whose price fits takes the call, when `options.fallbacks` names one.
  *
  * @example
@@ -81,15 +69,16 @@ export class Tenants {
   /** Per model, the most output an answer may run to (`maxOutput`, else documented). */
   private readonly maxOutput: ReadonlyMap<string, number>;
   /**
-   * @internal Hears what each answer cost, per model and cost label (the switchboard's metrics
-   * count it): handed in by whoever reports costs, so the tenants do not import them.
+   * @internal Hears what each answer cost, per model and tenant as the cost metric counts it (the
+   * switchboard's metrics count it): handed in by whoever reports costs, so the tenants do not
+   * import them.
    */
-  onCost: ((state: ModelState, label: string, usd: number) => void) | undefined;
+  onCost: ((state: ModelState, costTenant: string, usd: number) => void) | undefined;
   private readonly policies = new Map<string, Policy>();
   private readonly fallbackPolicy: Policy | undefined;
-  /** Calls of limited tenants waiting for room, one line per tenant. */
-  private readonly lines: TakeLines<TenantVerdict>;
-  /** USD per cost label (a named tenant, or `other`) since the start. */
+  /** Calls of limited tenants waiting for room, one line per tenant; none: each tries once. */
+  private readonly lines: CapacityQueue | undefined;
+  /** USD per tenant as the cost metric counts it (a named tenant, or `other`) since the start. */
   private readonly costByTenant = new Map<string, number>();
   private readonly counts: TenantCounts;
   private readonly clock: () => number;
@@ -109,9 +98,13 @@ export class Tenants {
     this.counts = context.counts;
     this.clock = context.clock;
     this.wait = context.wait;
-    this.lines = new TakeLines(context.wait);
+    const wait = context.wait;
+    this.lines =
+      wait !== undefined && wait.maxWait > 0
+        ? new CapacityQueue({ ...wait, clock: context.clock })
+        : undefined;
     let star: Policy | undefined;
-    for (const [name, policy] of Object.entries(options.tenants ?? {})) {
+    for (const [tenant, policy] of Object.entries(options.tenants ?? {})) {
       const limited =
         policy.tpm !== undefined ||
         policy.rpm !== undefined ||
@@ -130,12 +123,12 @@ export class Tenants {
           : undefined,
         tags: policy.tags !== undefined && policy.tags.length > 0 ? policy.tags : undefined,
       };
-      if (name === '*') star = read;
-      else this.policies.set(name, read);
+      if (tenant === '*') star = read;
+      else this.policies.set(tenant, read);
     }
     this.fallbackPolicy = star;
     if (!this.prices.empty) {
-      for (const label of [...this.policies.keys(), 'other']) this.costByTenant.set(label, 0);
+      for (const tenant of [...this.policies.keys(), 'other']) this.costByTenant.set(tenant, 0);
     }
   }
 
@@ -170,17 +163,17 @@ export class Tenants {
    * tenant it belongs to ({@link tenantOf}: `acme/batch` is `acme`'s part, counted with it),
    * its policy's, else `'*'`'s; or without, when only its cost is counted.
    */
-  open(tenant: string | undefined, model: string): CallAccount {
-    const scope = tenant === undefined ? undefined : tenantOf(tenant);
-    const label = scope !== undefined && this.policies.has(scope) ? scope : 'other';
-    const limits = this.policyOf(tenant)?.limits;
-    if (limits === undefined) return new CallAccount(this, undefined, label, {}, scope ?? '');
+  open(named: string | undefined, model: string): CallAccount {
+    const tenant = named === undefined ? undefined : tenantOf(named);
+    const costTenant = tenant !== undefined && this.policies.has(tenant) ? tenant : 'other';
+    const limits = this.policyOf(named)?.limits;
+    if (limits === undefined) return new CallAccount(this, undefined, costTenant, {}, tenant ?? '');
     if (limits.usd !== undefined && this.prices.dearest(model, { input: 1, output: 1 }) === 0) {
       throw new SwitchboardError(
-        `Tenant ${scope} has a budget, but ${model} has no price: add it to options.pricing (USD per million tokens)`,
+        `Tenant ${tenant} has a budget, but ${model} has no price: add it to options.pricing (USD per million tokens)`,
       );
     }
-    return new CallAccount(this, sessionKey(scope!), label, limits, scope!);
+    return new CallAccount(this, sessionKey(tenant!), costTenant, limits, tenant!);
   }
 
   /**
@@ -204,7 +197,7 @@ export class Tenants {
       if (value > 0 && tokens > value) {
         return Promise.reject(
           new SwitchboardError(
-            `A call of tenant ${account.name} can never fit its ${limit} limit: it takes ${tokens} tokens at admission (${admission.input} input + ${admission.output} reserved output), above ${value} ${UNITS[limit]}. Shorten the prompt or lower its max_tokens.`,
+            `A call of tenant ${account.tenant} can never fit its ${limit} limit: it takes ${tokens} tokens at admission (${admission.input} input + ${admission.output} reserved output), above ${value} ${TENANT_UNITS[limit]}. Shorten the prompt or lower its max_tokens.`,
           ),
         );
       }
@@ -212,18 +205,26 @@ export class Tenants {
     const charges = this.places(models, admission, limits.usd !== undefined).map(
       ({ place, usd }) => ({ place, charge: { tokens, requests: 1, usd } }),
     );
-    return new Promise<TenantPlace>((resolve, reject) => {
-      if (this.closed) {
-        reject(new SwitchboardError('switchboard is closed', { code: 'unavailable' }));
-        return;
-      }
-      const w: OverLimit = { account, charges, RateLimitError, joined: this.clock() };
-      this.lines.join(account.key!, {
-        take: () => this.attempt(account, charges, resolve),
-        refused: (last) => this.overLimit(w, last),
-        reject,
-        signal: signal ?? undefined,
+    if (this.closed) {
+      return Promise.reject(new SwitchboardError('switchboard is closed', { code: 'unavailable' }));
+    }
+    const w: OverLimit = { account, charges, RateLimitError, joined: this.clock() };
+    const key = account.tenantKey!;
+    const tryTurn = () => this.attempt(account, charges);
+    const lines = this.lines;
+    if (lines === undefined) {
+      // Nobody waits: the call takes its room or fails.
+      return tryTurn().then((t) => {
+        if ('target' in t) return t.target;
+        throw this.overLimit(w, t);
       });
+    }
+    if (!lines.canJoin(key)) return Promise.reject(this.overLimit(w, undefined));
+    return lines.wait(key, tryTurn, {
+      signal,
+      tags: { lane: 'interactive', tenant: key },
+      onAbort: () => signal?.reason,
+      onTimeout: (_waited, last) => this.overLimit(w, last),
     });
   }
 
@@ -240,16 +241,17 @@ export class Tenants {
     return Object.fromEntries(this.costByTenant);
   }
 
-  /** @internal What an answer of `state` cost, for the tenant labelled `label`. */
-  spent(state: ModelState, label: string, usd: number): void {
-    this.costByTenant.set(label, (this.costByTenant.get(label) ?? 0) + usd);
-    this.onCost?.(state, label, usd);
+  /** @internal What an answer of `state` cost, for `costTenant` (a named tenant, or `other`). */
+  spent(state: ModelState, costTenant: string, usd: number): void {
+    this.costByTenant.set(costTenant, (this.costByTenant.get(costTenant) ?? 0) + usd);
+    this.onCost?.(state, costTenant, usd);
   }
 
   /** @internal What an account adjusts; a refund wakes its tenant's line. */
   adjust(account: CallAccount, delta: TenantCharge): void {
-    this.counts.adjust(account.key!, delta, account.at, account.limits);
-    if (delta.tokens < 0 || delta.requests < 0 || delta.usd < 0) this.lines.kick(account.key!);
+    this.counts.adjust(account.tenantKey!, delta, account.at, account.limits);
+    if (delta.tokens < 0 || delta.requests < 0 || delta.usd < 0)
+      this.lines?.kick(account.tenantKey!);
   }
 
   /** @internal The price of `model` on `deployment`, if it has one. */
@@ -285,7 +287,7 @@ export class Tenants {
     RateLimitError: RateLimitErrorClass,
   ): Promise<void> {
     const charge = { tokens: 0, requests: 0, usd };
-    const v = await this.counts.take(account.key!, account.limits, charge, this.clock());
+    const v = await this.counts.take(account.tenantKey!, account.limits, charge, this.clock());
     if (!v.ok) {
       const w = { account, charges: [{ charge }], RateLimitError, joined: this.clock() };
       throw this.overLimit(w, v);
@@ -326,7 +328,7 @@ export class Tenants {
   /** Fail everyone waiting and stop the timers. */
   close(error: () => unknown): void {
     this.closed = true;
-    this.lines.close(error);
+    this.lines?.close(error);
   }
 
   /**
@@ -345,15 +347,13 @@ export class Tenants {
   private async attempt(
     account: CallAccount,
     charges: readonly { place: TenantPlace; charge: TenantCharge }[],
-    resolve: (place: TenantPlace) => void,
-  ): Promise<TenantVerdict> {
-    let first: TenantVerdict | undefined;
+  ): Promise<Turn<TenantPlace, TenantRefusal>> {
+    let first: TenantRefusal | undefined;
     for (const { place, charge } of charges) {
-      const v = await this.counts.take(account.key!, account.limits, charge, this.clock());
+      const v = await this.counts.take(account.tenantKey!, account.limits, charge, this.clock());
       if (v.ok) {
         account.took(charge, v.at);
-        resolve(place);
-        return v;
+        return { target: place };
       }
       first ??= v;
       if (v.limit !== 'budget') break;
@@ -361,30 +361,15 @@ export class Tenants {
     return first!;
   }
 
-  /** The 429 of a call its tenant's limit holds back. */
-  private overLimit(w: OverLimit, v: TenantVerdict | undefined): Error {
-    const name = w.account.name;
-    const waited = this.clock() - w.joined;
-    const after = waited > 0 ? ` after waiting ${Math.round(waited)} ms` : '';
-    if (v === undefined || v.ok) {
-      return heldBackError(
-        w.RateLimitError,
-        'switchboard_tenant_limit',
-        `Tenant ${name} has ${this.wait?.maxQueued ?? 0} calls waiting for room already${after}`,
-        1_000,
-      );
-    }
-    const charge = w.charges[0]!.charge;
-    const wants = v.limit === 'budget' ? charge.usd : v.limit === 'rpm' ? 1 : charge.tokens;
-    const fmt = (n: number) => (v.limit === 'budget' ? `${+n.toFixed(6)}` : String(n));
-    const message =
-      v.reason !== undefined
-        ? `Tenant ${name}: ${v.reason}${after}`
-        : `Tenant ${name} is over its ${v.limit} limit: ${fmt(v.used)} of ${fmt(v.value)} ${UNITS[v.limit]} ` +
-          `taken, this call needs ${fmt(wants)}${after}; room again in ${durationInWords(v.waitMs)}`;
-    const periodEnd = v.limit === 'budget' || v.limit === 'tokensPerDay';
-    return heldBackError(w.RateLimitError, 'switchboard_tenant_limit', message, v.waitMs, {
-      untilPeriodEnd: periodEnd,
-    });
+  /** The 429 of a call its tenant's limit holds back (`v`: its last refusal). */
+  private overLimit(w: OverLimit, v: TenantRefusal | undefined): Error {
+    const held = {
+      tenant: w.account.tenant,
+      charge: w.charges[0]!.charge,
+      RateLimitError: w.RateLimitError,
+      waited: this.clock() - w.joined,
+      maxQueued: this.wait?.maxQueued ?? 0,
+    };
+    return overLimitError(held, v);
   }
 }

@@ -25,6 +25,7 @@ export {
   type SimulatedClientOptions,
   type SimulatedDeploymentOptions,
   type SimulatedDeploymentStats,
+  type SimulatedPoolLimits,
   type SimulatedRequestRecord,
 } from './simulated-deployment';
 export type { SimulatedFault } from './faults';

@@ -123,6 +123,18 @@ export const simulatedUpstreamSchema = z.strictObject({
     })
     .optional(),
   keepAliveTimeout: nonNegative('a number of milliseconds >= 0').optional(),
+  quotaPools: z
+    .record(
+      z.string(),
+      z.strictObject({
+        tpm: nonNegative('a number >= 0').optional(),
+        rpm: nonNegative('a number >= 0').optional(),
+        itpm: nonNegative('a number >= 0').optional(),
+        otpm: nonNegative('a number >= 0').optional(),
+      }),
+      { error: 'must map a quota pool path to its limits, such as { org: { tpm: 100000 } }' },
+    )
+    .optional(),
 });
 
 /**

@@ -52,6 +52,12 @@ export interface FamilyCharge extends QuotaCharge {
  * ```
  */
 export class DeploymentQuota {
+  /**
+   * The levels of its quota pool path above it (an OpenAI organization above its project, an
+   * Azure subscription's region above its deployments): a request goes only where each admits it,
+   * and is charged at each. Their headers are not sent: the answer speaks of its own quota.
+   */
+  readonly levels: DeploymentQuota[] = [];
   private readonly kept: Partial<
     Record<QuotaFamily, { key: string; settings: QuotaSettings; rules: UpstreamRules }>
   > = {};
@@ -105,8 +111,14 @@ export class DeploymentQuota {
    * (usage by another application that the simulator does not refuse).
    */
   admit(family: QuotaFamily, demand: QuotaDemand, now: number, force = false): Admission {
+    for (const level of force ? [] : this.levels) {
+      const refused = level.rules(family).refusal?.(demand, now);
+      // The level's refusal, with the headers of the quota the key sees.
+      if (refused !== undefined) return { ...refused, headers: this.headers(family, now) };
+    }
     const admission = this.rules(family).admit(demand, now, force);
     if (!admission.ok) return admission;
+    for (const level of this.levels) level.rules(family).admit(demand, now, true);
     const charge: FamilyCharge = { ...admission.charge, family };
     return { ...admission, charge };
   }
@@ -115,6 +127,7 @@ export class DeploymentQuota {
   settle(charge: QuotaCharge, actualOutputTokens: number, now: number): void {
     const family = (charge as Partial<FamilyCharge>).family ?? 'openai';
     this.rules(family).settle(charge, actualOutputTokens, now);
+    for (const level of this.levels) level.rules(family).settle(charge, actualOutputTokens, now);
   }
 
   /** The rate-limit headers of an answer of `family` now, without charging anything. */

@@ -116,6 +116,21 @@ export interface SimulatedDeploymentOptions {
 }
 
 /**
+ * The limits per minute of one level of a quota pool path (`SimulatedUpstreamOptions.quotaPools`).
+ *
+ * @example
+ * ```ts
+ * const org: SimulatedPoolLimits = { tpm: 100_000 };
+ * ```
+ */
+export interface SimulatedPoolLimits {
+  tpm?: number;
+  rpm?: number;
+  itpm?: number;
+  otpm?: number;
+}
+
+/**
  * Counters of a simulated deployment ({@link SimulatedDeployment.stats}); the same object is
  * updated in place.
  *
@@ -422,6 +437,7 @@ export class SimulatedDeployment {
     origin: string,
     clock: () => number,
     pools: Map<string, DeploymentQuota> = new Map(),
+    levels: Readonly<Record<string, SimulatedPoolLimits>> = {},
   ) {
     options = checkOptions(simulatedDeploymentSchema, options, 'simulated deployment options');
     const timeScale = options.timeScale ?? 1;
@@ -465,7 +481,26 @@ export class SimulatedDeployment {
             ? 1_000
             : 10_000,
       );
-    if (options.quotaPool !== undefined) pools.set(options.quotaPool, quota);
+    if (options.quotaPool !== undefined && pooled === undefined) {
+      pools.set(options.quotaPool, quota);
+      const parts = options.quotaPool.split('/');
+      for (let i = 1; i <= parts.length; i++) {
+        const path = parts.slice(0, i).join('/');
+        const limits = Object.hasOwn(levels, path) ? levels[path] : undefined;
+        if (limits === undefined) continue;
+        // A level counts by its first member's rules, with its own limits (none: unlimited).
+        const key = `\u0000${path}`;
+        const level =
+          pools.get(key) ??
+          new DeploymentQuota(
+            () => ({ ...this.quotaSettings(), tpm: 0, rpm: 0, itpm: 0, otpm: 0, ...limits }),
+            timeScale,
+            undefined,
+          );
+        pools.set(key, level);
+        quota.levels.push(level);
+      }
+    }
     internals.set(this, {
       clock,
       faults: [],

@@ -31,6 +31,7 @@ import {
   storeResponse,
   usePromptCache,
   type SimulatedDeploymentOptions,
+  type SimulatedPoolLimits,
   type SimulatedRequestRecord,
 } from './simulated-deployment';
 import {
@@ -235,6 +236,14 @@ export interface SimulatedUpstreamOptions {
    * minutes; raise it for tests that pause between bursts.
    */
   keepAliveTimeout?: number;
+  /**
+   * Limits of the levels of the deployments' quota pool paths, as OpenAI sets an organization's
+   * limits above its projects' (`{ org: { tpm: 100_000 } }` over deployments in `org/p1` and
+   * `org/p2`): a request goes only where its own quota and every level of its path admit it, and
+   * is charged at each; answers' headers speak of the deployment's own quota. A level follows the
+   * rules of the first deployment under it (OpenAI's and Azure standard's can hold levels).
+   */
+  quotaPools?: Record<string, SimulatedPoolLimits>;
 }
 
 /**
@@ -285,7 +294,8 @@ export class SimulatedUpstream {
     const clock = options.clock ?? Date.now;
     const pools = new Map<string, DeploymentQuota>();
     this.deployments = options.deployments.map(
-      (deployment) => new SimulatedDeployment(deployment, this.url, clock, pools),
+      (deployment) =>
+        new SimulatedDeployment(deployment, this.url, clock, pools, options.quotaPools),
     );
     this.byName = new Map(this.deployments.map((deployment) => [deployment.name, deployment]));
     server.on('connection', (socket: Socket) => {

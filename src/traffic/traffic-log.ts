@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
-import type { SwitchboardLogger } from '../config/switchboard-options';
+import type { SwitchboardLogger } from '../types';
 
 /** Bytes held in memory at most while the disk is slower than the calls: beyond, lines drop. */
 export const TRAFFIC_BUFFER_BYTES = 4 * 1024 * 1024;

@@ -1,4 +1,4 @@
-import type { SwitchboardLogger } from '../config/switchboard-options';
+import type { SwitchboardLogger } from '../types';
 import type { PreparedRequest } from '../providers/attempt-types';
 import { outputCap } from '../providers/text-length';
 import type { Deployment } from '../registry/deployment';

@@ -4,12 +4,14 @@
  */
 import { createSwitchboard } from 'nestjs-switchboard';
 import { seededRandom } from 'nestjs-switchboard/testing';
+import { copyPlan } from '../../src/cache/answer-copy';
 import { answerVerdict, StreamVerdict } from '../../src/cache/answer-verdict';
-import { readEntry, type CacheEntry } from '../../src/cache/cache-entry';
+import { entrySize, readEntry, type CacheEntry } from '../../src/cache/cache-entry';
 import { cacheOffByHeaders } from '../../src/cache/cache-headers';
 import { cacheKey, canonicalJson } from '../../src/cache/cache-key';
 import { CacheTelemetry } from '../../src/cache/cache-telemetry';
 import { MemoryEntries } from '../../src/cache/memory-entries';
+import { requestOf } from '../../src/cache/request-print';
 import { ResponseCache, type CacheCall } from '../../src/cache/response-cache';
 import { chatCompletions } from '../../src/providers/openai/chat';
 import type { ApiAdapter } from '../../src/providers/adapter';
@@ -108,6 +110,132 @@ describe('the memory bound', () => {
     m.put(entry('old', 10, 5));
     expect(m.get('old', 4)).toBeDefined();
     expect(m.get('old', 5)).toBeUndefined();
+  });
+});
+
+describe('the request index', () => {
+  const entry = (key: string, size: number): CacheEntry => ({
+    v: 1,
+    key,
+    model: GPT,
+    kind: 'json',
+    deployment: 'd',
+    tags: [],
+    expires: 100,
+    body: 'x'.repeat(size),
+  });
+  const req = (content: string, tenant = 'acme', extra: object = {}) =>
+    requestOf(tenant, 'chat.completions', 'create', { ...ask(content), ...extra });
+
+  it('finds an entry by a request it answers while it is held, and counts the copy in its bytes', () => {
+    const m = new MemoryEntries(20_000);
+    m.put(entry('a', 1_000), req('a'));
+    const plain = entrySize(entry('a', 1_000));
+    const copy = m.held('a', 0)!.bytes - plain;
+    expect(copy).toBeGreaterThan(0);
+    expect(m.byRequest(req('a'), 0)?.entry.key).toBe('a');
+    m.put(entry('b', 1_000));
+    expect(m.bytes).toBe(2 * plain + copy);
+    m.alias(m.held('b', 0)!, req('a'));
+    // One request finds one entry: the newer.
+    expect(m.byRequest(req('a'), 0)?.entry.key).toBe('b');
+    expect([m.held('a', 0)!.bytes, m.held('b', 0)!.bytes, m.bytes]).toEqual([
+      plain,
+      plain + copy,
+      2 * plain + copy,
+    ]);
+    m.put(entry('c', 4_000));
+    expect(m.get('a', 0)).toBeDefined();
+    expect(m.get('c', 0)).toBeDefined();
+    m.put(entry('d', 4_000));
+    // b, the least recently used, went: its request with it.
+    expect(m.get('b', 0)).toBeUndefined();
+    expect(m.byRequest(req('a'), 0)).toBeUndefined();
+    m.put(entry('e', 10), req('e'));
+    expect(m.byRequest(req('e'), 100)).toBeUndefined();
+    expect(m.get('e', 0)).toBeUndefined();
+  });
+
+  it('compares requests in full: key order and undefined members aside, every value counts', () => {
+    const m = new MemoryEntries(1_000_000);
+    const params = { model: GPT, messages: [{ role: 'user', content: 'hi' }], temperature: 0.5 };
+    m.put(entry('k', 10), requestOf('acme', 'chat.completions', 'create', params));
+    // The caller's params changing later do not change what the entry answers.
+    params.messages[0]!.content = 'changed';
+    const find = (body: unknown, tenant = 'acme', op = 'create') =>
+      m.byRequest(requestOf(tenant, 'chat.completions', op, body), 0)?.entry.key;
+    const same = { temperature: 0.5, messages: [{ content: 'hi', role: 'user' }], model: GPT };
+    expect(find(same)).toBe('k');
+    expect(find({ ...same, top_p: undefined })).toBe('k');
+    expect(find({ ...same, temperature: 0.50001 })).toBeUndefined();
+    expect(
+      find({ ...same, messages: [{ content: 'hi', role: 'user', name: 'x' }] }),
+    ).toBeUndefined();
+    expect(find({ ...same, messages: [...same.messages, ...same.messages] })).toBeUndefined();
+    expect(find({ ...same, messages: { 0: same.messages[0] } })).toBeUndefined();
+    expect(find(same, 'globex')).toBeUndefined();
+    expect(find(same, 'acme', 'parse')).toBeUndefined();
+    class Params {
+      model = GPT;
+      messages = same.messages;
+      temperature = 0.5;
+    }
+    expect(find(new Params())).toBeUndefined();
+    // A polluted Object.prototype lends a body no member that a kept copy holds as its own.
+    const flat = { model: GPT, input: 'hi' };
+    m.put(entry('seeded', 10), requestOf('acme', 'embeddings', 'create', { ...flat, seed: 1 }));
+    const proto = Object.prototype as Record<string, unknown>;
+    proto.seed = 1;
+    try {
+      expect(m.byRequest(requestOf('acme', 'embeddings', 'create', flat), 0)).toBeUndefined();
+    } finally {
+      delete proto.seed;
+    }
+    expect(
+      m.byRequest(requestOf('acme', 'embeddings', 'create', { ...flat, seed: 1 }), 0),
+    ).toBeDefined();
+    // A body that is not plain JSON data is found by its key only.
+    const dated = { ...same, metadata: { at: new Date(0) } };
+    m.put(entry('dated', 10), requestOf('acme', 'chat.completions', 'create', dated));
+    expect(find(dated)).toBeUndefined();
+    expect(m.get('dated', 0)).toBeDefined();
+  });
+
+  it('requests of one print are told apart, a few per print', () => {
+    const m = new MemoryEntries(1_000_000);
+    const forged = (content: string) => ({ ...req(content), print: 7 });
+    for (let i = 0; i < 10; i++) m.put(entry(`k${i}`, 10), forged(`p${i}`));
+    expect(m.byRequest(forged('p0'), 0)).toBeUndefined();
+    expect(m.byRequest(forged('p1'), 0)).toBeUndefined();
+    for (let i = 2; i < 10; i++) expect(m.byRequest(forged(`p${i}`), 0)?.entry.key).toBe(`k${i}`);
+    expect(m.get('k0', 0)).toBeDefined();
+  });
+});
+
+describe('the copy of a kept answer', () => {
+  it('shares no object with its template, keeps key order and own __proto__ members', () => {
+    const template = JSON.parse(
+      '{"id":"x","choices":[{"message":{"content":"a"},"n":[1,2]}],"data":[[0.5,0.25]],' +
+        '"meta":{"__proto__":{"polluted":true},"k":1},"empty":{},"none":null}',
+    ) as Record<string, any>;
+    const copy = copyPlan(template);
+    const a = copy(template) as typeof template;
+    expect(a).toEqual(template);
+    expect(Object.keys(a)).toEqual(Object.keys(template));
+    expect(a.choices).not.toBe(template.choices);
+    expect(a.choices[0].message).not.toBe(template.choices[0].message);
+    expect(a.choices[0].n).not.toBe(template.choices[0].n);
+    expect(a.data[0]).not.toBe(template.data[0]);
+    expect(a.empty).not.toBe(template.empty);
+    expect(Object.getPrototypeOf(a.meta)).toBe(Object.prototype);
+    expect(Object.prototype.hasOwnProperty.call(a.meta, '__proto__')).toBe(true);
+    expect(a.meta.polluted).toBeUndefined();
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    a.choices[0].message.content = 'changed';
+    a.data[0][0] = 9;
+    expect(copy(template)).toEqual(JSON.parse(JSON.stringify(template)));
+    expect(template.choices[0].message.content).toBe('a');
+    expect(copyPlan('text')('text')).toBe('text');
   });
 });
 

@@ -114,6 +114,51 @@ describe('streams replayed', () => {
     expect(b).toEqual(a);
   });
 
+  it("a streamed hit's asResponse() is SSE as the API writes it: event: lines, chat's [DONE]", async () => {
+    /** Each SSE event as its fields: `event` (if any) and `data`. */
+    const sse = async (response: Response) =>
+      (await response.text())
+        .split('\n\n')
+        .filter((block) => block.trim() !== '')
+        .map((block) => {
+          const fields = Object.fromEntries(
+            block
+              .split('\n')
+              .map((line) => [
+                line.slice(0, line.indexOf(':')),
+                line.slice(line.indexOf(':') + 1).trim(),
+              ]),
+          );
+          return {
+            event: fields.event,
+            data: fields.data === '[DONE]' ? '[DONE]' : JSON.parse(fields.data!),
+          };
+        });
+    const messages = askClaude('as sse', { stream: true });
+    const first = await drain(await sb.messages.create(messages));
+    const upstreamSse = await sse(
+      await sb.messages.create({ ...messages, cache: false }).asResponse(),
+    );
+    const hit = await sb.messages.create(messages).asResponse();
+    expect(hit.headers.get('x-switchboard-cache')).toBe('hit');
+    const replayed = await sse(hit);
+    // The SDK's stream never yields Claude's keep-alive `ping`: the entry holds what it yields.
+    const yielded = upstreamSse.filter((e) => e.event !== 'ping');
+    expect(replayed.map((e) => e.event)).toEqual(yielded.map((e) => e.event));
+    expect(replayed.map((e) => e.data)).toEqual(first);
+    const responses = { model: GPT, input: 'as sse', store: false, stream: true } as const;
+    const events = await drain(await sb.responses.create(responses));
+    const replayedResponses = await sse(await sb.responses.create(responses).asResponse());
+    expect(replayedResponses.map((e) => e.event)).toEqual(events.map((e) => e.type));
+    expect(replayedResponses.map((e) => e.data)).toEqual(events);
+    const chat = ask('as sse', { stream: true });
+    const chunks = await drain(await sb.chat.completions.create(chat));
+    const replayedChat = await sse(await sb.chat.completions.create(chat).asResponse());
+    expect(replayedChat.map((e) => e.data)).toEqual([...chunks, '[DONE]']);
+    expect(replayedChat.every((e) => e.event === undefined)).toBe(true);
+    expect(sent()).toBe(4);
+  });
+
   it("the AI SDK's streamText through sb.fetch: the same text and finish reason, one request", async () => {
     const openai = createOpenAI({ apiKey: 'unused', fetch: sb.fetch });
     const run = async () => {

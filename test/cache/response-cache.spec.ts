@@ -57,6 +57,54 @@ describe('response cache', () => {
     expect(total(r)).toBe(3);
   });
 
+  it('a caller that changes its answer changes no later answer: each hit is a copy of its own', async () => {
+    r = await rig({ openai: 1, cache: { ttl: TTL } });
+    const first = await r.sb.chat.completions.create(ask('copy me'));
+    const kept = structuredClone(first);
+    first.choices[0]!.message.content = 'changed by the first caller';
+    const hit = await r.sb.chat.completions.create(ask('copy me'));
+    expect(hit).toEqual(kept);
+    hit.choices[0]!.message.content = 'changed by the second caller';
+    hit.choices.push(hit.choices[0]!);
+    (hit.usage as unknown as Record<string, unknown>).total_tokens = -1;
+    const again = await r.sb.chat.completions.create(ask('copy me'));
+    expect(again).toEqual(kept);
+    expect(again.choices[0]).not.toBe(hit.choices[0]);
+    expect(total(r)).toBe(1);
+    const read = async () => {
+      const events: { choices: { delta: { content?: string | null } }[] }[] = [];
+      for await (const e of await r!.sb.chat.completions.create(ask('s', { stream: true }))) {
+        events.push(structuredClone(e));
+        for (const choice of e.choices) choice.delta.content = 'changed while read';
+      }
+      return events;
+    };
+    const events = await read();
+    expect(await read()).toEqual(events);
+    expect(await read()).toEqual(events);
+    expect(total(r)).toBe(2);
+  });
+
+  it('the same body with its keys in another order is the same call, in any sequence', async () => {
+    r = await rig({ openai: 1, cache: { ttl: TTL } });
+    const a = {
+      model: GPT,
+      messages: [{ role: 'user' as const, content: 'order' }],
+      temperature: 0,
+    };
+    const b = {
+      temperature: 0,
+      messages: [{ content: 'order', role: 'user' as const }],
+      model: GPT,
+    };
+    const answers = [];
+    for (const body of [a, b, a, b, b, a]) answers.push(await r.sb.chat.completions.create(body));
+    expect(total(r)).toBe(1);
+    for (const answer of answers) expect(answer).toEqual(answers[0]);
+    await r.sb.chat.completions.create({ ...b, temperature: 1 });
+    expect(total(r)).toBe(2);
+  });
+
   it('replays a chat stream event for event, and the helper final object equals', async () => {
     r = await rig({ openai: 1, cache: { ttl: TTL } });
     const read = async () => {

@@ -196,6 +196,22 @@ describe('loadSwitchboardConfigFile', () => {
     ]);
   });
 
+  it("reports an unknown provider and the rest of that deployment's problems in one pass", () => {
+    const text = YAML.replace('provider: anthropic', 'provider: azure')
+      .replace('tpm: 20000', 'tpm: -5')
+      .replace('timeout: ${FOUNDRY_TIMEOUT-45000}', 'timeout: -1');
+    const error = problemsOf(() => loadSwitchboardConfigFile(file('switchboard.yaml', text), ENV));
+    expect(error.problems.map((p) => p.replace(/^\S+: /, ''))).toEqual([
+      expect.stringMatching(
+        /^deployments\[1\]\.provider must be 'openai' or 'anthropic': Azure OpenAI is provider: 'openai'.*\(line 11\)$/,
+      ),
+      expect.stringMatching(/^deployments\[1\]\.timeout must be a positive number.*\(line 15\)$/),
+      expect.stringMatching(
+        /^deployments\[1\]\.models\[0\]\.tpm must be a non-negative integer.*\(line 17\)$/,
+      ),
+    ]);
+  });
+
   it('rejects a malformed reference', () => {
     const text = 'deployments:\n  - { provider: openai, name: "${1X}", models: [{ name: m }] }\n';
     const error = problemsOf(() => parseSwitchboardConfig(text, { source: 'sb.yaml', env: {} }));

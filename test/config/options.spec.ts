@@ -191,4 +191,35 @@ describe('Azure endpoints as the portal shows them', () => {
       "deployments[0].provider must be 'openai' or 'anthropic': Azure OpenAI is provider: 'openai'",
     );
   });
+
+  it.each([
+    ['unknown', 'azure'],
+    ['missing', undefined],
+  ])("a %s provider hides none of the deployment's other problems", (_kind, provider) => {
+    let message = '';
+    try {
+      validateOptions({
+        deployments: [
+          {
+            provider,
+            name: 'east',
+            baseURL: 'ftp://east',
+            timeout: -1,
+            colour: 'blue',
+            models: [{ name: 'gpt-4o-mini', tpm: -5 }],
+          },
+        ],
+      });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    const problems = message.replace(/^Invalid switchboard options: /, '').split('; ');
+    expect(problems).toEqual([
+      expect.stringMatching(/^deployments\[0\]\.provider must be 'openai' or 'anthropic'/),
+      expect.stringMatching(/^deployments\[0\]\.baseURL must be an http\(s\) URL/),
+      expect.stringMatching(/^deployments\[0\]\.timeout must be a positive number/),
+      expect.stringMatching(/^deployments\[0\]\.models\[0\]\.tpm must be a non-negative integer/),
+      "deployments[0] has unknown key 'colour': remove or rename it",
+    ]);
+  });
 });

@@ -205,6 +205,42 @@ describe('nestjs-switchboard doctor', () => {
     expect(out).toMatch(/^! the upstream's limit differs from the configured one/m);
   });
 
+  it("lists each level of the quota pool paths: the upstream's limit for a key's own pool, the configured one for the levels above", async () => {
+    upstream.reset();
+    const pooled = join(dir, 'pooled.yaml');
+    writeFileSync(
+      pooled,
+      [
+        'quotaPools:',
+        '  org: { tpm: 80000 }',
+        'deployments:',
+        '  - provider: openai',
+        '    name: east',
+        `    baseURL: ${upstream.deployment('east').openaiBaseURL}`,
+        '    apiKey: east-key',
+        '    models:',
+        '      - { name: gpt-4o, deployment: gpt4o-east, tpm: 30000, rpm: 300, quotaPool: org/p1 }',
+        '  - provider: openai',
+        '    name: west',
+        `    baseURL: ${upstream.deployment('west').openaiBaseURL}`,
+        '    apiKey: k',
+        '    models:',
+        '      - { name: gpt-4o, deployment: prod-gpt-4o, tpm: 60000, rpm: 600, quotaPool: org/p2 }',
+        '',
+      ].join('\n'),
+    );
+    let out = '';
+    const io = { out: (t: string) => void (out += t), err: (t: string) => void (out += t) };
+    expect(await runDoctorCli(['doctor', pooled], io, {})).toBe(0);
+    const lines = out.split('\n');
+    const at = lines.findIndex((l) => l.startsWith('QUOTA POOL'));
+    expect(lines.slice(at + 1, at + 4)).toEqual([
+      expect.stringMatching(/^org\s+east\/gpt-4o, west\/gpt-4o\s+tpm \? \/ 80000$/),
+      expect.stringMatching(/^org\/p1\s+east\/gpt-4o\s+tpm 30000 \/ 30000, rpm 300 \/ 300$/),
+      expect.stringMatching(/^org\/p2\s+west\/gpt-4o\s+tpm 60000 \/ 60000, rpm 600 \/ 600$/),
+    ]);
+  });
+
   it('a deployment name the resource does not have, in plain words', async () => {
     upstream.deployment('west').deploymentNames = ['something-else'];
     try {

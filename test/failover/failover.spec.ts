@@ -32,14 +32,13 @@ function run(
   signal?: AbortSignal,
 ) {
   const retries: Array<[number, number, string]> = [];
-  const promise = failover(
-    serverError(1),
+  const promise = failover(serverError(1), {
     next,
-    failoverPolicy(options),
+    policy: failoverPolicy(options),
     errors,
     signal,
-    (attempt, delay, reason) => retries.push([attempt, delay, reason]),
-  );
+    onRetry: (attempt, delay, reason) => retries.push([attempt, delay, reason]),
+  });
   // Observe the outcome at once, so a rejection is never unhandled while timers are advanced.
   const outcome = promise.then(
     (value) => ({ value }),

@@ -137,7 +137,7 @@ describe('errors that keep the usual rules', () => {
       sb.registry.sessions.set('s', 'dead');
       const c = await sb.chat.completions.create(ask('x', { session_id: 's' }));
       expect(c.choices[0]!.message.content).toContain('x');
-      expect(downs).toEqual([`dead/${GPT} (connection)`]);
+      expect(downs).toEqual([`dead/${GPT} (unreachable (connection refused))`]);
       expect(retries).toEqual([[2, 'connection']]);
       expect(upstream.deployment('live').stats.requests).toBe(1);
     } finally {

@@ -3,6 +3,7 @@ import { APIPromise as AnthropicPromise } from '@anthropic-ai/sdk/core/api-promi
 import { openaiProvider } from '../../src/providers/openai/openai-deployment';
 import { anthropicProvider } from '../../src/providers/anthropic/anthropic-deployment';
 import type { Answer } from '../../src/registry/deployment';
+import type { SettledCall } from '../../src/providers/call-promise';
 
 function answer(data: unknown, headers: Record<string, string> = {}): Answer {
   return { data, response: new Response('{}', { status: 200, headers }), options: {} };
@@ -15,30 +16,44 @@ type Like = Promise<unknown> & {
   _thenUnwrap(transform: (data: unknown, answer: Answer) => unknown): Like;
 };
 
-const kits: Array<{
+const sdks: Array<{
   sdk: string;
   make: (a: Promise<Answer>) => Like;
+  open: (a: Promise<Answer>) => Like;
   Base: abstract new (...args: never[]) => unknown;
   ids: Record<string, string>;
   expected: Record<string, string>;
 }> = [
   {
     sdk: 'openai',
-    make: (a: Promise<Answer>) => openaiProvider.promise(a) as Like,
+    make: (a: Promise<Answer>) => openaiProvider.promise.over(a) as Like,
+    open: (a: Promise<Answer>) => openaiProvider.promise.open(settledBy(a)) as unknown as Like,
     Base: OpenAIPromise,
     ids: { 'x-request-id': 'req_1' },
     expected: { request_id: 'req_1' },
   },
   {
     sdk: '@anthropic-ai/sdk',
-    make: (a: Promise<Answer>) => anthropicProvider.promise(a) as Like,
+    make: (a: Promise<Answer>) => anthropicProvider.promise.over(a) as Like,
+    open: (a: Promise<Answer>) => anthropicProvider.promise.open(settledBy(a)) as unknown as Like,
     Base: AnthropicPromise,
     ids: { 'request-id': 'req_2', 'anthropic-workspace-id': 'ws_9' },
     expected: { request_id: 'req_2', workspace_id: 'ws_9' },
   },
 ];
 
-describe.each(kits)('what a call returns, for $sdk', ({ make, Base, ids, expected }) => {
+/** What a dispatch does with an opened call's promise: settles it once its answer (or error) came. */
+function settledBy(a: Promise<Answer>): SettledCall {
+  return { settlesWith: (resolve, reject) => void a.then(resolve, reject) };
+}
+
+// Over the dispatch's promise, or opened and settled by the dispatch itself: the caller sees the same.
+const kits = sdks.flatMap(({ open, ...sdk }) => [
+  { ...sdk, how: 'over an answer' },
+  { ...sdk, make: open, how: 'settled by its dispatch' },
+]);
+
+describe.each(kits)('what a call returns, for $sdk, $how', ({ make, Base, ids, expected }) => {
   it("is an instance of the SDK's APIPromise and of Promise", () => {
     const p = make(Promise.resolve(answer(1)));
     expect(p).toBeInstanceOf(Base);
@@ -96,5 +111,19 @@ describe.each(kits)('what a call returns, for $sdk', ({ make, Base, ids, expecte
     );
     await Promise.all([p, p.parse(), p.withResponse(), p.then((d) => d)]);
     expect(reads).toBe(1);
+  });
+});
+
+describe.each(sdks)('an opened call promise, for $sdk', ({ open, make }) => {
+  it('is handed on as it is, not wrapped again', () => {
+    const opened = open(Promise.resolve(answer(1)));
+    expect(make(opened as unknown as Promise<Answer>)).toBe(opened);
+  });
+
+  it('derives plain promises: then() and parse() are not of the SDK kind', async () => {
+    const opened = open(Promise.resolve(answer({ id: 'y' })));
+    const derived = opened.then((d) => d);
+    expect(derived.constructor).toBe(Promise);
+    await expect(derived).resolves.toEqual({ id: 'y' });
   });
 });

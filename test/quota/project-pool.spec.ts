@@ -1,5 +1,6 @@
 import { createSwitchboard, type ModelConfig, type Switchboard } from 'nestjs-switchboard';
 import { SimulatedUpstream } from 'nestjs-switchboard/testing';
+import { allAnswered, upstreamCounts } from '../support/answered';
 import { FakeClock } from '../support/random';
 import { GPT } from '../support/upstream';
 
@@ -49,13 +50,7 @@ async function setup(model: Omit<ModelConfig, 'name'>) {
 
 type Setup = Awaited<ReturnType<typeof setup>>;
 
-/** Lets every call on its way reach its answer while the clock stands still. */
-async function settle(s: Setup): Promise<void> {
-  for (let i = 0; i < 10_000; i++) {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    if (s.states.every((state) => state.inFlight.count === 0) && i > 2) return;
-  }
-}
+const settle = (s: Setup): Promise<void> => allAnswered(s.states);
 
 /**
  * Empties the project with a burst, then sends one small call every 100 ms for `seconds` and moves
@@ -85,8 +80,7 @@ async function run(s: Setup, seconds: number) {
     if (s.clock.ms - start > seconds * 1_000 && s.sb.queue!.length(GPT) === 0) break;
   }
   await Promise.all(calls);
-  const sent = s.sims.reduce((n, sim) => n + sim.stats.requests, 0);
-  const rejected = s.sims.reduce((n, sim) => n + sim.stats.rateLimited, 0);
+  const { sent, rejected } = upstreamCounts(s.sims);
   return { sent, rejected, failed, calls: calls.length };
 }
 

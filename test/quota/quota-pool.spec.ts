@@ -1,5 +1,6 @@
 import { createSwitchboard, type Switchboard } from 'nestjs-switchboard';
 import { SimulatedUpstream } from 'nestjs-switchboard/testing';
+import { allAnswered } from '../support/answered';
 import { FakeClock } from '../support/random';
 import { CLAUDE } from '../support/upstream';
 
@@ -42,13 +43,7 @@ async function setup(pooled: boolean) {
 
 type Setup = Awaited<ReturnType<typeof setup>>;
 
-/** Lets every call on its way reach its answer while the clock stands still. */
-async function settle(s: Setup): Promise<void> {
-  for (let i = 0; i < 10_000; i++) {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    if (s.states.every((state) => state.inFlight.count === 0) && i > 2) return;
-  }
-}
+const settle = (s: Setup): Promise<void> => allAnswered(s.states);
 
 /**
  * Empties the pool with a burst, then sends one 150-token call every 100 ms for `seconds` (150 %

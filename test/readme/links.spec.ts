@@ -101,3 +101,30 @@ describe('links of README.md and docs/', () => {
     expect(outside).toEqual([]);
   });
 });
+
+describe("the package's address", () => {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    repository?: { type?: string; url?: string };
+    homepage?: string;
+    bugs?: string | { url?: string };
+  };
+  /** The repository's web address, from `repository.url` (`git+https://….git`). */
+  const web = /^git\+(https:\/\/github\.com\/[\w.-]+\/[\w.-]+)\.git$/.exec(
+    pkg.repository?.url ?? '',
+  )?.[1];
+
+  it('names a git repository on GitHub', () => {
+    expect(pkg.repository?.type).toBe('git');
+    expect(web).toBeDefined();
+  });
+
+  it('homepage and bugs agree with the repository', () => {
+    expect(pkg.homepage).toBe(`${web}#readme`);
+    const bugs = typeof pkg.bugs === 'string' ? pkg.bugs : pkg.bugs?.url;
+    expect(bugs).toBe(`${web}/issues`);
+  });
+
+  it('the README says where the source lives', () => {
+    expect(readFileSync(join(root, 'README.md'), 'utf8')).toContain(`](${web})`);
+  });
+});

@@ -13,7 +13,8 @@ import {
 } from 'nestjs-switchboard';
 import { clip } from '../../src/errors/clip';
 import { httpErrorFor, retryHeaders } from '../../src/relay/http-error';
-import { CapacityQueue, DEFAULT_MAX_QUEUED } from '../../src/scheduling/capacity-queue';
+import { CapacityQueue } from '../../src/scheduling/capacity-queue';
+import { DEFAULT_MAX_QUEUED } from '../../src/scheduling/queue-view';
 import { noRoomError } from '../../src/quota/no-room';
 import { MAX_BODY_DEPTH, nestedDeeperThan } from '../../src/relay/body-checks';
 import { plainHttpWarning } from '../../src/registry/plain-http';

@@ -4,7 +4,6 @@
  * deployments (some of which may point at a dead port).
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { runInThisContext } from 'node:vm';
 import {
@@ -15,6 +14,7 @@ import {
 } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
 
+import { deadPort } from '../support/dead-port';
 import { CLAUDE, GPT } from '../support/upstream';
 
 export { CLAUDE, GPT };
@@ -68,15 +68,6 @@ export async function recorderHearsRejections(recorder: UnhandledRecorder): Prom
 /** Lets pending rejections surface: unhandled ones are reported after a macrotask turn. */
 export async function flushRejections(): Promise<void> {
   for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
-}
-
-/** A TCP port on 127.0.0.1 that was free a moment ago and has nothing listening on it. */
-export async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** Problems with the accounting invariants of every model of every deployment. */

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,5 +51,25 @@ describe('npm start with a bad configuration file', () => {
     expect(printed).toContain("deployments[1].provider must be 'openai' or 'anthropic'");
     expect(printed!.match(/tpm must be/g)).toHaveLength(1);
     expect(printed).not.toMatch(/^\s+at /m);
+  });
+
+  it('refuses a .env that is a FIFO in one line instead of waiting for a writer', async () => {
+    const cwd = process.cwd();
+    execFileSync('mkfifo', [join(dir, '.env')]);
+    const errors: string[] = [];
+    const error = jest
+      .spyOn(console, 'error')
+      .mockImplementation((...parts: unknown[]) => void errors.push(parts.map(String).join(' ')));
+    process.chdir(dir);
+    try {
+      await main();
+    } finally {
+      process.chdir(cwd);
+      error.mockRestore();
+    }
+    expect(process.exitCode).toBe(1);
+    expect(errors).toEqual([
+      '.env could not be read: not a regular file (a device, FIFO or directory is never read)',
+    ]);
   });
 });

@@ -193,3 +193,92 @@ describe('CapacityQueue: lanes and tenants', () => {
     return Promise.all(waits);
   });
 });
+
+describe('CapacityQueue: tries that take a round trip (a tenant line over a shared count)', () => {
+  afterEach(() => jest.useRealTimers());
+
+  /** A try answered when the test says so: `answer` settles the one under way. */
+  function deferredTries() {
+    const pending: ((turn: { target: string } | { waitMs: number }) => void)[] = [];
+    let tries = 0;
+    const tryTurn = () => {
+      tries++;
+      return new Promise<{ target: string } | { waitMs: number }>((r) => pending.push(r));
+    };
+    return {
+      tryTurn,
+      tries: () => tries,
+      answer: (turn: { target: string } | { waitMs: number }) => pending.shift()!(turn),
+    };
+  }
+
+  it('the line waits for the head try under way: no second try, a kick included, until it answers', async () => {
+    jest.useFakeTimers();
+    const queue = new CapacityQueue({ maxWait: 60_000 });
+    const t = deferredTries();
+    const first = queue.wait('acme', t.tryTurn, {
+      onTimeout: () => new Error('timeout'),
+      onAbort: () => new Error('aborted'),
+    });
+    const second = queue.wait('acme', () => ({ target: 'second' }), {
+      onTimeout: () => new Error('timeout'),
+      onAbort: () => new Error('aborted'),
+    });
+    expect(t.tries()).toBe(1);
+    queue.kick('acme');
+    expect(t.tries()).toBe(1);
+    t.answer({ waitMs: 5_000 });
+    await Promise.resolve();
+    expect(queue.length('acme')).toBe(2);
+    // Refused: tried again when room is expected, and the one behind it only after it.
+    await jest.advanceTimersByTimeAsync(5_000);
+    expect(t.tries()).toBe(2);
+    t.answer({ target: 'first' });
+    await expect(first).resolves.toBe('first');
+    await expect(second).resolves.toBe('second');
+    expect([...queue.models()]).toEqual([]);
+  });
+
+  it('a head whose wait ends while its try is under way keeps the room that try took', async () => {
+    jest.useFakeTimers();
+    const queue = new CapacityQueue({ maxWait: 1_000 });
+    const t = deferredTries();
+    const call = queue.wait('acme', t.tryTurn, {
+      onTimeout: () => new Error('timeout'),
+      onAbort: () => new Error('aborted'),
+    });
+    await jest.advanceTimersByTimeAsync(1_000);
+    t.answer({ target: 'room' });
+    await expect(call).resolves.toBe('room');
+  });
+
+  it("a head whose wait ends while its try is under way leaves with that try's refusal when it answers", async () => {
+    jest.useFakeTimers();
+    const queue = new CapacityQueue({ maxWait: 1_000 });
+    const t = deferredTries();
+    const refusals: unknown[] = [];
+    const call = queue.wait('acme', t.tryTurn, {
+      onTimeout: (_waited, last) => {
+        refusals.push(last);
+        return new Error('timeout');
+      },
+      onAbort: () => new Error('aborted'),
+    });
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(refusals).toEqual([]);
+    t.answer({ waitMs: 30_000 });
+    await expect(call).rejects.toThrow('timeout');
+    expect(refusals).toEqual([{ waitMs: 30_000 }]);
+    expect(t.tries()).toBe(1);
+    expect([...queue.models()]).toEqual([]);
+  });
+
+  it('a try that throws ends its call with that error, and the next one is served', async () => {
+    const queue = new CapacityQueue({ maxWait: 60_000 });
+    const opts = { onTimeout: () => new Error('timeout'), onAbort: () => new Error('aborted') };
+    const failing = queue.wait('acme', () => Promise.reject(new Error('store down')), opts);
+    const next = queue.wait('acme', () => Promise.resolve({ target: 'next' }), opts);
+    await expect(failing).rejects.toThrow('store down');
+    await expect(next).resolves.toBe('next');
+  });
+});

@@ -19,7 +19,7 @@
 import { readRateLimits, type RateLimitReading } from '../rate-limit-headers';
 import { buildCounters } from './build-counters';
 import type { QuotaRules, RuleTarget } from './quota-rules';
-import { bucketRefused } from './short-interval';
+import { bucketAdopt, bucketRefused } from './short-interval';
 
 /**
  * Anthropic's rules.
@@ -52,6 +52,7 @@ export const ANTHROPIC = Object.freeze<QuotaRules>({
     if (reading.output) output.anchor(reading.output, context);
   },
   refused: bucketRefused,
+  adopt: bucketAdopt,
 });
 
 /**

@@ -43,4 +43,5 @@ export const AZURE_PTU = Object.freeze<QuotaRules>({
     if (reading.requests) requests.anchor(reading.requests, context);
   },
   refused: () => undefined,
+  adopt: () => false,
 });

@@ -57,15 +57,26 @@ export const AZURE_STANDARD = Object.freeze<QuotaRules>({
     if (retryMs === undefined || retryMs > 1_000) return undefined;
     // A 10 s window we count as full (the refused call is in it) explains the refusal.
     if (burst.active && burst.used(now) > burst.limit) return undefined;
-    const rpm = ledger.limits.rpm;
-    burst.period = '1s';
-    // A learned rpm is six times the header's limit, which speaks of the 1 s window now.
-    if (rpm.configured === undefined && rpm.value > 0)
-      ledger.scope.learned(rpm, rpm.value * 10, now);
-    ledger.changed();
+    oneSecond(ledger, burst, now);
     return 'request-window-1s';
   },
+  adopt(ledger, rule, now) {
+    const burst = ledger.counters.burst;
+    if (rule !== 'request-window-1s' || !(burst instanceof BurstCounter)) return false;
+    if (ledger.requestWindowSet || burst.period === '1s') return false;
+    oneSecond(ledger, burst, now);
+    return true;
+  },
 });
+
+/** Azure's short request window is 1 s from now on. */
+function oneSecond(ledger: RuleTarget, burst: BurstCounter, now: number): void {
+  const rpm = ledger.limits.rpm;
+  burst.period = '1s';
+  // A learned rpm is six times the header's limit, which speaks of the 1 s window now.
+  if (rpm.configured === undefined && rpm.value > 0) ledger.scope.learned(rpm, rpm.value * 10, now);
+  ledger.changed();
+}
 
 /**
  * Azure's requests header speaks of its short window: its limit teaches `rpm` (six 10 s windows)

@@ -14,7 +14,7 @@
 import { readRateLimits } from '../rate-limit-headers';
 import { buildCounters } from './build-counters';
 import type { QuotaRules } from './quota-rules';
-import { bucketRefused } from './short-interval';
+import { bucketAdopt, bucketRefused } from './short-interval';
 
 /**
  * OpenAI's rules.
@@ -40,4 +40,5 @@ export const OPENAI = Object.freeze<QuotaRules>({
     if (reading.requests) requests.anchor(reading.requests, context);
   },
   refused: bucketRefused,
+  adopt: bucketAdopt,
 });

@@ -103,4 +103,9 @@ export interface QuotaRules {
    * count had room for it: returns the stricter reading the deployment switches to, if any.
    */
   refused(ledger: RuleTarget, retryMs: number | undefined, now: number): LearnedRule | undefined;
+  /**
+   * Another replica learned `rule` of this deployment (a shared store brought it): count by it
+   * here too, unless `requestWindow` is configured or it already does. True when that is news.
+   */
+  adopt(ledger: RuleTarget, rule: LearnedRule, now: number): boolean;
 }

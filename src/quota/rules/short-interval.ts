@@ -25,3 +25,20 @@ export function bucketRefused(
   ledger.changed();
   return 'request-window-1s';
 }
+
+/**
+ * A bucket upstream's rule another replica learned: requests enforced per second here too
+ * (unless `requestWindow` is configured). True when that is news.
+ *
+ * @example
+ * ```ts
+ * bucketAdopt(ledger, 'request-window-1s', Date.now()); // true, once
+ * ```
+ */
+export function bucketAdopt(ledger: RuleTarget, rule: LearnedRule, now: number): boolean {
+  const short = ledger.counters.burst;
+  if (rule !== 'request-window-1s' || !(short instanceof ShortBucketCounter)) return false;
+  if (ledger.requestWindowSet || !short.refused(now)) return false;
+  ledger.changed();
+  return true;
+}

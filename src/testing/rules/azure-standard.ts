@@ -21,6 +21,7 @@ import {
   azureRetryHeaders,
   outputCap,
   type Admission,
+  type Refusal,
   type QuotaDemand,
   type QuotaSettings,
   type UpstreamRules,
@@ -65,13 +66,23 @@ export class AzureStandardRules implements UpstreamRules {
   }
 
   admit(demand: QuotaDemand, now: number, force: boolean): Admission {
+    const refused = force ? undefined : this.refusal(demand, now);
+    if (refused !== undefined) return refused;
+    this.requests.roll(now);
+    this.tokens.roll(now);
+    this.requests.used += demand.requests;
+    this.tokens.used += demand.tokens;
+    return { ok: true, headers: this.headers(now), charge: { demand } };
+  }
+
+  refusal(demand: QuotaDemand, now: number): Refusal | undefined {
     const requestLimit = this.requestLimit;
     const tpm = this.settings.tpm;
     this.requests.roll(now);
     this.tokens.roll(now);
     const overRequests = requestLimit > 0 && this.requests.used + demand.requests > requestLimit;
     const overTokens = tpm > 0 && this.tokens.used + demand.tokens > tpm;
-    if (!force && (overRequests || overTokens)) {
+    if (overRequests || overTokens) {
       return {
         ok: false,
         reason: overTokens ? 'tokens' : 'requests',
@@ -83,9 +94,7 @@ export class AzureStandardRules implements UpstreamRules {
         headers: withoutLimits(this.headers(now)),
       };
     }
-    this.requests.used += demand.requests;
-    this.tokens.used += demand.tokens;
-    return { ok: true, headers: this.headers(now), charge: { demand } };
+    return undefined;
   }
 
   settle(): void {

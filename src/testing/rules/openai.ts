@@ -23,6 +23,7 @@ import {
   type Admission,
   type QuotaDemand,
   type QuotaSettings,
+  type Refusal,
   type UpstreamRules,
 } from './rule-set';
 
@@ -79,12 +80,21 @@ export class OpenAIRules implements UpstreamRules {
   }
 
   admit(demand: QuotaDemand, now: number, force: boolean): Admission {
+    const refused = force ? undefined : this.refusal(demand, now);
+    if (refused !== undefined) return refused;
+    this.requests?.take(demand.requests, now);
+    this.shortRequests?.take(demand.requests, now);
+    this.tokens?.take(demand.tokens, now);
+    return { ok: true, headers: this.headers(now), charge: { demand } };
+  }
+
+  refusal(demand: QuotaDemand, now: number): Refusal | undefined {
     const byRequests = Math.max(
       this.requests?.waitMs(demand.requests, now) ?? 0,
       this.shortRequests?.waitMs(demand.requests, now) ?? 0,
     );
     const byTokens = this.tokens?.waitMs(demand.tokens, now) ?? 0;
-    if (!force && (byRequests > 0 || byTokens > 0)) {
+    if (byRequests > 0 || byTokens > 0) {
       const never = byTokens === Infinity;
       return {
         ok: false,
@@ -94,10 +104,7 @@ export class OpenAIRules implements UpstreamRules {
         headers: this.headers(now),
       };
     }
-    this.requests?.take(demand.requests, now);
-    this.shortRequests?.take(demand.requests, now);
-    this.tokens?.take(demand.tokens, now);
-    return { ok: true, headers: this.headers(now), charge: { demand } };
+    return undefined;
   }
 
   settle(): void {

@@ -54,6 +54,9 @@ export type Admission =
       headers: Record<string, string | number>;
     };
 
+/** An admission refused. */
+export type Refusal = Extract<Admission, { ok: false }>;
+
 /**
  * One upstream's documented rate-limit rules, for one deployment: what a request is charged,
  * when it is admitted, what its answer settles, and the headers answers carry. Each kind is
@@ -71,6 +74,11 @@ export interface UpstreamRules {
   demand(plan: CompletionPlan): QuotaDemand;
   /** Admits `demand` when it fits, charging it; `force` charges it even when it does not. */
   admit(demand: QuotaDemand, now: number, force: boolean): Admission;
+  /**
+   * Why `demand` would be refused now, without charging it (`undefined`: it fits); the rules a
+   * level of a quota pool path can follow have it.
+   */
+  refusal?(demand: QuotaDemand, now: number): Refusal | undefined;
   /** The answer to an admitted charge ended with `actualOutput` tokens. */
   settle(charge: QuotaCharge, actualOutput: number, now: number): void;
   /** The rate-limit headers of an answer at `now`, without charging anything. */

@@ -8,18 +8,18 @@ import { gatewayKeyOf } from './gateway.guard';
  *
  * @example
  * ```ts
- * const scope = readerScope(req, keys); // 'key-3f9a0c4b1d2e', or undefined for an admin key
+ * const reader = readerTenant(req, keys); // 'key-3f9a0c4b1d2e', or undefined for an admin key
  * ```
  */
-export function readerScope(req: object, keys: GatewayKeys): string | undefined {
+export function readerTenant(req: object, keys: GatewayKeys): string | undefined {
   const key = gatewayKeyOf(req);
   if (key === undefined || keys.isAdmin(key)) return undefined;
   return keys.tenantOf(key);
 }
 
 /**
- * Whether a reader of `scope` (see {@link readerScope}) may read `tenant`'s data: its own tenant
- * and its parts only, unless it reads everything.
+ * Whether the reader tenant `reader` (see {@link readerTenant}) may read `tenant`'s data: its own
+ * and its parts only, unless it reads everything (`undefined`).
  *
  * @example
  * ```ts
@@ -27,6 +27,6 @@ export function readerScope(req: object, keys: GatewayKeys): string | undefined 
  * mayRead('key-3f9a0c4b1d2e', 'other'); // false
  * ```
  */
-export function mayRead(scope: string | undefined, tenant: string): boolean {
-  return scope === undefined || tenant === scope || tenant.startsWith(`${scope}/`);
+export function mayRead(reader: string | undefined, tenant: string): boolean {
+  return reader === undefined || tenant === reader || tenant.startsWith(`${reader}/`);
 }
