@@ -135,9 +135,10 @@ The original's flags (tools/bench.py):
 
 This benchmark's own:
       --latency MS      upstream latency of the simulated deployments (default 0)
-      --rounds N        rounds per side of the switchboard-vs-SDK comparison (default 15)
-      --forced-gc       a forced full collection before each comparison round (sections 2,
-                        2b, 2c), with nothing in flight: V8 then drops the shapes of the last
+      --rounds N        rounds per side of the switchboard-vs-SDK comparison (default 15);
+                        section 2 runs them twice, as they come and after a full GC each
+      --forced-gc       a forced full collection before each comparison round (sections 2b,
+                        2c), with nothing in flight: V8 then drops the shapes of the last
                         round's objects and the code built on them, so every round restarts
                         from unoptimized code (default: rounds follow each other as a server's
                         traffic does)
@@ -146,7 +147,7 @@ This benchmark's own:
       --against DIR|REV another checkout of this library (e.g. main's, exported with
                         git archive, with a link to this checkout's node_modules), or a git
                         revision of this one (exported so, once, to the temporary directory),
-                        run beside this one in sections 2b-2d and 6b
+                        run beside this one in sections 2-2d and 6b
       --only LIST       sections to run: ${SECTIONS.join(',')} (default all)
       --inproc          simulated upstreams in this process (default: a child process, so CPU
                         time per request measures the client side only)

