@@ -71,10 +71,11 @@ export class MemoryEntries {
   }
 
   /**
-   * Keeps `entry` (replacing its key's), found also by `request` when given, unless it alone is
-   * larger than {@link maxBytes}.
+   * Keeps `entry` (replacing its key's), found also by `request` when given (copied when the call
+   * was looked up: the caller may have changed its params since), unless it alone is larger than
+   * {@link maxBytes}.
    */
-  put(entry: CacheEntry, request?: RequestKey): Held | undefined {
+  put(entry: CacheEntry, request?: KeptRequest): Held | undefined {
     this.drop(entry.key);
     const held: Held = {
       entry,
@@ -86,7 +87,7 @@ export class MemoryEntries {
     this.kept.set(entry.key, held);
     this.newest = held;
     this.used += held.bytes;
-    if (request !== undefined) this.alias(held, request);
+    if (request !== undefined) this.index(held, request);
     this.bound();
     return held;
   }
@@ -99,9 +100,12 @@ export class MemoryEntries {
     if (this.kept.get(held.entry.key) !== held) return;
     if (held.request !== undefined && sameRequest(held.request, request)) return;
     const kept = keptRequest(request);
-    if (kept === undefined) return;
+    if (kept !== undefined) this.index(held, kept);
+  }
+
+  private index(held: Held, kept: KeptRequest): void {
     this.unalias(held);
-    const other = this.answering(request);
+    const other = this.answering(kept);
     if (other !== undefined) this.unalias(other);
     const found = this.requests.get(kept.print);
     if (found === undefined) this.requests.set(kept.print, [held]);

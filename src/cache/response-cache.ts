@@ -11,7 +11,7 @@ import { DEFAULT_CACHE_BYTES, type CacheOptions } from './cache-options';
 import type { CacheTelemetry } from './cache-telemetry';
 import { CachedAnswer } from './cached-answer';
 import { MemoryEntries, type Held } from './memory-entries';
-import { requestOf, type RequestKey } from './request-print';
+import { keptRequest, requestOf, type KeptRequest, type RequestKey } from './request-print';
 import { servedEntry, type ServedEntry } from './served-entry';
 import { Recorder, type Recorded } from './stream-recorder';
 
@@ -159,11 +159,13 @@ export class ResponseCache {
       return this.hit(call, found);
     }
     const { telemetry } = this.context;
+    // Copied now: the caller may change its params before the answer comes.
+    const kept = keptRequest(request);
     const recorder: RecorderOf = (prepared) =>
       new Recorder(
         { api: call.adapter.name, model, kind, bytesOf: this.context.bytesOf },
         prepared,
-        (made) => this.keep({ key, model, kind, request }, made),
+        (made) => this.keep({ key, model, kind, request: kept }, made),
       );
     const shared = this.shared;
     if (shared === undefined || found !== undefined) {
@@ -173,7 +175,7 @@ export class ResponseCache {
     return shared.get(`cache:${key}`).then((text) => {
       const entry = text === undefined ? undefined : this.checked(text, { key, model, kind });
       if (entry !== undefined && servesTags(entry, call.required)) {
-        const held = this.memory.put(entry, request);
+        const held = this.memory.put(entry, kept);
         return this.hit(call, held ?? unheld(entry));
       }
       telemetry.count(model, 'miss');
@@ -224,7 +226,7 @@ export class ResponseCache {
   }
 
   private keep(
-    at: { key: string; model: string; kind: EntryKind; request: RequestKey },
+    at: { key: string; model: string; kind: EntryKind; request: KeptRequest | undefined },
     made: Recorded,
   ): void {
     if (!made.verdict.complete || (made.verdict.tools && !this.toolCalls)) return;

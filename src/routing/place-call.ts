@@ -72,71 +72,116 @@ export function placeCall(
   options: SdkRequestOptions | undefined,
   prefix: string | undefined,
 ): Promise<Answer> {
-  const { entry, model, sessionId, required } = call;
-  const { adapter, op } = entry;
-  const account = request.account as CallAccount | undefined;
-  const pinned = (held: PreparedRequest) =>
-    router.pins.dispatch({
+  return new Placement(router, call, request, options, prefix).place();
+}
+
+/**
+ * One call being placed by {@link placeCall}: what its stages share, in one object rather than a
+ * closure each.
+ */
+class Placement {
+  private readonly account: CallAccount | undefined;
+  private fallbacks: readonly string[] | undefined = undefined;
+  private skipped: SkippedFallback[] | undefined = undefined;
+  private wider: string[] | undefined = undefined;
+  private sticky: string | undefined = undefined;
+  private pending: Promise<void> | undefined = undefined;
+
+  constructor(
+    private readonly router: PlacingRouter,
+    private readonly call: CallRecord,
+    private readonly request: PreparedRequest,
+    private readonly options: SdkRequestOptions | undefined,
+    private readonly prefix: string | undefined,
+  ) {
+    this.account = request.account as CallAccount | undefined;
+  }
+
+  place(): Promise<Answer> {
+    const { router, call, request, account } = this;
+    const model = call.model;
+    if (call.chained !== undefined && account?.tenantKey === undefined) return this.pinned();
+    const fallbacks =
+      router.fallbacks.size > 0 && call.fallbacks ? router.fallbacks.get(model) : undefined;
+    if (fallbacks !== undefined) {
+      // Fallbacks of the other vendor that this call cannot be translated for are skipped.
+      ({ fallbacks: this.fallbacks, skipped: this.skipped } = this.translatable(fallbacks));
+    }
+    this.wider = widerModels(router.windows, model, request, this.fallbacks);
+    // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached. Not
+    // where a provisioned deployment serves the model: it is paid for whether used or not, so its
+    // room goes first, before a prefix cached on a tier below it.
+    this.sticky = call.sessionId ?? (router.provisioned.has(model) ? undefined : this.prefix);
+    this.pending = sessionFromStore(router.registry, router.state, this.sticky);
+    if (account?.tenantKey === undefined) return this.dispatch(model, this.fallbacks);
+    // A tenant with limits: its charge is taken first, for the call's model or, over the
+    // budget, the first fallback whose price fits; what the call does not use goes back.
+    const models = this.fallbacks === undefined ? [model] : [model, ...this.fallbacks];
+    const RateLimitError = router.registry.poolFor(model)[0]!.errors.RateLimitError;
+    return router
+      .tenants!.admit(account, request.admission, models, RateLimitError, this.options?.signal)
+      .then((chosen) =>
+        call.chained === undefined ? this.dispatch(chosen.model, chosen.fallbacks) : this.pinned(),
+      )
+      .catch((error: unknown) => {
+        account.end(error);
+        throw error;
+      });
+  }
+
+  /** To the holder of the stored object the call builds on, alone. */
+  private pinned(): Promise<Answer> {
+    const { call, request, options } = this;
+    const { adapter, op } = call.entry;
+    const { model, sessionId, required } = call;
+    return this.router.pins.dispatch({
       adapter,
       op,
       id: call.chained!,
-      request: held,
+      request,
       options,
       model,
       sessionId,
       required,
     });
-  if (call.chained !== undefined && account?.tenantKey === undefined) return pinned(request);
-  let fallbacks =
-    router.fallbacks.size > 0 && call.fallbacks ? router.fallbacks.get(model) : undefined;
-  // Fallbacks of the other vendor that this call cannot be translated for are skipped.
-  const translatable = (list: readonly string[]) =>
-    translatableFallbacks(adapter, entry.opName, call.body, list, router.registry.models);
-  let skipped: SkippedFallback[] | undefined;
-  if (fallbacks !== undefined) ({ fallbacks, skipped } = translatable(fallbacks));
-  const filterFallbacksOf = (target: string): readonly string[] | undefined => {
-    const list =
-      router.contentFilterFallbacks.size > 0 && call.fallbacks
-        ? router.contentFilterFallbacks.get(target)
-        : undefined;
-    return list && translatable(list).fallbacks;
-  };
-  const wider = widerModels(router.windows, model, request, fallbacks);
-  // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached. Not
-  // where a provisioned deployment serves the model: it is paid for whether used or not, so its
-  // room goes first, before a prefix cached on a tier below it.
-  const sticky = sessionId ?? (router.provisioned.has(model) ? undefined : prefix);
-  const pending = sessionFromStore(router.registry, router.state, sticky);
-  const dispatch = (target: string, rest: readonly string[] | undefined) => {
-    const own = target === model;
-    const run = new Dispatch(router, {
+  }
+
+  private translatable(list: readonly string[]) {
+    const { adapter, opName } = this.call.entry;
+    return translatableFallbacks(
       adapter,
-      op,
+      opName,
+      this.call.body,
+      list,
+      this.router.registry.models,
+    );
+  }
+
+  private filterFallbacksOf(target: string): readonly string[] | undefined {
+    const filters = this.router.contentFilterFallbacks;
+    const list = filters.size > 0 && this.call.fallbacks ? filters.get(target) : undefined;
+    return list && this.translatable(list).fallbacks;
+  }
+
+  /** One dispatch to `target`, the call's model or the fallback its tenant's budget chose. */
+  private dispatch(target: string, rest: readonly string[] | undefined): Promise<Answer> {
+    const { router, call, request } = this;
+    const own = target === call.model;
+    const run = new Dispatch(router, {
+      adapter: call.entry.adapter,
+      op: call.entry.op,
       request: own ? request : { ...request, body: { ...request.body, model: target } },
-      options,
-      sessionId: own ? sticky : sessionId,
-      pool: router.registry.poolFor(target, required),
+      options: this.options,
+      sessionId: own ? this.sticky : call.sessionId,
+      pool: router.registry.poolFor(target, call.required),
       fallbacks: rest,
       tags: call.tags,
-      required,
-      filterFallbacks: filterFallbacksOf(target),
-      skipped,
+      required: call.required,
+      filterFallbacks: this.filterFallbacksOf(target),
+      skipped: this.skipped,
     });
-    if (wider !== undefined && own) run.leaveModel('context_window', wider);
+    if (this.wider !== undefined && own) run.leaveModel('context_window', this.wider);
+    const pending = this.pending;
     return pending === undefined ? run.run() : pending.then(() => run.run());
-  };
-  if (account?.tenantKey === undefined) return dispatch(model, fallbacks);
-  // A tenant with limits: its charge is taken first, for the call's model or, over the
-  // budget, the first fallback whose price fits; what the call does not use goes back.
-  const models = fallbacks === undefined ? [model] : [model, ...fallbacks];
-  const RateLimitError = router.registry.poolFor(model)[0]!.errors.RateLimitError;
-  return router
-    .tenants!.admit(account, request.admission, models, RateLimitError, options?.signal)
-    .then((chosen) =>
-      call.chained === undefined ? dispatch(chosen.model, chosen.fallbacks) : pinned(request),
-    )
-    .catch((error: unknown) => {
-      account.end(error);
-      throw error;
-    });
+  }
 }

@@ -11,7 +11,7 @@ import { cacheOffByHeaders } from '../../src/cache/cache-headers';
 import { cacheKey, canonicalJson } from '../../src/cache/cache-key';
 import { CacheTelemetry } from '../../src/cache/cache-telemetry';
 import { MemoryEntries } from '../../src/cache/memory-entries';
-import { requestOf } from '../../src/cache/request-print';
+import { keptRequest, requestOf, type RequestKey } from '../../src/cache/request-print';
 import { ResponseCache, type CacheCall } from '../../src/cache/response-cache';
 import { chatCompletions } from '../../src/providers/openai/chat';
 import type { ApiAdapter } from '../../src/providers/adapter';
@@ -114,6 +114,7 @@ describe('the memory bound', () => {
 });
 
 describe('the request index', () => {
+  const kept = (request: RequestKey) => keptRequest(request)!;
   const entry = (key: string, size: number): CacheEntry => ({
     v: 1,
     key,
@@ -129,7 +130,7 @@ describe('the request index', () => {
 
   it('finds an entry by a request it answers while it is held, and counts the copy in its bytes', () => {
     const m = new MemoryEntries(20_000);
-    m.put(entry('a', 1_000), req('a'));
+    m.put(entry('a', 1_000), kept(req('a')));
     const plain = entrySize(entry('a', 1_000));
     const copy = m.held('a', 0)!.bytes - plain;
     expect(copy).toBeGreaterThan(0);
@@ -151,7 +152,7 @@ describe('the request index', () => {
     // b, the least recently used, went: its request with it.
     expect(m.get('b', 0)).toBeUndefined();
     expect(m.byRequest(req('a'), 0)).toBeUndefined();
-    m.put(entry('e', 10), req('e'));
+    m.put(entry('e', 10), kept(req('e')));
     expect(m.byRequest(req('e'), 100)).toBeUndefined();
     expect(m.get('e', 0)).toBeUndefined();
   });
@@ -159,7 +160,7 @@ describe('the request index', () => {
   it('compares requests in full: key order and undefined members aside, every value counts', () => {
     const m = new MemoryEntries(1_000_000);
     const params = { model: GPT, messages: [{ role: 'user', content: 'hi' }], temperature: 0.5 };
-    m.put(entry('k', 10), requestOf('acme', 'chat.completions', 'create', params));
+    m.put(entry('k', 10), kept(requestOf('acme', 'chat.completions', 'create', params)));
     // The caller's params changing later do not change what the entry answers.
     params.messages[0]!.content = 'changed';
     const find = (body: unknown, tenant = 'acme', op = 'create') =>
@@ -183,7 +184,10 @@ describe('the request index', () => {
     expect(find(new Params())).toBeUndefined();
     // A polluted Object.prototype lends a body no member that a kept copy holds as its own.
     const flat = { model: GPT, input: 'hi' };
-    m.put(entry('seeded', 10), requestOf('acme', 'embeddings', 'create', { ...flat, seed: 1 }));
+    m.put(
+      entry('seeded', 10),
+      kept(requestOf('acme', 'embeddings', 'create', { ...flat, seed: 1 })),
+    );
     const proto = Object.prototype as Record<string, unknown>;
     proto.seed = 1;
     try {
@@ -196,7 +200,9 @@ describe('the request index', () => {
     ).toBeDefined();
     // A body that is not plain JSON data is found by its key only.
     const dated = { ...same, metadata: { at: new Date(0) } };
-    m.put(entry('dated', 10), requestOf('acme', 'chat.completions', 'create', dated));
+    expect(keptRequest(requestOf('acme', 'chat.completions', 'create', dated))).toBeUndefined();
+    m.put(entry('dated', 10));
+    m.alias(m.held('dated', 0)!, requestOf('acme', 'chat.completions', 'create', dated));
     expect(find(dated)).toBeUndefined();
     expect(m.get('dated', 0)).toBeDefined();
   });
@@ -204,7 +210,7 @@ describe('the request index', () => {
   it('requests of one print are told apart, a few per print', () => {
     const m = new MemoryEntries(1_000_000);
     const forged = (content: string) => ({ ...req(content), print: 7 });
-    for (let i = 0; i < 10; i++) m.put(entry(`k${i}`, 10), forged(`p${i}`));
+    for (let i = 0; i < 10; i++) m.put(entry(`k${i}`, 10), kept(forged(`p${i}`)));
     expect(m.byRequest(forged('p0'), 0)).toBeUndefined();
     expect(m.byRequest(forged('p1'), 0)).toBeUndefined();
     for (let i = 2; i < 10; i++) expect(m.byRequest(forged(`p${i}`), 0)?.entry.key).toBe(`k${i}`);

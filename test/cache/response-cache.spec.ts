@@ -85,6 +85,19 @@ describe('response cache', () => {
     expect(total(r)).toBe(2);
   });
 
+  it('params the caller changes while its call is out do not become a request the entry answers', async () => {
+    r = await rig({ openai: 1, cache: { ttl: TTL } });
+    // Texts the request's print cannot tell apart (it samples long strings): only the kept copy can.
+    const first = 'a'.repeat(170);
+    const after = `aaaaab${'a'.repeat(164)}`;
+    const params = ask(first);
+    const pending = r.sb.chat.completions.create(params);
+    params.messages[0]!.content = after;
+    await pending;
+    await r.sb.chat.completions.create(ask(after));
+    expect(total(r)).toBe(2);
+  });
+
   it('the same body with its keys in another order is the same call, in any sequence', async () => {
     r = await rig({ openai: 1, cache: { ttl: TTL } });
     const a = {
