@@ -22,7 +22,7 @@ export interface MeterSpec {
 }
 
 /** What a meter tells the book it belongs to. */
-export interface MeterOwner {
+interface MeterOwner {
   /** A call (`admission`) did not fit, or the lease ran low: exchange with the store now. */
   request(admission?: Admission): void;
 }
@@ -290,6 +290,6 @@ function refusalWait(
  * How long before its window ends a window's lease stops admitting: a call admitted then could
  * reach the upstream after the window rolled, where no lease counted it.
  */
-export function guardOf(spec: MeterSpec): number {
+function guardOf(spec: MeterSpec): number {
   return Math.min(250, spec.lengthMs() / 20);
 }
