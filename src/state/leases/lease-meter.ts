@@ -22,7 +22,7 @@ export interface MeterSpec {
 }
 
 /** What a meter tells the book it belongs to. */
-export interface MeterOwner {
+interface MeterOwner {
   /** A call (`admission`) did not fit, or the lease ran low: exchange with the store now. */
   request(admission?: Admission): void;
 }
@@ -119,9 +119,9 @@ export class LeaseMeter implements LimitCounter {
     this.lastCharge = charge;
     this.lastUse = now;
     if (this.away) this.spentAway += charge;
-    // Kept ready for the next call while the store has room to spare (a session's or a stored
-    // response's deployment then has its lease when the call comes), within this window.
-    if (this.balance < charge && this.storeRoom >= this.spec.limit() / 4) this.owner.request();
+    // Not topped up ahead: a replica's next call on one deployment may be seconds away, and a
+    // lease fetched for it lies idle until then or is handed back, two round trips where the
+    // call's own ask is one (and its round trip is short beside the call).
   }
 
   answered(): void {
@@ -290,6 +290,6 @@ function refusalWait(
  * How long before its window ends a window's lease stops admitting: a call admitted then could
  * reach the upstream after the window rolled, where no lease counted it.
  */
-export function guardOf(spec: MeterSpec): number {
+function guardOf(spec: MeterSpec): number {
   return Math.min(250, spec.lengthMs() / 20);
 }
