@@ -64,34 +64,14 @@ async function call(r: ReturnType<typeof replica>, charge: number, now: number):
   const before = r.exchanges.length;
   if (charge <= r.tokens.room(now, admission)) return spend(r.tokens, admission, now);
   await eventually(() => r.exchanges.length > before);
-  await eventually(() => !running(r));
+  await eventually(() => !(r.book as unknown as { running?: unknown }).running);
   return charge <= r.tokens.room(now, admission) && spend(r.tokens, admission, now);
-}
-
-/** Whether the replica's lease book has an exchange under way. */
-function running(r: ReturnType<typeof replica>): boolean {
-  return (r.book as unknown as { running?: unknown }).running !== undefined;
 }
 
 function spend(meter: LeaseMeter, admission: { input: number; output: number }, now: number) {
   meter.admit(admission, now);
   return true;
 }
-
-describe('a lease book', () => {
-  it('asks when a call does not fit, not ahead of the next one', async () => {
-    const clock = new FakeClock();
-    const a = replica('a', `ahead-${clock.ms}`, clock);
-    expect(await call(a, 500, clock.ms)).toBe(true);
-    // The lease is spent and the store has 5 500 left: no exchange was started for a next call.
-    expect(a.tokens.balance).toBe(0);
-    expect(running(a)).toBe(false);
-    expect(a.exchanges).toHaveLength(1);
-    clock.advance(5_000);
-    expect(await call(a, 500, clock.ms)).toBe(true);
-    expect(a.exchanges).toHaveLength(2);
-  });
-});
 
 describe('a lease book where the room is short', () => {
   it('hands back the part no call of its own fits, in the same step as its refused ask', async () => {
@@ -131,7 +111,7 @@ describe('a lease book where the room is short', () => {
     for (let t = 0; t <= 20_000; t += 250) {
       const before = b.exchanges.length;
       b.tokens.room(clock.ms, admission);
-      await eventually(() => !running(b));
+      await eventually(() => !(b.book as unknown as { running?: unknown }).running);
       if (b.exchanges.length > before) asked.push(t);
       clock.advance(250);
     }

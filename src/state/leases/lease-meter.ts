@@ -119,9 +119,9 @@ export class LeaseMeter implements LimitCounter {
     this.lastCharge = charge;
     this.lastUse = now;
     if (this.away) this.spentAway += charge;
-    // Not topped up ahead: a replica's next call on one deployment may be seconds away, and a
-    // lease fetched for it lies idle until then or is handed back, two round trips where the
-    // call's own ask is one (and its round trip is short beside the call).
+    // Kept ready for the next call while the store has room to spare (a session's or a stored
+    // response's deployment then has its lease when the call comes), within this window.
+    if (this.balance < charge && this.storeRoom >= this.spec.limit() / 4) this.owner.request();
   }
 
   answered(): void {
