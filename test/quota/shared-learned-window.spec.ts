@@ -123,6 +123,7 @@ describe('a request window one replica learns, shared through the store', () => 
     await redis.set(key, '[["oai","gpt-4o-mini","request-window-1 year"],7]');
     await eventually(() => said("'learned-rules' entry") === 2, {
       what: 'the entries to be skipped',
+      timeout: 20_000,
     });
     // Read again with a good entry beside the bad ones: it is taken, the bad ones not said again.
     await redis.set(key, `[7, ["oai", "${GPT}", "request-window-1s"]]`);
