@@ -194,7 +194,8 @@ This benchmark's own:
                         seconds of each row of the replicas section (default 90; real time)
       --replica-rows LIST
                         rows of the replicas section: azure,claude,stop, or one load of
-                        a kind, e.g. azure98,claude182 (default all)
+                        a kind, e.g. azure98,claude182, each with :one, :redis or :none for
+                        one column (1 replica, 4 + Redis, 4 without shared state; default all)
       --replica-before  the replicas section without leases (admission by the synced view)
       --replica-warmup N
                         seconds a Claude row of the replicas section sends before it is counted,

@@ -209,12 +209,15 @@ async function main(): Promise<void> {
                 leases: true,
               },
             ]
-          : all.filter((r) =>
-              r.stopStore
-                ? picked.includes('stop')
-                : picked.includes(r.kind) ||
-                  picked.includes(`${r.kind}${Math.round(r.load * 100)}`),
-            );
+          : all.filter((r) => {
+              if (r.stopStore) return picked.includes('stop');
+              // A column: `:one` (1 replica), `:redis` (4 + Redis), `:none` (4, no shared state).
+              const column = r.replicas === 1 ? 'one' : r.state === 'redis' ? 'redis' : 'none';
+              const load = `${r.kind}${Math.round(r.load * 100)}`;
+              return [r.kind, load, `${r.kind}:${column}`, `${load}:${column}`].some((p) =>
+                picked.includes(p),
+              );
+            });
     figures.replicas = await replicasBench(rows, args.replicaSeconds, args.replicaWarmup);
   }
   if (args.soak !== undefined || args.smoke) {

@@ -1,5 +1,5 @@
 /** Makes a fresh copy of one value shaped like the template its plan was made from. */
-export type CopyPlan<T = unknown> = (value: T) => T;
+type CopyPlan<T = unknown> = (value: T) => T;
 
 type Json = Record<string, unknown>;
 

@@ -71,7 +71,7 @@ export function entrySize(entry: CacheEntry): number {
  * const expect: EntryExpectation = { key, model: 'gpt-4o-mini', kind: 'json', now: Date.now(), ttl: 60_000 };
  * ```
  */
-export interface EntryExpectation {
+interface EntryExpectation {
   key: string;
   model: string;
   kind: EntryKind;

@@ -17,7 +17,7 @@ import type { Provider } from '../types';
 const NO_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
 
 /** What the cache did with a call. */
-export type CacheResult = 'hit' | 'miss' | 'bypass';
+type CacheResult = 'hit' | 'miss' | 'bypass';
 
 const RESULTS: readonly CacheResult[] = ['hit', 'miss', 'bypass'];
 

@@ -5,7 +5,7 @@ const NO_OPTIONS: Record<string, never> = Object.freeze({}) as Record<string, ne
 const encoder = new TextEncoder();
 
 /** The header every answer served from the cache carries. */
-export const CACHE_HEADER = 'x-switchboard-cache';
+const CACHE_HEADER = 'x-switchboard-cache';
 
 /**
  * An answer served from the cache: its data made afresh from the entry (a copy of the JSON, or

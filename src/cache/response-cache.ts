@@ -56,7 +56,7 @@ export interface CacheCall {
  * new ResponseCache({ ttl: 60_000 }, { clock: Date.now, logger, telemetry, bytesOf, price: () => undefined });
  * ```
  */
-export interface CacheContext {
+interface CacheContext {
   clock: () => number;
   logger: SwitchboardLogger;
   telemetry: CacheTelemetry;

@@ -31,7 +31,7 @@ const NUMERIC_KEYS = new Set([
 ]);
 
 // Keys that reach an object's prototype when copied: refused wherever they appear.
-export const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 const REFERENCE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$\{/g;
 const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
@@ -51,7 +51,7 @@ export function hideSecrets(line: string, secrets: ReadonlySet<string>): string 
 }
 
 /** What {@link interpolate} reads from and reports to. */
-export interface Interpolation {
+interface Interpolation {
   env: Readonly<Record<string, string | undefined>>;
   /** Receives the values of variables named as secrets. */
   secrets: Set<string>;

@@ -12,8 +12,6 @@ import type { DeploymentConfig, ModelConfig, SwitchboardLogger } from '../types'
 import type { DoctorCheck, DoctorLimits, DoctorRow } from './doctor-row';
 import { inPlainWords } from './plain-words';
 
-export type { DoctorCheck, DoctorLimits, DoctorRow } from './doctor-row';
-
 /**
  * How {@link checkDeployments} sends its requests.
  *
@@ -22,7 +20,7 @@ export type { DoctorCheck, DoctorLimits, DoctorRow } from './doctor-row';
  * const options: DoctorOptions = { timeout: 10_000 };
  * ```
  */
-export interface DoctorOptions {
+interface DoctorOptions {
   /** ms each request may take; default the deployment's own `timeout`, at most 10 000. */
   timeout?: number;
 }
@@ -31,7 +29,7 @@ export interface DoctorOptions {
  * How much longer than its request's timeout one check may take in all (building its client,
  * closing it) before it is given up: whatever an upstream does, the doctor ends.
  */
-export const CHECK_GRACE_MS = 2_000;
+const CHECK_GRACE_MS = 2_000;
 
 /** The longest error text a row keeps: an upstream's error body can be megabytes. */
 export const DOCTOR_ERROR_LIMIT = 300;

@@ -2,6 +2,7 @@
  * The `doctor` command line: arguments in, text out, an exit status back. The executable is
  * ./cli.ts.
  */
+import { commandLine, type CliOptions } from '../runtime/cli-args';
 import { STDIO, type CliOutput } from '../runtime/cli-output';
 import { loadSwitchboardConfigFile } from '../config/load-config-file';
 import { MAX_TIMER_MS } from '../config/value-checks';
@@ -31,6 +32,14 @@ Exit status: 0 when every row answered, 1 when any failed, 2 on a usage or confi
 
 To plan quota from recorded traffic: nestjs-switchboard plan --help`;
 
+const DOCTOR_OPTIONS: CliOptions = {
+  json: { type: 'boolean' },
+  entra: { type: 'boolean' },
+  token: { type: 'string' },
+  scope: { type: 'string' },
+  timeout: { type: 'string' },
+};
+
 /**
  * Runs the command line `args` (without `node` and the script) and resolves its exit status.
  *
@@ -44,39 +53,34 @@ export async function runDoctorCli(
   output: CliOutput = STDIO,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<number> {
-  const rest = [...args];
-  if (rest[0] === 'doctor') rest.shift();
-  let json = false;
-  let timeout: number | undefined;
-  const files: string[] = [];
+  const read = commandLine(
+    args,
+    { command: 'doctor', options: DOCTOR_OPTIONS, usage: USAGE },
+    output,
+  );
+  if (typeof read === 'number') return read;
+  const { given, positionals: files } = read;
   const tokens: TokenSource = {};
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i]!;
-    if (arg === '--json') json = true;
-    else if (arg === '--entra') tokens.entra = true;
-    else if (arg === '--token' || arg === '--scope') {
-      const value = rest[++i];
-      if (value === undefined || value.startsWith('-')) {
-        output.err(`${arg} needs a value\n\n${USAGE}`);
-        return 2;
-      }
-      if (arg === '--token') tokens.module = value;
-      else tokens.scope = value;
-    } else if (arg === '--help' || arg === '-h') {
-      output.out(USAGE);
-      return 0;
-    } else if (arg === '--timeout') {
-      timeout = Number(rest[++i]);
-      if (!Number.isInteger(timeout) || timeout <= 0 || timeout > MAX_TIMER_MS) {
-        output.err(
-          `--timeout must be a positive number of milliseconds, at most ${MAX_TIMER_MS}\n\n${USAGE}`,
-        );
-        return 2;
-      }
-    } else if (arg.startsWith('-')) {
-      output.err(`unknown option ${arg}\n\n${USAGE}`);
+  if (given.has('entra')) tokens.entra = true;
+  for (const name of ['token', 'scope'] as const) {
+    if (!given.has(name)) continue;
+    const value = given.get(name);
+    if (typeof value !== 'string') {
+      output.err(`--${name} needs a value\n\n${USAGE}`);
       return 2;
-    } else files.push(arg);
+    }
+    if (name === 'token') tokens.module = value;
+    else tokens.scope = value;
+  }
+  let timeout: number | undefined;
+  if (given.has('timeout')) {
+    timeout = Number(given.get('timeout'));
+    if (!Number.isInteger(timeout) || timeout <= 0 || timeout > MAX_TIMER_MS) {
+      output.err(
+        `--timeout must be a positive number of milliseconds, at most ${MAX_TIMER_MS}\n\n${USAGE}`,
+      );
+      return 2;
+    }
   }
   if (files.length !== 1) {
     output.err(USAGE);
@@ -98,7 +102,7 @@ export async function runDoctorCli(
   }
   const checks = await checkDeployments(options, { timeout });
   output.out(
-    json
+    given.has('json')
       ? JSON.stringify(
           checks.map((c) => inOrder(c.row)),
           null,

@@ -100,7 +100,7 @@ export function isMalformedResponse(error: unknown): boolean {
  * A failure of the deployment's token provider ({@link TokenProviderError}), as the SDK reports
  * it: its own error with ours as the `cause`.
  */
-export function isTokenFailure(error: unknown): boolean {
+function isTokenFailure(error: unknown): boolean {
   let e: unknown = error;
   for (let depth = 0; typeof e === 'object' && e !== null && depth < 3; depth++) {
     if (e instanceof TokenProviderError) return true;

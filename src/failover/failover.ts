@@ -17,7 +17,7 @@ import { isNoRoom } from '../quota/no-room';
 import { classify, type FailureReason } from './classify';
 
 /** Default number of attempts per call, the first included. */
-export const DEFAULT_ATTEMPTS = 2;
+const DEFAULT_ATTEMPTS = 2;
 
 /** A resolved failover policy. */
 export interface FailoverPolicy {
@@ -32,7 +32,7 @@ export interface FailoverPolicy {
  * Told of each further attempt of a call, before its wait: the attempt's number (2, 3, ...), the
  * wait in ms, and why the previous attempt failed.
  */
-export type RetryListener = (
+type RetryListener = (
   attempt: number,
   delay: number,
   reason: FailureReason,
@@ -66,7 +66,7 @@ export function failoverPolicy(options: FailoverOptions = {}): FailoverPolicy {
  * const run: FailoverRun<Answer> = { next: () => call.again(), policy, errors, signal };
  * ```
  */
-export interface FailoverRun<T> {
+interface FailoverRun<T> {
   /** Starts attempt number `attempt` (2, 3, ...): routed anew. */
   readonly next: (attempt: number) => Promise<T>;
   readonly policy: FailoverPolicy;

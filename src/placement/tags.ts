@@ -1,10 +1,10 @@
 /** The most tags one call may require: a header or body field is the caller's to fill. */
-export const MAX_CALL_TAGS = 16;
+const MAX_CALL_TAGS = 16;
 /** The longest tag; a tag is a word such as `eu` or `gdpr`, not a document. */
-export const MAX_TAG_LENGTH = 64;
+const MAX_TAG_LENGTH = 64;
 
 /** What a tag may be: a word without blanks or commas (the header lists them comma-separated). */
-export const TAG_PATTERN = /^[^\s,]+$/;
+const TAG_PATTERN = /^[^\s,]+$/;
 
 /**
  * The tags a call requires, as one value: each tag once, sorted, and `key` joining them with

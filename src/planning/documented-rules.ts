@@ -33,7 +33,7 @@ import type {
  * const kind: RuleKind = 'azure-ptu';
  * ```
  */
-export type RuleKind = UpstreamKind | 'azure-ptu';
+type RuleKind = UpstreamKind | 'azure-ptu';
 
 /**
  * Which rules `model` on `deployment` follows: the kind of upstream its provider and `baseURL`

@@ -42,7 +42,7 @@ export interface PlanReport {
  * const claude: Suggestion = { tpm: 250_000, itpm: 200_000, otpm: 50_000 };
  * ```
  */
-export interface Suggestion {
+interface Suggestion {
   tpm: number | null;
   itpm?: number | null;
   otpm?: number | null;
@@ -56,7 +56,7 @@ export interface Suggestion {
  * await plan(trace, options, { scale: 2, findTpm: true });
  * ```
  */
-export interface PlanOptions extends Omit<ReplayOptions, 'quota'> {
+interface PlanOptions extends Omit<ReplayOptions, 'quota'> {
   findTpm?: boolean;
   /** Told of every replay the search makes (factor per model, and its outcome). */
   onReplay?: (quota: ReadonlyMap<string, number>, result: ReplayResult) => void;

@@ -19,9 +19,9 @@ import type { UpstreamCall, UpstreamQuota, UpstreamVerdict } from './upstream-ru
 import { VirtualTime } from './virtual-time';
 
 /** Latency (ms) of a recorded call whose line has none. */
-export const DEFAULT_LATENCY = 1_000;
+const DEFAULT_LATENCY = 1_000;
 
-export type { CallerOutcome, DeploymentOutcome, ReplayOptions, ReplayResult } from './replay-types';
+export type { ReplayOptions, ReplayResult } from './replay-types';
 
 const SILENT = { log() {}, warn() {}, error() {}, debug() {} };
 

@@ -5,6 +5,7 @@
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, writeFileSync } from 'node:fs';
 import type { SwitchboardOptions } from '../config/switchboard-options';
 import { loadConfigFileWithoutKeys } from '../config/load-config-file';
+import { commandLine, type CliOptions } from '../runtime/cli-args';
 import type { CliOutput } from '../runtime/cli-output';
 import { plan } from './plan';
 import { formatPlan, planHtml } from './plan-report';
@@ -31,6 +32,17 @@ how many failed and how long they waited.
 
 Exit status: 0 when the plan was made, 2 on a usage, traffic file or configuration error.`;
 
+/** Where a one-line problem sends the reader for the rest. */
+const SEE_HELP = ' (nestjs-switchboard plan --help)';
+
+const PLAN_OPTIONS: CliOptions = {
+  config: { type: 'string' },
+  html: { type: 'string' },
+  scale: { type: 'string' },
+  json: { type: 'boolean' },
+  'find-tpm': { type: 'boolean' },
+};
+
 /**
  * Runs `plan ...` (without `node` and the script) and resolves its exit status.
  *
@@ -44,39 +56,34 @@ export async function runPlanCli(
   output: CliOutput,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<number> {
-  const rest = [...args];
-  if (rest[0] === 'plan') rest.shift();
-  let config: string | undefined;
-  let html: string | undefined;
-  let scale = 1;
-  let json = false;
-  let findTpm = false;
-  const files: string[] = [];
   // One line: what is wrong, and where the rest is said.
   const usage = (problem: string) => {
-    output.err(`${problem} (nestjs-switchboard plan --help)`);
+    output.err(`${problem}${SEE_HELP}`);
     return 2;
   };
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i]!;
-    if (arg === '--help' || arg === '-h') {
-      output.out(USAGE);
-      return 0;
-    } else if (arg === '--json') json = true;
-    else if (arg === '--find-tpm') findTpm = true;
-    else if (arg === '--config') config = rest[++i];
-    else if (arg === '--html') html = rest[++i];
-    else if (arg === '--scale') {
-      scale = Number(rest[++i]);
-      if (!(scale >= MIN_SCALE && scale <= MAX_SCALE)) {
-        return usage(`--scale must be a number from ${MIN_SCALE} to ${MAX_SCALE}`);
-      }
-    } else if (arg.startsWith('-')) return usage(`unknown option ${arg}`);
-    else files.push(arg);
+  const read = commandLine(
+    args,
+    { command: 'plan', options: PLAN_OPTIONS, usage: USAGE, say: (p) => `${p}${SEE_HELP}` },
+    output,
+  );
+  if (typeof read === 'number') return read;
+  const { given, positionals: files } = read;
+  let scale = 1;
+  if (given.has('scale')) {
+    scale = Number(given.get('scale'));
+    if (!(scale >= MIN_SCALE && scale <= MAX_SCALE)) {
+      return usage(`--scale must be a number from ${MIN_SCALE} to ${MAX_SCALE}`);
+    }
   }
   if (files.length !== 1) return usage('name one traffic file');
-  if (config === undefined || config === '') return usage('--config <file> is required');
-  if (html === '') return usage('--html needs a file name');
+  const config = given.get('config');
+  if (typeof config !== 'string' || config === '') return usage('--config <file> is required');
+  const html = given.get('html');
+  if (given.has('html') && (typeof html !== 'string' || html === '')) {
+    return usage('--html needs a file name');
+  }
+  const json = given.has('json');
+  const findTpm = given.has('find-tpm');
   let options: SwitchboardOptions;
   let trace: TrafficTrace;
   let htmlFd: number | undefined;
@@ -85,7 +92,7 @@ export async function runPlanCli(
     options = loadConfigFileWithoutKeys(config, env);
     trace = readTraffic(files[0]!);
     // Opened before the replay: a path that cannot be written is said before minutes of work.
-    if (html !== undefined) htmlFd = openHtml(html);
+    if (typeof html === 'string') htmlFd = openHtml(html);
   } catch (error) {
     output.err(oneLine(error));
     return 2;

@@ -17,7 +17,7 @@ export interface UpstreamCall {
 }
 
 /** The limit a refused call hit: requests, a combined token limit, input or output tokens. */
-export type UpstreamLimitHit = 'requests' | 'tokens' | 'input_tokens' | 'output_tokens';
+type UpstreamLimitHit = 'requests' | 'tokens' | 'input_tokens' | 'output_tokens';
 
 /**
  * What the upstream's quota answered a call: admitted or refused (a 429, with when to retry,

@@ -7,7 +7,7 @@ import type { ApiAdapter } from './adapter';
 import type { AttemptHooks, PreparedRequest } from './attempt-types';
 
 /** The attempt a stream belongs to, as its accounting sees it. */
-export interface StreamingAttempt {
+interface StreamingAttempt {
   readonly deployment: Deployment;
   readonly modelState: ModelState;
   readonly adapter: ApiAdapter;

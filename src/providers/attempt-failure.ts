@@ -12,7 +12,7 @@ import type { AttemptHooks, PreparedRequest } from './attempt-types';
  * weighFailure(attempt, classify(error, deployment.errors));
  * ```
  */
-export interface FailedAttempt {
+interface FailedAttempt {
   readonly modelState: ModelState;
   readonly request: PreparedRequest;
   readonly hooks: AttemptHooks;

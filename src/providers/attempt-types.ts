@@ -67,7 +67,7 @@ export interface PreparedRequest {
  * const usd = request.account?.settled(deployment, state, request.admission, usage);
  * ```
  */
-export interface UsageAccount {
+interface UsageAccount {
   /**
    * Before an attempt that may go to any of `models`: resolves once a budget holds what it may be
    * billed (`undefined`: it already does, or there is no budget), or rejects with the 429.

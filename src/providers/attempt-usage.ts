@@ -7,7 +7,7 @@ import type { AttemptHooks } from './attempt-types';
  * The most tokens one field of an answer's usage may hold: above every model's context window
  * and output, far below where a count stops being exact.
  */
-export const MAX_USAGE_TOKENS = 10_000_000;
+const MAX_USAGE_TOKENS = 10_000_000;
 
 const FIELDS = ['input', 'output', 'cacheRead', 'cacheWrite'] as const;
 
@@ -24,7 +24,7 @@ const FIELDS = ['input', 'output', 'cacheRead', 'cacheWrite'] as const;
  * usageFault({ input: 10, output: 5, cacheRead: 20 }, 'openai'); // 'cached tokens 20 above the prompt 10'
  * ```
  */
-export function usageFault(usage: Usage, provider: Provider): string | undefined {
+function usageFault(usage: Usage, provider: Provider): string | undefined {
   for (const field of FIELDS) {
     const value = usage[field];
     if (value === undefined) continue;

@@ -16,13 +16,7 @@ import { apiPromiseOf, needsController, sdkOptionsOf } from './attempt-options';
 import { noAnswer } from './no-answer';
 import { translate } from './translate-error';
 
-export type {
-  AttemptHooks,
-  AttemptOutcome,
-  AttemptPlan,
-  PreparedRequest,
-  ResponseTracker,
-} from './attempt-types';
+export type { AttemptHooks, AttemptOutcome, PreparedRequest } from './attempt-types';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 

@@ -6,7 +6,7 @@
  */
 
 /** A cached prefix lives this long after its last use (Anthropic's default, "5 minutes"). */
-export const PREFIX_LIFETIME_MS = 5 * 60_000;
+const PREFIX_LIFETIME_MS = 5 * 60_000;
 /** Prefixes remembered per deployment and model; the least recently used go first. */
 const MAX_PREFIXES = 1_000;
 

@@ -30,14 +30,14 @@ export interface HotRow {
   readonly row: number;
 }
 
-export const FROM = 0;
+const FROM = 0;
 export const UNTIL = 1;
-export const UTIL = 2;
+const UTIL = 2;
 export const COOL = 3;
 export const TOKENS = 4;
-export const REQUESTS = 5;
-export const INPUT = 6;
-export const OUTPUT = 7;
+const REQUESTS = 5;
+const INPUT = 6;
+const OUTPUT = 7;
 /** The column each counter keeps its room in: the one of what it counts. */
 const ROOM: Readonly<Record<ChargeUnit, number>> = {
   tokens: TOKENS,

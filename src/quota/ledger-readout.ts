@@ -12,7 +12,7 @@ import { usageBuckets, WindowCount, type UsageBucket } from './window-count';
 export const DEFAULT_SPAN = 60_000;
 
 /** What a ledger is made of: its limits, its rules and the counters they built over one scope. */
-export interface LedgerParts {
+interface LedgerParts {
   limits: Readonly<Record<LimitName, QuotaLimit>>;
   rules: QuotaRules;
   counters: LedgerCounters;

@@ -125,15 +125,15 @@ export class Pricing {
 
   /**
    * An uncapped call the upstream refused for tokens (its charge already given back; `counted`:
-   * our own count): the upstream reserves more than we charge. It refused what
-   * its remaining could not hold, so each output reserves more than the remaining less the prompt
-   * spread over them; and what it counts beyond us is what it reserved beyond our charge for the
-   * uncapped calls still in flight (`inFlight`). The reservation rises to the larger (unless
-   * configured; at most the limit), for the calls sent from now on (a queue's again), and those in
-   * flight are charged it too: each refusal that follows, its charge gone from our count and not
-   * from the upstream's, tells the rest. What others sent counts as ours here, on the safe side;
-   * a call's own answer read alone sets the reservation again ({@link learnReservation}).
-   * Returns the output tokens added to the calls in flight.
+   * our own count): what the upstream counts beyond our count is what it reserved beyond our
+   * charge for the uncapped calls still in flight (`inFlight`), if anything: a refusal whose
+   * count agrees with ours (another cause, a fault) teaches nothing. The reservation rises by that
+   * share (unless configured; never so far that a call of this prompt could not fit the limit),
+   * for the calls sent from now on (a queue's again), and those in flight are charged it too:
+   * each refusal that follows, its charge gone from our count and not from the upstream's, tells
+   * the rest. What others sent counts as ours here, on the safe side; a call's own answer read
+   * alone sets the reservation again ({@link learnReservation}). Returns the output tokens added
+   * to the calls in flight.
    */
   learnFromRefusal(
     reading: RateLimitReading,
@@ -146,12 +146,9 @@ export class Pricing {
     if (this.reservationSet || remaining === undefined || !(tpm > 0)) return 0;
     let outputs = 0;
     for (const call of inFlight) outputs += call.uncapped!;
-    let learned = Math.floor((remaining - refused.input) / (refused.uncapped ?? 1)) + 1;
     const more = tpm - remaining - counted;
-    if (more > 0 && outputs > 0) {
-      learned = Math.max(learned, this.reservation + Math.ceil(more / outputs));
-    }
-    learned = Math.min(learned, tpm);
+    if (!(more > 0) || outputs === 0) return 0;
+    const learned = Math.min(this.reservation + Math.ceil(more / outputs), tpm - refused.input - 1);
     if (!(learned > this.reservation)) return 0;
     const rise = learned - this.reservation;
     this.reservation = learned;

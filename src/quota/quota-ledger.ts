@@ -22,7 +22,6 @@ import {
 import type { LearnedRule, QuotaRules, RulesKind } from './rules/quota-rules';
 import { rulesFor } from './rules/rules-for';
 
-export type { PeerUsage } from './peer-usage';
 export { DEFAULT_OUTPUT_RESERVATION } from './rules/rules-for';
 
 /** Options of a {@link QuotaLedger} beyond its limits. */
@@ -44,7 +43,7 @@ export interface QuotaLedgerOptions {
 }
 
 /** What a ledger is built from: a model's limits and the settings its rules read. */
-export type LedgerConfig = Pick<
+type LedgerConfig = Pick<
   ModelConfig,
   | 'tpm'
   | 'rpm'

@@ -11,7 +11,7 @@ import type { RequestWindow } from './request-window';
  * const reset: ReportedReset = { ms: 15_000, grain: 1_000 };
  * ```
  */
-export interface ReportedReset {
+interface ReportedReset {
   ms: number;
   grain: number;
 }
@@ -54,7 +54,7 @@ export type RateLimitFamily = 'openai' | 'anthropic';
  * `-remaining-requests` speak of the 10 s window it enforces requests over, not of the minute
  * (20 for 120 RPM).
  */
-export const AZURE_REQUEST_WINDOWS = 6;
+const AZURE_REQUEST_WINDOWS = 6;
 
 /**
  * The per-minute request limit a requests header's `limit` stands for: Anthropic's speaks of
@@ -141,7 +141,7 @@ function readAnthropic(headers: HeaderSource, withLimits: boolean): RateLimitRea
  * Half of the thousand Anthropic rounds its remaining tokens to ("rounded to the nearest
  * thousand"): what is left may be this much below what the header says.
  */
-export const ANTHROPIC_ROUNDING = 500;
+const ANTHROPIC_ROUNDING = 500;
 
 /** A remaining count rounded to the nearest thousand, taken on the safe side: 500 less. */
 function rounded(limit: ReportedLimit | undefined): ReportedLimit | undefined {

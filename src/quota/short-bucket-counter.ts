@@ -14,8 +14,8 @@ import { shortLimit, type RequestWindow } from './request-window';
  * With the interval configured (`requestWindow`) or learned (a 429 for requests while the minute's
  * count had room), the bucket holds that share. Before either, it ramps: it starts at one second's
  * share plus one request (the probe: at most one call meets the 429 that teaches the second); a
- * step that filled and was answered without one widens it to ten seconds' share plus one, then
- * to the minute's bucket, where it stops counting. A cold start, a restart or a queue's backlog so go out in growing
+ * step that filled and was answered without one widens it to the minute's bucket, where it stops
+ * counting. A cold start, a restart or a queue's backlog so go out in growing
  * bursts, not a whole bucket in one instant.
  *
  * @example
@@ -113,16 +113,17 @@ export class ShortBucketCounter implements LimitCounter {
 
   /**
    * A call was answered (not refused): once as many answers came as calls had been sent when the
-   * step filled, and none met a 429 for requests, the bucket doubles (calls keep going out while
-   * a step's answers come back, in any order).
+   * step filled, and none met a 429 for requests, the upstream does not enforce the second, and
+   * the bucket is the minute's alone (calls keep going out while a step's answers come back, in
+   * any order).
    */
   confirmed(): void {
     if (this.interval !== undefined || this.filledAt === 0 || this.refusedStep) return;
     if (this.ended < this.filledAt) return;
-    // A second's share and one more went at once: not a second, then; ten seconds' next, as
-    // Azure counts, then the minute's bucket alone.
-    const tenSeconds = shortLimit(this.rpm.value, '10s') + 1;
-    this.ramp = Math.min(this.rpm.value, this.limit < tenSeconds ? tenSeconds : this.rpm.value);
+    // A second's share and one more went at once: not a second, then. The shorter interval both
+    // vendors document is the second ("60 RPM as 1 a second", "60,000 RPM as 1,000 a second"): no
+    // ten seconds' step after it, which held a minute's burst back for nothing.
+    this.ramp = this.rpm.value;
     this.sent -= this.filledAt;
     this.ended -= this.filledAt;
     this.filledAt = 0;

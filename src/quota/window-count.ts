@@ -1,5 +1,5 @@
 /** How a usage window forgets usage. */
-export type WindowKind = 'sliding' | 'fixed';
+type WindowKind = 'sliding' | 'fixed';
 
 /**
  * One count (tokens, requests, input or output tokens) over a window, as one limit's counter

@@ -7,7 +7,7 @@ export const DEFAULT_COOLDOWN = 10_000;
  * Why a model cools: marked down by hand (`manual`), after a 429 or a cooldown another instance
  * shared (`quota`: room comes back by itself), or after faults (`fault`: no promise of room).
  */
-export type CooldownKind = 'manual' | 'quota' | 'fault';
+type CooldownKind = 'manual' | 'quota' | 'fault';
 
 /**
  * The kind of cooldown a mark-down's `reason` starts: none is a mark-down by hand; the failure

@@ -71,7 +71,7 @@ export interface Sessions {
 }
 
 /** What a registry is built with. */
-export interface RegistryContext {
+interface RegistryContext {
   /** Builds each provider's deployments (the switchboard hands in its providers' kits). */
   builders: DeploymentBuilders;
   /** Where the sessions are kept (the switchboard's `SessionAffinity`, of `maxSessions`). */

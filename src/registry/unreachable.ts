@@ -24,13 +24,13 @@ export function isUnreachable(reason: string | undefined): boolean {
 }
 
 /** What the probe gate reads of a call: the deployments it tried, and whether one may take it. */
-export interface ProbeGate {
+interface ProbeGate {
   readonly exclude: ReadonlySet<Deployment> | undefined;
   admits(state: ModelState, deployment: Deployment): boolean;
 }
 
 /** Where a probe call goes: a deployment, and the model asked of it there. */
-export interface ProbeRoute {
+interface ProbeRoute {
   deployment: Deployment;
   model: string;
 }

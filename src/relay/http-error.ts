@@ -13,7 +13,7 @@ export const CREDENTIALS_REFUSED =
   "The upstream deployment refused the switchboard's credentials (its own, not the caller's).";
 
 /** What a closed switchboard (or a queue closed at shutdown) asks a client to wait: another instance is likely up. */
-export const UNAVAILABLE_RETRY_AFTER_MS = 1_000;
+const UNAVAILABLE_RETRY_AFTER_MS = 1_000;
 
 /** How an error is answered over HTTP, before it is put in an API's own body shape. */
 export interface HttpErrorAnswer {

@@ -41,7 +41,7 @@ const messagesFrame = (problem: Problem): string =>
 const as = (adapter: unknown): ApiAdapter => adapter as ApiAdapter;
 
 /** `POST …/chat/completions`. */
-export const CHAT: RelayApi = {
+const CHAT: RelayApi = {
   path: '/v1/chat/completions',
   provider: 'openai',
   adapter: as(chatCompletions),
@@ -61,7 +61,7 @@ export const RESPONSES: RelayApi = {
 };
 
 /** `POST …/embeddings`. */
-export const EMBEDDINGS: RelayApi = {
+const EMBEDDINGS: RelayApi = {
   path: '/v1/embeddings',
   provider: 'openai',
   adapter: as(embeddings),
@@ -71,7 +71,7 @@ export const EMBEDDINGS: RelayApi = {
 };
 
 /** `POST …/messages`. */
-export const MESSAGES: RelayApi = {
+const MESSAGES: RelayApi = {
   path: '/v1/messages',
   provider: 'anthropic',
   adapter: as(messages),
@@ -81,7 +81,7 @@ export const MESSAGES: RelayApi = {
 };
 
 /** `POST …/messages/count_tokens`: no quota used. */
-export const COUNT_TOKENS: RelayApi = {
+const COUNT_TOKENS: RelayApi = {
   path: '/v1/messages/count_tokens',
   provider: 'anthropic',
   adapter: as(messages),
@@ -103,7 +103,7 @@ export const RELAY_APIS: readonly RelayApi[] = [
 ];
 
 /** What a request path names. */
-export type RelayRoute =
+type RelayRoute =
   | { kind: 'api'; api: RelayApi }
   | { kind: 'retrieve'; id: string }
   | { kind: 'models'; id: string | undefined };

@@ -36,7 +36,7 @@ export type SwitchboardFetch = (input: RequestInfo | URL, init?: RequestInit) =>
  * What the relay needs of its switchboard: its deployments, and its calls (admission, sessions,
  * fallbacks, failover, accounting and telemetry), exactly as the facade's methods make them.
  */
-export interface RelayPort {
+interface RelayPort {
   readonly registry: DeploymentRegistry;
   /** The deployments' own keys: never in an answer, even where an upstream quoted one. */
   readonly secrets?: readonly string[];

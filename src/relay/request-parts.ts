@@ -101,7 +101,7 @@ export function headerOf(headers: HeadersInit | undefined, name: string): string
 }
 
 /** A request body as sent (kept for the upstream) and as text (to parse). */
-export interface BodyText {
+interface BodyText {
   raw: string | Uint8Array;
   text: string;
 }

@@ -17,7 +17,7 @@ export const SWITCHBOARD_FIELDS = Object.freeze([
 ] as const);
 
 /** One of {@link SWITCHBOARD_FIELDS}. */
-export type SwitchboardField = (typeof SWITCHBOARD_FIELDS)[number];
+type SwitchboardField = (typeof SWITCHBOARD_FIELDS)[number];
 
 const FIELD_SET: ReadonlySet<string> = new Set(SWITCHBOARD_FIELDS);
 

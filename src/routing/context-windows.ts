@@ -48,7 +48,7 @@ export function fits(
  * throw tooLongError('gpt-4o-mini', { input: 20_000, output: 500 }, windows, ['gpt-4o']);
  * ```
  */
-export function tooLongError(
+function tooLongError(
   model: string,
   admission: Admission,
   windows: ReadonlyMap<string, number>,

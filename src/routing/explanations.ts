@@ -5,7 +5,7 @@ import type { DeploymentExplanation } from '../errors/explanation';
 import { carries, type TagSet } from '../placement/tags';
 
 /** A model served by thousands of deployments: the error stays small. */
-export const MAX_EXPLAINED = 100;
+const MAX_EXPLAINED = 100;
 /**
  * When a slot under a `maxInFlight` cap is expected, in ms: calls end at their own pace, so the
  * routing looks again after this long (or when one ends).

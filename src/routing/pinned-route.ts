@@ -12,7 +12,7 @@ import type { NoRoom, Route } from './route-call';
  * const call: PinnedQuery = { shared, model: 'gpt-4o', request, sessionId: undefined };
  * ```
  */
-export interface PinnedQuery {
+interface PinnedQuery {
   readonly shared: Pick<DispatchShared, 'queue' | 'registry'>;
   readonly model: string;
   readonly request: PreparedRequest;

@@ -17,7 +17,7 @@ import type { ResponseChains } from './store-lookups';
  * const call: PinnedCall = { id: 'resp_1', request, options: undefined, model: 'gpt-4o', required: eu };
  * ```
  */
-export interface PinnedCall {
+interface PinnedCall {
   readonly adapter: ApiAdapter;
   readonly op: ApiOperation;
   readonly id: string;

@@ -6,7 +6,7 @@ import { SwitchboardError } from '../switchboard.error';
 import type { CallEntry } from './call-record';
 
 /** Where a surface's calls go: the router's two ways in. */
-export interface SurfaceTarget {
+interface SurfaceTarget {
   call(entry: CallEntry, params: unknown, options: unknown): Promise<Answer>;
   callHolding(
     entry: CallEntry,

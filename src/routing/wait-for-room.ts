@@ -17,7 +17,7 @@ import type { NoRoom, Route } from './route-call';
  * await waitForRoom(dispatch, { waitMs: 250 }, false);
  * ```
  */
-export interface WaitingCall {
+interface WaitingCall {
   readonly shared: {
     readonly queue: CapacityQueue | undefined;
     readonly lanes: LaneActivity;

@@ -11,7 +11,7 @@ import type { TokenUsage } from '../types';
  * The largest count (tokens, requests) taken from an upstream: above any real quota (a trillion
  * tokens), and small enough that sums of many such counts stay exact integers.
  */
-export const MAX_UPSTREAM_COUNT = 1e12;
+const MAX_UPSTREAM_COUNT = 1e12;
 
 /**
  * The longest wait (ms) taken from an upstream's `retry-after` or reset headers, and the default

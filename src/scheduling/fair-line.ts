@@ -1,7 +1,7 @@
 import { tenantOf } from './tenant-of';
 
 /** What waits in a {@link FairLine}: whose it is, and what serving it costs. */
-export interface FairItem {
+interface FairItem {
   /**
    * The tenant key; every item of the same tenant shares one turn. `a/b` is a part of tenant `a`
    * and shares `a`'s turn (see {@link tenantOf}).

@@ -36,14 +36,14 @@ export const LANE_TAGS: Readonly<Record<Lane, CallTags>> = Object.freeze({
 export const UNTAGGED: CallTags = LANE_TAGS.interactive;
 
 /** Default share of each limit that batch calls leave free while interactive traffic is present. */
-export const DEFAULT_BATCH_HEADROOM = 0.15;
+const DEFAULT_BATCH_HEADROOM = 0.15;
 
 /**
  * How long (ms) interactive traffic counts as present after the last interactive call was sent,
  * by default: long enough to span the pauses of a person at a chat, short enough that a batch
  * job gets the whole capacity soon after they leave.
  */
-export const DEFAULT_HEADROOM_HOLD = 5_000;
+const DEFAULT_HEADROOM_HOLD = 5_000;
 
 /**
  * Per model, when interactive traffic was last seen: an interactive call sent, or waiting. While

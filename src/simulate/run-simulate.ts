@@ -9,6 +9,7 @@ import { parse as parseYaml } from 'yaml';
 import { loadSwitchboardConfigFile } from '../config/load-config-file';
 import { SIMULATE_ENV } from '../config/simulate-option';
 import { readBoundedFile, MAX_CONFIG_FILE_BYTES } from '../config/read-bounded-file';
+import { commandLine } from '../runtime/cli-args';
 import type { CliOutput } from '../runtime/cli-output';
 import { SimulatedUpstream } from '../testing/simulated-upstream';
 import { simulatedDeployments, type SimulatedStandIn } from './simulated-deployments';
@@ -23,6 +24,8 @@ the variables to export so that the file's \${VAR} endpoints point at them. Runs
   --latency <ms>  how long each answer takes (default 40)
 
 To simulate inside your app instead: SWITCHBOARD_SIMULATE=1.`;
+
+const NUMBER = { type: 'string' } as const;
 
 /** `${VAR}`, `${VAR:-default}` or `${VAR-default}` at the start of a value, and what follows. */
 const LEADING_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-[^}]*)?\}(.*)$/;
@@ -42,28 +45,22 @@ export async function runSimulateCli(
   env: Readonly<Record<string, string | undefined>> = process.env,
   stopped: Promise<unknown> = Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]),
 ): Promise<number> {
-  const rest = args[0] === 'simulate' ? args.slice(1) : [...args];
-  const files: string[] = [];
+  const options = { port: NUMBER, latency: NUMBER };
+  const read = commandLine(args, { command: 'simulate', options, usage: USAGE }, output);
+  if (typeof read === 'number') return read;
+  const { given, positionals: files } = read;
   const numbers: Record<string, number | undefined> = {};
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i]!;
-    if (arg === '--help' || arg === '-h') {
-      output.out(USAGE);
-      return 0;
-    }
-    if (arg === '--port' || arg === '--latency') {
-      const value = Number(rest[++i]);
-      if (!Number.isInteger(value) || value < 0 || value > (arg === '--port' ? 65_535 : 600_000)) {
-        output.err(
-          `${arg} must be a whole number${arg === '--port' ? ' from 0 to 65535' : ' of milliseconds'}\n\n${USAGE}`,
-        );
-        return 2;
-      }
-      numbers[arg] = value;
-    } else if (arg.startsWith('-')) {
-      output.err(`unknown option ${arg}\n\n${USAGE}`);
+  for (const [name, most, what] of [
+    ['port', 65_535, ' from 0 to 65535'],
+    ['latency', 600_000, ' of milliseconds'],
+  ] as const) {
+    if (!given.has(name)) continue;
+    const value = Number(given.get(name));
+    if (!Number.isInteger(value) || value < 0 || value > most) {
+      output.err(`--${name} must be a whole number${what}\n\n${USAGE}`);
       return 2;
-    } else files.push(arg);
+    }
+    numbers[name] = value;
   }
   if (files.length !== 1) {
     output.err(USAGE);
@@ -75,7 +72,7 @@ export async function runSimulateCli(
   try {
     // Simulated, no endpoint or key needs to be set for the file to load.
     const options = loadSwitchboardConfigFile(file, { ...env, [SIMULATE_ENV]: '1' });
-    standIns = simulatedDeployments(options, { latency: numbers['--latency'] });
+    standIns = simulatedDeployments(options, { latency: numbers.latency });
     raw = parseYaml(readBoundedFile(resolve(file), MAX_CONFIG_FILE_BYTES));
   } catch (error) {
     output.err(error instanceof Error ? error.message : String(error));
@@ -85,7 +82,7 @@ export async function runSimulateCli(
   try {
     upstream = await SimulatedUpstream.start({
       deployments: standIns.map((s) => s.simulated),
-      port: numbers['--port'],
+      port: numbers.port,
     });
   } catch (error) {
     output.err(`cannot listen: ${error instanceof Error ? error.message : String(error)}`);

@@ -10,7 +10,7 @@ import type { DeploymentConfig, ModelConfig } from '../types';
  * const pace: SimulationPace = { latency: 50, chunkDelay: 10 };
  * ```
  */
-export interface SimulationPace {
+interface SimulationPace {
   /** ms before any answer (default 40). */
   latency?: number;
   /** ms between two events of a streamed answer (default 10). */

@@ -93,11 +93,7 @@ export function periodOf(t: number, per: 'day' | 'month'): { key: string; end: n
  * ms from `now` until `buckets` (bucket number -> count, the minute's window) has let go of at
  * least `excess`, as the oldest buckets leave it.
  */
-export function minuteWait(
-  buckets: Iterable<[number, number]>,
-  excess: number,
-  now: number,
-): number {
+function minuteWait(buckets: Iterable<[number, number]>, excess: number, now: number): number {
   const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
   let freed = 0;
   for (const [n, v] of sorted) {

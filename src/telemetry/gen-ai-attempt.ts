@@ -4,7 +4,7 @@ import { GEN_AI } from './gen-ai-conventions';
 import { errorTypeOf, finishReasons, usageOf, type GenAiUsage } from './gen-ai-attributes';
 
 /** The span attribute of what an attempt cost, in USD (with `pricing`). */
-export const COST_ATTRIBUTE = 'switchboard.cost_usd';
+const COST_ATTRIBUTE = 'switchboard.cost_usd';
 
 /**
  * One attempt's span and measurements; every method after the first `succeeded` / `failed` is a
@@ -60,7 +60,7 @@ export interface AttemptOutcome {
  * const sink: AttemptSink = { clock: () => performance.now(), finish: (span) => span.end() };
  * ```
  */
-export interface AttemptSink {
+interface AttemptSink {
   finish(span: Span, common: Attributes, started: number, outcome: AttemptOutcome): void;
   clock(): number;
 }

@@ -26,8 +26,7 @@ import {
 import { METER_NAME } from './metric-names';
 import type { Lane } from '../scheduling/lanes';
 
-export type { GenAiAttempt } from './gen-ai-attempt';
-export { providerName, usageOf, type GenAiUsage } from './gen-ai-attributes';
+export { providerName, usageOf } from './gen-ai-attributes';
 
 /** The tracer's and the GenAI meter's instrumentation scope name: the switchboard's one scope. */
 export const GEN_AI_SCOPE = METER_NAME;
@@ -144,7 +143,7 @@ export type AttemptTrace = Pick<
  * new GenAiTelemetry({ tracerProvider, meterProvider, now: () => clock.now() });
  * ```
  */
-export interface GenAiTelemetryOptions {
+interface GenAiTelemetryOptions {
   tracerProvider?: TracerProvider;
   meterProvider?: MeterProvider;
   /** Milliseconds, for durations; default `performance.now`. */

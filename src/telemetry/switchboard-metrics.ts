@@ -37,7 +37,7 @@ const REASONS: readonly FailureReason[] = [
  * `context_window` (the prompt does not fit the requested model's window), `content_filter`
  * (Azure's content filter refused it on the requested model).
  */
-export type FallbackReason = 'unavailable' | 'context_window' | 'content_filter';
+type FallbackReason = 'unavailable' | 'context_window' | 'content_filter';
 
 /** Why a call failed for its caller, as {@link SWITCHBOARD_METRICS.CALL_FAILURES} counts it. */
 export type CallFailureReason = 'no_room' | 'rate_limit' | 'other';

@@ -29,7 +29,7 @@ export const budgetOptionsSchema = z.strictObject(
 );
 
 /** How long a budgeted call refused while the store is down is told to wait (ms). */
-export const STORE_DOWN_RETRY_MS = 1_000;
+const STORE_DOWN_RETRY_MS = 1_000;
 
 /**
  * `counts`, refusing a budgeted tenant's calls while `store` is not up when `budgets` says

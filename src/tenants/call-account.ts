@@ -10,7 +10,7 @@ import type { TenantCharge, TenantLimits } from '../state/tenant-counts';
  * What a {@link CallAccount} asks of the tenants it belongs to: prices, the reservation of an
  * attempt, and the counts.
  */
-export interface AccountBook {
+interface AccountBook {
   /** The price of `model` on `deployment`, if it has one. */
   priceOn(deployment: string, model: string): Price | undefined;
   /** The tokens an attempt of `model` may be billed at most: its prompt and output reserved. */

@@ -36,7 +36,7 @@ export type TenantRefusal = Extract<TenantVerdict, { ok: false }>;
  * const held: HeldCall = { tenant: 'acme', charge, RateLimitError, waited: 0, maxQueued: 1_000 };
  * ```
  */
-export interface HeldCall {
+interface HeldCall {
   readonly tenant: string;
   /** What it asked at admission. */
   readonly charge: TenantCharge;

@@ -35,7 +35,7 @@ export function costOf(price: Price, usage: TokenUsage, provider: Provider): num
  * reservedCost({ input: 2.5, output: 10 }, { input: 1000, output: 256 }); // 0.00506
  * ```
  */
-export function reservedCost(price: Price, admission: Admission): number {
+function reservedCost(price: Price, admission: Admission): number {
   return (admission.input * price.input + admission.output * price.output) / 1e6;
 }
 

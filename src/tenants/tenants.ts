@@ -15,7 +15,7 @@ import { tenantOf } from '../scheduling/tenant-of';
 import type { TenantCharge, TenantCounts, TenantLimits } from '../state/tenant-counts';
 
 /** How a call of a limited tenant waits for its room; absent: it fails at once. */
-export interface TenantWait {
+interface TenantWait {
   maxWait: number;
   maxQueued: number;
 }
@@ -34,7 +34,7 @@ interface Policy {
  * const place: TenantPlace = { model: 'gpt-4o', fallbacks: ['gpt-4o-mini'] };
  * ```
  */
-export interface TenantPlace {
+interface TenantPlace {
   model: string;
   fallbacks: readonly string[] | undefined;
 }

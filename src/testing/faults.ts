@@ -72,7 +72,7 @@ export interface QueuedFault {
 }
 
 /** Throws a RangeError naming `what` unless `value` is undefined or a finite number >= 0. */
-export function checkNonNegative(value: number | undefined, what: string): void {
+function checkNonNegative(value: number | undefined, what: string): void {
   if (value !== undefined && !(Number.isFinite(value) && value >= 0)) {
     throw new RangeError(`${what} must be a finite number >= 0, got ${String(value)}`);
   }

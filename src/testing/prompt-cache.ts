@@ -7,16 +7,16 @@ import { createHash, type Hash } from 'node:crypto';
  */
 
 /** Prefixes shorter than this are never cached (OpenAI's and Claude Sonnet / Opus's minimum). */
-export const MIN_CACHED_TOKENS = 1024;
+const MIN_CACHED_TOKENS = 1024;
 /** OpenAI caches the longest matching prefix in steps of this many tokens beyond the minimum. */
-export const CACHE_STEP_TOKENS = 128;
+const CACHE_STEP_TOKENS = 128;
 /** A cached prefix lives this long after its last use (both vendors' default). */
-export const CACHE_LIFETIME_MS = 5 * 60_000;
+const CACHE_LIFETIME_MS = 5 * 60_000;
 /** The simulator's tokens are four characters each (see `estimateTokens`). */
 const CHARS_PER_TOKEN = 4;
 
 /** Prefix key -> when it was last used (epoch ms), oldest first (internal). */
-export type PromptCache = Map<string, number>;
+type PromptCache = Map<string, number>;
 
 /** Whether `key` is cached at `now`; a stale entry is dropped. */
 function fresh(cache: PromptCache, key: string, now: number): boolean {

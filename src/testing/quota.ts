@@ -25,19 +25,13 @@ import type {
 import type { CompletionPlan } from './wire/common';
 
 export { FixedWindow, TokenBucket } from './rules/meters';
-export type {
-  Admission,
-  OpenAIRulesKind,
-  QuotaCharge,
-  QuotaDemand,
-  QuotaSettings,
-} from './rules/rule-set';
+export type { Admission, OpenAIRulesKind, QuotaDemand, QuotaSettings } from './rules/rule-set';
 
 /** Which rules apply: the wire family of the route. */
 export type QuotaFamily = 'openai' | 'anthropic';
 
 /** A charge admitted under one family's rules, to settle when the answer ends. */
-export interface FamilyCharge extends QuotaCharge {
+interface FamilyCharge extends QuotaCharge {
   family: QuotaFamily;
 }
 

@@ -12,7 +12,7 @@ export type Route =
   | { kind: 'retrieve-response' | 'delete-response'; id: string };
 
 /** The matched route, or why there is none. */
-export type RouteMatch =
+type RouteMatch =
   | { ok: true; route: Route }
   | { ok: false; status: 404 }
   | { ok: false; status: 405; allowed: string };

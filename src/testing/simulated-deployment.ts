@@ -209,7 +209,7 @@ export interface SimulatedClientOptions {
  * const usage: SimulatedUsage = { requests: 3, tokens: 2_400 };
  * ```
  */
-export interface SimulatedUsage {
+interface SimulatedUsage {
   /** Requests (default 1). */
   requests?: number;
   /** Azure routes: tokens charged (default `inputTokens + outputTokens`). Anthropic: combined. */
@@ -230,7 +230,7 @@ const MAX_STORED_RESPONSES = 10_000;
 /** Prompt-cache entries a deployment keeps (oldest dropped first). */
 const MAX_CACHE_ENTRIES = 10_000;
 /** Output tokens a faithful Azure route reserves for a request without an output cap. */
-export const DEFAULT_INFERRED_MAX_TOKENS = 4096;
+const DEFAULT_INFERRED_MAX_TOKENS = 4096;
 /** Models `GET models` lists when the deployment's options name none. */
 const DEFAULT_MODELS = ['gpt-4o', 'gpt-4o-mini', 'text-embedding-3-small'] as const;
 
@@ -241,7 +241,7 @@ interface Waiter {
 }
 
 /** Per-deployment state the request handler needs and the public API does not expose. */
-export interface DeploymentInternals {
+interface DeploymentInternals {
   clock: () => number;
   faults: QueuedFault[];
   quota: DeploymentQuota;

@@ -3,7 +3,7 @@ import { open } from 'node:fs/promises';
 import type { SwitchboardLogger } from '../types';
 
 /** Bytes held in memory at most while the disk is slower than the calls: beyond, lines drop. */
-export const TRAFFIC_BUFFER_BYTES = 4 * 1024 * 1024;
+const TRAFFIC_BUFFER_BYTES = 4 * 1024 * 1024;
 /** How often (ms) buffered lines are written, unless a write of {@link FLUSH_BYTES} comes first. */
 const FLUSH_INTERVAL = 1_000;
 const FLUSH_BYTES = 64 * 1024;

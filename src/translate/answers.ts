@@ -196,7 +196,7 @@ export function chatCompletionToMessage(completion: ChatCompletion, model: strin
 }
 
 /** A model's tool arguments as an object; text that is not a JSON object is kept whole. */
-export function parseArguments(text: string): Record<string, unknown> {
+function parseArguments(text: string): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(text === '' ? '{}' : text);
     if (typeof value === 'object' && value !== null && !Array.isArray(value)) {

@@ -15,7 +15,7 @@ import type {
 import { isObject, isSet, refuse, translating, type Translated } from './refusal';
 
 /** Where a translated call goes: the target model, and the `max_tokens` to set if the caller set none. */
-export interface TranslationTarget {
+interface TranslationTarget {
   readonly model: string;
   /** Claude needs a cap: the target's documented maximum output, or `outputReservation`. */
   readonly maxTokens: number;

@@ -113,7 +113,7 @@ export function refusalFor(
 }
 
 /** What an attempt on the other vendor's deployment sends, and who hears its outcome. */
-export interface Crossing {
+interface Crossing {
   readonly adapter: ApiAdapter;
   readonly op: ApiOperation;
   readonly request: PreparedRequest;

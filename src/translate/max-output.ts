@@ -1,7 +1,7 @@
 import { documentedMaxOutput, UNKNOWN_MAX_OUTPUT } from '../tenants/max-output';
 
 /** What a model whose maximum output is not documented is asked for: the smallest cap current Claude models document. */
-export const DEFAULT_MAX_OUTPUT = 8_192;
+const DEFAULT_MAX_OUTPUT = 8_192;
 
 /**
  * `max_tokens` for a translated call to `model` that set no cap (the Messages API requires one):

@@ -18,7 +18,7 @@ export interface Refusal {
 export type Translated<T> = { readonly body: T } | { readonly refused: Refusal };
 
 /** Thrown inside one translation to stop it; caught at its entry and returned as a refusal. */
-export class RefusedField extends Error {
+class RefusedField extends Error {
   constructor(readonly refusal: Refusal) {
     super(`${refusal.field}: ${refusal.why}`);
   }

@@ -30,7 +30,7 @@ const ERRORS: ProviderErrors = {
  * d.client.baseURL; // 'https://my-resource.services.ai.azure.com/anthropic/'
  * ```
  */
-export class AnthropicDeployment extends Deployment {
+class AnthropicDeployment extends Deployment {
   readonly provider = 'anthropic' as const;
   /** @internal */
   readonly errors = ERRORS;

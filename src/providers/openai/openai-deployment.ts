@@ -28,7 +28,7 @@ const ERRORS: ProviderErrors = {
  * const models = await d.client.models.list(); // the raw SDK client, when you need it
  * ```
  */
-export class OpenAIDeployment extends Deployment {
+class OpenAIDeployment extends Deployment {
   readonly provider = 'openai' as const;
   /** @internal */
   readonly errors = ERRORS;

@@ -12,14 +12,14 @@ import { WindowCount } from '../window-count';
 import type { CounterBuild, LedgerCounters } from './quota-rules';
 
 /** How an upstream keeps one limit's usage: a window it slides out of, or a bucket it drains from. */
-export type Meter = 'window' | 'bucket';
+type Meter = 'window' | 'bucket';
 
 /**
  * What one kind of upstream counts, and how: each limit's meter, the requests of a shorter
  * interval (`'window'`: Azure's 10 s or 1 s window, nested in the minute; `'bucket'`: a bucket
  * upstream's shorter interval; `'none'`), a PTU's utilization, Claude's expected output.
  */
-export interface CounterPlan {
+interface CounterPlan {
   tokens: Meter;
   requests: Meter;
   io: Meter;

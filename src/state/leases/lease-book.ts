@@ -89,10 +89,10 @@ export class LeaseBook {
     }
     // Away from the store a lease is granted here and now, so the call that asked fits at once.
     if (this.context.client() === undefined) {
-      this.exchangeLocally(false);
+      this.exchangeLocally();
       return;
     }
-    this.running = this.exchange(false).finally(() => {
+    this.running = this.exchange().finally(() => {
       this.running = undefined;
       if (this.again) {
         this.again = false;
@@ -102,26 +102,19 @@ export class LeaseBook {
   }
 
   /**
-   * Hand back what has lain idle since `idleBefore` beyond one call's charge, where the store's
-   * room is short (below a quarter of the limit: others may be waiting for it), and what was
-   * spent away from the store.
+   * Hand back what has lain idle since `idleBefore` where the store's room is short (below a
+   * quarter of the limit: others may be waiting for it), and what was spent away from the store.
    */
   tend(idleBefore: number): void {
     if (this.running !== undefined) return;
-    const idle = this.meters.some(
-      (m) =>
-        m.lastUse > 0 &&
-        m.lastUse < idleBefore &&
-        m.balance > m.lastCharge &&
-        m.storeRoom < m.spec.limit() / 4,
-    );
+    const idle = this.meters.some((m) => m.idle(idleBefore));
     const owed = this.meters.some((m) => m.spentAway > 0);
     if (!idle && !owed) return;
     if (this.context.client() === undefined) {
-      if (idle) this.exchangeLocally(true);
+      if (idle) this.exchangeLocally(idleBefore);
       return;
     }
-    this.running = this.exchange(idle).finally(() => {
+    this.running = this.exchange(idle ? idleBefore : undefined).finally(() => {
       this.running = undefined;
     });
   }
@@ -143,20 +136,20 @@ export class LeaseBook {
     for (const m of this.meters) m.away = false;
   }
 
-  private asks(now: number, giveBack: boolean): PendingAsk[] {
+  private asks(now: number, idleBefore: number | undefined): PendingAsk[] {
     const pending: PendingAsk[] = [];
     for (const m of this.meters) {
-      const p = m.ask(now, this.context.share, giveBack);
+      const p = m.ask(now, this.context.share, idleBefore);
       if (p !== undefined) pending.push(p);
     }
     return pending;
   }
 
-  private async exchange(giveBack: boolean): Promise<void> {
+  private async exchange(idleBefore?: number): Promise<void> {
     const { context } = this;
     const client = context.client();
     const now = context.clock();
-    const pending = this.asks(now, giveBack);
+    const pending = this.asks(now, idleBefore);
     if (client === undefined || pending.length === 0) {
       for (const p of pending) p.meter.granted(p, undefined, now);
       return;
@@ -194,9 +187,9 @@ export class LeaseBook {
     );
   }
 
-  private exchangeLocally(giveBack: boolean): void {
+  private exchangeLocally(idleBefore?: number): void {
     const now = this.context.clock();
-    const pending = this.asks(now, giveBack);
+    const pending = this.asks(now, idleBefore);
     if (pending.length === 0) return;
     const n = Math.max(1, this.context.replicas());
     this.withReading(pending, now);

@@ -22,7 +22,7 @@ export interface MeterSpec {
 }
 
 /** What a meter tells the book it belongs to. */
-export interface MeterOwner {
+interface MeterOwner {
   /** A call (`admission`) did not fit, or the lease ran low: exchange with the store now. */
   request(admission?: Admission): void;
 }
@@ -57,6 +57,8 @@ export class LeaseMeter implements LimitCounter {
   storeRoom = Infinity;
   /** Until when the store had no room for {@link want} (epoch ms): no new ask before. */
   refusedUntil = 0;
+  /** Asks refused in a row: each waits twice as long before the next (up to {@link POLL_MS} × 8). */
+  private refusals = 0;
   /** Spent while the store could not be reached: owed to it once it is back. */
   spentAway = 0;
   /** Whether the lease comes from this process (the store cannot be reached). */
@@ -147,21 +149,42 @@ export class LeaseMeter implements LimitCounter {
     // Leases are the store's count, not usage this replica may forget.
   }
 
+  /** Whether the store's room is short (below a quarter of the limit): others may want it. */
+  get short(): boolean {
+    return this.storeRoom < this.spec.limit() / 4;
+  }
+
+  /**
+   * Whether what it holds has lain idle since `idleBefore` where the store's room is short. A
+   * lease never spent from is the one a first call finds: it is kept.
+   */
+  idle(idleBefore: number): boolean {
+    return this.lastUse > 0 && this.lastUse < idleBefore && this.balance > 0 && this.short;
+  }
+
   /**
    * What to ask the store in the next exchange, taking out of the balance what is handed back
-   * (`giveBack`: the part above one call's charge) or owed; `undefined` when there is nothing
-   * to ask, give or owe.
+   * (all of it when it lay {@link idle} since `idleBefore`) or owed; `undefined` when there is
+   * nothing to ask, give or owe.
    */
-  ask(now: number, share: number, giveBack: boolean): PendingAsk | undefined {
+  ask(now: number, share: number, idleBefore?: number): PendingAsk | undefined {
     if (!this.active) return undefined;
     this.catchUp(now);
-    const low = Math.max(this.want, this.lastCharge);
-    const need = low > this.balance ? Math.ceil(low - Math.max(0, this.balance)) : 0;
+    const idle = idleBefore !== undefined && this.idle(idleBefore);
+    // An idle lease, or any where the room is short, asks only for the call that waits, not for
+    // one more like its last: that would be refused where the waiting call fits.
+    const low =
+      idle || (this.short && this.want > 0) ? this.want : Math.max(this.want, this.lastCharge);
+    let need = low > this.balance ? Math.ceil(low - Math.max(0, this.balance)) : 0;
     let fromBalance = 0;
     if (this.balance < 0) fromBalance = this.balance;
-    // A lease never spent from is the one a first call finds: it is kept.
-    else if (giveBack && need === 0 && this.lastUse > 0 && this.balance > this.lastCharge) {
-      fromBalance = this.balance - this.lastCharge;
+    else if (idle && need === 0) {
+      fromBalance = this.balance;
+    } else if (need > 0 && this.balance > 0 && this.short && now >= this.refusedUntil) {
+      // Handed back in the same step as the ask for a whole charge: granted, the call fits as
+      // before; refused, the part that fits no call here goes where another replica's may fit.
+      fromBalance = this.balance;
+      need = Math.ceil(low);
     }
     const owed = Math.min(this.spentAway, this.spec.limit());
     // In a window's last moments a grant could not be spent: ask once the next one opens.
@@ -217,8 +240,12 @@ export class LeaseMeter implements LimitCounter {
     }
     this.balance += grant.grant;
     this.storeRoom = grant.room;
-    this.refusedUntil =
-      ask.need > 0 && grant.grant === 0 ? now + refusalWait(this.spec, ask.need, grant, now) : 0;
+    if (grant.grant > 0) this.refusals = 0;
+    const refused = ask.need > 0 && grant.grant === 0;
+    if (refused) this.refusals++;
+    this.refusedUntil = refused
+      ? now + refusalWait(this.spec, ask.need, grant, now, this.refusals)
+      : 0;
   }
 }
 
@@ -240,20 +267,29 @@ const POLL_MS = 1_000;
 
 /**
  * ms until the store has room for `need` again: a window's end, or the time a bucket takes to
- * refill what is missing; at most {@link POLL_MS}, as another replica may hand back sooner.
+ * refill what is missing; sooner, as another replica may hand back: {@link POLL_MS} after a first
+ * refusal, doubling with each refusal in a row (most hand-backs come within a second or two of the
+ * room running short, and a queue polling a window that stays full costs a round trip each time).
  */
-function refusalWait(spec: MeterSpec, need: number, grant: MeterGrant, now: number): number {
-  if (spec.kind === 'w') return Math.max(1, Math.min(POLL_MS, grant.end - now));
+function refusalWait(
+  spec: MeterSpec,
+  need: number,
+  grant: MeterGrant,
+  now: number,
+  refusals: number,
+): number {
+  const poll = POLL_MS * 2 ** (Math.min(Math.max(refusals, 1), 4) - 1);
+  if (spec.kind === 'w') return Math.max(1, Math.min(poll, grant.end - now));
   const limit = spec.limit();
   const missing = need - grant.room;
-  const refill = limit > 0 ? (missing / limit) * spec.lengthMs() : POLL_MS;
-  return Math.max(1, Math.min(POLL_MS, Math.ceil(refill)));
+  const refill = limit > 0 ? (missing / limit) * spec.lengthMs() : poll;
+  return Math.max(1, Math.min(poll, Math.ceil(refill)));
 }
 
 /**
  * How long before its window ends a window's lease stops admitting: a call admitted then could
  * reach the upstream after the window rolled, where no lease counted it.
  */
-export function guardOf(spec: MeterSpec): number {
+function guardOf(spec: MeterSpec): number {
   return Math.min(250, spec.lengthMs() / 20);
 }

@@ -29,7 +29,7 @@ export interface ResolvedLeaseOptions {
 }
 
 /** The default {@link LeaseOptions.share}. */
-export const DEFAULT_LEASE_SHARE = 0.05;
+const DEFAULT_LEASE_SHARE = 0.05;
 
 /** The zod schema of `redisState({ leases })`: options, or `false` to admit without leases. */
 export const leaseOptionsSchema = z

@@ -7,7 +7,7 @@ import { LeaseBook, type LeaseContext } from './lease-book';
 import type { ResolvedLeaseOptions } from './lease-options';
 
 /** What the leases of a store borrow from it. */
-export interface LeaseHost {
+interface LeaseHost {
   /** The client while the store is reachable and not degraded. */
   ready(): RedisClientLike | undefined;
   prefix(): string;

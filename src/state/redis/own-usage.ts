@@ -31,7 +31,7 @@ export interface Entry {
  * poolField('sub a'); // '%pool:sub%20a'
  * ```
  */
-export function poolField(pool: string): string {
+function poolField(pool: string): string {
   return `%pool:${encodeURIComponent(pool)}`;
 }
 

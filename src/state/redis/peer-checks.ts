@@ -100,7 +100,7 @@ export interface PeerBounds {
  * {@link checkPeers}' answer: the report, and per kind of problem the first value skipped for
  * it (clipped, for the log line).
  */
-export interface CheckedPeers {
+interface CheckedPeers {
   report: PeerReport;
   problems: Map<PeerProblem, string>;
 }
@@ -108,8 +108,8 @@ export interface CheckedPeers {
 /** How many times a known limit one instance's usage of a model may reach in a window. */
 export const USAGE_FACTOR = 10;
 /** Bounds where the limit is not known: more than any deployment's quota of a window. */
-export const UNKNOWN_TOKENS = 1e9;
-export const UNKNOWN_REQUESTS = 1e7;
+const UNKNOWN_TOKENS = 1e9;
+const UNKNOWN_REQUESTS = 1e7;
 /** Most buckets one instance publishes for one model (about 60 per window, a few windows). */
 export const MAX_BUCKETS = 256;
 /** Without a window, the longest bucket and reading window taken (ms). */

@@ -14,7 +14,7 @@ const RESPONSES_PER_SYNC = 1_000;
 const MAX_NAME_LENGTH = 512;
 
 /** A key to write with the next sync: its id, its key and the deployment it names. */
-export interface PendingKey {
+interface PendingKey {
   id: string;
   key: string;
   deployment: string;
@@ -29,7 +29,7 @@ export interface PendingKey {
  * const link: PointerLink = { ready: () => client, degrade: (e) => log(e), skipped: (what) => log(what), timeout: 250 };
  * ```
  */
-export interface PointerLink {
+interface PointerLink {
   /** The client, while it is ready and the store is not degraded; else `undefined`. */
   ready(): RedisClientLike | undefined;
   /** Redis failed. */

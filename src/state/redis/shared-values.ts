@@ -11,7 +11,7 @@ import { bounded, type RedisClientLike } from './redis-connection';
  *   degrade: (e) => log(e), skipped: (what) => log(what) };
  * ```
  */
-export interface SharedValuesLink {
+interface SharedValuesLink {
   ready(): RedisClientLike | undefined;
   prefix(): string | undefined;
   timeout: number;

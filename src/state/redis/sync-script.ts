@@ -157,7 +157,7 @@ export const DEFAULT_SKEW = 5_000;
  *   cooldowns: new Map([['east:gpt-4o', Date.now() + 10_000]]), sessions: [], sessionTtl: 3_600_000 };
  * ```
  */
-export interface SyncRequest {
+interface SyncRequest {
   id: string;
   now: number;
   cooldowns: ReadonlyMap<string, number>;

@@ -25,7 +25,7 @@ import { bounded, type RedisClientLike } from './redis-connection';
  * field may hold.
  * Reply: { ok (1/0), limit, wait ms, used, bad fields, first bad field }.
  */
-export const TENANT_TAKE_SCRIPT = `
+const TENANT_TAKE_SCRIPT = `
 local now = tonumber(ARGV[1])
 local tpm, rpm, tpd, usd = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local pkey, pend = ARGV[6], tonumber(ARGV[7])
@@ -106,7 +106,7 @@ return { 1, '', '0', '0', bad, badField }
  *
  * KEYS: the tenant's hash. ARGV: pairs of field and amount.
  */
-export const TENANT_ADJUST_SCRIPT = `
+const TENANT_ADJUST_SCRIPT = `
 for i = 1, #ARGV, 2 do
   local f, d = ARGV[i], ARGV[i + 1]
   if redis.call('HEXISTS', KEYS[1], f) == 1 then
@@ -143,7 +143,7 @@ export function tenantKey(prefix: string, key: string): string {
  * The take script's reply, checked: a verdict, and the store's bad field when it held one.
  * Anything else is not a reply of the script: `undefined`.
  */
-export function readTakeReply(
+function readTakeReply(
   reply: unknown,
   limits: TenantLimits,
   now: number,

@@ -23,7 +23,7 @@ export interface SimulatedToolCall {
 }
 
 /** The APIs whose requests count against a deployment's quotas. */
-export type QuotaApi = 'chat' | 'messages' | 'responses' | 'embeddings';
+type QuotaApi = 'chat' | 'messages' | 'responses' | 'embeddings';
 
 /** What a simulated deployment will answer to one valid request (internal). */
 export interface CompletionPlan {

@@ -8,7 +8,7 @@ import { chatCompletionBody, chatCompletionFrames } from './chat-completions';
 import type { CompletionPlan } from './common';
 
 /** What Azure's 400 says when the prompt was filtered (its own words). */
-export const PROMPT_FILTERED_MESSAGE =
+const PROMPT_FILTERED_MESSAGE =
   "The response was filtered due to the prompt triggering Azure OpenAI's content management " +
   'policy. Please modify your prompt and retry. To learn more about our content filtering ' +
   'policies please read our documentation: https://go.microsoft.com/fwlink/?linkid=2198766';
@@ -22,7 +22,7 @@ export const PROMPT_FILTERED_MESSAGE =
  * contentFilterResult('hate').hate; // => { filtered: true, severity: 'high' }
  * ```
  */
-export function contentFilterResult(
+function contentFilterResult(
   filtered: ContentFilterCategory | undefined,
 ): Record<ContentFilterCategory, { filtered: boolean; severity: string }> {
   const out = {} as Record<ContentFilterCategory, { filtered: boolean; severity: string }>;

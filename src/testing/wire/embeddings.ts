@@ -12,7 +12,7 @@ const DEFAULT_DIMENSIONS = 1536;
 const LARGE_DIMENSIONS = 3072;
 
 /** What an Embeddings answer needs beyond the common plan (internal). */
-export interface EmbeddingsPlan extends CompletionPlan {
+interface EmbeddingsPlan extends CompletionPlan {
   api: 'embeddings';
   /** One text per input (token arrays as their ids joined by spaces). */
   inputs: string[];

@@ -12,7 +12,7 @@
  * sampleJsonSchema(treeSchema, { maxDepth: 3 }); // shallower samples of recursive schemas
  * ```
  */
-export interface JsonSchemaSampleOptions {
+interface JsonSchemaSampleOptions {
   /**
    * Nesting depth from which the sampler produces the smallest valid value it can: arrays get only
    * `minItems` items, unions prefer their `null` variant and objects keep only their required

@@ -196,7 +196,7 @@ export function readResponsesRequest(
 }
 
 /** Ids of one answer: the response and its single output message. */
-export interface ResponseIds {
+interface ResponseIds {
   id: string;
   messageId: string;
   createdAt: number;

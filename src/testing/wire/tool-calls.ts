@@ -14,8 +14,6 @@
 import { contentText, isRecord, type SimulatedToolCall } from './common';
 import { sampleJsonSchema } from './json-schema-sample';
 
-export type { SimulatedToolCall } from './common';
-
 interface OfferedTool {
   name: string;
   schema: unknown;
