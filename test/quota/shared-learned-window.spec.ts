@@ -65,7 +65,7 @@ async function setup(shared: number) {
     ...Array.from({ length: shared }, () => make(prefix)),
     make(`q${randomBytes(4).toString('hex')}:`),
   ];
-  await eventually(() => replicas.every((sb) => sb.state.health().connection === 'ready'));
+  await eventually(() => replicas.every((sb) => sb.state.health().connection === 'ready'), 20_000);
   const model = (sb: Switchboard) => sb.deployments.get('oai')!.models.get(GPT)!;
   /** `n` calls at once from `sb`, time moving 100 ms a step until all are done: the upstream's 429s. */
   const burst = async (sb: Switchboard, n: number) => {
@@ -91,7 +91,7 @@ async function setup(shared: number) {
 }
 
 describe('a request window one replica learns, shared through the store', () => {
-  jest.setTimeout(30_000);
+  jest.setTimeout(90_000);
 
   it('the other replica counts by it before its own first 429; a replica on another prefix learns alone', async () => {
     const { logs, model, burst } = await setup(2);
@@ -102,6 +102,7 @@ describe('a request window one replica learns, shared through the store', () => 
     // B reads it from the store and counts per second from then on, without a 429 of its own.
     await eventually(() => model(b).quota.burst.period === '1s', {
       what: 'the learned window to reach the other replica',
+      timeout: 20_000,
     });
     expect(logs.filter((l) => l.includes('another replica learned'))).toHaveLength(1);
     expect(await burst(b, 30)).toBe(0);
@@ -115,15 +116,20 @@ describe('a request window one replica learns, shared through the store', () => 
     const key = `${prefix}learned-rules`;
     const said = (what: string) => logs.filter((l) => l.includes(what)).length;
     await redis.set(key, 'not json');
-    await eventually(() => said('not a list') === 1, { what: 'the value to be skipped' });
+    await eventually(() => said('not a list') === 1, {
+      what: 'the value to be skipped',
+      timeout: 20_000,
+    });
     await redis.set(key, '[["oai","gpt-4o-mini","request-window-1 year"],7]');
     await eventually(() => said("'learned-rules' entry") === 2, {
       what: 'the entries to be skipped',
+      timeout: 20_000,
     });
     // Read again with a good entry beside the bad ones: it is taken, the bad ones not said again.
     await redis.set(key, `[7, ["oai", "${GPT}", "request-window-1s"]]`);
     await eventually(() => model(replicas[0]!).quota.burst.period === '1s', {
       what: 'the good entry to be taken',
+      timeout: 20_000,
     });
     expect(said("'learned-rules' entry")).toBe(2);
     expect(said('not a list')).toBe(1);
