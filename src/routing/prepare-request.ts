@@ -1,5 +1,5 @@
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
-import type { PreparedRequest, ResponseTracker, UsageAccount } from '../providers/attempt-types';
+import type { PreparedRequest, ResponseTracker } from '../providers/attempt-types';
 import type { Admission } from '../quota/admission';
 
 /** What calls that use no quota (retrievals, token counts) are charged. */
@@ -31,7 +31,7 @@ export function prepareRequest(
     /** Ask a stream for its usage whatever the caller said (a tenant with limits). */
     usage?: boolean;
   },
-  account?: UsageAccount,
+  account?: PreparedRequest['account'],
 ): PreparedRequest {
   const { defaultOutput, tracker } = prep;
   const stream = op.streams ? op.streams(body) : body.stream === true;
