@@ -9,7 +9,7 @@ export type CliOptions = Readonly<Record<string, { readonly type: 'boolean' | 's
  * value is missing, or is the next option, has `undefined`), and the other arguments, in order.
  * `--help` and `-h` are the option `help`.
  */
-export interface CliArgs {
+interface CliArgs {
   readonly given: ReadonlyMap<string, string | true | undefined>;
   readonly positionals: readonly string[];
 }
@@ -59,7 +59,7 @@ export function readCliArgs(
 }
 
 /** What {@link commandLine} needs to know of a command. */
-export interface CommandSpec {
+interface CommandSpec {
   /** Its name, the first argument when it is given. */
   readonly command: string;
   readonly options: CliOptions;
