@@ -349,7 +349,9 @@ function checkoutOf(dirOrRev: string): string {
     throw new Error(`--against ${dirOrRev}: neither a directory nor a git revision of this one`);
   }
   const dir = join(tmpdir(), `switchboard-against-${commit.slice(0, 12)}`);
-  if (existsSync(join(dir, 'src'))) return dir;
+  // Reused while its link still reaches a node_modules: the checkout it was made from may be gone.
+  if (existsSync(join(dir, 'src')) && existsSync(join(dir, 'node_modules', 'openai'))) return dir;
+  rmSync(dir, { recursive: true, force: true });
   // Exported beside its final place and renamed there: an interrupted export is never reused.
   const partial = `${dir}.${process.pid}`;
   rmSync(partial, { recursive: true, force: true });
