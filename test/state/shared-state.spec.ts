@@ -361,6 +361,11 @@ describe('stored responses', () => {
     )!;
     let previous = first.id;
     for (let turn = 1; turn <= 6; turn++) {
+      // A client's round trip separates an answer from its next turn; in one process the next
+      // turn's lookup could otherwise reach Redis before the write the answer started.
+      await eventually(async () => (await redis.keys(`${k.prefix}response:*`)).length === turn, {
+        what: `turn ${turn - 1}'s response key in Redis`,
+      });
       // Each turn through another instance, which knows only what Redis tells it.
       const sb = k.instances[turn % 3]!;
       const next = await sb.responses.create({
