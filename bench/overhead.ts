@@ -193,25 +193,28 @@ export async function compare(args: BenchArgs, fx: Fixture): Promise<Record<stri
       return { send, close: () => sb.close() };
     },
   });
+  const direct = (name: string): RoundSide => ({
+    name,
+    open() {
+      const clients = fx.targets.map(
+        (t) => new OpenAI({ baseURL: t.baseURL, apiKey: t.apiKey, maxRetries: 0, timeout: 30_000 }),
+      );
+      return {
+        send: (i: number) => clients[i % n]!.chat.completions.create(params(i)),
+        close: () => Promise.resolve(),
+      };
+    },
+  });
   const against = loadAgainst(args.against);
   const sides: RoundSide[] = [
     viaSwitchboard('switchboard', {}, false),
     viaSwitchboard('tenants', TENANTS, true),
     // With --against, another checkout's switchboard in the same rounds (before / after).
     ...(against ? [viaSwitchboard('against', {}, false, against)] : []),
-    {
-      name: 'direct',
-      open() {
-        const clients = fx.targets.map(
-          (t) =>
-            new OpenAI({ baseURL: t.baseURL, apiKey: t.apiKey, maxRetries: 0, timeout: 30_000 }),
-        );
-        return {
-          send: (i: number) => clients[i % n]!.chat.completions.create(params(i)),
-          close: () => Promise.resolve(),
-        };
-      },
-    },
+    // The noise floor: plain clients judged against plain clients, so a target the reference's
+    // own round-to-round spread already misses reads as such.
+    { ...direct('direct again'), floor: true },
+    direct('direct'),
   ];
   const load = () =>
     loadavg()
@@ -230,7 +233,7 @@ export async function compare(args: BenchArgs, fx: Fixture): Promise<Record<stri
       `(-i ${args.inflight}) per side, ${n} deployments; every round a fresh switchboard (or fresh ` +
       `SDK clients), the collector's time during the round counted; the sides' order rotates ` +
       `each round. 'tenants': the same with tenants and budgets configured, each call naming one ` +
-      `of 10 tenants` +
+      `of 10 tenants; 'direct again': plain clients judged against plain clients (the noise floor)` +
       (fx.live
         ? ''
         : `; upstream latency ${args.latency} ms in ${args.inproc ? 'this process' : 'a child process'}`),
