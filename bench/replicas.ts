@@ -7,13 +7,12 @@
  * offered), and the lease exchanges with the store per call. `--replica-seconds` sets a row's
  * length (default 90).
  */
-import { spawn, fork, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { DeploymentConfig } from '../src';
+import { RedisServer } from '../test/support/redis-server';
 import type { ReplicaCommand, ReplicaReport, UpstreamReport } from './replica-child';
 import { pct, sleep, table } from './util';
 
@@ -136,7 +135,7 @@ async function runRow(
 ): Promise<ReplicaResult> {
   const load1 = loadavg()[0]!;
   const children: ChildProcess[] = [];
-  const redis = row.state === 'redis' ? await startRedis() : undefined;
+  const redis = row.state === 'redis' ? await RedisServer.start() : undefined;
   try {
     const up = child(children);
     const azure = row.kind === 'azure';
@@ -235,7 +234,7 @@ async function runRow(
     };
   } finally {
     for (const c of children) c.disconnect();
-    await redis?.stop();
+    await redis?.close();
     await sleep(200);
   }
 }
@@ -257,44 +256,4 @@ function ask(c: ChildProcess, message: unknown): Promise<unknown> {
     c.once('exit', (code) => reject(new Error(`a bench child exited (${code})`)));
     c.send(message as object);
   });
-}
-
-/** A `redis-server` on a free loopback port, without persistence. */
-async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-  const dir = mkdtempSync(join(tmpdir(), 'bench-redis-'));
-  const server = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-    ],
-    { stdio: 'ignore' },
-  );
-  await sleep(300);
-  let stopped = false;
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      const exited = new Promise((resolve) => server.once('exit', resolve));
-      server.kill('SIGTERM');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
