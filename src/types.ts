@@ -62,6 +62,14 @@ export interface ModelConfig {
    */
   cacheReadsCountInput?: boolean;
   /**
+   * OpenAI and Anthropic: whether the token buckets (`tpm`, `itpm`) ramp after a cold start or two
+   * idle minutes (a sixth of the bucket at once, all of it after 30 s) instead of taking a whole
+   * bucket in one instant, which Anthropic's acceleration limits refuse. Default `true`.
+   *
+   * @example `{ name: 'gpt-4o-mini', tpm: 200_000, rampUp: false }`
+   */
+  rampUp?: boolean;
+  /**
    * An Azure OpenAI provisioned (PTU) deployment: `tpm` is its capacity in input-equivalent tokens
    * a minute, and the upstream admits a call while its utilization is below 100 %, whatever the
    * call's size. A call is charged its uncached prompt and its output cap (or `outputReservation`)

@@ -4,6 +4,7 @@ import { priceSchema } from '../tenants/tenant-options';
 import { azurePathProblem, providerMessage } from './azure-endpoint';
 import { fn, millis, positiveMillis } from './schema-parts';
 import { blockedPortProblem, hasControlCharacter, KEY_CONTROL_MESSAGE } from './value-checks';
+import { rampUpSchema } from '../quota/ramp-option';
 
 const quota = wholeNumber('must be a non-negative integer (0 = unlimited)');
 const httpUrl = z
@@ -49,6 +50,7 @@ const model = z.strictObject({
   requestWindow: z.enum(['1s', '10s'], { error: "must be '1s' or '10s'" }).optional(),
   outputReservation: wholeNumber('must be a non-negative whole number of tokens').optional(),
   cacheReadsCountInput: flag.optional(),
+  rampUp: rampUpSchema.optional(),
   provisioned: flag.optional(),
   outputWeight: z
     .number({ error: outputWeightMessage })

@@ -166,6 +166,7 @@ const POOLED = [
   'requestWindow',
   'outputReservation',
   'cacheReadsCountInput',
+  'rampUp',
   'provisioned',
   'outputWeight',
 ] as const;

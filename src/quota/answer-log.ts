@@ -54,10 +54,12 @@ export class AnswerLog {
     return this.own;
   }
 
-  /** A call was admitted at `now`. */
+  /** A call was admitted at `now`, priced: an uncapped one's output is the reservation by then. */
   admitted(admission: Admission, now: number): void {
-    if (admission.output === 0) this.uncappedAt = now;
-    if (admission.uncapped !== undefined) this.uncapped.add(admission);
+    if (admission.uncapped !== undefined) {
+      this.uncappedAt = now;
+      this.uncapped.add(admission);
+    } else if (admission.output === 0) this.uncappedAt = now;
   }
 
   /** A call was answered (or failed): true when its own answer's headers were anchored on. */

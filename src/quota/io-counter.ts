@@ -45,7 +45,7 @@ export abstract class IoCounter extends UsageCounter {
     return this.estimate !== undefined && room >= this.estimate.of(Infinity) ? Infinity : room;
   }
 
-  wait(admission: Admission, now: number): number {
+  protected limitWait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;
     const target = roomLeft(value, 0, admission) - this.charge(admission);

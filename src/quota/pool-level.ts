@@ -41,7 +41,8 @@ export class PoolLevel extends LedgerReadout {
   ) {
     const limits = limitsOf(configured);
     const scope = counterScope(DEFAULT_SPAN);
-    const counters = rules.counters({ limits, clock, scope, outputWeight: undefined });
+    // A level counts every member's calls: each member's own ledger ramps its own.
+    const counters = rules.counters({ limits, clock, scope, outputWeight: undefined, ramp: false });
     super({ limits, rules, counters, scope, hot: hotRow(), clock });
     const { tokens, requests, input, output } = counters;
     this.gates = [tokens, requests, input, output]

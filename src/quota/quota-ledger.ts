@@ -52,6 +52,7 @@ type LedgerConfig = Pick<
   | 'requestWindow'
   | 'outputReservation'
   | 'cacheReadsCountInput'
+  | 'rampUp'
   | 'provisioned'
   | 'outputWeight'
 >;
@@ -108,7 +109,13 @@ export class QuotaLedger extends LedgerReadout {
     // The scope tells the ledger a limit changed, once there is a ledger to tell.
     const stale = { changed: () => {} };
     const scope = counterScope(DEFAULT_SPAN, options.onLimit, () => stale.changed());
-    const counters = rules.counters({ limits, clock, scope, outputWeight: config.outputWeight });
+    const counters = rules.counters({
+      limits,
+      clock,
+      scope,
+      outputWeight: config.outputWeight,
+      ramp: config.rampUp !== false,
+    });
     super({ limits, rules, counters, scope, hot, clock });
     stale.changed = () => this.changed();
     this.family = explicit === undefined ? undefined : rules.family;

@@ -3,6 +3,7 @@ import type { Anchoring, CounterScope, LimitCounter } from './limit-counter';
 import { Correction } from './correction';
 import type { UsageCount } from './drain-count';
 import type { QuotaLimit } from './quota-limit';
+import type { Ramp, RampedUnit } from './ramp';
 import type { ReportedLimit } from './rate-limit-headers';
 import { SendOrder } from './send-order';
 
@@ -29,6 +30,8 @@ export abstract class UsageCounter implements LimitCounter {
   inFlight = 0;
   /** The order calls were sent in: an answer is matched to what was sent before its call. */
   readonly order: SendOrder;
+  /** Where the rules ramp this limit's bucket (see {@link Ramp}): our own count stays within its step. */
+  ramp: Ramp | undefined = undefined;
 
   constructor(
     readonly limit: QuotaLimit,
@@ -64,7 +67,11 @@ export abstract class UsageCounter implements LimitCounter {
     const value = this.limit.value;
     if (value <= 0) return Infinity;
     const used = this.counted(now) + this.correction.at(now, this.scope.span);
-    return roomLeft(value, used, admission);
+    const room = roomLeft(value, used, admission);
+    const ramp = this.ramp;
+    if (ramp === undefined) return room;
+    const step = ramp.room(this.unit as RampedUnit, value, this.window.at(now), now);
+    return step < room ? step : room;
   }
 
   share(now: number): number {
@@ -78,16 +85,36 @@ export abstract class UsageCounter implements LimitCounter {
   changesAt(now: number): number {
     const lapse = this.limit.changesAt;
     if (this.limit.value <= 0) return lapse;
-    return Math.min(this.correction.changesAt(now), this.window.changesAt(now), lapse);
+    const at = Math.min(this.correction.changesAt(now), this.window.changesAt(now), lapse);
+    return this.ramp === undefined
+      ? at
+      : Math.min(at, this.ramp.changesAt(this.window.at(now), now));
   }
 
-  abstract wait(admission: Admission, now: number): number;
+  wait(admission: Admission, now: number): number {
+    const wait = this.limitWait(admission, now);
+    const ramp = this.ramp;
+    const value = this.limit.value;
+    if (ramp === undefined || value <= 0) return wait;
+    const step = ramp.wait(
+      this.unit as RampedUnit,
+      value,
+      this.window.at(now),
+      this.charge(admission),
+      now,
+    );
+    return step > wait ? step : wait;
+  }
+
+  /** ms until `admission` fits the limit as usage slides out and corrections end (0 when unlimited). */
+  protected abstract limitWait(admission: Admission, now: number): number;
 
   admit(admission: Admission, now: number): void {
     const charge = this.charge(admission);
     this.window.add(charge, now);
     this.inFlight += charge;
     this.order.sent(admission, charge);
+    this.ramp?.admitted(this.unit as RampedUnit, charge, now);
   }
 
   answered(admission: Admission): void {

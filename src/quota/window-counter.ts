@@ -75,7 +75,7 @@ export abstract class WindowCounter extends UsageCounter {
     return Math.min(super.changesAt(now), end);
   }
 
-  wait(admission: Admission, now: number): number {
+  protected limitWait(admission: Admission, now: number): number {
     const value = this.limit.value;
     if (value <= 0) return 0;
     const peers = this.scope.peers === undefined ? 0 : this.peersCounted();

@@ -231,6 +231,25 @@ describe('anchoring on a fixed upstream window', () => {
     expect(s.util).toBeCloseTo(0.3);
   });
 
+  it('takes no pace from an uncapped call charged the default reservation either', () => {
+    const clock = new FakeClock();
+    const s = state(clock);
+    // Priced at Azure's default reservation (648): its output is no longer 0 when admitted.
+    const a = { input: 1000, output: 0, uncapped: 1 };
+    s.admit(a);
+    expect(a.output).toBe(648);
+    // Another call on its way: the answer cannot teach the reservation.
+    const b = { input: 100, output: 100 };
+    s.admit(b);
+    // The upstream reserved 2 000 (1 352 more than we charged), which is not someone else's pace.
+    s.quota.observe(
+      azure({ 'x-ratelimit-remaining-tokens': 7000, 'x-ratelimit-reset-tokens': '30' }),
+      a,
+    );
+    expect(s.quota.anchoredUsage().tpm).toBeCloseTo(3200);
+    expect(s.util).toBeCloseTo(0.32);
+  });
+
   it('reads the end of the window once per window while nobody else shows in the count', () => {
     const clock = new FakeClock();
     const s = state(clock);

@@ -61,8 +61,15 @@ describe('token buckets', () => {
     return done;
   }
 
+  /** One call, then past the ramp of a cold start: a burst may empty the bucket now. */
+  async function warm(): Promise<void> {
+    await wave(1_000, 1);
+    s.clock.advance(31_000);
+  }
+
   it('lets queued calls in as the emptied bucket refills, not a minute later', async () => {
     s = await claude();
+    await warm();
     // The burst: as many calls as the bucket holds.
     await wave(0, 40);
     const done = await wave(100, 20);
@@ -78,6 +85,7 @@ describe('token buckets', () => {
   it("fills OpenAI's token bucket as it refills, with no upstream 429", async () => {
     s = (await openai()) as unknown as typeof s;
     expect(s.state.quota.upstream).toBe('openai');
+    await warm();
     await wave(0, 39);
     const done = await wave(100, 20);
     const within = done.filter((ms) => ms <= 25_000).length;

@@ -33,7 +33,7 @@ function ledger(): QuotaLedger {
 }
 
 /** One replica's lease book on the shared `field`, on the test's clock. */
-function replica(id: string, field: string, clock: FakeClock) {
+function replica(id: string, field: string, clock: FakeClock, limits = ledger()) {
   const exchanges: number[] = [];
   const context: LeaseContext = {
     client: () => redis,
@@ -53,7 +53,7 @@ function replica(id: string, field: string, clock: FakeClock) {
     counted: () => undefined,
   };
   const state = { listener: undefined } as unknown as ModelState;
-  const book = new LeaseBook(ledger(), [state], field, context);
+  const book = new LeaseBook(limits, [state], field, context);
   const tokens = book.meters[0]!;
   return { book, tokens, exchanges };
 }
@@ -134,5 +134,55 @@ describe('a lease book where the room is short', () => {
     await eventually(() => a.exchanges.length === 2);
     expect(a.tokens.balance).toBe(0);
     expect(Number(await redis.hget(`book:lease:${field}`, 'tokens:b'))).toBe(4_000);
+  });
+});
+
+/** A Claude model's ledger as a lease book reads it: 10 000 input tokens a minute, nothing else. */
+function claudeLedger(): QuotaLedger {
+  return {
+    utilization: undefined,
+    upstream: 'anthropic',
+    limits: { tpm: { value: 0 }, rpm: { value: 0 }, itpm: { value: 10_000 }, otpm: { value: 0 } },
+    burst: { limit: 0, period: '10s' },
+    gate: () => undefined,
+    lastReading: () => undefined,
+  } as unknown as QuotaLedger;
+}
+
+describe('a lease book on a Claude bucket', () => {
+  it('keeps what it holds and what it has in flight out of the room the store refills', async () => {
+    const clock = new FakeClock();
+    const field = `bucket-${clock.ms}`;
+    const claude = (id: string) => {
+      const r = replica(id, field, clock, claudeLedger());
+      return { ...r, input: r.book.meters.find((m) => m.spec.meter === 'input')! };
+    };
+    const a = claude('a');
+    const b = claude('b');
+    // A takes 2 000 and sends a call of 1 000: it holds 1 000, and 1 000 may still reach the
+    // upstream (a call's input is charged when it arrives; Claude's output when produced).
+    a.input.want = 2_000;
+    a.book.request();
+    await eventually(() => a.input.balance === 2_000);
+    const call = { input: 1_000, output: 0 };
+    a.input.admit(call, clock.ms);
+    // A minute later the upstream's bucket is full again, less what A has yet to charge to it;
+    // A said what it holds on the way (within the peer TTL its part in the store lasts).
+    clock.advance(30_000);
+    a.book.tend(clock.ms - 1_000, clock.ms);
+    await eventually(() => a.exchanges.length === 2);
+    clock.advance(30_000);
+    b.input.want = 8_000;
+    b.book.request();
+    await eventually(() => b.input.balance === 8_000);
+    // Nothing is left to lend: the store counts A's 2 000 as taken.
+    expect(b.input.storeRoom).toBe(0);
+    // Once the call is answered and A says so (at the latest 20 s on, while it holds any), the
+    // store counts only the 1 000 A still holds.
+    a.input.answered(call);
+    clock.advance(20_000);
+    a.book.tend(clock.ms - 1_000, clock.ms);
+    await eventually(() => a.exchanges.length === 3);
+    expect(Number(await redis.hget(`book:lease:${field}`, 'input:h:a'))).toBe(1_000);
   });
 });

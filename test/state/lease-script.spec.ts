@@ -45,6 +45,7 @@ const ask = (kind: 'w' | 'b', need: number, give = 0, leaseEnd = 0): MeterAsk =>
   leaseEnd,
   hint: 0,
   read: -1,
+  held: 0,
 });
 
 describe('the lease script, under any interleaving of four replicas', () => {
@@ -120,6 +121,63 @@ describe('the lease script, under any interleaving of four replicas', () => {
         expect(level).toBeGreaterThanOrEqual(-1e-6);
       }
       // 200 steps of 250 ms on average: about 50 s, most of a minute's refill on top of the bucket.
+      expect(granted).toBeGreaterThan(LIMIT * 1.5);
+    },
+  );
+
+  it.each([1, 2, 3, 4, 5])(
+    'never lets a bucket be overdrawn while replicas hold leases and calls in flight (seed %i)',
+    async (seed) => {
+      const random = seededRandom(seed);
+      const key = `held${seed}`;
+      let now = 1_700_000_000_000;
+      // The upstream's bucket, charged when a call arrives (input) or when it is answered (output).
+      let level = LIMIT;
+      let at = now;
+      const charge = (amount: number) => {
+        level = Math.min(LIMIT, level + ((now - at) * LIMIT) / MINUTE) - amount;
+        at = now;
+        expect(level).toBeGreaterThanOrEqual(-1e-6);
+      };
+      const replicas = Array.from({ length: 4 }, (_, i) => ({
+        id: `r${i}`,
+        balance: 0,
+        flying: [] as number[],
+        reportedAt: now,
+      }));
+      type Replica = (typeof replicas)[number];
+      const held = (r: Replica) => r.balance + r.flying.reduce((a, b) => a + b, 0);
+      const lease = async (r: Replica, need: number) => {
+        const g = (await exchange(key, r.id, { ...ask('b', need), held: held(r) }, now)).grants[0]!;
+        r.balance += g.grant;
+        r.reportedAt = now;
+        return g.grant;
+      };
+      let granted = 0;
+      for (let step = 0; step < STEPS; step++) {
+        // Now and then a lull, long enough for the bucket to refill while leases lie unspent;
+        // a replica holding any says so again within the peer TTL (every 20 s, as the meter).
+        const lull = random() < 0.1 ? 90_000 : Math.floor(random() * 1_000);
+        for (let t = 0; t < lull; t += 10_000) {
+          now += Math.min(10_000, lull - t);
+          for (const r of replicas)
+            if (held(r) > 0 && now - r.reportedAt >= 20_000) await lease(r, 0);
+        }
+        const r = replicas[Math.floor(random() * replicas.length)]!;
+        const roll = random();
+        if (roll < 0.4) {
+          // A lease is asked for, with what the replica holds: it may lie unspent for a while.
+          granted += await lease(r, 100 + Math.floor(random() * 900));
+        } else if (roll < 0.7 && r.balance > 0) {
+          // A call spends part of the lease: charged as it arrives, or only when answered.
+          const spent = Math.ceil(r.balance * random());
+          r.balance -= spent;
+          if (random() < 0.5) charge(spent);
+          else r.flying.push(spent);
+        } else if (r.flying.length > 0) {
+          charge(r.flying.shift()!);
+        }
+      }
       expect(granted).toBeGreaterThan(LIMIT * 1.5);
     },
   );

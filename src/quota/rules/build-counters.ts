@@ -4,6 +4,7 @@ import { InputCounter } from '../input-counter';
 import { OutputCounter } from '../output-counter';
 import { OutputEstimate } from '../output-estimate';
 import type { QuotaLimit } from '../quota-limit';
+import { Ramp, type RampPlan } from '../ramp';
 import { RequestsCounter } from '../requests-counter';
 import { ShortBucketCounter } from '../short-bucket-counter';
 import { TokensCounter } from '../tokens-counter';
@@ -17,7 +18,8 @@ type Meter = 'window' | 'bucket';
 /**
  * What one kind of upstream counts, and how: each limit's meter, the requests of a shorter
  * interval (`'window'`: Azure's 10 s or 1 s window, nested in the minute; `'bucket'`: a bucket
- * upstream's shorter interval; `'none'`), a PTU's utilization, Claude's expected output.
+ * upstream's shorter interval; `'none'`), a PTU's utilization, Claude's expected output, and
+ * which token buckets ramp (one {@link Ramp} for all of them, so an idle spell is the model's).
  */
 interface CounterPlan {
   tokens: Meter;
@@ -26,6 +28,7 @@ interface CounterPlan {
   short: 'window' | 'bucket' | 'none';
   utilization?: boolean;
   expectedOutput?: boolean;
+  ramp?: { plan: RampPlan; limits: ReadonlyArray<'tokens' | 'input' | 'output'> };
 }
 
 /**
@@ -57,12 +60,22 @@ export function buildCounters(build: CounterBuild, plan: CounterPlan): LedgerCou
     burst = new BurstCounter(limits.rpm, window, scope, requests.order);
   }
   const expected = plan.expectedOutput === true ? new OutputEstimate() : undefined;
+  const input = new InputCounter(limits.itpm, meter(plan.io, limits.itpm), scope);
+  const output = new OutputCounter(limits.otpm, meter(plan.io, limits.otpm), scope, expected);
+  if (plan.ramp !== undefined && build.ramp) {
+    const ramp = new Ramp(plan.ramp.plan);
+    const ramped = { tokens, input, output };
+    // Only a bucket ramps: a window's count is forgotten whole when it ends, never drained.
+    for (const name of plan.ramp.limits) {
+      if (ramped[name].window.drains === true) ramped[name].ramp = ramp;
+    }
+  }
   return {
     tokens,
     requests,
     burst,
-    input: new InputCounter(limits.itpm, meter(plan.io, limits.itpm), scope),
-    output: new OutputCounter(limits.otpm, meter(plan.io, limits.otpm), scope, expected),
+    input,
+    output,
     utilization:
       plan.utilization === true
         ? new UtilizationCounter(tokens, build.outputWeight ?? 1)

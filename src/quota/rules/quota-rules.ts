@@ -47,6 +47,8 @@ export interface CounterBuild {
   scope: CounterScope;
   /** `ModelConfig.outputWeight` (PTU). */
   outputWeight: number | undefined;
+  /** Whether the buckets the rules ramp do (`ModelConfig.rampUp`; never a pool level's). */
+  ramp: boolean;
 }
 
 /** What rules may touch of a ledger when they read an answer or a refusal. */

@@ -105,11 +105,12 @@ export class LeaseBook {
    * Hand back what has lain idle since `idleBefore` where the store's room is short (below a
    * quarter of the limit: others may be waiting for it), and what was spent away from the store.
    */
-  tend(idleBefore: number): void {
+  tend(idleBefore: number, now = this.context.clock()): void {
     if (this.running !== undefined) return;
     const idle = this.meters.some((m) => m.idle(idleBefore));
     const owed = this.meters.some((m) => m.spentAway > 0);
-    if (!idle && !owed) return;
+    const report = this.meters.some((m) => m.reportDue(now));
+    if (!idle && !owed && !report) return;
     if (this.context.client() === undefined) {
       if (idle) this.exchangeLocally(idleBefore);
       return;
@@ -140,6 +141,14 @@ export class LeaseBook {
     const pending: PendingAsk[] = [];
     for (const m of this.meters) {
       const p = m.ask(now, this.context.share, idleBefore);
+      if (p !== undefined) pending.push(p);
+    }
+    // What the other buckets hold rides along in a round trip made anyway, when it changed;
+    // alone, only when it is due.
+    const alone = pending.length === 0;
+    for (const m of this.meters) {
+      if (pending.some((p) => p.meter === m) || (alone && !m.reportDue(now))) continue;
+      const p = m.report(now);
       if (p !== undefined) pending.push(p);
     }
     return pending;

@@ -63,6 +63,13 @@ export class LeaseMeter implements LimitCounter {
   spentAway = 0;
   /** Whether the lease comes from this process (the store cannot be reached). */
   away = false;
+  /** A bucket's calls sent and not answered, by their charge here: the upstream may not have charged them yet. */
+  private readonly flying = new Map<Admission, number>();
+  private inFlight = 0;
+  /** What the store counts this replica as holding of a bucket ({@link held} at the last exchange, and its grant). */
+  private reported = 0;
+  /** When the store last heard what this replica holds (epoch ms). */
+  private reportedAt = 0;
 
   constructor(
     readonly spec: MeterSpec,
@@ -118,14 +125,56 @@ export class LeaseMeter implements LimitCounter {
     this.balance -= charge;
     this.lastCharge = charge;
     this.lastUse = now;
+    if (this.spec.kind === 'b') {
+      this.flying.set(admission, (this.flying.get(admission) ?? 0) + charge);
+      this.inFlight += charge;
+    }
     if (this.away) this.spentAway += charge;
     // Kept ready for the next call while the store has room to spare (a session's or a stored
     // response's deployment then has its lease when the call comes), within this window.
     if (this.balance < charge && this.storeRoom >= this.spec.limit() / 4) this.owner.request();
   }
 
-  answered(): void {
-    // A lease is spent at admission; the answer's usage comes through settle.
+  answered(admission: Admission): void {
+    // A lease is spent at admission; the answer's usage comes through settle. By now the
+    // upstream has charged the call (output tokens as they were produced).
+    const charge = this.flying.get(admission);
+    if (charge === undefined) return;
+    this.flying.delete(admission);
+    this.inFlight = Math.max(0, this.inFlight - charge);
+  }
+
+  /**
+   * What of a bucket this replica may still put on the upstream's count: its lease's balance and
+   * the calls in flight (Anthropic charges output as it is produced; a call's input, when it
+   * arrives). 0 for a window, whose count the store keeps whole.
+   */
+  held(): number {
+    return this.spec.kind === 'b' ? Math.max(0, this.balance) + this.inFlight : 0;
+  }
+
+  /**
+   * Whether the store should hear what this replica holds of a bucket without any other reason
+   * to exchange: before its part expires with the peer TTL while it still holds some, or when it
+   * holds less than the store counts, and the store has room enough that its count of what is
+   * held is what keeps it from refilling.
+   */
+  reportDue(now: number): boolean {
+    if (this.spec.kind !== 'b' || !this.active || this.away || this.reported <= 0) return false;
+    if (now - this.reportedAt >= KEEP_MS) return true;
+    return (
+      now - this.reportedAt >= REPORT_MS &&
+      this.held() < this.reported &&
+      this.storeRoom >= this.spec.limit() / 2
+    );
+  }
+
+  /** An exchange that only tells the store what this replica holds of a bucket, if it differs or is due. */
+  report(now: number): PendingAsk | undefined {
+    if (this.spec.kind !== 'b' || !this.active || this.away) return undefined;
+    const held = this.held();
+    if (held === this.reported && !this.reportDue(now)) return undefined;
+    return { meter: this, fromBalance: 0, owed: 0, report: true, ask: this.askOf(0, 0, held) };
   }
 
   settle(input: number, output: number, now: number): void {
@@ -199,22 +248,24 @@ export class LeaseMeter implements LimitCounter {
     if (asked === 0 && fromBalance === 0 && owed === 0) return undefined;
     this.balance -= fromBalance;
     this.spentAway = 0;
+    const ask = this.askOf(asked, fromBalance - owed, this.held());
+    ask.share = share;
+    return { meter: this, fromBalance, owed, report: false, ask };
+  }
+
+  private askOf(need: number, give: number, held: number): MeterAsk {
     return {
-      meter: this,
-      fromBalance,
-      owed,
-      ask: {
-        meter: this.spec.meter,
-        kind: this.spec.kind,
-        limit: this.spec.limit(),
-        lengthMs: this.spec.lengthMs(),
-        need: asked,
-        share,
-        give: fromBalance - owed,
-        leaseEnd: this.end,
-        hint: 0,
-        read: -1,
-      },
+      meter: this.spec.meter,
+      kind: this.spec.kind,
+      limit: this.spec.limit(),
+      lengthMs: this.spec.lengthMs(),
+      need,
+      share: 0,
+      give,
+      leaseEnd: this.end,
+      hint: 0,
+      read: -1,
+      held,
     };
   }
 
@@ -229,6 +280,11 @@ export class LeaseMeter implements LimitCounter {
       this.spentAway += pending.owed;
       return;
     }
+    this.reported = ask.held + grant.grant;
+    this.reportedAt = now;
+    this.storeRoom = grant.room;
+    // Only told the store what it holds: what it waits for is still to ask.
+    if (pending.report) return;
     this.want = 0;
     if (this.spec.kind === 'w') {
       // What is left of a lease of a window the store has since closed is not spent in the next.
@@ -239,7 +295,6 @@ export class LeaseMeter implements LimitCounter {
       this.storeEnd = grant.end;
     }
     this.balance += grant.grant;
-    this.storeRoom = grant.room;
     if (grant.grant > 0) this.refusals = 0;
     const refused = ask.need > 0 && grant.grant === 0;
     if (refused) this.refusals++;
@@ -257,7 +312,14 @@ export interface PendingAsk {
   fromBalance: number;
   /** Spent while the store could not be reached, now owed to it. */
   owed: number;
+  /** Only tells the store what is held (see {@link LeaseMeter.report}). */
+  report: boolean;
 }
+
+/** A bucket's holder tells the store what it holds at least this often while it holds any (ms): well within the peer TTL its part expires with. */
+const KEEP_MS = 20_000;
+/** And this often when it holds less than the store counts, while the store has room (ms). */
+const REPORT_MS = 5_000;
 
 /** When a call whose lease is being fetched looks again, unless the lease wakes it sooner (ms). */
 const EXCHANGE_WAIT_MS = 50;

@@ -4,7 +4,7 @@
  * @example
  * ```ts
  * const ask: MeterAsk = { meter: 'tokens', kind: 'w', limit: 60_000, lengthMs: 60_000, need: 1_456,
- *   share: 0.05, give: 0, leaseEnd: 0, hint: 0, read: -1 };
+ *   share: 0.05, give: 0, leaseEnd: 0, hint: 0, read: -1, held: 0 };
  * ```
  */
 export interface MeterAsk {
@@ -31,6 +31,12 @@ export interface MeterAsk {
    * that ends at `hint`; for a bucket, what it has left now (its remaining, refilled since).
    */
   read: number;
+  /**
+   * For a bucket: what this replica still holds that the upstream has not charged yet (its
+   * lease's balance after `give`, and the calls it sent that are not answered). The store's
+   * bucket never refills into what the replicas hold. 0 for a window.
+   */
+  held: number;
 }
 
 /** What the store granted one meter. */
@@ -53,7 +59,7 @@ export interface LeaseReply {
 }
 
 /** Numbers per meter in ARGV. */
-const PER_METER = 10;
+const PER_METER = 11;
 
 /**
  * The lease exchange: for each meter of one limit holder (a model on a deployment, or a quota
@@ -63,13 +69,17 @@ const PER_METER = 10;
  * It also notes the replica in the peers hash and counts the replicas seen lately.
  *
  * KEYS: [lease hash, peers hash]. ARGV: [now, replica id, peer ttl ms, skew ms, meters,
- * ...per meter: name, kind, limit, length, need, share, give, lease end, hint, read].
+ * ...per meter: name, kind, limit, length, need, share, give, lease end, hint, read, held].
  * Returns [peers (-1: not counted), bad count, first bad field, ...per meter: grant, end, room].
  *
  * Per meter the hash holds `<meter>:a` (a window's end, or a bucket's last refill time) and
- * `<meter>:b` (what a window granted, or what a bucket holds). A field that is not a finite
- * number is skipped (taken as absent) and reported; a value out of range is clamped to the safe
- * side (a window granted more than its limit counts as full).
+ * `<meter>:b` (what a window granted, or what a bucket holds). A bucket also holds, per replica,
+ * `<meter>:h:<id>`: what that replica held at its last exchange, plus what it was granted then;
+ * `t:<id>` is when that was. A bucket lent out is not refilled: the upstream's bucket stops at
+ * its capacity while what the replicas hold is still to be charged to it, so the store's room
+ * stays at most the capacity less what is held (a replica's part expires with the peer TTL). A
+ * field that is not a finite number is skipped (taken as absent) and reported; a value out of
+ * range is clamped to the safe side (a window granted more than its limit counts as full).
  *
  * @internal
  */
@@ -91,6 +101,33 @@ local function num(v)
   if type(x) == 'number' and x == x and x ~= math.huge and x ~= -math.huge then return x end
   return nil
 end
+-- What the other replicas seen within the peer TTL hold of each bucket; older parts are dropped.
+local heldBy, seen, parts = {}, {}, {}
+local all = redis.call('HGETALL', key)
+for k = 1, #all, 2 do
+  local rid = string.match(all[k], '^t:(.+)$')
+  if rid then seen[rid] = num(all[k + 1]) or 0 end
+end
+for k = 1, #all, 2 do
+  local f = all[k]
+  local hm, rid = string.match(f, '^(.-):h:(.+)$')
+  if hm then
+    local v, t = num(all[k + 1]), seen[rid]
+    if v == nil then
+      bad = bad + 1
+      if badField == '' then badField = f end
+      redis.call('HDEL', key, f)
+    elseif t == nil or t <= now - peerTtl then
+      redis.call('HDEL', key, f)
+    elseif rid ~= id then
+      heldBy[hm] = (heldBy[hm] or 0) + math.max(0, v)
+    end
+  else
+    local rid2 = string.match(f, '^t:(.+)$')
+    if rid2 and rid2 ~= id and (seen[rid2] or 0) <= now - peerTtl then redis.call('HDEL', key, f) end
+  end
+end
+redis.call('HSET', key, 't:' .. id, now)
 local out = {}
 local ttl = 1000
 for i = 0, count - 1 do
@@ -99,6 +136,7 @@ for i = 0, count - 1 do
   local limit, len = tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
   local need, share, give = tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]), tonumber(ARGV[j + 6])
   local leaseEnd, hint, read = tonumber(ARGV[j + 7]), tonumber(ARGV[j + 8]), tonumber(ARGV[j + 9])
+  local held = math.max(0, tonumber(ARGV[j + 10]))
   local fa, fb = m .. ':a', m .. ':b'
   local raw = redis.call('HMGET', key, fa, fb)
   local x, y = num(raw[1]), num(raw[2])
@@ -141,6 +179,8 @@ for i = 0, count - 1 do
     end
     if give > 0 then l = math.min(limit, l + give) elseif give < 0 then l = l + give end
     if read >= 0 and read < l then l = read end
+    local cap = limit - held - (heldBy[m] or 0)
+    if l > cap then l = cap end
     room = l
     if need > 0 and room >= need then
       grant = math.max(need, math.floor(share * room))
@@ -148,7 +188,7 @@ for i = 0, count - 1 do
       l = l - grant
     end
     room = l
-    redis.call('HSET', key, fa, t, fb, l)
+    redis.call('HSET', key, fa, t, fb, l, m .. ':h:' .. id, held + grant)
     if 2 * len > ttl then ttl = 2 * len end
   end
   out[#out + 1] = tostring(grant)
@@ -193,7 +233,7 @@ export function leaseArgs(
   const args: (string | number)[] = [head.now, head.id, head.peerTtlMs, head.skewMs, asks.length];
   for (const a of asks) {
     args.push(a.meter, a.kind, a.limit, a.lengthMs, a.need, a.share, a.give);
-    args.push(a.leaseEnd, a.hint, a.read);
+    args.push(a.leaseEnd, a.hint, a.read, a.held);
   }
   return args;
 }

@@ -168,6 +168,6 @@ export class Leases {
     const now = this.clock();
     // Reading the client notices an outage (or its end) even while no call asks.
     this.ctx?.client();
-    for (const b of this.books) b.tend(now - IDLE_MS);
+    for (const b of this.books) b.tend(now - IDLE_MS, now);
   }
 }
