@@ -70,8 +70,8 @@ export class CapacityQueue implements QueueView {
   private closed = false;
   /**
    * A try answered at once this turn, whose caller charges its room in the microtasks that
-   * follow: until then no line is served (lines of two models may draw on one pool level), and
-   * those that would be wait in {@link deferred} for the next turn.
+   * follow: until then no line is served (lines of two models may draw on one pool level); the
+   * lines that would have been wait in {@link deferred} for the next turn.
    */
   private charging = false;
   private readonly deferred = new Map<string, Line>();
