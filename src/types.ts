@@ -62,9 +62,9 @@ export interface ModelConfig {
    */
   cacheReadsCountInput?: boolean;
   /**
-   * OpenAI and Anthropic: whether the token buckets ramp after a cold start or two idle minutes (a
-   * sixth of each bucket at once, all of it after 30 s) instead of taking a whole bucket in one
-   * instant, which Anthropic's acceleration limits refuse. Default `true`.
+   * OpenAI and Anthropic: whether the token buckets (`tpm`, `itpm`) ramp after a cold start or two
+   * idle minutes (a sixth of the bucket at once, all of it after 30 s) instead of taking a whole
+   * bucket in one instant, which Anthropic's acceleration limits refuse. Default `true`.
    *
    * @example `{ name: 'gpt-4o-mini', tpm: 200_000, rampUp: false }`
    */

@@ -1,4 +1,5 @@
 import type { Answer } from '../registry/deployment';
+import { keepShape } from './kept-shapes';
 
 const NO_OPTIONS: Record<string, never> = Object.freeze({}) as Record<string, never>;
 
@@ -34,3 +35,6 @@ export class Answered implements Answer {
     return this.replayed;
   }
 }
+
+// Made at load: every field of an answer takes its final kind of value from the constructor on.
+keepShape(() => new Answered(null, new Response(null)));

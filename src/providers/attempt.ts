@@ -14,6 +14,7 @@ import { readRefusal, weighFailure } from './attempt-failure';
 import { checkedUsage } from './attempt-usage';
 import { apiPromiseOf, needsController, sdkOptionsOf } from './attempt-options';
 import { noAnswer } from './no-answer';
+import { ATTEMPT_STAND_INS, keepShape } from './kept-shapes';
 import { translate } from './translate-error';
 
 export type { AttemptHooks, AttemptOutcome, PreparedRequest } from './attempt-types';
@@ -239,6 +240,7 @@ class Attempt implements DeadlineEntry {
   }
 
   private answered(data: unknown, response: Response): void {
+    if (!shapeKept) shapeKept = keepShape(() => new Attempt(...ATTEMPT_STAND_INS));
     const { modelState: state, request } = this;
     if (this.settled) {
       // Timed out just before the headers came: close the stream nobody will read.
@@ -391,3 +393,6 @@ class Attempt implements DeadlineEntry {
     return translated;
   }
 }
+
+/** Whether an attempt of stand-ins is kept for its class's shape (see `keepShape`). */
+let shapeKept = false;

@@ -1,4 +1,8 @@
 import type { Answer } from '../registry/deployment';
+import { keepShape } from './kept-shapes';
+
+/** A promise that never settles: the answer of the promise kept for its shape. */
+const NEVER: Promise<Answer> = new Promise<Answer>(() => {});
 
 /**
  * Builds what a switchboard call returns for one SDK: a promise that is an instance of that SDK's
@@ -131,6 +135,8 @@ export function callPromises(
     }
   }
   Object.setPrototypeOf(CallPromise.prototype, apiPromise.prototype);
+  // Made at load: a call's promise takes no other kind of value in its fields later.
+  keepShape(() => new CallPromise(NEVER));
   return {
     over: (answer) => (answer instanceof CallPromise ? answer : new CallPromise(answer)),
     open(call) {

@@ -23,6 +23,7 @@ import { skippedSentence, type SkippedFallback } from '../translate/fallback-cho
 import type { DispatchCall, DispatchShared, Pin } from './dispatch-call';
 import { pinnedRoute } from './pinned-route';
 import { sendAttempt, type SendingCall } from './send-attempt';
+import { keepShape } from '../providers/kept-shapes';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 /** Stands for "others are already waiting for room": no routing is tried. */
@@ -165,6 +166,7 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
 
   /** The first attempt answered. */
   resolve(answer: Answer): void {
+    if (!shapeKept) shapeKept = keepShape(dispatchOfStandIns);
     // An answer the content filter withheld, when another model may give it.
     if (this.filterFallbacks !== undefined && isFilteredAnswer(answer.data)) {
       if (this.movedOn('content_filter')) return;
@@ -356,6 +358,21 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
 }
 
 function noop(): void {}
+
+/** Whether a dispatch of stand-ins is kept for its class's shape (see `keepShape`). */
+let shapeKept = false;
+
+/** A dispatch of no switchboard and no call, kept for its class's shape after a first call ran. */
+function dispatchOfStandIns(): Dispatch {
+  const request = { body: {}, stream: false, admission: undefined, metered: false };
+  return new Dispatch(
+    { traffic: undefined } as unknown as DispatchShared,
+    {
+      request,
+      pool: [],
+    } as unknown as DispatchCall,
+  );
+}
 
 /** The switchboard refused the call, and some deployment it passed over lacked the call's tags. */
 function refusedForTags(error: unknown): boolean {

@@ -25,7 +25,7 @@ import { Dispatch } from './dispatch';
 import type { SettledCall } from '../providers/call-promise';
 
 export type { FailedCalls } from './failed-calls';
-import { attemptHooks, wakeOnRoom } from './attempt-hooks';
+import { SwitchboardHooks, wakeOnRoom } from './attempt-hooks';
 import { FailedCallCounts, type FailedCalls } from './failed-calls';
 import { readCall, type CallEntry, type CallRecord } from './call-record';
 import { PinnedCalls } from './pins';
@@ -171,13 +171,13 @@ export class Router implements PlacingRouter {
     this.metrics = metrics;
     this.failedCalls = new FailedCallCounts(metrics);
     this.surfaces = new Surfaces(registry);
-    tenants.onCost = (state, tenant, usd) => metrics.cost(state, tenant, usd);
+    tenants.costMetric = metrics;
     if (queue !== undefined) wakeOnRoom(registry, queue);
     const traffic = options.recordTraffic
       ? new TrafficRecorder(options.recordTraffic, this.logger, this.clock)
       : undefined;
     this.traffic = traffic;
-    this.hooks = attemptHooks(options, { metrics, logger: this.logger, queue, traffic });
+    this.hooks = new SwitchboardHooks(options, { metrics, logger: this.logger, queue, traffic });
     this.pins = new PinnedCalls(this, chains);
   }
 

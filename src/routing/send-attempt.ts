@@ -12,6 +12,7 @@ import type { CallTags } from '../scheduling/lanes';
 import { SwitchboardError } from '../switchboard.error';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import { crossVendor } from '../translate/cross-vendor';
+import { FallbackHooks } from './attempt-hooks';
 import { maxOutputOf } from '../translate/max-output';
 import type { DispatchShared, Pin } from './dispatch-call';
 import type { Route } from './route-call';
@@ -76,10 +77,11 @@ export function sendAttempt(
           ? `No deployment of ${model} can take the call: falling back to ${to.model} on ${deployment.name}`
           : `${model} cannot take the call (${refusal}): falling back to ${to.model} on ${deployment.name}`,
       );
-      const metrics = shared.metrics;
-      const reason = refusal ?? 'unavailable';
-      const translated = deployment.provider !== call.adapter.provider;
-      hooks = { ...hooks, sent: (s) => metrics.request(s, model, reason, translated) };
+      hooks = new FallbackHooks(hooks, shared.metrics, {
+        model,
+        reason: refusal ?? 'unavailable',
+        translated: deployment.provider !== call.adapter.provider,
+      });
       prepared = { ...request, body: { ...request.body, model: to.model } };
     }
     const state = call.pin?.modelState ?? deployment.models.get(to.model)!;

@@ -70,10 +70,11 @@ export class Tenants {
   private readonly maxOutput: ReadonlyMap<string, number>;
   /**
    * @internal Hears what each answer cost, per model and tenant as the cost metric counts it (the
-   * switchboard's metrics count it): handed in by whoever reports costs, so the tenants do not
-   * import them.
+   * switchboard's metrics): handed in by whoever reports costs, so the tenants do not import
+   * them. An object with a method, not a closure, so one optimized path serves every switchboard.
    */
-  onCost: ((state: ModelState, costTenant: string, usd: number) => void) | undefined;
+  costMetric: { cost(state: ModelState, costTenant: string, usd: number): void } | undefined =
+    undefined;
   private readonly policies = new Map<string, Policy>();
   private readonly fallbackPolicy: Policy | undefined;
   /** Calls of limited tenants waiting for room, one line per tenant; none: each tries once. */
@@ -244,7 +245,7 @@ export class Tenants {
   /** @internal What an answer of `state` cost, for `costTenant` (a named tenant, or `other`). */
   spent(state: ModelState, costTenant: string, usd: number): void {
     this.costByTenant.set(costTenant, (this.costByTenant.get(costTenant) ?? 0) + usd);
-    this.onCost?.(state, costTenant, usd);
+    this.costMetric?.cost(state, costTenant, usd);
   }
 
   /** @internal What an account adjusts; a refund wakes its tenant's line. */

@@ -43,6 +43,22 @@ describe('OpenAI rules', () => {
     expect(quota.retryHeaders('openai', 1_500)).toEqual({ 'retry-after': 2 });
   });
 
+  it('enforces a per-minute request limit per second when told to ("quantized"), as a bucket', () => {
+    const full = quotaSettings({ rules: 'openai', rpm: 600, tpm: 1_000_000 });
+    const quota = new DeploymentQuota(() => full, 1, 1_000);
+    const demand = quota.demand('openai', plan(10, 10));
+    // 10 a second: the eleventh waits 100 ms, while the minute's header shows 590 left.
+    for (let i = 0; i < 10; i++)
+      expect(quota.admit('openai', demand, 0)).toMatchObject({ ok: true });
+    expect(quota.admit('openai', demand, 0)).toMatchObject({
+      ok: false,
+      reason: 'requests',
+      retryMs: 100,
+    });
+    expect(quota.headers('openai', 0)['x-ratelimit-remaining-requests']).toBe(590);
+    expect(quota.admit('openai', demand, 100)).toMatchObject({ ok: true });
+  });
+
   it('writes durations as OpenAI does', () => {
     expect(openaiDuration(20)).toBe('20ms');
     expect(openaiDuration(1_500)).toBe('1.5s');

@@ -17,9 +17,10 @@ import type {
   MessageTokensCount,
   RawMessageStreamEvent,
 } from '@anthropic-ai/sdk/resources/messages';
-import type { Admission, TokenUsage as Usage } from '../../quota/admission';
+import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
-import { defineAdapter } from '../adapter';
+import { defineAdapter, type Surface } from '../adapter';
+import { admissionRecord } from '../admission-record';
 import { claudeImageTokens, schemaLength, TOOL_USE_PROMPT } from '../media-tokens';
 import { contentLength, textLength, tokenField } from '../text-length';
 import type { AnthropicRequestOptions } from './anthropic-deployment';
@@ -101,19 +102,13 @@ export const messages = defineAdapter<SwitchboardMessages, Anthropic>()({
     },
   },
   admission(body, defaultOutput) {
-    const admission: Admission = {
-      input:
-        Math.ceil(
-          (textLength(body.messages) + contentLength(body.system) + schemaLength(body)) / 4,
-        ) +
-        claudeImageTokens(body.messages) +
-        (Array.isArray(body.tools) && body.tools.length > 0 ? TOOL_USE_PROMPT : 0),
-      output: tokenField(body.max_tokens) || defaultOutput,
-    };
+    const input =
+      Math.ceil((textLength(body.messages) + contentLength(body.system) + schemaLength(body)) / 4) +
+      claudeImageTokens(body.messages) +
+      (Array.isArray(body.tools) && body.tools.length > 0 ? TOOL_USE_PROMPT : 0);
     // Where the prefix is cached, reading it costs no input quota.
     const prefix = cachePrefixOf(body);
-    if (prefix !== undefined) admission.cachePrefix = prefix;
-    return admission;
+    return admissionRecord(input, tokenField(body.max_tokens) || defaultOutput, undefined, prefix);
   },
   usage: (data) => usageOf((data as { usage?: MessageUsage }).usage),
   streamUsage(event, memo) {
@@ -130,17 +125,34 @@ export const messages = defineAdapter<SwitchboardMessages, Anthropic>()({
     if (usage.input_tokens != null) memo.input = usage.input_tokens;
     return usageOf(usage, memo.input);
   },
-  facade(surface) {
-    const create = (body: unknown, options?: unknown) => surface.call('create', body, options);
-    // The SDK's `MessageStream` calls `messages.create(...).withResponse()`: given this one, its
-    // request is balanced and accounted.
-    const resource = { create } as unknown as Anthropic['messages'];
-    return {
-      create,
-      parse: (body: unknown, options?: unknown) => surface.call('parse', body, options),
-      stream: (body: MessageStreamParams, options?: AnthropicRequestOptions) =>
-        MessageStream.createMessage(resource, body as never, options),
-      countTokens: (body: unknown, options?: unknown) => surface.call('countTokens', body, options),
-    } as unknown as SwitchboardMessages;
-  },
+  facade: (surface) => new MessagesFacade(surface) as unknown as SwitchboardMessages,
 });
+
+/** `sb.messages`, its methods shared by every switchboard (as the SDK's own resources are). */
+class MessagesFacade {
+  constructor(private readonly surface: Surface) {}
+
+  create(body: unknown, options?: unknown): Promise<unknown> {
+    return this.surface.call('create', body, options);
+  }
+
+  parse(body: unknown, options?: unknown): Promise<unknown> {
+    return this.surface.call('parse', body, options);
+  }
+
+  /**
+   * The SDK's `MessageStream` calls `messages.create(...).withResponse()`: given this facade as
+   * that resource, its request is balanced and accounted.
+   */
+  stream(body: MessageStreamParams, options?: AnthropicRequestOptions): unknown {
+    return MessageStream.createMessage(
+      this as unknown as Anthropic['messages'],
+      body as never,
+      options,
+    );
+  }
+
+  countTokens(body: unknown, options?: unknown): Promise<unknown> {
+    return this.surface.call('countTokens', body, options);
+  }
+}

@@ -26,7 +26,8 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
-import { defineAdapter } from '../adapter';
+import { defineAdapter, type Surface } from '../adapter';
+import { admissionRecord } from '../admission-record';
 import { openaiImageTokens, schemaLength } from '../media-tokens';
 import { outputCap, textLength } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
@@ -120,7 +121,7 @@ export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>
       Math.ceil((textLength(body.messages) + schemaLength(body)) / 4) +
       openaiImageTokens(body.messages, body.model);
     // No cap: each choice is charged the deployment's own reservation (`outputReservation`).
-    return output > 0 ? { input, output } : { input, output, uncapped: n };
+    return admissionRecord(input, output, output > 0 ? undefined : n);
   },
   usage: usageOf,
   streamUsage: (event) => usageOf(event),
@@ -139,20 +140,39 @@ export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>
     const chunk = event as { choices?: unknown[]; usage?: unknown };
     return chunk.usage != null && Array.isArray(chunk.choices) && chunk.choices.length === 0;
   },
-  facade(surface) {
-    const create = (body: unknown, options?: unknown) => surface.call('create', body, options);
-    // The SDK's helpers call `client.chat.completions.create()`: given this one, every request
-    // they make is balanced and accounted.
-    const client = { chat: { completions: { create } } } as unknown as OpenAI;
-    return {
-      create,
-      parse: (body: unknown, options?: unknown) => surface.call('parse', body, options),
-      stream: (body: ChatCompletionStreamParams, options?: OpenAIRequestOptions) =>
-        ChatCompletionStream.createChatCompletion(client, body, options),
-      runTools: (body: { stream?: boolean | null }, options?: RunnerOptions) =>
-        body.stream
-          ? ChatCompletionStreamingRunner.runTools(client, body as never, options)
-          : ChatCompletionRunner.runTools(client, body as never, options),
-    } as unknown as SwitchboardChatCompletions;
-  },
+  facade: (surface) => new ChatFacade(surface) as unknown as SwitchboardChatCompletions,
 });
+
+/**
+ * `sb.chat.completions`: its methods are the prototype's, shared by every switchboard (as the SDK's
+ * own resources are), so code optimized for one switchboard's calls serves the next one's.
+ */
+class ChatFacade {
+  /**
+   * The SDK's helpers call `client.chat.completions.create()`: given this facade as that, every
+   * request they make is balanced and accounted.
+   */
+  private readonly client: OpenAI;
+
+  constructor(private readonly surface: Surface) {
+    this.client = { chat: { completions: this } } as unknown as OpenAI;
+  }
+
+  create(body: unknown, options?: unknown): Promise<unknown> {
+    return this.surface.call('create', body, options);
+  }
+
+  parse(body: unknown, options?: unknown): Promise<unknown> {
+    return this.surface.call('parse', body, options);
+  }
+
+  stream(body: ChatCompletionStreamParams, options?: OpenAIRequestOptions): unknown {
+    return ChatCompletionStream.createChatCompletion(this.client, body, options);
+  }
+
+  runTools(body: { stream?: boolean | null }, options?: RunnerOptions): unknown {
+    return body.stream
+      ? ChatCompletionStreamingRunner.runTools(this.client, body as never, options)
+      : ChatCompletionRunner.runTools(this.client, body as never, options);
+  }
+}

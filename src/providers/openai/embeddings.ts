@@ -2,7 +2,8 @@ import type { OpenAI } from 'openai';
 import type { APIPromise } from 'openai/core/api-promise';
 import type { CreateEmbeddingResponse, EmbeddingCreateParams } from 'openai/resources/embeddings';
 import type { SessionParams } from '../../types';
-import { defineAdapter } from '../adapter';
+import { defineAdapter, type Surface } from '../adapter';
+import { admissionRecord } from '../admission-record';
 import { inputLength } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
 
@@ -34,13 +35,19 @@ export const embeddings = defineAdapter<SwitchboardEmbeddings, OpenAI>()({
       send: (client, body, options) => client.embeddings.create(body as never, options as never),
     },
   },
-  admission: (body) => ({ input: Math.ceil(inputLength(body.input) / 4), output: 0 }),
+  admission: (body) => admissionRecord(Math.ceil(inputLength(body.input) / 4), 0),
   usage(data) {
     const usage = (data as { usage?: { prompt_tokens?: number } | null }).usage;
     return usage ? { input: usage.prompt_tokens ?? 0, output: 0 } : undefined;
   },
-  facade: (surface) =>
-    ({
-      create: (body: unknown, options?: unknown) => surface.call('create', body, options),
-    }) as unknown as SwitchboardEmbeddings,
+  facade: (surface) => new EmbeddingsFacade(surface) as unknown as SwitchboardEmbeddings,
 });
+
+/** `sb.embeddings`, its method shared by every switchboard (see `ChatFacade`). */
+class EmbeddingsFacade {
+  constructor(private readonly surface: Surface) {}
+
+  create(body: unknown, options?: unknown): Promise<unknown> {
+    return this.surface.call('create', body, options);
+  }
+}

@@ -19,7 +19,8 @@ import type {
 } from 'openai/resources/responses/responses';
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
-import { defineAdapter } from '../adapter';
+import { defineAdapter, type Surface } from '../adapter';
+import { admissionRecord } from '../admission-record';
 import { contentLength, inputLength, tokenField } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
 
@@ -125,7 +126,7 @@ export const responses = defineAdapter<SwitchboardResponses, OpenAI>()({
     const input = Math.ceil((contentLength(body.instructions) + inputLength(body.input)) / 4);
     const output = tokenField(body.max_output_tokens) || defaultOutput;
     // No cap: charged the deployment's own reservation (`outputReservation`).
-    return output > 0 ? { input, output } : { input, output, uncapped: 1 };
+    return admissionRecord(input, output, output > 0 ? undefined : 1);
   },
   usage: (data) => usageOf(data as { usage?: ResponseUsage }),
   streamUsage(event) {
@@ -150,19 +151,34 @@ export const responses = defineAdapter<SwitchboardResponses, OpenAI>()({
       return undefined;
     },
   },
-  facade(surface) {
-    const create = (body: unknown, options?: unknown) => surface.call('create', body, options);
-    const retrieve = (id: string, query?: object, options?: unknown) =>
-      surface.callHolding('retrieve', id, { response_id: id, query }, options);
-    // The SDK's `ResponseStream` calls `client.responses.create()` (or `.retrieve()` to resume):
-    // given these, its requests are balanced and pinned like any other.
-    const client = { responses: { create, retrieve } } as unknown as OpenAI;
-    return {
-      create,
-      parse: (body: unknown, options?: unknown) => surface.call('parse', body, options),
-      stream: (body: ResponseStreamParams, options?: OpenAIRequestOptions) =>
-        ResponseStream.createResponse(client, body, options),
-      retrieve,
-    } as unknown as SwitchboardResponses;
-  },
+  facade: (surface) => new ResponsesFacade(surface) as unknown as SwitchboardResponses,
 });
+
+/** `sb.responses`, its methods shared by every switchboard (see `ChatFacade`). */
+class ResponsesFacade {
+  /**
+   * The SDK's `ResponseStream` calls `client.responses.create()` (or `.retrieve()` to resume):
+   * given this facade as that, its requests are balanced and pinned like any other.
+   */
+  private readonly client: OpenAI;
+
+  constructor(private readonly surface: Surface) {
+    this.client = { responses: this } as unknown as OpenAI;
+  }
+
+  create(body: unknown, options?: unknown): Promise<unknown> {
+    return this.surface.call('create', body, options);
+  }
+
+  parse(body: unknown, options?: unknown): Promise<unknown> {
+    return this.surface.call('parse', body, options);
+  }
+
+  stream(body: ResponseStreamParams, options?: OpenAIRequestOptions): unknown {
+    return ResponseStream.createResponse(this.client, body, options);
+  }
+
+  retrieve(id: string, query?: object, options?: unknown): Promise<unknown> {
+    return this.surface.callHolding('retrieve', id, { response_id: id, query }, options);
+  }
+}

@@ -7,8 +7,8 @@
  *   more than the bucket admits, and the count peers and operators read), with requests that "may
  *   be enforced over shorter time intervals" no header shows (`ShortBucketCounter`:
  *   `requestWindow` when configured, else a ramp that a 429 for requests turns into one second's
- *   share); `tpm` a workspace's combined limit, when one is set (`TokensCounter`); the input and
- *   output buckets ramp ({@link ANTHROPIC_RAMP}: "acceleration limits", 429s on sharp increases);
+ *   share); `tpm` a workspace's combined limit, when one is set (`TokensCounter`); the input
+ *   bucket ramps ({@link ANTHROPIC_RAMP}: "acceleration limits", 429s on sharp increases);
  * - charge: input = uncached input + cache writes (a prefix known cached on the deployment is
  *   free); output = what answers produce (`actual`): a call is charged the output expected of it
  *   (`OutputEstimate`, at most its `max_tokens`), never refused for a cap above `otpm`; no
@@ -23,9 +23,9 @@ import type { QuotaRules, RuleTarget } from './quota-rules';
 import { bucketAdopt, bucketRefused } from './short-interval';
 
 /**
- * How Anthropic's buckets ramp after a cold start or two idle minutes: its rate-limit page warns
- * of acceleration limits (429s on "sharp increases in usage", "ramp up traffic gradually") without
- * numbers, so a sixth of each bucket (ten seconds' refill) at once, all of it after 30 s.
+ * How Anthropic's input bucket ramps after a cold start or two idle minutes: its rate-limit page
+ * warns of acceleration limits (429s on "sharp increases in usage", "ramp up traffic gradually")
+ * without numbers, so a sixth of the bucket (ten seconds' refill) at once, all of it after 30 s.
  *
  * @example
  * ```ts
@@ -55,7 +55,9 @@ export const ANTHROPIC = Object.freeze<QuotaRules>({
       io: 'bucket',
       short: 'bucket',
       expectedOutput: true,
-      ramp: { plan: ANTHROPIC_RAMP, limits: ['input', 'output'] },
+      // Output is counted as answers produce it, over their seconds: calls sent together already
+      // spread it, and what is charged at sending is only an estimate (512 before any answer).
+      ramp: { plan: ANTHROPIC_RAMP, limits: ['input'] },
     }),
   read: (headers, withLimits) => readRateLimits(headers, withLimits, 'anthropic'),
   apply(reading, context, ledger) {
