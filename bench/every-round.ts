@@ -21,6 +21,7 @@
  * apart: a target beyond that floor cannot be judged.
  */
 import { PerformanceObserver } from 'node:perf_hooks';
+import { scavenge } from './paired';
 import { runRound, type RoundResult } from './rounds';
 import { fixed, gc, median, quantile, table } from './util';
 
@@ -160,7 +161,8 @@ function sideRound(
 /**
  * One round of a pair, both sides built afresh: their bursts alternate (the first side's, the
  * second's, then the second's and the first's, ...), so a drift of the machine falls on both
- * alike; with `forcedGc`, a full collection comes before each side's first burst.
+ * alike. A minor collection comes before every burst; with `forcedGc`, a full one before each
+ * side's first.
  */
 async function pairRound(
   pair: readonly [RoundSide, RoundSide],
@@ -174,10 +176,11 @@ async function pairRound(
   try {
     for (let b = 0; b < Math.max(1, o.batches); b++) {
       for (const s of b % 2 === 0 ? [0, 1] : [1, 0]) {
-        if (b === 0) {
-          if (o.forcedGc) gc();
-          await settle();
-        }
+        if (b === 0 && o.forcedGc) gc();
+        // The young generation emptied, so a burst pays for scavenging what it allocated, not
+        // what the other side's burst before it left (the two share one heap).
+        else scavenge();
+        if (b === 0) await settle();
         const t0 = performance.now();
         bursts[s]!.push(await runRound(open[s]!.send, o.requests, o.inflight));
         spans[s]!.push([t0, performance.now()]);
