@@ -14,6 +14,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startUpstreams, type Upstreams } from './upstreams';
+import { TS_REGISTER } from './util';
 
 /** The peer, at the version the figures are quoted for. */
 export const PORTKEY_VERSION = '1.15.2';
@@ -246,42 +247,10 @@ function startFloor(upstreams: Upstreams): Promise<Target> {
   return child('floor', ['floor', ...upstreams.endpoints.map((e) => e.openaiBaseURL)], {});
 }
 
-/**
- * A preload that compiles the sources as `ts-node/register/transpile-only` does (TypeScript's
- * `transpileModule`, the project's compiler options), without ts-node itself: ts-node loads
- * Node's `repl`, which loads `domain`, which then runs every event of every emitter through its
- * own code. A gateway deployed as compiled JavaScript (as Portkey's is) does not pay for that;
- * measured under ts-node, the gateway would.
- */
-function transpileHook(): string {
-  const dir = join(ROOT, 'node_modules', '.cache', 'bench-gateway');
-  const file = join(dir, 'transpile.cjs');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    file,
-    [
-      "const { readFileSync } = require('node:fs');",
-      "const { dirname } = require('node:path');",
-      `const ts = require(require.resolve('typescript', { paths: [${JSON.stringify(ROOT)}] }));`,
-      `const path = ts.findConfigFile(${JSON.stringify(ROOT)}, ts.sys.fileExists, 'tsconfig.json');`,
-      'const { options } = ts.parseJsonConfigFileContent(',
-      '  ts.readConfigFile(path, ts.sys.readFile).config, ts.sys, dirname(path));',
-      'const compilerOptions = { ...options, module: ts.ModuleKind.CommonJS, sourceMap: false,',
-      '  inlineSourceMap: false, declaration: false, declarationMap: false, noEmit: false };',
-      "require.extensions['.ts'] = function (module, filename) {",
-      "  const source = readFileSync(filename, 'utf8');",
-      '  module._compile(ts.transpileModule(source, { fileName: filename, compilerOptions }).outputText, filename);',
-      '};',
-      '',
-    ].join('\n'),
-  );
-  return file;
-}
-
 function child(name: string, args: string[], env: Record<string, string>): Promise<Target> {
   const proc = spawn(
     process.execPath,
-    ['-r', transpileHook(), join(__dirname, 'gateway-child.ts'), ...args],
+    ['-r', TS_REGISTER, join(__dirname, 'gateway-child.ts'), ...args],
     { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   return new Promise((resolve, reject) => {

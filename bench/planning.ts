@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { TrafficRecorder } from '../src/traffic/traffic-recorder';
 import type { PlanReport } from '../src/planning/plan';
-import { seeded, table } from './util';
+import { seeded, table, TS_REGISTER } from './util';
 
 export interface PlanningOptions {
   calls: number;
@@ -102,11 +102,11 @@ function planInChild(
           report: JSON.parse(out.join('')),
         }));
       });`;
-  const text = execFileSync(
-    process.execPath,
-    ['--require', 'ts-node/register/transpile-only', '-e', script],
-    { encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  const text = execFileSync(process.execPath, ['--require', TS_REGISTER, '-e', script], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return JSON.parse(text) as { seconds: number; rssMb: number; report: PlanReport };
 }
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { DeploymentConfig } from '../src';
 import { RedisServer } from '../test/support/redis-server';
 import type { ReplicaCommand, ReplicaReport, UpstreamReport } from './replica-child';
-import { pct, sleep, table } from './util';
+import { pct, sleep, table, TS_REGISTER } from './util';
 
 /** One row: who sends, how much, and what happens to the store. */
 export interface ReplicaRow {
@@ -241,7 +241,7 @@ async function runRow(
 
 function child(children: ChildProcess[]): ChildProcess {
   const c = fork(join(__dirname, 'replica-child.ts'), [], {
-    execArgv: ['--require', 'ts-node/register/transpile-only'],
+    execArgv: ['--require', TS_REGISTER],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   children.push(c);

@@ -12,6 +12,7 @@ import type {
   SimulatedFault,
 } from '../src/testing';
 import { SimulatedUpstream } from '../src/testing';
+import { TS_REGISTER } from './util';
 
 /** Where the SDK clients reach one simulated deployment. */
 export interface Endpoint {
@@ -184,7 +185,7 @@ class ChildUpstreams extends BaseUpstreams {
   constructor() {
     super();
     this.child = fork(join(__dirname, 'upstream-child.ts'), [], {
-      execArgv: ['--require', 'ts-node/register/transpile-only'],
+      execArgv: ['--require', TS_REGISTER],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     this.child.on('message', (reply: Reply) => {

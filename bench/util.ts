@@ -1,5 +1,15 @@
 /** Small numeric and formatting helpers of the benchmark. */
+import { join } from 'node:path';
 import type { SwitchboardLogger } from '../src';
+
+/**
+ * The preload every bench process runs its TypeScript with (`node --require TS_REGISTER x.ts`):
+ * ts-node's transpile-only compile, kept on disk, so the dozen processes a run starts compile the
+ * sources once. Nor does it load Node's `repl` and `domain` as ts-node does (which would run every
+ * event of every emitter through `domain`'s code), so a measured process runs as compiled
+ * JavaScript would.
+ */
+export const TS_REGISTER = join(__dirname, '..', 'test', 'support', 'ts-register.js');
 
 export function mean(xs: readonly number[]): number {
   return xs.length === 0 ? NaN : xs.reduce((a, b) => a + b, 0) / xs.length;

@@ -4,6 +4,11 @@ import { DRAIN_HOLD_MS } from './drain-count';
  * How a bucket's ramp runs, as a kind of upstream's rules choose it: the share of each limit our
  * own calls may hold in the bucket at first (`start`), how long it takes to widen to the whole
  * bucket (`ms`, linearly), and after how long without a call it starts again (`idleMs`).
+ *
+ * @example
+ * ```ts
+ * const plan: RampPlan = { start: 1 / 6, ms: 30_000, idleMs: 120_000 };
+ * ```
  */
 export interface RampPlan {
   readonly start: number;
@@ -14,7 +19,14 @@ export interface RampPlan {
 /** ms a bucket takes to refill: its limit is per minute. */
 const REFILL_MS = 60_000;
 
-/** The limits a ramp may hold: those kept as token buckets. */
+/**
+ * The limits a ramp may hold: those kept as token buckets.
+ *
+ * @example
+ * ```ts
+ * const unit: RampedUnit = 'input'; // Anthropic's itpm
+ * ```
+ */
 export type RampedUnit = 'tokens' | 'input' | 'output';
 
 /**
@@ -44,7 +56,7 @@ export class Ramp {
   /** Per limit, the charge of the ramp's first call (the step is counted above it). */
   private readonly first: Record<RampedUnit, number> = { tokens: 0, input: 0, output: 0 };
   /** Which limits' first call this ramp saw. */
-  private seen = new Set<RampedUnit>();
+  private readonly seen = new Set<RampedUnit>();
 
   constructor(readonly plan: RampPlan) {}
 

@@ -68,6 +68,13 @@ export class CapacityQueue implements QueueView {
   private readonly lines = new Map<string, Line>();
   private readonly clock: () => number;
   private closed = false;
+  /**
+   * A try answered at once this turn, whose caller charges its room in the microtasks that
+   * follow: until then no line is served (lines of two models may draw on one pool level); the
+   * lines that would have been wait in {@link deferred} for the next turn.
+   */
+  private charging = false;
+  private readonly deferred = new Map<string, Line>();
 
   constructor(private readonly options: CapacityQueueOptions) {
     this.clock = options.clock ?? Date.now;
@@ -224,6 +231,7 @@ export class CapacityQueue implements QueueView {
 
   private serve(key: string, line: Line): void {
     if (line.pending || line.trying !== undefined) return;
+    if (this.charging) return this.defer(key, line);
     for (;;) {
       const head = (line.lanes[0].size > 0 ? line.lanes[0] : line.lanes[1]).peek();
       if (head === undefined) break;
@@ -275,17 +283,10 @@ export class CapacityQueue implements QueueView {
       this.forget(head);
       this.dropIfEmpty(key, line);
       head.resolve(turn.target);
-      if (sizeOf(line) === 0) return;
       // A try that took a round trip has taken its room; one answered at once is charged by its
-      // caller in the microtasks that follow, so the next one is served once that is done.
-      if (async) this.serve(key, line);
-      else if (!line.pending) {
-        line.pending = true;
-        setImmediate(() => {
-          line.pending = false;
-          if (sizeOf(line) > 0) this.serve(key, line);
-        });
-      }
+      // caller in the microtasks that follow, so the next one (of any line) is served after that.
+      if (!async) this.startCharging();
+      if (sizeOf(line) > 0) this.serve(key, line);
       return;
     }
     head.last = turn;
@@ -306,6 +307,29 @@ export class CapacityQueue implements QueueView {
       },
       Math.max(1, turn.waitMs),
     );
+  }
+
+  /** Serve `line` next turn, once what was given at once this turn is charged. */
+  private defer(key: string, line: Line): void {
+    line.pending = true;
+    this.deferred.set(key, line);
+  }
+
+  /** Room was given at once: lines wait for the next turn, when its caller has charged it. */
+  private startCharging(): void {
+    if (this.charging) return;
+    this.charging = true;
+    setImmediate(() => {
+      this.charging = false;
+      const lines = [...this.deferred];
+      this.deferred.clear();
+      for (const [k, l] of lines) {
+        l.pending = false;
+        if (this.closed || this.lines.get(k) !== l) continue;
+        if (sizeOf(l) > 0) this.serve(k, l);
+        else this.dropIfEmpty(k, l);
+      }
+    });
   }
 
   private remove(key: string, waiter: Waiter): boolean {

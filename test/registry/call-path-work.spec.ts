@@ -67,7 +67,10 @@ describe('the work of a call where nothing is configured for it', () => {
 
   it('refuses room by a limit learned from the headers once it is learned, not before', () => {
     const clock = new FakeClock();
-    const ledger = new QuotaLedger({ tpm: 100_000 }, clock.now, { upstream: 'anthropic' });
+    // The learned limit's arithmetic: no ramp (quota/ramp.spec) holds the second call back.
+    const ledger = new QuotaLedger({ tpm: 100_000, rampUp: false }, clock.now, {
+      upstream: 'anthropic',
+    });
     const big = { input: 5_000, output: 0 };
     expect(ledger.hasRoom(big)).toBe(true);
     expect(ledger.util()).toBe(0);
