@@ -43,6 +43,8 @@ export interface BenchArgs {
   latency: number;
   /** `--rounds`: alternating rounds of the switchboard-vs-SDK comparison (each side). */
   rounds: number;
+  /** `--bursts`: bursts of `-r` calls in each round of that comparison. */
+  bursts: number;
   /** `--only`: the sections to run. */
   sections: Section[];
   /** `--inproc`: run the simulated upstreams in this process instead of a child process. */
@@ -137,6 +139,7 @@ This benchmark's own:
       --latency MS      upstream latency of the simulated deployments (default 0)
       --rounds N        rounds per side of the switchboard-vs-SDK comparison (default 15);
                         section 2 runs them twice, as they come and after a full GC each
+      --bursts N        bursts of -r calls in each round of section 2 (default 3)
       --forced-gc       a forced full collection before each comparison round (sections 2b,
                         2c), with nothing in flight: V8 then drops the shapes of the last
                         round's objects and the code built on them, so every round restarts
@@ -220,6 +223,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     live: false,
     latency: 0,
     rounds: 15,
+    bursts: 3,
     sections: [...SECTIONS],
     inproc: false,
     duration: 4,
@@ -310,6 +314,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         break;
       case '--rounds':
         args.rounds = int(1);
+        break;
+      case '--bursts':
+        args.bursts = int(1);
         break;
       case '--only': {
         const list = value().split(',').filter(Boolean);

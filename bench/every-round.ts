@@ -5,14 +5,23 @@
  * SDK clients: no round inherits another's warm objects), and the collector's time during the
  * round is part of the round. With `forcedGc`, a full collection with nothing in flight comes
  * before each round: it also throws away the optimized code built on the last round's objects
- * (V8's "weak objects" deopts), so every round starts from colder code on both sides. The order
- * of the sides rotates each round, so a slow stretch of the machine falls on each in turn.
+ * (V8's "weak objects" deopts), so every round starts from colder code on both sides.
+ *
+ * Each judged side runs in pairs with the reference: a round of the side and a round of fresh
+ * plain clients at the same time, their bursts of `requests` calls alternating (`batches` each,
+ * the order flipping every burst and every round), and the side is judged against its own pair's
+ * reference round. A slow stretch of the machine then falls on both halves of a pair instead of
+ * on one side's round and another's reference. A round's throughput is all its bursts' calls over
+ * their time; its launch time is its first burst's, the one that follows the collection.
  *
  * Each round prints its row; the summary is the worst quartile over the rounds (the upper quartile
  * of the added launch time, the lower of the throughput ratio), beside the median and the worst
- * round, so a round the collector or the machine spoiled counts against the switchboard.
+ * round, so a round the collector or the machine spoiled counts against the switchboard. The
+ * reference judged against itself in the same pairs (`floor`) shows what the method can tell
+ * apart: a target beyond that floor cannot be judged.
  */
 import { PerformanceObserver } from 'node:perf_hooks';
+import { scavenge } from './paired';
 import { runRound, type RoundResult } from './rounds';
 import { fixed, gc, median, quantile, table } from './util';
 
@@ -54,6 +63,8 @@ export interface Targets {
 
 export interface EveryRoundOptions {
   rounds: number;
+  /** Bursts of `requests` calls per round, one after another (at least 1). */
+  batches: number;
   /** Unrecorded rounds first (JIT, sockets). */
   warmup: number;
   requests: number;
@@ -68,7 +79,10 @@ export interface EveryRoundFigures {
   rounds: number;
   requests: number;
   inflight: number;
+  batches: number;
   sides: Record<string, SideRound[]>;
+  /** Per judged side, the reference's round paired with each of its rounds. */
+  pairedWith: Record<string, SideRound[]>;
   /** Per switchboard side, against the reference (the last side). */
   judged: Record<string, Judged>;
 }
@@ -101,29 +115,23 @@ const gainSpread = (xs: number[]): Spread => ({
   worst: Math.min(...xs),
 });
 
-/** Collections between `start()` and `stop()`, from the `gc` performance entries. */
-function gcMeter(): { start(): void; stop(): { ms: number; count: number } } {
-  let ms = 0;
-  let count = 0;
+/** The collections (start and duration, ms) from `start()` to `stop()`, from the `gc` entries. */
+function gcLog(): { start(): void; stop(): Array<[number, number]> } {
+  const entries: Array<[number, number]> = [];
   let on = false;
   const observer = new PerformanceObserver((list) => {
     if (!on) return;
-    for (const entry of list.getEntries()) {
-      ms += entry.duration;
-      count++;
-    }
+    for (const entry of list.getEntries()) entries.push([entry.startTime, entry.duration]);
   });
   observer.observe({ entryTypes: ['gc'] });
   return {
     start() {
-      ms = 0;
-      count = 0;
       on = true;
     },
     stop() {
       on = false;
       observer.disconnect();
-      return { ms, count };
+      return entries;
     },
   };
 }
@@ -131,63 +139,112 @@ function gcMeter(): { start(): void; stop(): { ms: number; count: number } } {
 /** Lets the `gc` entries of the round reach their observer (they are queued to a later turn). */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-async function oneRound(side: RoundSide, o: EveryRoundOptions): Promise<SideRound> {
-  const { send, close } = side.open();
-  if (o.forcedGc) gc();
-  await settle();
-  const meter = gcMeter();
-  meter.start();
-  let r: RoundResult;
-  try {
-    r = await runRound(send, o.requests, o.inflight);
-  } finally {
-    await close();
-  }
-  await settle();
-  const collected = meter.stop();
+/** One side's figures from its bursts, the collections that began within them counted. */
+function sideRound(
+  bursts: readonly RoundResult[],
+  spans: ReadonlyArray<[number, number]>,
+  collections: ReadonlyArray<[number, number]>,
+): SideRound {
+  const calls = bursts.reduce((a, r) => a + r.requests, 0);
+  const first = bursts[0]!;
+  const mine = collections.filter(([t]) => spans.some(([t0, t1]) => t >= t0 && t <= t1));
   return {
-    launchUs: (r.distributionMs / r.requests) * 1000,
-    throughput: (r.requests / r.totalMs) * 1000,
-    cpuUs: r.cpuUs / r.requests,
-    gcMs: collected.ms,
-    gcs: collected.count,
-    failed: r.failed,
+    launchUs: (first.distributionMs / first.requests) * 1000,
+    throughput: (calls / bursts.reduce((a, r) => a + r.totalMs, 0)) * 1000,
+    cpuUs: bursts.reduce((a, r) => a + r.cpuUs, 0) / calls,
+    gcMs: mine.reduce((a, [, ms]) => a + ms, 0),
+    gcs: mine.length,
+    failed: bursts.reduce((a, r) => a + r.failed, 0),
   };
 }
 
 /**
- * Runs the sides round after round; the last side is the reference (the direct SDK calls), the
- * first the plain switchboard.
+ * One round of a pair, both sides built afresh: their bursts alternate (the first side's, the
+ * second's, then the second's and the first's, ...), so a drift of the machine falls on both
+ * alike. A minor collection comes before every burst; with `forcedGc`, a full one before each
+ * side's first.
+ */
+async function pairRound(
+  pair: readonly [RoundSide, RoundSide],
+  o: EveryRoundOptions,
+): Promise<[SideRound, SideRound]> {
+  const open = pair.map((side) => side.open());
+  const bursts: RoundResult[][] = [[], []];
+  const spans: Array<Array<[number, number]>> = [[], []];
+  const log = gcLog();
+  log.start();
+  try {
+    for (let b = 0; b < Math.max(1, o.batches); b++) {
+      for (const s of b % 2 === 0 ? [0, 1] : [1, 0]) {
+        if (b === 0 && o.forcedGc) gc();
+        // The young generation emptied, so a burst pays for scavenging what it allocated, not
+        // what the other side's burst before it left (the two share one heap).
+        else scavenge();
+        if (b === 0) await settle();
+        const t0 = performance.now();
+        bursts[s]!.push(await runRound(open[s]!.send, o.requests, o.inflight));
+        spans[s]!.push([t0, performance.now()]);
+      }
+    }
+  } finally {
+    for (const side of open) await side.close();
+  }
+  await settle();
+  const collections = log.stop();
+  return [
+    sideRound(bursts[0]!, spans[0]!, collections),
+    sideRound(bursts[1]!, spans[1]!, collections),
+  ];
+}
+
+/**
+ * Runs every side but the last in pairs with the last (the reference, the direct SDK calls), the
+ * order within a pair alternating each round and the pairs' order rotating; the first side is the
+ * plain switchboard.
  *
  * @example
  * ```ts
- * const out = await everyRound([sb, sbTenants, direct], { rounds: 12, warmup: 2, requests: 1000, inflight: 1000, targets });
+ * const out = await everyRound([sb, sbTenants, direct], { rounds: 12, batches: 3, warmup: 2, requests: 1000, inflight: 1000, targets, forcedGc: true });
  * ```
  */
 export async function everyRound(
   sides: readonly RoundSide[],
   o: EveryRoundOptions,
 ): Promise<EveryRoundFigures> {
+  const last = sides.length - 1;
+  const reference = sides[last]!;
   const rows: SideRound[][] = sides.map(() => []);
+  const refs: SideRound[][] = sides.map(() => []);
   for (let k = 0; k < o.warmup + o.rounds; k++) {
-    for (let j = 0; j < sides.length; j++) {
-      const i = (j + k) % sides.length;
-      const r = await oneRound(sides[i]!, o);
-      if (k >= o.warmup) rows[i]!.push(r);
+    for (let j = 0; j < last; j++) {
+      const i = (j + k) % last;
+      const sideFirst = (k + j) % 2 === 0;
+      const [a, b] = await pairRound(
+        sideFirst ? [sides[i]!, reference] : [reference, sides[i]!],
+        o,
+      );
+      if (k < o.warmup) continue;
+      rows[i]!.push(sideFirst ? a : b);
+      refs[i]!.push(sideFirst ? b : a);
     }
   }
-  const ref = rows[sides.length - 1]!;
   const out: EveryRoundFigures = {
     rounds: o.rounds,
+    batches: o.batches,
     requests: o.requests,
     inflight: o.inflight,
     sides: {},
+    pairedWith: {},
     judged: {},
   };
-  sides.forEach((s, i) => (out.sides[s.name] = rows[i]!));
-  for (let i = 0; i < sides.length - 1; i++) {
+  // The reference's own rows: its rounds paired with the plain switchboard.
+  sides.forEach((s, i) => (out.sides[s.name] = i === last ? refs[0]! : rows[i]!));
+  const added = (i: number) => rows[i]!.map((r, k) => r.launchUs - refs[i]![k]!.launchUs);
+  for (let i = 0; i < last; i++) {
     const mine = rows[i]!;
-    const launchDiffUs = costSpread(mine.map((r, k) => r.launchUs - ref[k]!.launchUs));
+    const ref = refs[i]!;
+    out.pairedWith[sides[i]!.name] = ref;
+    const launchDiffUs = costSpread(added(i));
     const throughputRatio = gainSpread(mine.map((r, k) => r.throughput / ref[k]!.throughput));
     const cpuRatio = costSpread(mine.map((r, k) => r.cpuUs / ref[k]!.cpuUs));
     const judged: Judged = {
@@ -199,7 +256,9 @@ export async function everyRound(
         throughputRatio.worstQuartile >= o.targets.throughput,
     };
     if (i > 0 && !sides[i]!.floor) {
-      judged.extraUs = costSpread(mine.map((r, k) => r.launchUs - rows[0]![k]!.launchUs));
+      // Each side's added time over its own pair's reference, compared round by round.
+      const plain = added(0);
+      judged.extraUs = costSpread(added(i).map((x, k) => x - plain[k]!));
       judged.meets &&= judged.extraUs.worstQuartile <= o.targets.extraUs;
     }
     out.judged[sides[i]!.name] = judged;
@@ -213,20 +272,20 @@ const signed = (x: number, digits: number): string => `${x >= 0 ? '+' : ''}${fix
 export function everyRoundReport(f: EveryRoundFigures, targets: Targets): string {
   const names = Object.keys(f.sides);
   const ref = names[names.length - 1]!;
+  const judged = Object.keys(f.pairedWith);
   const header = ['round'];
-  for (const n of names) header.push(`${n} launch µs`);
-  for (const n of names.slice(0, -1)) header.push(`${n} thr ratio`);
-  header.push(...names.map((n) => `${n} GC ms (n)`));
+  for (const n of judged) header.push(`${n} launch µs (its ${ref})`, `thr ratio`, `GC ms (n)`);
   const rows: string[][] = [];
   for (let k = 0; k < f.rounds; k++) {
     const row = [String(k + 1)];
-    for (const n of names) row.push(fixed(f.sides[n]![k]!.launchUs, 2));
-    for (const n of names.slice(0, -1)) {
-      row.push(fixed(f.sides[n]![k]!.throughput / f.sides[ref]![k]!.throughput, 3));
-    }
-    for (const n of names) {
+    for (const n of judged) {
       const r = f.sides[n]![k]!;
-      row.push(`${fixed(r.gcMs, 1)} (${r.gcs})`);
+      const p = f.pairedWith[n]![k]!;
+      row.push(
+        `${fixed(r.launchUs, 2)} (${fixed(p.launchUs, 2)})`,
+        fixed(r.throughput / p.throughput, 3),
+        `${fixed(r.gcMs, 1)} (${r.gcs})`,
+      );
     }
     rows.push(row);
   }

@@ -88,7 +88,7 @@ type Gc = (options?: { type?: 'minor' | 'major'; execution?: 'sync' | 'async' })
 const gcFn = (): Gc | undefined => (globalThis as { gc?: Gc }).gc;
 
 /** A minor collection, where `--expose-gc` allows one. */
-function scavenge(): void {
+export function scavenge(): void {
   gcFn()?.({ type: 'minor', execution: 'sync' });
 }
 

@@ -17,8 +17,6 @@ import { noAnswer } from './no-answer';
 import { ATTEMPT_STAND_INS, keepShape } from './kept-shapes';
 import { translate } from './translate-error';
 
-export type { AttemptHooks, AttemptOutcome, PreparedRequest } from './attempt-types';
-
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 
 /**
@@ -95,14 +93,22 @@ class Attempt implements DeadlineEntry {
    * read and closes the socket, which the SDK's timer (cleared at the head) no longer does.
    */
   private bodyReader: AbortController | undefined = undefined;
-  // The handlers of the request's promises, made once per attempt and shared by its head and its
-  // data (and by a stale socket's second send). They run outside the caller's promise: whatever
-  // one throws settles the call with it ({@link broke}) instead of going unhandled.
-  private readonly onHead = (props: { response: Response; controller?: AbortController }): void => {
+  /** Whether the head of the request in flight came (what {@link onValue} is given next). */
+  private headCame = false;
+  // The handlers of the request's promises, made once per attempt: one for the head and then the
+  // data (told apart by `headCame`), one for a failure; shared by a stale socket's second send.
+  // They run outside the caller's promise: whatever one throws settles the call with it
+  // ({@link broke}) instead of going unhandled.
+  private readonly onValue = (value: unknown): void => {
+    if (this.headCame) {
+      this.guarded(this.received, value);
+      return;
+    }
+    this.headCame = true;
+    const props = value as { response: Response; controller?: AbortController };
     this.bodyReader = props.controller;
     this.guarded(this.responded, props.response);
   };
-  private readonly onData = (data: unknown): void => this.guarded(this.received, data);
   private readonly onFailure = (error: unknown): void => this.guarded(this.failedToSend, error);
   readonly deployment: Deployment;
   readonly modelState: ModelState;
@@ -199,6 +205,7 @@ class Attempt implements DeadlineEntry {
   }
 
   private send(): void {
+    this.headCame = false;
     try {
       const sent = apiPromiseOf(
         this.op.send(this.deployment.client, this.request.body, this.sdkOptions),
@@ -209,9 +216,12 @@ class Attempt implements DeadlineEntry {
       // `then` over it): waited on directly, the head costs one promise instead of two.
       const head = (sent as { responsePromise?: unknown }).responsePromise;
       if (head instanceof Promise) {
-        (head as Promise<{ response: Response }>).then(this.onHead, this.onFailure);
+        (head as Promise<{ response: Response }>).then(this.onValue, this.onFailure);
       } else {
-        sent.asResponse().then((response) => this.responded(response), this.onFailure);
+        sent.asResponse().then((response) => {
+          this.headCame = true;
+          this.responded(response);
+        }, this.onFailure);
       }
     } catch (error) {
       this.release();
@@ -223,7 +233,7 @@ class Attempt implements DeadlineEntry {
   /** The response's head came: its data (the parsed JSON, or the SDK's stream) follows. */
   private responded(response: Response): void {
     this.response = response;
-    this.sent!.then(this.onData, this.onFailure);
+    this.sent!.then(this.onValue, this.onFailure);
   }
 
   private received(data: unknown): void {
@@ -340,29 +350,19 @@ class Attempt implements DeadlineEntry {
     this.outcome.reject(this.fail(error, false));
   }
 
-  /**
-   * The usage the upstream reported, when it can be so; else (`1e300`, negative, cached above
-   * the prompt) one log line names the deployment, and the attempt is charged its reservation.
-   */
+  /** The usage reported, when it can be so; else the attempt's reservation (see `checkedUsage`). */
   checked(usage: Usage | undefined): Usage | undefined {
     return checkedUsage(this, usage);
   }
 
   /** The call's account takes the usage this attempt produced; its span, the cost. */
   costs(usage: Usage | undefined): void {
-    const usd = this.request.account!.settled(
-      this.deployment,
-      this.modelState,
-      this.request.admission,
-      usage,
-    );
+    const { account, admission } = this.request;
+    const usd = account!.settled(this.deployment, this.modelState, admission, usage);
     if (usd !== undefined) this.trace?.cost(usd);
   }
 
-  /**
-   * The attempt is over (answered, failed, or its stream ended): its timer and listener go, and
-   * its slot in flight is freed.
-   */
+  /** The attempt is over (answered, failed, its stream ended): timer, listener and slot go. */
   release(): void {
     this.hooks.deadlines.remove(this);
     if (this.onCallerAbort) this.caller!.removeEventListener('abort', this.onCallerAbort);

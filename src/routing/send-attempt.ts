@@ -1,11 +1,7 @@
 import type { Refusal } from '../failover/refusals';
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
-import {
-  runAttempt,
-  type AttemptHooks,
-  type AttemptOutcome,
-  type PreparedRequest,
-} from '../providers/attempt';
+import { runAttempt } from '../providers/attempt';
+import type { AttemptHooks, AttemptOutcome, PreparedRequest } from '../providers/attempt-types';
 import type { ModelState } from '../registry/model-state';
 import type { SdkRequestOptions } from '../registry/deployment';
 import type { CallTags } from '../scheduling/lanes';

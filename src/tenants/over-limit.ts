@@ -1,6 +1,11 @@
 import { heldBackError, type RateLimitErrorClass } from '../quota/no-room';
 import { durationInWords } from '../runtime/duration-words';
-import type { TenantCharge, TenantLimitName, TenantVerdict } from '../state/tenant-counts';
+import type {
+  TenantCharge,
+  TenantLimitName,
+  TenantLimits,
+  TenantVerdict,
+} from '../state/tenant-counts';
 
 /**
  * What a tenant's limit counts, for messages.
@@ -79,4 +84,21 @@ export function overLimitError(held: HeldCall, v: TenantRefusal | undefined): Er
   return heldBackError(held.RateLimitError, 'switchboard_tenant_limit', message, v.waitMs, {
     untilPeriodEnd: periodEnd,
   });
+}
+
+/**
+ * The limit (`tpm`, else `tokensPerDay`) a call of `tokens` at admission is above by itself.
+ *
+ * @example
+ * ```ts
+ * neverFits({ tpm: 2000 }, 2500); // 'tpm'
+ * ```
+ */
+export function neverFits(
+  limits: TenantLimits,
+  tokens: number,
+): 'tpm' | 'tokensPerDay' | undefined {
+  if ((limits.tpm ?? 0) > 0 && tokens > limits.tpm!) return 'tpm';
+  if ((limits.tokensPerDay ?? 0) > 0 && tokens > limits.tokensPerDay!) return 'tokensPerDay';
+  return undefined;
 }

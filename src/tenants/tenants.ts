@@ -10,9 +10,14 @@ import { maxOutputs, UNKNOWN_MAX_OUTPUT } from './max-output';
 import { PriceTable } from './price';
 import { CapacityQueue } from '../scheduling/capacity-queue';
 import type { Turn } from '../scheduling/queue-view';
-import { overLimitError, TENANT_UNITS, type TenantRefusal } from './over-limit';
+import { neverFits, overLimitError, TENANT_UNITS, type TenantRefusal } from './over-limit';
 import { tenantOf } from '../scheduling/tenant-of';
-import type { TenantCharge, TenantCounts, TenantLimits } from '../state/tenant-counts';
+import type {
+  TenantCharge,
+  TenantCounts,
+  TenantLimits,
+  TenantVerdict,
+} from '../state/tenant-counts';
 
 /** How a call of a limited tenant waits for its room; absent: it fails at once. */
 interface TenantWait {
@@ -193,26 +198,34 @@ export class Tenants {
   ): Promise<TenantPlace> {
     const tokens = tokensOf(admission);
     const limits = account.limits;
-    for (const limit of ['tpm', 'tokensPerDay'] as const) {
-      const value = limits[limit] ?? 0;
-      if (value > 0 && tokens > value) {
-        return Promise.reject(
-          new SwitchboardError(
-            `A call of tenant ${account.tenant} can never fit its ${limit} limit: it takes ${tokens} tokens at admission (${admission.input} input + ${admission.output} reserved output), above ${value} ${TENANT_UNITS[limit]}. Shorten the prompt or lower its max_tokens.`,
-          ),
-        );
-      }
+    const never = neverFits(limits, tokens);
+    if (never !== undefined) {
+      const value = limits[never]!;
+      return Promise.reject(
+        new SwitchboardError(
+          `A call of tenant ${account.tenant} can never fit its ${never} limit: it takes ${tokens} tokens at admission (${admission.input} input + ${admission.output} reserved output), above ${value} ${TENANT_UNITS[never]}. Shorten the prompt or lower its max_tokens.`,
+        ),
+      );
     }
-    const charges = this.places(models, admission, limits.usd !== undefined).map(
-      ({ place, usd }) => ({ place, charge: { tokens, requests: 1, usd } }),
-    );
+    const charges = this.places(models, admission, limits.usd !== undefined, tokens);
     if (this.closed) {
       return Promise.reject(new SwitchboardError('switchboard is closed', { code: 'unavailable' }));
     }
     const w: OverLimit = { account, charges, RateLimitError, joined: this.clock() };
     const key = account.tenantKey!;
-    const tryTurn = () => this.attempt(account, charges);
     const lines = this.lines;
+    if (lines === undefined && charges.length === 1) {
+      // The common call (one place, nobody waits): one round trip to the counts, one promise.
+      const { place, charge } = charges[0]!;
+      const taken = (v: TenantVerdict): TenantPlace => {
+        if (!v.ok) throw this.overLimit(w, v);
+        account.took(charge, v.at);
+        return place;
+      };
+      const v = this.counts.take(key, limits, charge, this.clock());
+      return v instanceof Promise ? v.then(taken) : new Promise((resolve) => resolve(taken(v)));
+    }
+    const tryTurn = () => this.attempt(account, charges);
     if (lines === undefined) {
       // Nobody waits: the call takes its room or fails.
       return tryTurn().then((t) => {
@@ -305,22 +318,28 @@ export class Tenants {
     models: readonly string[],
     admission: Admission,
     budget: boolean,
-  ): { place: TenantPlace; usd: number }[] {
+    tokens: number,
+  ): { place: TenantPlace; charge: TenantCharge }[] {
+    const at = (place: TenantPlace, usd: number) => ({
+      place,
+      charge: { tokens, requests: 1, usd },
+    });
     const rest = (i: number) => (i + 1 < models.length ? models.slice(i + 1) : undefined);
-    if (!budget) {
+    // One model, or no budget: one place, at the first model's reservation (the common call).
+    if (!budget || models.length === 1) {
       const usd = this.reservedUsd(models.slice(0, 1), admission);
-      return [{ place: { model: models[0]!, fallbacks: rest(0) }, usd }];
+      return [at({ model: models[0]!, fallbacks: rest(0) }, usd)];
     }
     const own = models.map((m) => this.reservedUsd([m], admission));
-    const out: { place: TenantPlace; usd: number }[] = [];
+    const out: { place: TenantPlace; charge: TenantCharge }[] = [];
     for (let i = 0; i < models.length; i++) {
       const later = rest(i);
       const dearest = Math.max(own[i]!, ...(later ?? []).map((_, j) => own[i + 1 + j]!));
-      out.push({ place: { model: models[i]!, fallbacks: later }, usd: dearest });
+      out.push(at({ model: models[i]!, fallbacks: later }, dearest));
       if (dearest > own[i]!) {
         const covered = later?.filter((_, j) => own[i + 1 + j]! <= own[i]!);
         const fallbacks = covered !== undefined && covered.length > 0 ? covered : undefined;
-        out.push({ place: { model: models[i]!, fallbacks }, usd: own[i]! });
+        out.push(at({ model: models[i]!, fallbacks }, own[i]!));
       }
     }
     return out;

@@ -4,7 +4,7 @@ import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
 import { messages as messagesAdapter } from '../providers/anthropic/messages';
 import { Answered } from '../providers/answered';
-import type { AttemptOutcome } from '../providers/attempt';
+import type { AttemptOutcome } from '../providers/attempt-types';
 import type { PreparedRequest } from '../providers/attempt-types';
 import { chatCompletions } from '../providers/openai/chat';
 import type { Answer, Deployment } from '../registry/deployment';

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import type { ApiAdapter, ApiOperation, ApiPromiseLike } from '../../src/providers/adapter';
-import { runAttempt, type AttemptHooks, type PreparedRequest } from '../../src/providers/attempt';
+import { runAttempt } from '../../src/providers/attempt';
+import type { AttemptHooks, PreparedRequest } from '../../src/providers/attempt-types';
 import {
   Deployment,
   type ProviderErrors,
