@@ -1,14 +1,14 @@
-import type { ModelConfig } from '../types';
 import { DEFAULT_SPAN, LedgerReadout } from './ledger-readout';
 import { tokensOf, type Admission, type TokenUsage } from './admission';
 import { AnswerLog } from './answer-log';
 import { counterScope, fits, gatingOf, type LimitCounter } from './limit-counter';
 import { CallSize } from './call-size';
+import type { LedgerConfig, QuotaLedgerOptions } from './ledger-options';
 import type { LevelCounter, PoolLevel } from './pool-level';
 import { Pricing } from './pricing';
 import { limitsOf, type LimitName } from './quota-limit';
 import { readRateLimits, type HeaderSource, type RateLimitFamily } from './rate-limit-headers';
-import { liveParts, type LimitListener, type SharedReading } from './reading';
+import { liveParts, type SharedReading } from './reading';
 import {
   fitsRoom,
   forget,
@@ -19,43 +19,11 @@ import {
   RESERVE,
   type HotRow,
 } from './hot-row';
-import type { LearnedRule, QuotaRules, RulesKind } from './rules/quota-rules';
+import type { LearnedRule } from './rules/quota-rules';
 import { rulesFor } from './rules/rules-for';
 
 export { DEFAULT_OUTPUT_RESERVATION } from './rules/rules-for';
-
-/** Options of a {@link QuotaLedger} beyond its limits. */
-export interface QuotaLedgerOptions {
-  /**
-   * @internal The upstream's rules (`src/quota/rules/`), chosen once per deployment (`rulesFor`); default:
-   * those of `upstream`, else Azure OpenAI's (a PTU's for a `provisioned` model), reading both
-   * header families.
-   */
-  rules?: QuotaRules;
-  /** The kind of upstream whose rules to follow, where `rules` is not given. */
-  upstream?: RulesKind;
-  /** Told when a limit is learned from the headers, or corrected by them. */
-  onLimit?: LimitListener;
-  /** Told when the upstream taught a rule it leaves open (a shorter request interval). */
-  onRule?: (rule: LearnedRule) => void;
-  /** @internal The configured levels of its quota pool path (`quotaPools`): each charged, each asked. */
-  levels?: readonly PoolLevel[];
-}
-
-/** What a ledger is built from: a model's limits and the settings its rules read. */
-type LedgerConfig = Pick<
-  ModelConfig,
-  | 'tpm'
-  | 'rpm'
-  | 'itpm'
-  | 'otpm'
-  | 'requestWindow'
-  | 'outputReservation'
-  | 'cacheReadsCountInput'
-  | 'rampUp'
-  | 'provisioned'
-  | 'outputWeight'
->;
+export type { QuotaLedgerOptions } from './ledger-options';
 
 /**
  * The quota accounting of one model on one deployment: the counters its upstream's rules built
