@@ -19,7 +19,8 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages';
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
-import { defineAdapter, type Surface } from '../adapter';
+import { defineAdapter } from '../adapter';
+import { SurfaceFacade } from '../surface-facade';
 import { admissionRecord } from '../admission-record';
 import { claudeImageTokens, schemaLength, TOOL_USE_PROMPT } from '../media-tokens';
 import { contentLength, textLength, tokenField } from '../text-length';
@@ -128,18 +129,8 @@ export const messages = defineAdapter<SwitchboardMessages, Anthropic>()({
   facade: (surface) => new MessagesFacade(surface) as unknown as SwitchboardMessages,
 });
 
-/** `sb.messages`, its methods shared by every switchboard (as the SDK's own resources are). */
-class MessagesFacade {
-  constructor(private readonly surface: Surface) {}
-
-  create(body: unknown, options?: unknown): Promise<unknown> {
-    return this.surface.call('create', body, options);
-  }
-
-  parse(body: unknown, options?: unknown): Promise<unknown> {
-    return this.surface.call('parse', body, options);
-  }
-
+/** `sb.messages`: `create` and `parse` as every surface's, the SDK's stream, and `countTokens`. */
+class MessagesFacade extends SurfaceFacade {
   /**
    * The SDK's `MessageStream` calls `messages.create(...).withResponse()`: given this facade as
    * that resource, its request is balanced and accounted.

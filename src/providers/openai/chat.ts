@@ -27,6 +27,7 @@ import type {
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
 import { defineAdapter, type Surface } from '../adapter';
+import { SurfaceFacade } from '../surface-facade';
 import { admissionRecord } from '../admission-record';
 import { openaiImageTokens, schemaLength } from '../media-tokens';
 import { outputCap, textLength } from '../text-length';
@@ -143,27 +144,17 @@ export const chatCompletions = defineAdapter<SwitchboardChatCompletions, OpenAI>
   facade: (surface) => new ChatFacade(surface) as unknown as SwitchboardChatCompletions,
 });
 
-/**
- * `sb.chat.completions`: its methods are the prototype's, shared by every switchboard (as the SDK's
- * own resources are), so code optimized for one switchboard's calls serves the next one's.
- */
-class ChatFacade {
+/** `sb.chat.completions`: `create` and `parse` as every surface's, and the SDK's helpers. */
+class ChatFacade extends SurfaceFacade {
   /**
    * The SDK's helpers call `client.chat.completions.create()`: given this facade as that, every
    * request they make is balanced and accounted.
    */
   private readonly client: OpenAI;
 
-  constructor(private readonly surface: Surface) {
+  constructor(surface: Surface) {
+    super(surface);
     this.client = { chat: { completions: this } } as unknown as OpenAI;
-  }
-
-  create(body: unknown, options?: unknown): Promise<unknown> {
-    return this.surface.call('create', body, options);
-  }
-
-  parse(body: unknown, options?: unknown): Promise<unknown> {
-    return this.surface.call('parse', body, options);
   }
 
   stream(body: ChatCompletionStreamParams, options?: OpenAIRequestOptions): unknown {

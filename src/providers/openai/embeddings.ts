@@ -43,7 +43,7 @@ export const embeddings = defineAdapter<SwitchboardEmbeddings, OpenAI>()({
   facade: (surface) => new EmbeddingsFacade(surface) as unknown as SwitchboardEmbeddings,
 });
 
-/** `sb.embeddings`, its method shared by every switchboard (see `ChatFacade`). */
+/** `sb.embeddings`, its method shared by every switchboard (see `SurfaceFacade`). */
 class EmbeddingsFacade {
   constructor(private readonly surface: Surface) {}
 

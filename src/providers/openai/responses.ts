@@ -20,6 +20,7 @@ import type {
 import type { TokenUsage as Usage } from '../../quota/admission';
 import type { SessionParams } from '../../types';
 import { defineAdapter, type Surface } from '../adapter';
+import { SurfaceFacade } from '../surface-facade';
 import { admissionRecord } from '../admission-record';
 import { contentLength, inputLength, tokenField } from '../text-length';
 import type { OpenAIRequestOptions } from './openai-deployment';
@@ -154,24 +155,17 @@ export const responses = defineAdapter<SwitchboardResponses, OpenAI>()({
   facade: (surface) => new ResponsesFacade(surface) as unknown as SwitchboardResponses,
 });
 
-/** `sb.responses`, its methods shared by every switchboard (see `ChatFacade`). */
-class ResponsesFacade {
+/** `sb.responses`: `create` and `parse` as every surface's, the SDK's stream, and `retrieve`. */
+class ResponsesFacade extends SurfaceFacade {
   /**
    * The SDK's `ResponseStream` calls `client.responses.create()` (or `.retrieve()` to resume):
    * given this facade as that, its requests are balanced and pinned like any other.
    */
   private readonly client: OpenAI;
 
-  constructor(private readonly surface: Surface) {
+  constructor(surface: Surface) {
+    super(surface);
     this.client = { responses: this } as unknown as OpenAI;
-  }
-
-  create(body: unknown, options?: unknown): Promise<unknown> {
-    return this.surface.call('create', body, options);
-  }
-
-  parse(body: unknown, options?: unknown): Promise<unknown> {
-    return this.surface.call('parse', body, options);
   }
 
   stream(body: ResponseStreamParams, options?: OpenAIRequestOptions): unknown {
