@@ -1,35 +1,24 @@
 import { randomBytes } from 'node:crypto';
-import type Redis from 'ioredis';
 import { createSwitchboard, redisState, type Switchboard } from 'nestjs-switchboard';
 import { peerFold, type PeerReport } from '../../src/state/peer-report';
 import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { eventually } from '../support/eventually';
 import { FakeClock } from '../support/random';
-import { RedisServer } from '../support/redis-server';
+import { redisForFile } from '../support/redis-server';
 import { CLAUDE } from '../support/upstream';
-import { inspector } from '../state/cluster';
 
 const REGIONS = ['claude-east', 'claude-west'] as const;
 /** 6 000 characters: 1 500 input tokens a call. */
 const PROMPT = 'x'.repeat(6_000);
 
-let server: RedisServer;
-let redis: Redis;
 let upstream: SimulatedUpstream;
 let replicas: Switchboard[] = [];
 
-beforeAll(async () => {
-  server = await RedisServer.start();
-  redis = inspector(server.url);
-});
+const store = redisForFile();
 afterEach(async () => {
   await Promise.all(replicas.map((sb) => sb.close()));
   replicas = [];
   await upstream?.close();
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
 });
 
 /** Two replicas, each serving two regions on one pool, sharing state through one Redis. */
@@ -45,7 +34,7 @@ async function setup() {
     createSwitchboard({
       clock: clock.now,
       ratelimitWindow: 60_000,
-      state: redisState({ url: server.url, prefix, syncInterval: 3_600_000 }),
+      state: redisState({ url: store.server.url, prefix, syncInterval: 3_600_000 }),
       deployments: REGIONS.map((name) => ({
         provider: 'anthropic' as const,
         name,
@@ -85,7 +74,7 @@ describe('quota pools across replicas', () => {
     await step(1);
     await step(0);
 
-    const published = Object.values(await redis.hgetall(`${prefix}usage`)).join('\n');
+    const published = Object.values(await store.client.hgetall(`${prefix}usage`)).join('\n');
     expect(published).toContain('"%pool:sub"');
     expect(published).not.toContain(`claude-east:${CLAUDE}`);
     expect(published).not.toContain(`claude-west:${CLAUDE}`);

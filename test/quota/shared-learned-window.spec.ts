@@ -1,34 +1,23 @@
 import { randomBytes } from 'node:crypto';
-import type Redis from 'ioredis';
 import { createSwitchboard, redisState, type Switchboard } from 'nestjs-switchboard';
 import { SimulatedUpstream } from 'nestjs-switchboard/testing';
 import { upstreamCounts } from '../support/answered';
 import { eventually } from '../support/eventually';
 import { FakeClock } from '../support/random';
-import { RedisServer } from '../support/redis-server';
+import { redisForFile } from '../support/redis-server';
 import { GPT } from '../support/upstream';
-import { inspector } from '../state/cluster';
 
 /** 600 requests a minute, which OpenAI's upstream enforces as 10 a second. */
 const RPM = 600;
 
-let server: RedisServer;
-let redis: Redis;
 let upstream: SimulatedUpstream;
 let replicas: Switchboard[] = [];
 
-beforeAll(async () => {
-  server = await RedisServer.start();
-  redis = inspector(server.url);
-});
+const store = redisForFile();
 afterEach(async () => {
   await Promise.all(replicas.map((sb) => sb.close()));
   replicas = [];
   await upstream?.close();
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
 });
 
 /**
@@ -50,7 +39,7 @@ async function setup(shared: number) {
       clock: clock.now,
       queue: { maxWait: 600_000 },
       logger: { log: () => undefined, warn: (line) => logs.push(String(line)), error: () => {} },
-      state: redisState({ url: server.url, prefix: prefixOf, syncInterval: 3_600_000 }),
+      state: redisState({ url: store.server.url, prefix: prefixOf, syncInterval: 3_600_000 }),
       deployments: [
         {
           provider: 'openai' as const,
@@ -115,18 +104,18 @@ describe('a request window one replica learns, shared through the store', () => 
     const { prefix, logs, model } = await setup(1);
     const key = `${prefix}learned-rules`;
     const said = (what: string) => logs.filter((l) => l.includes(what)).length;
-    await redis.set(key, 'not json');
+    await store.client.set(key, 'not json');
     await eventually(() => said('not a list') === 1, {
       what: 'the value to be skipped',
       timeout: 20_000,
     });
-    await redis.set(key, '[["oai","gpt-4o-mini","request-window-1 year"],7]');
+    await store.client.set(key, '[["oai","gpt-4o-mini","request-window-1 year"],7]');
     await eventually(() => said("'learned-rules' entry") === 2, {
       what: 'the entries to be skipped',
       timeout: 20_000,
     });
     // Read again with a good entry beside the bad ones: it is taken, the bad ones not said again.
-    await redis.set(key, `[7, ["oai", "${GPT}", "request-window-1s"]]`);
+    await store.client.set(key, `[7, ["oai", "${GPT}", "request-window-1s"]]`);
     await eventually(() => model(replicas[0]!).quota.burst.period === '1s', {
       what: 'the good entry to be taken',
       timeout: 20_000,

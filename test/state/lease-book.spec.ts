@@ -1,22 +1,12 @@
-import Redis from 'ioredis';
 import type { QuotaLedger } from '../../src/quota/quota-ledger';
 import type { ModelState } from '../../src/registry/model-state';
 import { LeaseBook, type LeaseContext } from '../../src/state/leases/lease-book';
 import type { LeaseMeter } from '../../src/state/leases/lease-meter';
 import { eventually } from '../support/eventually';
 import { FakeClock } from '../support/random';
-import { RedisServer } from '../support/redis-server';
+import { redisForFile } from '../support/redis-server';
 
-let server: RedisServer;
-let redis: Redis;
-beforeAll(async () => {
-  server = await RedisServer.start();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
-});
+const store = redisForFile();
 
 const LIMIT = 6_000;
 
@@ -36,7 +26,7 @@ function ledger(): QuotaLedger {
 function replica(id: string, field: string, clock: FakeClock, limits = ledger()) {
   const exchanges: number[] = [];
   const context: LeaseContext = {
-    client: () => redis,
+    client: () => store.client,
     prefix: () => 'book:',
     id,
     share: 0.05,
@@ -94,7 +84,7 @@ describe('a lease book where the room is short', () => {
     expect(a.tokens.balance).toBe(0);
     expect(await call(b, 500, now)).toBe(true);
     // Nothing was lent beyond the window's limit: 4 600 + 800 + 500 spent, 100 left.
-    expect(Number(await redis.hget(`book:lease:${field}`, 'tokens:b'))).toBe(5_900);
+    expect(Number(await store.client.hget(`book:lease:${field}`, 'tokens:b'))).toBe(5_900);
   });
 
   it('asks a full window again after 1, 2, 4 and 8 s, not at every look of a waiting call', async () => {
@@ -133,7 +123,7 @@ describe('a lease book where the room is short', () => {
     a.book.tend(clock.ms - 1_000);
     await eventually(() => a.exchanges.length === 2);
     expect(a.tokens.balance).toBe(0);
-    expect(Number(await redis.hget(`book:lease:${field}`, 'tokens:b'))).toBe(4_000);
+    expect(Number(await store.client.hget(`book:lease:${field}`, 'tokens:b'))).toBe(4_000);
   });
 });
 
@@ -183,6 +173,6 @@ describe('a lease book on a Claude bucket', () => {
     clock.advance(20_000);
     a.book.tend(clock.ms - 1_000, clock.ms);
     await eventually(() => a.exchanges.length === 3);
-    expect(Number(await redis.hget(`book:lease:${field}`, 'input:h:a'))).toBe(1_000);
+    expect(Number(await store.client.hget(`book:lease:${field}`, 'input:h:a'))).toBe(1_000);
   });
 });

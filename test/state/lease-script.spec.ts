@@ -1,4 +1,3 @@
-import Redis from 'ioredis';
 import { seededRandom } from '../../src/testing';
 import {
   LEASE_SCRIPT,
@@ -7,18 +6,9 @@ import {
   readLeaseReply,
   type MeterAsk,
 } from '../../src/state/leases/lease-script';
-import { RedisServer } from '../support/redis-server';
+import { redisForFile } from '../support/redis-server';
 
-let server: RedisServer;
-let redis: Redis;
-beforeAll(async () => {
-  server = await RedisServer.start();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
-});
+const store = redisForFile();
 
 const LIMIT = 6_000;
 /** Exchanges of each interleaving. */
@@ -28,7 +18,7 @@ const MINUTE = 60_000;
 /** One exchange of replica `id` for one meter, at `now`. */
 async function exchange(key: string, id: string, ask: MeterAsk, now: number) {
   const args = leaseArgs({ now, id, peerTtlMs: MINUTE, skewMs: 5_000 }, [ask]);
-  const raw = await redis.eval(LEASE_SCRIPT, 2, key, `${key}:peers`, ...args);
+  const raw = await store.client.eval(LEASE_SCRIPT, 2, key, `${key}:peers`, ...args);
   const reply = readLeaseReply(raw, [ask], now, 5_000);
   expect(reply).toBeDefined();
   return reply!;
@@ -191,11 +181,11 @@ describe('the lease script, under any interleaving of four replicas', () => {
 
   it('skips a field that is not a number, with the field named, and a key of another type', async () => {
     const now = 1_700_000_000_000;
-    await redis.hset('bad', 'tokens:a', 'not a number', 'tokens:b', '12');
+    await store.client.hset('bad', 'tokens:a', 'not a number', 'tokens:b', '12');
     const reply = await exchange('bad', 'x', ask('w', 100), now);
     expect(reply.bad).toBe('tokens:a');
     expect(reply.grants[0]!.grant).toBeGreaterThan(0);
-    await redis.set('str', 'a string');
+    await store.client.set('str', 'a string');
     const other = await exchange('str', 'x', ask('b', 100), now);
     expect(other.bad).toMatch(/another type/);
     expect(other.grants[0]!.grant).toBe(300);

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import { eventually } from './eventually';
 
 /**
@@ -163,4 +164,36 @@ function listening(port: number): Promise<boolean> {
     });
     socket.once('error', () => resolve(false));
   });
+}
+
+/**
+ * One `redis-server` for the specs of a file, started before them and stopped after, with one
+ * plain client to look into it (one retry, so a spec that stopped the server fails fast).
+ *
+ *   const store = redisForFile();
+ *   it('...', async () => { redisState({ url: store.server.url }); await store.client.get(key); });
+ */
+export function redisForFile(): { readonly server: RedisServer; readonly client: Redis } {
+  let server: RedisServer | undefined;
+  let client: Redis | undefined;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    client = new Redis(server.url, { lazyConnect: false, maxRetriesPerRequest: 1 });
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await server?.close();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('redisForFile(): used outside a spec or hook');
+    return value;
+  };
+  return {
+    get server() {
+      return started(server);
+    },
+    get client() {
+      return started(client);
+    },
+  };
 }
