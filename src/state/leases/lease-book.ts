@@ -80,6 +80,9 @@ export class LeaseBook {
   request(admission?: Admission): void {
     if (admission !== undefined) {
       for (const m of this.meters) {
+        // A limit not in force (Claude's combined tpm, unless a workspace sets one) wants
+        // nothing: a want kept there would be asked for at once if one is learned later.
+        if (!m.active) continue;
         const charge = m.charge(admission);
         if (charge > m.balance && charge > m.want) m.want = charge;
       }
@@ -123,7 +126,7 @@ export class LeaseBook {
 
   /** Take a first lease for every limit that holds none (a share of its room, at least 1). */
   warm(): void {
-    for (const m of this.meters) if (m.balance <= 0 && m.want < 1) m.want = 1;
+    for (const m of this.meters) if (m.active && m.balance <= 0 && m.want < 1) m.want = 1;
     this.request();
   }
 
