@@ -86,3 +86,20 @@ export async function cluster(options: ClusterOptions): Promise<Cluster> {
 export function inspector(url: string): Redis {
   return new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1 });
 }
+
+/**
+ * Every replica admits from leases of its own making while the store cannot be reached: its store
+ * reports degraded health, leases in `local` mode split among `replicas`, and it said so once.
+ */
+export function expectLocalLeases(
+  instances: readonly Switchboard[],
+  loggers: readonly RecordingLogger[],
+  replicas: number,
+): void {
+  for (const [i, sb] of instances.entries()) {
+    const health = sb.state.health();
+    expect(health.status).toBe('degraded');
+    expect(health.leases).toMatchObject({ mode: 'local', replicas });
+    expect(loggers[i]!.warnings(/Leases: the shared store cannot be reached/)).toHaveLength(1);
+  }
+}
