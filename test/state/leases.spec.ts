@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { metrics } from '@opentelemetry/api';
-import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { DeploymentConfig, ModelConfig, Switchboard } from '../../src';
 import { createSwitchboard, redisState } from '../../src';
 import { SimulatedUpstream, type SimulatedDeploymentOptions } from '../../src/testing';
@@ -8,21 +8,15 @@ import { eventually } from '../support/eventually';
 import { FakeClock } from '../support/random';
 import { RedisServer } from '../support/redis-server';
 import { ask, askClaude, CLAUDE, GPT } from '../support/upstream';
-import { expectLocalLeases, RecordingLogger } from './cluster';
+import { expectLocalLeases, leasePoints, leasesSettled, RecordingLogger } from './cluster';
 import { TestReader } from '../support/metric-reader';
 
 /** `switchboard.leases` by result, summed over the replicas' points. */
 async function leaseCounts(reader: TestReader): Promise<Record<string, number>> {
-  const { resourceMetrics } = await reader.collect();
   const out: Record<string, number> = {};
-  for (const scope of resourceMetrics.scopeMetrics) {
-    for (const metric of scope.metrics) {
-      if (metric.descriptor.name !== 'switchboard.leases') continue;
-      for (const p of metric.dataPoints as DataPoint<number>[]) {
-        const result = String(p.attributes['result']);
-        out[result] = (out[result] ?? 0) + p.value;
-      }
-    }
+  for (const p of await leasePoints(reader)) {
+    const result = String(p.attributes['result']);
+    out[result] = (out[result] ?? 0) + p.value;
   }
   return out;
 }
@@ -123,7 +117,7 @@ async function wave(
     await new Promise<void>((resolve) => setTimeout(resolve, 2));
     const waiting = r.instances.some((sb) => sb.queue!.length(model(sb).name) > 0);
     const flying = r.instances.some((sb) => model(sb).inFlight.count > 0);
-    if (waiting && !flying) {
+    if (waiting && !flying && r.instances.every(leasesSettled)) {
       r.clock.advance(STEP);
       await between?.();
       for (const sb of r.instances) sb.queue!.kick(model(sb).name);
