@@ -29,8 +29,12 @@ export type PoolLimits = Partial<Record<LimitName, number>>;
 export class PoolLevel extends LedgerReadout {
   /** The level's counters with a limit in force, as limits of each member's ledger. */
   readonly gates: readonly LevelCounter[];
-  /** The counters of each member's ledger (one per pool below the level). */
-  private readonly members: { counters: LedgerCounters; scope: CounterScope }[] = [];
+  /** The counters of each member's ledger (one per pool below the level), and how to gate it. */
+  private readonly members: {
+    counters: LedgerCounters;
+    scope: CounterScope;
+    gate: (gates: readonly LimitCounter[]) => void;
+  }[] = [];
 
   constructor(
     /** The level's path (`org`, `sub/region`). */
@@ -50,9 +54,24 @@ export class PoolLevel extends LedgerReadout {
       .map((c) => new LevelCounter(c, (now) => this.beyond(c.unit, now)));
   }
 
-  /** A member ledger's counters, whose corrections the level adds to its own count. */
-  join(counters: LedgerCounters, scope: CounterScope): void {
-    this.members.push({ counters, scope });
+  /**
+   * A member ledger's counters, whose corrections the level adds to its own count, and the way to
+   * add limits to what gates its admissions ({@link gate}).
+   */
+  join(
+    counters: LedgerCounters,
+    scope: CounterScope,
+    gate: (gates: readonly LimitCounter[]) => void,
+  ): void {
+    this.members.push({ counters, scope, gate });
+  }
+
+  /**
+   * Limits that gate every member's admissions beside the level's own count: a shared store's
+   * leases of the level, so that replicas together stay within it.
+   */
+  gate(gates: readonly LimitCounter[]): void {
+    for (const member of this.members) member.gate(gates);
   }
 
   /** What the members' headers say their pools count of `unit` beyond their own count, at `now`. */

@@ -53,12 +53,12 @@ export class QuotaLedger extends LedgerReadout {
   readonly requestWindowSet: boolean;
   /** Every counter, in the order they are asked. */
   private all: readonly LimitCounter[];
-  /** Limits a shared store adds, asked after the ledger's own (see {@link gate}). */
+  /** Limits a shared store adds (its leases, and its pool levels'), asked after the ledger's own (see {@link gate}). */
   private gates: readonly LimitCounter[];
   /** The limits a single call can be too big for, and the probes they owe. */
   private readonly size: CallSize;
-  /** The limits of its pool's levels, which other ledgers charge too. */
-  private readonly levels: readonly PoolLevel[];
+  /** @internal The levels of its pool's path (`quotaPools`), which other ledgers charge too. */
+  readonly levels: readonly PoolLevel[];
   private readonly levelGates: readonly LevelCounter[];
   private readonly answers: AnswerLog;
   private readonly pricing: Pricing;
@@ -95,7 +95,7 @@ export class QuotaLedger extends LedgerReadout {
     this.pricing = new Pricing(rules, config, counters, limits.otpm);
     const { tokens, requests, burst, input, output, utilization } = counters;
     this.levels = options.levels ?? [];
-    for (const level of this.levels) level.join(counters, scope);
+    for (const level of this.levels) level.join(counters, scope, (gates) => this.gate(gates));
     this.levelGates = this.levels.flatMap((level) => level.gates);
     this.all = [utilization ?? tokens, requests, burst, input, output, ...this.levelGates];
     this.gates = [];
@@ -120,12 +120,14 @@ export class QuotaLedger extends LedgerReadout {
   }
 
   /**
-   * @internal Add limits of a shared store's making (a replica's leases): they gate every
-   * admission as the ledger's own limits do, and hear of every charge.
+   * @internal Add limits of a shared store's making (a replica's leases of the ledger's own
+   * limits, and of each level of its pool path): they gate every admission as the ledger's own
+   * limits do, and hear of every charge. Each call adds to those given before.
    */
   gate(counters: readonly LimitCounter[]): void {
-    this.all = this.all.filter((c) => !this.gates.includes(c)).concat(counters);
-    this.gates = counters;
+    const added = counters.filter((c) => !this.gates.includes(c));
+    this.all = this.all.concat(added);
+    this.gates = this.gates.concat(added);
     this.changed();
   }
 

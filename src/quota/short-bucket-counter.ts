@@ -16,7 +16,8 @@ import { shortLimit, type RequestWindow } from './request-window';
  * share plus one request (the probe: at most one call meets the 429 that teaches the second); a
  * step that filled and was answered without one widens it to the minute's bucket, where it stops
  * counting. A cold start, a restart or a queue's backlog so go out in growing
- * bursts, not a whole bucket in one instant.
+ * bursts, not a whole bucket in one instant; so do the first calls after `idleMs` without one
+ * (the token ramp's idle spell, when the model ramps), which start the step again.
  *
  * @example
  * ```ts
@@ -35,11 +36,15 @@ export class ShortBucketCounter implements LimitCounter {
   private ended = 0;
   private filledAt = 0;
   private refusedStep = false;
+  /** When the last call was sent (-Infinity: never). */
+  private lastSend = -Infinity;
   private readonly count: DrainCount;
 
   constructor(
     private readonly rpm: QuotaLimit,
     clock: () => number,
+    /** After this long without a call, the step starts again (Infinity: never, once widened). */
+    private readonly idleMs = Infinity,
   ) {
     this.count = new DrainCount(() => this.rpm.value, clock);
   }
@@ -80,26 +85,32 @@ export class ShortBucketCounter implements LimitCounter {
   }
 
   room(now: number, admission?: Admission): number {
+    this.rearm(now);
     return this.active ? roomLeft(this.limit, this.used(now), admission) : Infinity;
   }
 
   share(now: number): number {
+    this.rearm(now);
     if (!this.active) return 0;
     // A ramp's step holds calls back without saying the upstream is full: the minute's bucket does.
     return this.used(now) / (this.interval === undefined ? this.rpm.value : this.limit);
   }
 
   changesAt(now: number): number {
+    this.rearm(now);
     return this.active ? this.count.changesAt(now) : Infinity;
   }
 
   wait(admission: Admission, now: number): number {
+    this.rearm(now);
     if (!this.active) return 0;
     const target = roomLeft(this.limit, 0, admission) - this.charge(admission);
     return this.count.timeUntil(target, Infinity, now);
   }
 
   admit(_admission: Admission, now: number): void {
+    this.rearm(now);
+    this.lastSend = now;
     this.count.add(1, now);
     if (this.interval !== undefined || !this.active) return;
     this.sent += 1;
@@ -126,6 +137,19 @@ export class ShortBucketCounter implements LimitCounter {
     this.ramp = this.rpm.value;
     this.sent -= this.filledAt;
     this.ended -= this.filledAt;
+    this.filledAt = 0;
+  }
+
+  /**
+   * Idle for longer than `idleMs` without a known interval: the next calls are a cold start's
+   * again (Anthropic's acceleration limits), from one second's share and one more.
+   */
+  private rearm(now: number): void {
+    if (this.interval !== undefined || this.ramp === 0 || now - this.lastSend <= this.idleMs)
+      return;
+    this.ramp = 0;
+    this.sent = 0;
+    this.ended = 0;
     this.filledAt = 0;
   }
 

@@ -26,6 +26,7 @@ import {
 } from './redis/redis-options';
 import { entriesOf, knownLimits, ownUsage, type Entry } from './redis/own-usage';
 import { Leases } from './leases/leases';
+import { levelHolders } from './leases/lease-holder';
 import { resolveLeases } from './leases/lease-options';
 import { DEFAULT_MAX_COOLDOWN } from '../runtime/upstream-numbers';
 import { DEFAULT_SKEW, readSyncReply, SYNC_SCRIPT, syncCommand } from './redis/sync-script';
@@ -185,7 +186,7 @@ class RedisStateStore implements StateStore {
     client.on('error', this.listeners.error);
     client.on('close', this.listeners.close);
     client.on('ready', this.listeners.ready);
-    this.leases?.attach(holders, context);
+    this.leases?.attach([...holders, ...levelHolders(registry)], context);
     this.syncTimer = setInterval(() => this.tick(), this.options.syncInterval);
     this.syncTimer.unref();
     if (client.status === 'ready') this.listeners.ready();

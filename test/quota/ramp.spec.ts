@@ -50,12 +50,12 @@ describe('Ramp', () => {
 describe('ramps over real HTTP', () => {
   jest.setTimeout(60_000);
 
-  async function setup(provider: 'openai' | 'anthropic', rampUp?: boolean) {
+  async function setup(provider: 'openai' | 'anthropic', rampUp?: boolean, set = LIMITS) {
     const model = provider === 'openai' ? GPT : CLAUDE;
     const limits =
       provider === 'openai'
-        ? { rpm: LIMITS.rpm, tpm: LIMITS.tpm }
-        : { rpm: LIMITS.rpm, itpm: LIMITS.itpm, otpm: LIMITS.otpm };
+        ? { rpm: set.rpm, tpm: set.tpm }
+        : { rpm: set.rpm, itpm: set.itpm, otpm: set.otpm };
     const s = await oneDeployment(
       provider,
       provider === 'openai' ? { rules: 'openai', ...limits } : limits,
@@ -152,6 +152,25 @@ describe('ramps over real HTTP', () => {
         `${idle.firstSecond}, ${s.sim.stats.rateLimited} upstream 429s\n`,
     );
     expect(idle.firstSecond).toBeLessThanOrEqual(21);
+    expect(idle.done).toBe(100);
+    expect(s.sim.stats.rateLimited).toBe(0);
+  });
+
+  it('ramps the requests again after two idle minutes, as after a cold start', async () => {
+    // 600 RPM: the request step holds one second's 10 and one more; the tokens never bind.
+    s = await setup('openai', undefined, { ...LIMITS, rpm: 600, tpm: 6_000_000 });
+    const cold = await s.wave(0, 100);
+    s.clock.advance(60_000);
+    const soon = await s.wave(100, 100);
+    s.clock.advance(121_000);
+    const idle = await s.wave(200, 100);
+    process.stdout.write(
+      `openai 600 RPM, requests in the first second: cold ${cold.firstSecond}, after 60 s ` +
+        `${soon.firstSecond}, after 121 s idle ${idle.firstSecond}\n`,
+    );
+    expect(cold.firstSecond).toBe(11);
+    expect(soon.firstSecond).toBe(100);
+    expect(idle.firstSecond).toBe(11);
     expect(idle.done).toBe(100);
     expect(s.sim.stats.rateLimited).toBe(0);
   });

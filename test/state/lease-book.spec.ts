@@ -176,3 +176,22 @@ describe('a lease book on a Claude bucket', () => {
     expect(Number(await store.client.hget(`book:lease:${field}`, 'input:h:a'))).toBe(1_000);
   });
 });
+
+describe('a lease book with a limit not in force', () => {
+  it("wants nothing of Claude's combined tokens without a tpm, and asks for the input a call needs", async () => {
+    const clock = new FakeClock();
+    const r = replica('a', `inactive-${clock.ms}`, clock, claudeLedger());
+    const [tokens, input] = ['tokens', 'input'].map((name) =>
+      r.book.meters.find((m) => m.spec.meter === name)!,
+    );
+    r.book.warm();
+    await eventually(() => input!.balance > 0);
+    // A call of 3 000 input tokens does not fit the first lease: it asks for its input alone.
+    const before = r.exchanges.length;
+    expect(input!.room(clock.ms, { input: 3_000, output: 0 })).toBeLessThan(3_000);
+    await eventually(() => r.exchanges.length > before && input!.balance >= 3_000);
+    expect(tokens!.active).toBe(false);
+    expect(tokens!.want).toBe(0);
+    expect(input!.want).toBe(0);
+  });
+});

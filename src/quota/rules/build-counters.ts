@@ -49,7 +49,9 @@ export function buildCounters(build: CounterBuild, plan: CounterPlan): LedgerCou
   const requests = new RequestsCounter(limits.rpm, requestsCount, scope);
   let burst: BurstCounter | ShortBucketCounter;
   if (plan.short === 'bucket') {
-    burst = new ShortBucketCounter(limits.rpm, clock);
+    // A model that ramps its tokens after an idle spell ramps its requests after it too.
+    const idleMs = plan.ramp !== undefined && build.ramp ? plan.ramp.plan.idleMs : Infinity;
+    burst = new ShortBucketCounter(limits.rpm, clock, idleMs);
   } else {
     // Azure's 10 s windows nest in its minute: the burst counter reads the newest sixth of the
     // requests' own window. Without one (a PTU), it reads a window that never slides: inactive.

@@ -1,10 +1,10 @@
 import type { Admission } from '../../quota/admission';
-import type { QuotaLedger } from '../../quota/quota-ledger';
 import type { SharedReading } from '../../quota/reading';
 import type { ModelState } from '../../registry/model-state';
 import type { RedisClientLike } from '../redis/redis-client';
 import { bounded } from '../redis/redis-connection';
-import { LeaseMeter, type MeterSpec, type PendingAsk } from './lease-meter';
+import { specsOf, type LeaseHolder } from './lease-holder';
+import { LeaseMeter, type PendingAsk } from './lease-meter';
 import {
   LEASE_SCRIPT,
   leaseArgs,
@@ -34,16 +34,20 @@ export interface LeaseContext {
   skipped(what: string): void;
   /** One exchange went to the store (a round trip). */
   exchanged(peers: number | undefined): void;
-  /** Leases granted, shrunk to one call's charge, or handed back. */
-  counted(state: ModelState, result: 'granted' | 'shrunk' | 'returned'): void;
+  /** Leases granted, shrunk to one call's charge, or handed back, under a book's attributes. */
+  counted(
+    attributes: Readonly<Record<string, string>>,
+    result: 'granted' | 'shrunk' | 'returned',
+  ): void;
 }
 
 /** Anthropic rounds its remaining tokens to thousands: a reading may be this much above the truth. */
 const ROUNDING = 500;
 
 /**
- * The leases of one limit holder (a model on a deployment, or a quota pool): a {@link LeaseMeter}
- * per limit it meters, added to its ledger as limits of their own, and the exchanges with the
+ * The leases of one limit holder (a model on a deployment, a quota pool, or a level of a pool
+ * path, see {@link LeaseHolder}): a {@link LeaseMeter} per limit it meters, added to its ledger
+ * (a level's: to every member's) as limits of their own, and the exchanges with the
  * store that fill them. One exchange at a time; asks that come while one is under way go in the
  * next. While the store cannot be reached, leases come from this process, out of `1 / replicas`
  * of each limit.
@@ -56,6 +60,8 @@ const ROUNDING = 500;
  */
 export class LeaseBook {
   readonly meters: readonly LeaseMeter[];
+  /** What its leases are counted under in `switchboard.leases`. */
+  readonly attributes: Readonly<Record<string, string>>;
   private running: Promise<void> | undefined;
   private again = false;
   private readonly local = new Map<LeaseMeter, { a: number; b: number }>();
@@ -63,13 +69,19 @@ export class LeaseBook {
   private readSentAt = 0;
 
   constructor(
-    private readonly ledger: QuotaLedger,
+    private readonly holder: LeaseHolder,
     private readonly states: readonly ModelState[],
     private readonly field: string,
     private readonly context: LeaseContext,
   ) {
-    this.meters = specsOf(ledger).map((spec) => new LeaseMeter(spec, this));
-    ledger.gate(this.meters);
+    this.attributes = holder.attributes ?? states[0]!.attributes;
+    this.meters = specsOf(holder).map((spec) => new LeaseMeter(spec, this));
+    holder.gate(this.meters);
+  }
+
+  /** Whether an exchange with the store is under way. */
+  get exchanging(): boolean {
+    return this.running !== undefined;
   }
 
   /**
@@ -79,6 +91,9 @@ export class LeaseBook {
   request(admission?: Admission): void {
     if (admission !== undefined) {
       for (const m of this.meters) {
+        // A limit not in force (Claude's combined tpm, unless a workspace sets one) wants
+        // nothing: a want kept there would be asked for at once if one is learned later.
+        if (!m.active) continue;
         const charge = m.charge(admission);
         if (charge > m.balance && charge > m.want) m.want = charge;
       }
@@ -122,7 +137,7 @@ export class LeaseBook {
 
   /** Take a first lease for every limit that holds none (a share of its room, at least 1). */
   warm(): void {
-    for (const m of this.meters) if (m.balance <= 0 && m.want < 1) m.want = 1;
+    for (const m of this.meters) if (m.active && m.balance <= 0 && m.want < 1) m.want = 1;
     this.request();
   }
 
@@ -219,13 +234,13 @@ export class LeaseBook {
    * bucket as it stands), so that it does not take its whole part again on top.
    */
   private startAway(ask: MeterAsk, n: number, now: number): { a: number; b: number } {
-    const own = this.ledger.localUsage(now);
+    const own = this.holder.localUsage(now);
     const spent =
       ask.meter === 'tokens'
         ? own.tokens
         : ask.meter === 'requests'
           ? own.requests
-          : this.ledger.ioUsage(now)[ask.meter as 'input' | 'output'];
+          : this.holder.ioUsage(now)[ask.meter as 'input' | 'output'];
     const part = ask.limit / n;
     if (ask.kind === 'w') {
       const end = ask.hint > now ? ask.hint : now + ask.lengthMs;
@@ -240,7 +255,7 @@ export class LeaseBook {
     now: number,
   ): void {
     let any = false;
-    const counted = this.states[0]!;
+    const counted = this.attributes;
     pending.forEach((p, i) => {
       const g = grants[i]!;
       p.meter.granted(p, g, now);
@@ -257,15 +272,15 @@ export class LeaseBook {
   }
 
   /**
-   * Put the ledger's newest own reading of the upstream into the asks, once per reading: a
+   * Put the holder's newest own reading of the upstream into the asks, once per reading: a
    * window's end and count (the store follows the upstream's window), a bucket's level. Returns
    * when the reading's call was sent (0: none handed).
    */
   private withReading(pending: readonly PendingAsk[], now: number): number {
-    const reading = this.ledger.lastReading();
+    const reading = this.holder.lastReading();
     if (reading === undefined) return 0;
     const fresh = reading.sentAt > this.readSentAt;
-    for (const p of pending) readInto(p.ask, reading, now, fresh, this.ledger.upstream);
+    for (const p of pending) readInto(p.ask, reading, now, fresh, this.holder.upstream);
     return fresh ? reading.sentAt : 0;
   }
 }
@@ -293,54 +308,4 @@ function readInto(
   const slack = upstream === 'anthropic' && ask.meter !== 'requests' ? ROUNDING : 0;
   const refilled = part.remaining + ((now - shared.sentAt) * ask.limit) / ask.lengthMs;
   ask.read = Math.max(0, Math.min(ask.limit, refilled) - slack);
-}
-
-const MINUTE = 60_000;
-
-/**
- * The limits a ledger's upstream meters, as leases follow them: Azure OpenAI's tokens per fixed
- * minute and requests per short window (10 s or 1 s); OpenAI's and Anthropic's token buckets
- * refilled over a minute. A provisioned deployment admits by utilization: no lease.
- */
-function specsOf(ledger: QuotaLedger): MeterSpec[] {
-  if (ledger.utilization !== undefined) return [];
-  const { limits, burst } = ledger;
-  if (ledger.upstream === 'azure') {
-    return [
-      {
-        meter: 'tokens',
-        unit: 'tokens',
-        kind: 'w',
-        limit: () => limits.tpm.value,
-        lengthMs: () => MINUTE,
-      },
-      {
-        meter: 'requests',
-        unit: 'requests',
-        kind: 'w',
-        // The short window's limit is at least 1 whenever rpm is known; without an rpm (none
-        // configured, none learned yet) there is no request limit to lease.
-        limit: () => (limits.rpm.value > 0 ? burst.limit : 0),
-        lengthMs: () => (burst.period === '1s' ? 1_000 : 10_000),
-      },
-    ];
-  }
-  const bucket = (meter: MeterSpec['meter'], limit: () => number): MeterSpec => ({
-    meter,
-    unit: meter,
-    kind: 'b',
-    limit,
-    lengthMs: () => MINUTE,
-  });
-  const specs = [
-    bucket('tokens', () => limits.tpm.value),
-    bucket('requests', () => limits.rpm.value),
-  ];
-  if (ledger.upstream === 'anthropic') {
-    specs.push(
-      bucket('input', () => limits.itpm.value),
-      bucket('output', () => limits.otpm.value),
-    );
-  }
-  return specs;
 }

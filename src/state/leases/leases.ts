@@ -4,6 +4,7 @@ import { METER_NAME, SWITCHBOARD_METRICS } from '../../telemetry/metric-names';
 import type { SwitchboardLogger } from '../../types';
 import type { RedisClientLike } from '../redis/redis-client';
 import { LeaseBook, type LeaseContext } from './lease-book';
+import type { LeaseHolder } from './lease-holder';
 import type { ResolvedLeaseOptions } from './lease-options';
 
 /** What the leases of a store borrow from it. */
@@ -28,7 +29,7 @@ const SKEW_MS = 5_000;
 
 /**
  * The leases of every limit holder one switchboard's models draw on (one {@link LeaseBook} per
- * ledger: a quota pool's members share one), the mode they are in (from the store, or from this
+ * ledger, a quota pool's members share one; and one per level of a pool path, `quotaPools`), the mode they are in (from the store, or from this
  * process while the store cannot be reached), what they did (for health and metrics), and the
  * timer that hands back idle leases.
  *
@@ -56,11 +57,11 @@ export class Leases {
   ) {}
 
   /**
-   * Lease books for these holders (each with the models that draw on it), and the timer; the
-   * switchboard's clock and logger.
+   * Lease books for these holders (each with the models that draw on it; the first one's ledger
+   * unless `holder` says otherwise), and the timer; the switchboard's clock and logger.
    */
   attach(
-    holders: readonly { states: readonly ModelState[]; field: string }[],
+    holders: readonly { states: readonly ModelState[]; field: string; holder?: LeaseHolder }[],
     switchboard: { clock: () => number; logger: SwitchboardLogger },
   ): void {
     this.clock = switchboard.clock;
@@ -75,11 +76,11 @@ export class Leases {
       });
     this.counter = counter;
     const context = (this.ctx = this.context());
-    for (const { states, field } of holders) {
-      const state = states[0]!;
-      this.books.push(new LeaseBook(state.quota, states, field, context));
+    for (const { states, field, holder } of holders) {
+      const book = new LeaseBook(holder ?? states[0]!.quota, states, field, context);
+      this.books.push(book);
       for (const result of ['granted', 'shrunk', 'returned'] as const) {
-        counter.add(0, { ...state.attributes, result });
+        counter.add(0, { ...book.attributes, result });
       }
     }
     this.timer = setInterval(() => this.tend(), TEND_MS);
@@ -99,6 +100,11 @@ export class Leases {
       share: this.options.share,
       exchanges: this.exchanges,
     };
+  }
+
+  /** @internal Whether any book's exchange with the store is under way (a test waits for it). */
+  get exchanging(): boolean {
+    return this.books.some((b) => b.exchanging);
   }
 
   /** Round trips the lease exchanges took so far. */
@@ -144,7 +150,7 @@ export class Leases {
         this.exchanges++;
         if (peers !== undefined) this.peers = peers;
       },
-      counted: (state, result) => this.counter?.add(1, { ...state.attributes, result }),
+      counted: (attributes, result) => this.counter?.add(1, { ...attributes, result }),
     };
   }
 
