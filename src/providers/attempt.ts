@@ -14,7 +14,7 @@ import { readRefusal, weighFailure } from './attempt-failure';
 import { checkedUsage } from './attempt-usage';
 import { apiPromiseOf, needsController, sdkOptionsOf } from './attempt-options';
 import { noAnswer } from './no-answer';
-import { ATTEMPT_STAND_INS, keepShape } from './kept-shapes';
+import { ATTEMPT_STAND_INS, deadlineListOfStandIns, keepAnswered, keepShape } from './kept-shapes';
 import { translate } from './translate-error';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
@@ -250,8 +250,9 @@ class Attempt implements DeadlineEntry {
   }
 
   private answered(data: unknown, response: Response): void {
-    if (!shapeKept) shapeKept = keepShape(() => new Attempt(...ATTEMPT_STAND_INS));
+    if (!shapeKept) shapeKept = keepShape(standInAttempt) && keepShape(deadlineListOfStandIns);
     const { modelState: state, request } = this;
+    if (!request.stream) keepAnswered(this.sent);
     if (this.settled) {
       // Timed out just before the headers came: close the stream nobody will read.
       if (request.stream) (data as { controller?: AbortController }).controller?.abort();
@@ -396,3 +397,4 @@ class Attempt implements DeadlineEntry {
 
 /** Whether an attempt of stand-ins is kept for its class's shape (see `keepShape`). */
 let shapeKept = false;
+const standInAttempt = (): Attempt => new Attempt(...ATTEMPT_STAND_INS);

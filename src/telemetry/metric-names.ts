@@ -63,7 +63,8 @@ export const SWITCHBOARD_METRICS = {
   /**
    * Counter {model, deployment, result}: leases of quota a shared store (`redisState`) granted
    * this replica (`granted`), granted shrunk to one call's charge as the shared room ran low
-   * (`shrunk`), or handed back unused (`returned`).
+   * (`shrunk`), or handed back unused (`returned`); {level, result} for a level of a quota pool
+   * path (`quotaPools`).
    */
   LEASES: 'switchboard.leases',
   /**

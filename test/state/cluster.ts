@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
+import type { DataPoint } from '@opentelemetry/sdk-metrics';
+import type { TestReader } from '../support/metric-reader';
 import type { DeploymentConfig, RedisStateOptions, SwitchboardLogger } from '../../src';
 import { createSwitchboard, redisState, type Switchboard } from '../../src';
 import type { ModelState } from '../../src/registry/model-state';
@@ -102,4 +104,23 @@ export function expectLocalLeases(
     expect(health.leases).toMatchObject({ mode: 'local', replicas });
     expect(loggers[i]!.warnings(/Leases: the shared store cannot be reached/)).toHaveLength(1);
   }
+}
+
+/** The points of `switchboard.leases` a reader collects now: each with its attributes and count. */
+export async function leasePoints(reader: TestReader): Promise<DataPoint<number>[]> {
+  const { resourceMetrics } = await reader.collect();
+  return resourceMetrics.scopeMetrics
+    .flatMap((scope) => scope.metrics)
+    .filter((metric) => metric.descriptor.name === 'switchboard.leases')
+    .flatMap((metric) => metric.dataPoints as DataPoint<number>[]);
+}
+
+/**
+ * Whether no lease exchange of `sb`'s store is on its way: a spec that moves an injected clock
+ * while calls wait moves it only then, so that virtual time does not run on during a round trip
+ * (as many steps as a loaded machine's turns would take).
+ */
+export function leasesSettled(sb: Switchboard): boolean {
+  const leases = (sb.state as unknown as { leases?: { exchanging: boolean } }).leases;
+  return leases?.exchanging !== true;
 }

@@ -1,13 +1,16 @@
 import { randomBytes } from 'node:crypto';
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { createSwitchboard, redisState, type Switchboard } from '../../src';
 import type { ModelState } from '../../src/registry/model-state';
 import { SimulatedUpstream, type SimulatedDeployment } from '../../src/testing';
 import { allAnswered, upstreamCounts } from '../support/answered';
 import { eventually } from '../support/eventually';
 import { FakeClock } from '../support/random';
+import { TestReader } from '../support/metric-reader';
 import { redisForFile } from '../support/redis-server';
 import { GPT } from '../support/upstream';
-import { expectLocalLeases, RecordingLogger } from './cluster';
+import { expectLocalLeases, leasePoints, leasesSettled, RecordingLogger } from './cluster';
 
 /** The organization's tokens per minute, a bucket (OpenAI's rule), above two projects of ten times it. */
 const ORG_TPM = 6_000;
@@ -114,7 +117,8 @@ async function wave(k: Replicas, perProject: number): Promise<{ failed: number; 
   while (settled < calls.length && k.clock.ms - start < 600_000) {
     await allAnswered(k.states);
     const waiting = k.instances.some((sb) => sb.queue!.length(GPT) > 0);
-    if (waiting && k.states.every((s) => s.inFlight.count === 0)) {
+    const settled = k.instances.every(leasesSettled);
+    if (waiting && settled && k.states.every((s) => s.inFlight.count === 0)) {
       k.clock.advance(STEP);
       for (const sb of k.instances) sb.queue!.kick(GPT);
     }
@@ -139,10 +143,24 @@ function expectWithinLevel(sims: readonly SimulatedDeployment[], from: number, t
   }
 }
 
+/** `switchboard.leases` granted, by their attributes other than `result`. */
+async function granted(reader: TestReader): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const { attributes, value } of await leasePoints(reader)) {
+    const { result, ...rest } = attributes;
+    if (result !== 'granted') continue;
+    const key = JSON.stringify(rest);
+    out[key] = (out[key] ?? 0) + value;
+  }
+  return out;
+}
+
 describe('a level above quota pools, shared by replicas through the store', () => {
   jest.setTimeout(60_000);
 
   it('four replicas under one organization never send it more than its bucket admits', async () => {
+    const reader = new TestReader();
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
     const k = (r = await replicas(4));
     const start = k.clock.ms;
     // 24 calls of 500 tokens, 12 000: twice the organization's bucket, a tenth of each project's.
@@ -160,7 +178,12 @@ describe('a level above quota pools, shared by replicas through the store', () =
     // The level paced them, and used its room: the second half went as the bucket refilled
     // (6 000 tokens at 100 a second).
     expect(moved).toBeGreaterThanOrEqual(50_000);
-    expect(moved).toBeLessThanOrEqual(120_000);
+    expect(moved).toBeLessThanOrEqual(90_000);
+    // The level's leases are counted as the level's, apart from each project's own.
+    const counts = await granted(reader);
+    metrics.disable();
+    expect(counts[JSON.stringify({ level: 'org' })]).toBeGreaterThan(0);
+    expect(counts[JSON.stringify({ model: GPT, deployment: 'p1' })]).toBeGreaterThan(0);
     // Each replica's members hold leases of the level under its own key in the store.
     const keys = await store.client.keys('levels-*:lease:%level:org');
     expect(keys).toHaveLength(1);

@@ -34,8 +34,11 @@ export interface LeaseContext {
   skipped(what: string): void;
   /** One exchange went to the store (a round trip). */
   exchanged(peers: number | undefined): void;
-  /** Leases granted, shrunk to one call's charge, or handed back. */
-  counted(state: ModelState, result: 'granted' | 'shrunk' | 'returned'): void;
+  /** Leases granted, shrunk to one call's charge, or handed back, under a book's attributes. */
+  counted(
+    attributes: Readonly<Record<string, string>>,
+    result: 'granted' | 'shrunk' | 'returned',
+  ): void;
 }
 
 /** Anthropic rounds its remaining tokens to thousands: a reading may be this much above the truth. */
@@ -57,6 +60,8 @@ const ROUNDING = 500;
  */
 export class LeaseBook {
   readonly meters: readonly LeaseMeter[];
+  /** What its leases are counted under in `switchboard.leases`. */
+  readonly attributes: Readonly<Record<string, string>>;
   private running: Promise<void> | undefined;
   private again = false;
   private readonly local = new Map<LeaseMeter, { a: number; b: number }>();
@@ -69,8 +74,14 @@ export class LeaseBook {
     private readonly field: string,
     private readonly context: LeaseContext,
   ) {
+    this.attributes = holder.attributes ?? states[0]!.attributes;
     this.meters = specsOf(holder).map((spec) => new LeaseMeter(spec, this));
     holder.gate(this.meters);
+  }
+
+  /** Whether an exchange with the store is under way. */
+  get exchanging(): boolean {
+    return this.running !== undefined;
   }
 
   /**
@@ -244,7 +255,7 @@ export class LeaseBook {
     now: number,
   ): void {
     let any = false;
-    const counted = this.states[0]!;
+    const counted = this.attributes;
     pending.forEach((p, i) => {
       const g = grants[i]!;
       p.meter.granted(p, g, now);

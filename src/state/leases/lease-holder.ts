@@ -35,6 +35,8 @@ export interface LeaseHolder {
   lastReading(): SharedReading | undefined;
   /** Add the meters as limits that gate every admission (they accumulate, never replace). */
   gate(meters: readonly LimitCounter[]): void;
+  /** What its leases are counted under in `switchboard.leases`; default: its first model's. */
+  readonly attributes?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -57,6 +59,8 @@ export function levelHolder(level: PoolLevel): LeaseHolder {
     ioUsage: (now) => level.ioUsage(now),
     lastReading: () => undefined,
     gate: (meters) => level.gate(meters),
+    // Not its first member's model and deployment: the level's leases are every member's.
+    attributes: { level: level.path },
   };
 }
 

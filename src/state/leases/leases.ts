@@ -77,10 +77,10 @@ export class Leases {
     this.counter = counter;
     const context = (this.ctx = this.context());
     for (const { states, field, holder } of holders) {
-      const state = states[0]!;
-      this.books.push(new LeaseBook(holder ?? state.quota, states, field, context));
+      const book = new LeaseBook(holder ?? states[0]!.quota, states, field, context);
+      this.books.push(book);
       for (const result of ['granted', 'shrunk', 'returned'] as const) {
-        counter.add(0, { ...state.attributes, result });
+        counter.add(0, { ...book.attributes, result });
       }
     }
     this.timer = setInterval(() => this.tend(), TEND_MS);
@@ -100,6 +100,11 @@ export class Leases {
       share: this.options.share,
       exchanges: this.exchanges,
     };
+  }
+
+  /** @internal Whether any book's exchange with the store is under way (a test waits for it). */
+  get exchanging(): boolean {
+    return this.books.some((b) => b.exchanging);
   }
 
   /** Round trips the lease exchanges took so far. */
@@ -145,7 +150,7 @@ export class Leases {
         this.exchanges++;
         if (peers !== undefined) this.peers = peers;
       },
-      counted: (state, result) => this.counter?.add(1, { ...state.attributes, result }),
+      counted: (attributes, result) => this.counter?.add(1, { ...attributes, result }),
     };
   }
 
