@@ -34,9 +34,11 @@ function instantClient() {
     usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
   };
   const props = { response, options: {}, controller: new AbortController() };
-  const create = () => {
+  // It holds the body it was given, as the SDK's request does until it is sent.
+  const create = (body?: unknown) => {
     const responsePromise = Promise.resolve(props);
     return {
+      body,
       responsePromise,
       parseResponse: () => data,
       asResponse: () => responsePromise.then((p) => p.response),
@@ -83,10 +85,10 @@ export async function ownPath(args: BenchArgs): Promise<Record<string, unknown>>
     call: (i) => sb.chat.completions.create(params(i)),
     reset: () => sb.resetUsage(),
   }));
-  sides.push({
-    name: 'bare client',
-    call: () => client.chat.completions.create() as unknown as Promise<unknown>,
-  });
+  // The bare client is given the same params, built per call as its caller would: they are the
+  // caller's bytes on both sides, not the switchboard's.
+  const bare = client.chat.completions.create as (body: unknown) => Promise<unknown>;
+  sides.push({ name: 'bare client', call: (i) => bare(params(i)) });
   const options = { cycles: args.cpuCycles, calls: 50, inflight: 50, warmup: args.smoke ? 1 : 20 };
   // The same calls 1 000 at once, as a server under load launches them: what a call costs while
   // a thousand others are in flight (their admissions in the counters, their rows forgotten).

@@ -1,0 +1,63 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { createSwitchboard, type Switchboard } from '../../src';
+import { SimulatedUpstream } from '../../src/testing';
+import { GPT } from '../support/upstream';
+
+/**
+ * The latest answered request's SDK promise is kept (its shapes then outlive a full collection
+ * with nothing in flight): kept until the next answer, and never holding its switchboard.
+ */
+describe('the answer kept for its shapes', () => {
+  let upstream: SimulatedUpstream;
+  const gc = (() => {
+    setFlagsFromString('--expose-gc');
+    return runInNewContext('gc') as () => void;
+  })();
+  // A WeakRef keeps its target through the job that made or read it: collect after it.
+  const collect = async () => {
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    gc();
+  };
+
+  beforeAll(async () => {
+    upstream = await SimulatedUpstream.start({ deployments: [{ name: 'oai' }] });
+  });
+  afterAll(() => upstream.close());
+
+  const answered = async (): Promise<{ board: WeakRef<Switchboard>; client: WeakRef<object> }> => {
+    const sb = createSwitchboard({
+      deployments: [
+        {
+          provider: 'openai',
+          name: 'oai',
+          baseURL: upstream.deployment('oai').openaiBaseURL,
+          apiKey: 'sk-oai',
+          models: [{ name: GPT, tpm: 100_000, rpm: 1_000 }],
+        },
+      ],
+    });
+    const answer = await sb.chat.completions.create({
+      model: GPT,
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 5,
+    });
+    expect(answer.choices).toHaveLength(1);
+    const client = (sb.deployments.get('oai') as unknown as { client: object }).client;
+    await sb.close();
+    return { board: new WeakRef(sb), client: new WeakRef(client) };
+  };
+
+  it('lets a closed switchboard go though its answer is kept, and lets the answer go at the next', async () => {
+    const first = await answered();
+    await collect();
+    // The switchboard is gone; its SDK client stays with the kept answer.
+    expect(first.board.deref()).toBeUndefined();
+    expect(first.client.deref()).toBeDefined();
+    const second = await answered();
+    await collect();
+    expect(second.board.deref()).toBeUndefined();
+    expect(first.client.deref()).toBeUndefined();
+  });
+});
