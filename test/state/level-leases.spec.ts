@@ -48,14 +48,14 @@ afterEach(async () => {
  * the organization's level `org`, on one virtual clock. The simulated upstream counts the
  * organization as OpenAI's guide says: one bucket holding every project's calls.
  */
-async function replicas(n: number): Promise<Replicas> {
+async function replicas(n: number, rules: 'openai' | 'azure' = 'openai'): Promise<Replicas> {
   const clock = new FakeClock();
   const upstream = await SimulatedUpstream.start({
     clock: clock.now,
     quotaPools: { org: { tpm: ORG_TPM } },
     deployments: PROJECTS.map(({ key, pool }) => ({
       name: key,
-      rules: 'openai' as const,
+      rules,
       completionTokens: 20,
       rpm: 10_000,
       tpm: PROJECT_TPM,
@@ -187,6 +187,31 @@ describe('a level above quota pools, shared by replicas through the store', () =
     // Each replica's members hold leases of the level under its own key in the store.
     const keys = await store.client.keys('levels-*:lease:%level:org');
     expect(keys).toHaveLength(1);
+  });
+
+  it("four replicas never send an Azure level more than it admits in a minute, the store's", async () => {
+    const k = (r = await replicas(4, 'azure'));
+    const start = k.clock.ms;
+    // 24 calls of 500 tokens: two minutes of the level's 6 000. Its minute opened with the first
+    // lease, as the calls began: no header says where the upstream's would be.
+    const { failed, moved } = await wave(k, 3);
+    const { sent, rejected } = upstreamCounts(k.sims);
+    expect(rejected).toBe(0);
+    expect(failed).toBe(0);
+    expect(sent).toBe(24);
+    const perMinute: number[] = [];
+    for (let from = start; from < k.clock.ms; from += 60_000) {
+      perMinute.push(sentBy(k.sims, from + 59_999) - sentBy(k.sims, from - 1));
+    }
+    process.stdout.write(
+      `4 replicas, Azure level of ${ORG_TPM} TPM: tokens sent by minute ${perMinute.join(', ')}, ` +
+        `${rejected} upstream 429s\n`,
+    );
+    expect(Math.max(...perMinute)).toBeLessThanOrEqual(ORG_TPM);
+    // The first minute was used whole; the second minute's calls went in the second or third.
+    expect(perMinute[0]).toBe(ORG_TPM);
+    expect(moved).toBeGreaterThanOrEqual(60_000);
+    expect(moved).toBeLessThan(180_000);
   });
 
   it('admits within 1/replicas of the level while the store is stopped', async () => {

@@ -307,6 +307,11 @@ describe('sessions', () => {
       await first.chat.completions.create(ask(`${id} turn 1`, { session_id: id }));
       const home = first.registry.sessions.get(id);
       expect(home).toBeDefined();
+      // A client's round trip separates an answer from its next turn; in one process the next
+      // turn's lookup could otherwise reach Redis before the write the answer started.
+      await eventually(async () => (await redis.keys(`${k.prefix}session:*`)).length === s + 1, {
+        what: `session ${id}'s assignment in Redis`,
+      });
       expect(next.registry.sessions.get(id)).toBeUndefined();
       await next.chat.completions.create(ask(`${id} turn 2`, { session_id: id }));
       expect(next.registry.sessions.get(id)).toBe(home);

@@ -54,7 +54,8 @@ export function levelHolder(level: PoolLevel): LeaseHolder {
     upstream: level.upstream,
     limits: level.limits,
     burst: undefined,
-    utilization: level.utilization,
+    // A level is only its configured limits, over provisioned members too: always leased.
+    utilization: undefined,
     localUsage: (now) => level.localUsage(now),
     ioUsage: (now) => level.ioUsage(now),
     lastReading: () => undefined,
