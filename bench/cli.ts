@@ -8,6 +8,7 @@
 export const SECTIONS = [
   'report',
   'compare',
+  'after-gc',
   'select',
   'retained',
   'strategies',
@@ -138,8 +139,9 @@ The original's flags (tools/bench.py):
 This benchmark's own:
       --latency MS      upstream latency of the simulated deployments (default 0)
       --rounds N        rounds per side of the switchboard-vs-SDK comparison (default 15);
-                        section 2 runs them twice, as they come and after a full GC each
-      --bursts N        bursts of -r calls in each round of section 2 (default 3)
+                        section 2 runs them twice, as they come and after a full GC each;
+                        section 2e (--only after-gc) as many after a full GC each
+      --bursts N        bursts of -r calls in each round of sections 2 and 2e (default 3)
       --forced-gc       a forced full collection before each comparison round (sections 2b,
                         2c), with nothing in flight: V8 then drops the shapes of the last
                         round's objects and the code built on them, so every round restarts

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createSwitchboard, redisState } from '../src';
+import { afterGc } from './after-gc';
 import { parseArgs, type BenchArgs } from './cli';
 import { gatewayBench } from './gateway';
 import { clientOnly, compare, fixture, originalReport } from './overhead';
@@ -67,6 +68,20 @@ async function main(): Promise<void> {
       }
     } finally {
       await fx.close();
+    }
+  }
+  if (want('after-gc')) {
+    console.log('\n-- 2e. The launch after a full GC: CPU and our deopts, per round --\n');
+    if (args.smoke) {
+      // Three warm-up rounds and two processes: some 10 s, more than the smoke run can spend.
+      console.log('(skipped in a smoke run: npm run bench -- --only after-gc)');
+    } else {
+      figures.afterGc = await afterGc({
+        rounds: args.rounds,
+        bursts: args.bursts,
+        requests: args.requests,
+        deployments: args.deployments,
+      });
     }
   }
   if (want('select')) {
