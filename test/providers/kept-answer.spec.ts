@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createSwitchboard, type Switchboard } from '../../src';
 import { SimulatedUpstream } from '../../src/testing';
-import { GPT } from '../support/upstream';
+import { GPT, oaiAndClaude } from '../support/upstream';
 
 /**
  * The latest answered request's SDK promise is kept (its shapes then outlive a full collection
@@ -22,22 +22,16 @@ describe('the answer kept for its shapes', () => {
   };
 
   beforeAll(async () => {
-    upstream = await SimulatedUpstream.start({ deployments: [{ name: 'oai' }] });
+    upstream = await SimulatedUpstream.start({
+      deployments: [{ name: 'oai' }, { name: 'claude' }],
+    });
   });
   afterAll(() => upstream.close());
 
   const answered = async (): Promise<{ board: WeakRef<Switchboard>; client: WeakRef<object> }> => {
-    const sb = createSwitchboard({
-      deployments: [
-        {
-          provider: 'openai',
-          name: 'oai',
-          baseURL: upstream.deployment('oai').openaiBaseURL,
-          apiKey: 'sk-oai',
-          models: [{ name: GPT, tpm: 100_000, rpm: 1_000 }],
-        },
-      ],
-    });
+    // The OpenAI deployment alone: an answered request that is not a stream.
+    const [oai] = oaiAndClaude(upstream, { tpm: 100_000, rpm: 1_000 });
+    const sb = createSwitchboard({ deployments: [oai!] });
     const answer = await sb.chat.completions.create({
       model: GPT,
       messages: [{ role: 'user', content: 'Hi' }],
