@@ -119,6 +119,14 @@ export class MemoryEntries {
     this.bound();
   }
 
+  /** Lets every entry go. */
+  clear(): void {
+    this.kept.clear();
+    this.requests.clear();
+    this.newest = undefined;
+    this.used = 0;
+  }
+
   drop(key: string): void {
     const held = this.kept.get(key);
     if (held === undefined) return;

@@ -105,6 +105,11 @@ export class ResponseCache {
     this.shared = context.shared;
   }
 
+  /** The switchboard closed: the answers held in memory go (a closed switchboard serves none). */
+  close(): void {
+    this.memory.clear();
+  }
+
   /** Whether the cache already took its decision for a call made with these request options. */
   decided(options: unknown): boolean {
     return typeof options === 'object' && options !== null && DECIDED in options;

@@ -210,6 +210,7 @@ export class Router implements PlacingRouter {
     this.closed = true;
     this.queue?.close(closedWaiting);
     this.tenants?.close(closedWaiting);
+    this.cache?.close();
     return this.traffic?.close() ?? Promise.resolve();
   }
 

@@ -128,6 +128,18 @@ describe('the request index', () => {
   const req = (content: string, tenant = 'acme', extra: object = {}) =>
     requestOf(tenant, 'chat.completions', 'create', { ...ask(content), ...extra });
 
+  it('lets every entry go at clear(), as a closed switchboard does', () => {
+    const m = new MemoryEntries(20_000);
+    m.put(entry('a', 1_000), kept(req('a')));
+    m.put(entry('b', 1_000));
+    m.clear();
+    expect([m.size, m.bytes]).toEqual([0, 0]);
+    expect(m.get('a', 0)).toBeUndefined();
+    expect(m.byRequest(req('a'), 0)).toBeUndefined();
+    m.put(entry('c', 1_000));
+    expect(m.bytes).toBe(entrySize(entry('c', 1_000)));
+  });
+
   it('finds an entry by a request it answers while it is held, and counts the copy in its bytes', () => {
     const m = new MemoryEntries(20_000);
     m.put(entry('a', 1_000), kept(req('a')));

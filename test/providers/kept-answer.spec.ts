@@ -5,8 +5,9 @@ import { SimulatedUpstream } from '../../src/testing';
 import { GPT, oaiAndClaude } from '../support/upstream';
 
 /**
- * The latest answered request's SDK promise is kept (its shapes then outlive a full collection
- * with nothing in flight): kept until the next answer, and never holding its switchboard.
+ * The latest answered request's SDK promise and the last closed switchboard are kept (their
+ * shapes then outlive a full collection with nothing in flight): each until the next one comes,
+ * never more than one.
  */
 describe('the answer kept for its shapes', () => {
   let upstream: SimulatedUpstream;
@@ -43,15 +44,23 @@ describe('the answer kept for its shapes', () => {
     return { board: new WeakRef(sb), client: new WeakRef(client) };
   };
 
-  it('lets a closed switchboard go though its answer is kept, and lets the answer go at the next', async () => {
+  it('keeps the last two closed switchboards and the last answer, and lets older ones go', async () => {
     const first = await answered();
     await collect();
-    // The switchboard is gone; its SDK client stays with the kept answer.
-    expect(first.board.deref()).toBeUndefined();
+    // Kept for its shapes, with the SDK client of its kept answer.
+    expect(first.board.deref()).toBeDefined();
     expect(first.client.deref()).toBeDefined();
     const second = await answered();
     await collect();
-    expect(second.board.deref()).toBeUndefined();
+    // The first switchboard is still one of the last two (its client with it).
+    expect(first.board.deref()).toBeDefined();
+    const third = await answered();
+    await collect();
+    // Neither kept any longer: the switchboard and its client (whose answer is no longer the
+    // latest) go.
+    expect(first.board.deref()).toBeUndefined();
     expect(first.client.deref()).toBeUndefined();
+    expect(second.board.deref()).toBeDefined();
+    expect(third.board.deref()).toBeDefined();
   });
 });
