@@ -48,6 +48,8 @@ export interface SideRound {
   /** ms the collector ran during the round, and how many collections. */
   gcMs: number;
   gcs: number;
+  /** Collections that began while the first burst's calls were being launched. */
+  launchGcs: number;
   failed: number;
 }
 
@@ -148,12 +150,16 @@ function sideRound(
   const calls = bursts.reduce((a, r) => a + r.requests, 0);
   const first = bursts[0]!;
   const mine = collections.filter(([t]) => spans.some(([t0, t1]) => t >= t0 && t <= t1));
+  // The first burst's launch: from its first call's start to its last's (its span starts there).
+  const [t0] = spans[0]!;
+  const launching = collections.filter(([t]) => t >= t0 && t <= t0 + first.distributionMs);
   return {
     launchUs: (first.distributionMs / first.requests) * 1000,
     throughput: (calls / bursts.reduce((a, r) => a + r.totalMs, 0)) * 1000,
     cpuUs: bursts.reduce((a, r) => a + r.cpuUs, 0) / calls,
     gcMs: mine.reduce((a, [, ms]) => a + ms, 0),
     gcs: mine.length,
+    launchGcs: launching.length,
     failed: bursts.reduce((a, r) => a + r.failed, 0),
   };
 }
@@ -274,7 +280,9 @@ export function everyRoundReport(f: EveryRoundFigures, targets: Targets): string
   const ref = names[names.length - 1]!;
   const judged = Object.keys(f.pairedWith);
   const header = ['round'];
-  for (const n of judged) header.push(`${n} launch µs (its ${ref})`, `thr ratio`, `GC ms (n)`);
+  for (const n of judged) {
+    header.push(`${n} launch µs (its ${ref})`, 'GCs in launch', `thr ratio`, `GC ms (n)`);
+  }
   const rows: string[][] = [];
   for (let k = 0; k < f.rounds; k++) {
     const row = [String(k + 1)];
@@ -283,6 +291,7 @@ export function everyRoundReport(f: EveryRoundFigures, targets: Targets): string
       const p = f.pairedWith[n]![k]!;
       row.push(
         `${fixed(r.launchUs, 2)} (${fixed(p.launchUs, 2)})`,
+        `${r.launchGcs} (${p.launchGcs})`,
         fixed(r.throughput / p.throughput, 3),
         `${fixed(r.gcMs, 1)} (${r.gcs})`,
       );
@@ -309,6 +318,20 @@ export function everyRoundReport(f: EveryRoundFigures, targets: Targets): string
   const failed = names.map((n) => f.sides[n]!.reduce((a, r) => a + r.failed, 0));
   if (failed.some((x) => x > 0)) {
     lines.push(`Failed requests: ${names.map((n, i) => `${n} ${failed[i]}`).join(', ')}`);
+  }
+  for (const name of judged) {
+    // A collection inside the launch loop copies every call in flight: it shows as a slow round.
+    const rows = f.sides[name]!.map((r, k) => [r, f.pairedWith[name]![k]!] as const);
+    const clean = rows.filter(([r, p]) => r.launchGcs === 0 && p.launchGcs === 0);
+    const added = clean.map(([r, p]) => r.launchUs - p.launchUs);
+    lines.push(
+      `${name}: a collection in its launch in ${rows.filter(([r]) => r.launchGcs > 0).length} of ` +
+        `${rows.length} rounds (its ${ref}: ${rows.filter(([, p]) => p.launchGcs > 0).length}); ` +
+        (added.length === 0
+          ? 'no round without one'
+          : `launch µs above ${ref} in the ${added.length} rounds without one on either side: ` +
+            `median ${signed(median(added), 2)}, worst ${signed(Math.max(...added), 2)}`),
+    );
   }
   for (const [name, j] of Object.entries(f.judged)) {
     lines.push(`${name}: ${j.meets ? 'meets' : 'misses'} the targets on the worst quartile`);

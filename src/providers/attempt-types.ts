@@ -83,6 +83,8 @@ interface UsageAccount {
     admission: Admission,
     usage: TokenUsage | undefined,
   ): number | undefined;
+  /** The call failed for its caller: what the account still holds for it goes back. */
+  end(error: unknown): void;
 }
 
 /**

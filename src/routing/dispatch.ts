@@ -154,6 +154,7 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
     try {
       this.begin(this);
     } catch (error) {
+      this.request.account?.end(error);
       this.rejectCall(error);
     }
   }
@@ -265,6 +266,8 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
     if (skipped !== undefined && (isNoRoom(error) || error instanceof SwitchboardError)) {
       (error as Error).message += skippedSentence(skipped);
     }
+    // A tenant's charge not spent goes back (before the caller hears, as a retry may come at once).
+    this.request.account?.end(error);
     this.rejectCall(error);
   }
 

@@ -1,6 +1,7 @@
 import type { PreparedRequest } from '../providers/attempt-types';
+import type { SettledCall } from '../providers/call-promise';
 import type { Answer, SdkRequestOptions } from '../registry/deployment';
-import type { Tenants } from '../tenants/tenants';
+import type { TenantPlace, Tenants } from '../tenants/tenants';
 import type { CallAccount } from '../tenants/call-account';
 import { translatableFallbacks, type SkippedFallback } from '../translate/fallback-choice';
 import type { CallRecord } from './call-record';
@@ -15,7 +16,7 @@ import { sessionFromStore } from './store-lookups';
  *
  * @example
  * ```ts
- * placeCall(router, call, request, options, prefix);
+ * placeCall(router, call, request, { options, prefix, open: undefined });
  * ```
  */
 export interface PlacingRouter extends DispatchShared {
@@ -62,17 +63,27 @@ export function goesStraight(
  *
  * @example
  * ```ts
- * return placeCall(router, call, request, options as SdkRequestOptions, prefix);
+ * return placeCall(router, call, request, { options, prefix, open });
  * ```
  */
 export function placeCall(
   router: PlacingRouter,
   call: CallRecord,
   request: PreparedRequest,
-  options: SdkRequestOptions | undefined,
-  prefix: string | undefined,
+  how: PlaceHow,
 ): Promise<Answer> {
-  return new Placement(router, call, request, options, prefix).place();
+  return new Placement(router, call, request, how).place();
+}
+
+/**
+ * How a call is placed: its SDK request options, its cacheable prompt prefix (the key it sticks by
+ * without a session), and, when the promise returned is the caller's own, how to open it (see
+ * `CallEntry.open`).
+ */
+export interface PlaceHow {
+  options: SdkRequestOptions | undefined;
+  prefix: string | undefined;
+  open: ((call: SettledCall) => Promise<Answer>) | undefined;
 }
 
 /**
@@ -86,15 +97,16 @@ class Placement {
   private wider: string[] | undefined = undefined;
   private sticky: string | undefined = undefined;
   private pending: Promise<void> | undefined = undefined;
+  private readonly options: SdkRequestOptions | undefined;
 
   constructor(
     private readonly router: PlacingRouter,
     private readonly call: CallRecord,
     private readonly request: PreparedRequest,
-    private readonly options: SdkRequestOptions | undefined,
-    private readonly prefix: string | undefined,
+    private readonly how: PlaceHow,
   ) {
     this.account = request.account as CallAccount | undefined;
+    this.options = how.options;
   }
 
   place(): Promise<Answer> {
@@ -111,17 +123,35 @@ class Placement {
     // Without a session, a cacheable prompt prefix is one: it keeps to where it is cached. Not
     // where a provisioned deployment serves the model: it is paid for whether used or not, so its
     // room goes first, before a prefix cached on a tier below it.
-    this.sticky = call.sessionId ?? (router.provisioned.has(model) ? undefined : this.prefix);
+    this.sticky = call.sessionId ?? (router.provisioned.has(model) ? undefined : this.how.prefix);
     this.pending = sessionFromStore(router.registry, router.state, this.sticky);
-    if (account?.tenantKey === undefined) return this.dispatch(model, this.fallbacks);
+    if (account?.tenantKey === undefined)
+      return this.dispatch(model, this.fallbacks, this.how.open);
     // A tenant with limits: its charge is taken first, for the call's model or, over the
     // budget, the first fallback whose price fits; what the call does not use goes back.
     const models = this.fallbacks === undefined ? [model] : [model, ...this.fallbacks];
     const RateLimitError = router.registry.poolFor(model)[0]!.errors.RateLimitError;
-    return router
-      .tenants!.admit(account, request.admission, models, RateLimitError, this.options?.signal)
-      .then((chosen) =>
-        call.chained === undefined ? this.dispatch(chosen.model, chosen.fallbacks) : this.pinned(),
+    let chosen: TenantPlace | Promise<TenantPlace>;
+    try {
+      chosen = router.tenants!.admit(
+        account,
+        request.admission,
+        models,
+        RateLimitError,
+        this.options?.signal,
+      );
+    } catch (error) {
+      account.end(error);
+      return Promise.reject(error);
+    }
+    // Taken at once (the tenant's counts are this process's): dispatched in the same turn, and
+    // the dispatch gives back what the account holds if the call fails.
+    if (!(chosen instanceof Promise) && call.chained === undefined) {
+      return this.dispatch(chosen.model, chosen.fallbacks, this.how.open);
+    }
+    return Promise.resolve(chosen)
+      .then((place) =>
+        call.chained === undefined ? this.dispatch(place.model, place.fallbacks) : this.pinned(),
       )
       .catch((error: unknown) => {
         account.end(error);
@@ -163,8 +193,15 @@ class Placement {
     return list && this.translatable(list).fallbacks;
   }
 
-  /** One dispatch to `target`, the call's model or the fallback its tenant's budget chose. */
-  private dispatch(target: string, rest: readonly string[] | undefined): Promise<Answer> {
+  /**
+   * One dispatch to `target`, the call's model or the fallback its tenant's budget chose; with
+   * `open`, in the caller's own promise (only while no promise was handed out for the call yet).
+   */
+  private dispatch(
+    target: string,
+    rest: readonly string[] | undefined,
+    open?: (call: SettledCall) => Promise<Answer>,
+  ): Promise<Answer> {
     const { router, call, request } = this;
     const own = target === call.model;
     const run = new Dispatch(router, {
@@ -182,6 +219,7 @@ class Placement {
     });
     if (this.wider !== undefined && own) run.leaveModel('context_window', this.wider);
     const pending = this.pending;
-    return pending === undefined ? run.run() : pending.then(() => run.run());
+    if (pending !== undefined) return pending.then(() => run.run());
+    return open === undefined ? run.run() : run.open(open);
   }
 }

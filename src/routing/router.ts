@@ -264,7 +264,7 @@ export class Router implements PlacingRouter {
       const prefix = this.prefixOf(call, request);
       const sdkOptions = options as SdkRequestOptions | undefined;
       if (!goesStraight(this, call, request)) {
-        return placeCall(this, call, request, sdkOptions, prefix);
+        return placeCall(this, call, request, { options: sdkOptions, prefix, open });
       }
       // Without a session, a cacheable prompt prefix is one (see `placeCall`).
       const sticky = call.sessionId ?? (this.provisioned.has(model) ? undefined : prefix);

@@ -70,23 +70,26 @@ export function dayOf(t: number): number {
 }
 
 /**
- * The budget period `t` falls in, as a key (`d<day>` or `m<months since 1970>`), and when it ends
- * (epoch ms).
+ * The budget period `t` falls in, as a key (`d<day>` or `m<months since 1970>`), and when it starts
+ * and ends (epoch ms).
  *
  * @example
  * ```ts
- * periodOf(Date.UTC(2025, 5, 30, 23), 'month'); // { key: 'm665', end: Date.UTC(2025, 6, 1) }
+ * periodOf(Date.UTC(2025, 5, 30, 23), 'month'); // { key: 'm665', start: Date.UTC(2025, 5, 1), end: Date.UTC(2025, 6, 1) }
  * ```
  */
-export function periodOf(t: number, per: 'day' | 'month'): { key: string; end: number } {
+export function periodOf(
+  t: number,
+  per: 'day' | 'month',
+): { key: string; start: number; end: number } {
   if (per === 'day') {
     const day = dayOf(t);
-    return { key: `d${day}`, end: (day + 1) * DAY_MS };
+    return { key: `d${day}`, start: day * DAY_MS, end: (day + 1) * DAY_MS };
   }
   const date = new Date(t);
   const y = date.getUTCFullYear();
   const m = date.getUTCMonth();
-  return { key: `m${(y - 1970) * 12 + m}`, end: Date.UTC(y, m + 1, 1) };
+  return { key: `m${(y - 1970) * 12 + m}`, start: Date.UTC(y, m, 1), end: Date.UTC(y, m + 1, 1) };
 }
 
 /**
@@ -110,6 +113,9 @@ interface Entry {
   day: number;
   dayTokens: number;
   period: string;
+  /** When {@link period} starts and ends (epoch ms): the key is made anew only outside them. */
+  periodStart: number;
+  periodEnd: number;
   usd: number;
   /** Newest time anything was taken (for forgetting idle tenants). */
   last: number;
@@ -139,6 +145,8 @@ export class LocalTenantCounts implements TenantCounts {
         day: 0,
         dayTokens: 0,
         period: '',
+        periodStart: 0,
+        periodEnd: 0,
         usd: 0,
         last: now,
       };
@@ -152,10 +160,15 @@ export class LocalTenantCounts implements TenantCounts {
       e.day = day;
       e.dayTokens = 0;
     }
-    const period = limits.period === undefined ? undefined : periodOf(now, limits.period);
-    if (period !== undefined && e.period !== period.key) {
-      e.period = period.key;
-      e.usd = 0;
+    const per = limits.period;
+    if (per !== undefined && (now >= e.periodEnd || now < e.periodStart)) {
+      const period = periodOf(now, per);
+      if (e.period !== period.key) {
+        e.period = period.key;
+        e.usd = 0;
+      }
+      e.periodStart = period.start;
+      e.periodEnd = period.end;
     }
     const tpm = limits.tpm ?? 0;
     if (tpm > 0 && tokens + charge.tokens > tpm) {
@@ -173,8 +186,8 @@ export class LocalTenantCounts implements TenantCounts {
       return { ok: false, limit: 'tokensPerDay', waitMs, used: e.dayTokens, value: tpd };
     }
     const usd = limits.usd ?? 0;
-    if (period !== undefined && usd > 0 && e.usd + charge.usd > usd + 1e-12) {
-      const waitMs = Math.max(1, period.end - now);
+    if (per !== undefined && usd > 0 && e.usd + charge.usd > usd + 1e-12) {
+      const waitMs = Math.max(1, e.periodEnd - now);
       return { ok: false, limit: 'budget', waitMs, used: e.usd, value: usd };
     }
     add(e.tokens, bucket, charge.tokens);
@@ -194,7 +207,7 @@ export class LocalTenantCounts implements TenantCounts {
     if (e.tokens.has(bucket)) add(e.tokens, bucket, delta.tokens);
     if (e.requests.has(bucket)) add(e.requests, bucket, delta.requests);
     if (e.day === dayOf(at)) e.dayTokens = Math.max(0, e.dayTokens + delta.tokens);
-    if (limits.period !== undefined && e.period === periodOf(at, limits.period).key) {
+    if (limits.period !== undefined && at >= e.periodStart && at < e.periodEnd) {
       e.usd = Math.max(0, e.usd + delta.usd);
     }
   }

@@ -43,8 +43,9 @@ export class CallAccount {
   at = 0;
   /** What the counts hold for it now: its reservation still held and what its attempts settled. */
   taken: TenantCharge = { tokens: 0, requests: 0, usd: 0 };
-  /** The part of {@link taken} that is reserved for an attempt not settled yet. */
-  private held = { tokens: 0, usd: 0 };
+  /** The part of {@link taken} reserved for an attempt not settled yet: tokens and USD. */
+  private heldTokens = 0;
+  private heldUsd = 0;
   private settledAny = false;
   private ended = false;
 
@@ -68,12 +69,13 @@ export class CallAccount {
   took(charge: TenantCharge, at: number): void {
     this.at = at;
     this.taken = { ...charge };
-    this.held = { tokens: charge.tokens, usd: charge.usd };
+    this.heldTokens = charge.tokens;
+    this.heldUsd = charge.usd;
   }
 
   /** @internal `usd` more was reserved for the next attempt. */
   added(usd: number): void {
-    this.held.usd += usd;
+    this.heldUsd += usd;
     this.taken.usd += usd;
   }
 
@@ -89,8 +91,8 @@ export class CallAccount {
   ): Promise<void> | undefined {
     if (!this.budgeted || this.ended || this.at === 0) return undefined;
     const need = this.book.reservedUsd(models, admission);
-    if (need <= this.held.usd + 1e-15) return undefined;
-    return this.book.topUp(this, need - this.held.usd, RateLimitError);
+    if (need <= this.heldUsd + 1e-15) return undefined;
+    return this.book.topUp(this, need - this.heldUsd, RateLimitError);
   }
 
   /**
@@ -113,8 +115,9 @@ export class CallAccount {
     if (this.tenantKey !== undefined && this.at !== 0) {
       const used = usage ?? { input: admission.input, output: admission.output };
       const tokens = tokensOf(admission) + tokensOf(reconcile(state.quota.charge, admission, used));
-      const delta = { tokens: tokens - this.held.tokens, requests: 0, usd: usd - this.held.usd };
-      this.held = { tokens: 0, usd: 0 };
+      const delta = { tokens: tokens - this.heldTokens, requests: 0, usd: usd - this.heldUsd };
+      this.heldTokens = 0;
+      this.heldUsd = 0;
       this.taken.tokens += delta.tokens;
       this.taken.usd += delta.usd;
       this.book.adjust(this, delta);
@@ -129,8 +132,9 @@ export class CallAccount {
     if (this.tenantKey === undefined || this.at === 0) return;
     // A call the switchboard held back reached no upstream: its request goes back too.
     const requests = isNoRoom(error) && !this.settledAny ? -this.taken.requests : 0;
-    const delta = { tokens: -this.held.tokens, requests, usd: -this.held.usd };
-    this.held = { tokens: 0, usd: 0 };
+    const delta = { tokens: -this.heldTokens, requests, usd: -this.heldUsd };
+    this.heldTokens = 0;
+    this.heldUsd = 0;
     if (delta.tokens !== 0 || delta.requests !== 0 || delta.usd !== 0)
       this.book.adjust(this, delta);
   }

@@ -52,7 +52,8 @@ function reservedCost(price: Price, admission: Admission): number {
  * ```
  */
 export class PriceTable {
-  private readonly byDeployment = new Map<string, Price>();
+  /** Per deployment, per model (no key is built per lookup: one is made on every answer). */
+  private readonly byDeployment = new Map<string, Map<string, Price>>();
   private readonly byModel = new Map<string, Price[]>();
 
   constructor(deployments: readonly DeploymentConfig[], pricing?: Readonly<Record<string, Price>>) {
@@ -64,7 +65,9 @@ export class PriceTable {
             ? pricing[m.name]
             : undefined);
         if (price === undefined) continue;
-        this.byDeployment.set(`${d.name}\0${m.name}`, price);
+        let models = this.byDeployment.get(d.name);
+        if (models === undefined) this.byDeployment.set(d.name, (models = new Map()));
+        models.set(m.name, price);
         let list = this.byModel.get(m.name);
         if (list === undefined) this.byModel.set(m.name, (list = []));
         list.push(price);
@@ -79,7 +82,7 @@ export class PriceTable {
 
   /** The price of `model` on `deployment`, if it has one. */
   on(deployment: string, model: string): Price | undefined {
-    return this.byDeployment.get(`${deployment}\0${model}`);
+    return this.byDeployment.get(deployment)?.get(model);
   }
 
   /** USD reserved for `admission` on the dearest deployment of `model`; 0 when it has no price. */

@@ -8,6 +8,7 @@ import type { TenantPolicy } from './tenant-options';
 import { CallAccount } from './call-account';
 import { maxOutputs, UNKNOWN_MAX_OUTPUT } from './max-output';
 import { PriceTable } from './price';
+import { placesOf, type TenantPlace } from './places';
 import { CapacityQueue } from '../scheduling/capacity-queue';
 import type { Turn } from '../scheduling/queue-view';
 import { neverFits, overLimitError, TENANT_UNITS, type TenantRefusal } from './over-limit';
@@ -19,6 +20,8 @@ import type {
   TenantVerdict,
 } from '../state/tenant-counts';
 
+export type { TenantPlace } from './places';
+
 /** How a call of a limited tenant waits for its room; absent: it fails at once. */
 interface TenantWait {
   maxWait: number;
@@ -29,19 +32,6 @@ interface TenantWait {
 interface Policy {
   limits: TenantLimits | undefined;
   tags: readonly string[] | undefined;
-}
-
-/**
- * Where an admitted call may go: its model, and the fallbacks the budget it holds covers.
- *
- * @example
- * ```ts
- * const place: TenantPlace = { model: 'gpt-4o', fallbacks: ['gpt-4o-mini'] };
- * ```
- */
-interface TenantPlace {
-  model: string;
-  fallbacks: readonly string[] | undefined;
 }
 
 /** What the 429 of a call held back by its tenant's limit says. */
@@ -186,8 +176,9 @@ export class Tenants {
    * Take the charge of `admission` for the account's tenant: for the call's model (the first of
    * `models`, then its fallbacks), at the dearest of the models it may still go to, else, over a
    * budget, at its own price with only the fallbacks that price covers; else the next model.
-   * Resolves with where the call may go. Over a limit: the SDK's `RateLimitError` at once, or
-   * after waiting in the tenant's line.
+   * Gives where the call may go: at once when the tenant's counts answer at once and nobody
+   * waits (over a limit, it throws the SDK's `RateLimitError`), else a promise of it (over a
+   * limit, rejected with it at once or after waiting in the tenant's line).
    */
   admit(
     account: CallAccount,
@@ -195,7 +186,7 @@ export class Tenants {
     models: readonly string[],
     RateLimitError: RateLimitErrorClass,
     signal?: AbortSignal | null,
-  ): Promise<TenantPlace> {
+  ): TenantPlace | Promise<TenantPlace> {
     const tokens = tokensOf(admission);
     const limits = account.limits;
     const never = neverFits(limits, tokens);
@@ -207,24 +198,23 @@ export class Tenants {
         ),
       );
     }
-    const charges = this.places(models, admission, limits.usd !== undefined, tokens);
+    const charges = placesOf(models, limits.usd !== undefined, tokens, (m) =>
+      this.reservedUsd(m, admission),
+    );
     if (this.closed) {
       return Promise.reject(new SwitchboardError('switchboard is closed', { code: 'unavailable' }));
     }
-    const w: OverLimit = { account, charges, RateLimitError, joined: this.clock() };
+    const joined = this.clock();
     const key = account.tenantKey!;
     const lines = this.lines;
     if (lines === undefined && charges.length === 1) {
-      // The common call (one place, nobody waits): one round trip to the counts, one promise.
-      const { place, charge } = charges[0]!;
-      const taken = (v: TenantVerdict): TenantPlace => {
-        if (!v.ok) throw this.overLimit(w, v);
-        account.took(charge, v.at);
-        return place;
-      };
-      const v = this.counts.take(key, limits, charge, this.clock());
-      return v instanceof Promise ? v.then(taken) : new Promise((resolve) => resolve(taken(v)));
+      // The common call (one place, nobody waits): one round trip to the counts; local counts
+      // answer at once, and so does this (over a limit, by throwing).
+      const v = this.counts.take(key, limits, charges[0]!.charge, joined);
+      if (!(v instanceof Promise)) return this.tookOne(account, charges, RateLimitError, joined, v);
+      return v.then((verdict) => this.tookOne(account, charges, RateLimitError, joined, verdict));
     }
+    const w: OverLimit = { account, charges, RateLimitError, joined };
     const tryTurn = () => this.attempt(account, charges);
     if (lines === undefined) {
       // Nobody waits: the call takes its room or fails.
@@ -240,6 +230,20 @@ export class Tenants {
       onAbort: () => signal?.reason,
       onTimeout: (_waited, last) => this.overLimit(w, last),
     });
+  }
+
+  /** The verdict on a call's one place: the place, or (over a limit) the error thrown. */
+  private tookOne(
+    account: CallAccount,
+    charges: readonly { place: TenantPlace; charge: TenantCharge }[],
+    RateLimitError: RateLimitErrorClass,
+    joined: number,
+    v: TenantVerdict,
+  ): TenantPlace {
+    if (!v.ok) throw this.overLimit({ account, charges, RateLimitError, joined }, v);
+    const { place, charge } = charges[0]!;
+    account.took(charge, v.at);
+    return place;
   }
 
   /**
@@ -307,42 +311,6 @@ export class Tenants {
       throw this.overLimit(w, v);
     }
     account.added(usd);
-  }
-
-  /**
-   * Where a call may be admitted, in the order tried, with the USD each reserves: each model at
-   * the dearest of it and its later fallbacks; over a budget also at its own price, with only
-   * the fallbacks that price covers.
-   */
-  private places(
-    models: readonly string[],
-    admission: Admission,
-    budget: boolean,
-    tokens: number,
-  ): { place: TenantPlace; charge: TenantCharge }[] {
-    const at = (place: TenantPlace, usd: number) => ({
-      place,
-      charge: { tokens, requests: 1, usd },
-    });
-    const rest = (i: number) => (i + 1 < models.length ? models.slice(i + 1) : undefined);
-    // One model, or no budget: one place, at the first model's reservation (the common call).
-    if (!budget || models.length === 1) {
-      const usd = this.reservedUsd(models.slice(0, 1), admission);
-      return [at({ model: models[0]!, fallbacks: rest(0) }, usd)];
-    }
-    const own = models.map((m) => this.reservedUsd([m], admission));
-    const out: { place: TenantPlace; charge: TenantCharge }[] = [];
-    for (let i = 0; i < models.length; i++) {
-      const later = rest(i);
-      const dearest = Math.max(own[i]!, ...(later ?? []).map((_, j) => own[i + 1 + j]!));
-      out.push(at({ model: models[i]!, fallbacks: later }, dearest));
-      if (dearest > own[i]!) {
-        const covered = later?.filter((_, j) => own[i + 1 + j]! <= own[i]!);
-        const fallbacks = covered !== undefined && covered.length > 0 ? covered : undefined;
-        out.push(at({ model: models[i]!, fallbacks }, own[i]!));
-      }
-    }
-    return out;
   }
 
   /** Fail everyone waiting and stop the timers. */
