@@ -1,5 +1,5 @@
 import type { Answer } from '../registry/deployment';
-import { keepShape } from './kept-shapes';
+import { keepShape } from '../runtime/kept-shapes';
 
 const NO_OPTIONS: Record<string, never> = Object.freeze({}) as Record<string, never>;
 

@@ -14,7 +14,8 @@ import { readRefusal, weighFailure } from './attempt-failure';
 import { checkedUsage } from './attempt-usage';
 import { apiPromiseOf, needsController, sdkOptionsOf } from './attempt-options';
 import { noAnswer } from './no-answer';
-import { ATTEMPT_STAND_INS, deadlineListOfStandIns, keepAnswered, keepShape } from './kept-shapes';
+import { keepShape } from '../runtime/kept-shapes';
+import { ATTEMPT_STAND_INS, deadlineListOfStandIns, keepAnswered } from './kept-shapes';
 import { translate } from './translate-error';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
@@ -38,8 +39,7 @@ const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
  * - a failure is classified, and the model marked down where the design says so.
  *
  * It has no promise of its own: the outcome goes to `outcome`. A call's dispatch is the outcome
- * of its first attempt, so a call that succeeds at once makes one promise, the one its caller
- * holds.
+ * of its first attempt, so a call that succeeds at once makes one promise, its caller's.
  *
  * @example
  * ```ts

@@ -1,5 +1,5 @@
 import type { Answer } from '../registry/deployment';
-import { keepShape } from './kept-shapes';
+import { keepShape } from '../runtime/kept-shapes';
 
 /** A promise that never settles: the answer of the promise kept for its shape. */
 const NEVER: Promise<Answer> = new Promise<Answer>(() => {});

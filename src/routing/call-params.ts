@@ -74,8 +74,8 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
     tenant,
     tags,
     cache,
-    ...body
   } = params as Record<string, unknown>;
+  const body = withoutSwitchboardFields(params as Record<string, unknown>);
   tagSet(tags);
   if (sessionId !== undefined && typeof sessionId !== 'string') {
     throw new TypeError(`session_id must be a string, got ${typeof sessionId}`);
@@ -97,6 +97,20 @@ export function callBody(surface: string, op: string, params: unknown): Record<s
   }
   if (tenant !== undefined && typeof tenant !== 'string') {
     throw new TypeError(`tenant must be a string, got ${typeof tenant}`);
+  }
+  return body;
+}
+
+/**
+ * A copy of `params`' own fields but the switchboard's, in their order: a loop, as a rest pattern
+ * (`{ tenant, ...body }`) takes a slow generic copy in V8 on every call that names a tenant.
+ */
+function withoutSwitchboardFields(params: Record<string, unknown>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const key in params) {
+    if (Object.prototype.hasOwnProperty.call(params, key) && !FIELD_SET.has(key)) {
+      body[key] = params[key];
+    }
   }
   return body;
 }

@@ -23,7 +23,7 @@ import { skippedSentence, type SkippedFallback } from '../translate/fallback-cho
 import type { DispatchCall, DispatchShared, Pin } from './dispatch-call';
 import { pinnedRoute } from './pinned-route';
 import { sendAttempt, type SendingCall } from './send-attempt';
-import { keepShape } from '../providers/kept-shapes';
+import { keepShape } from '../runtime/kept-shapes';
 
 const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 /** Stands for "others are already waiting for room": no routing is tried. */

@@ -10,6 +10,7 @@ import { Dispatch } from './dispatch';
 import type { DispatchShared } from './dispatch-call';
 import type { PinnedCalls } from './pins';
 import { sessionFromStore } from './store-lookups';
+import { keepShape } from '../runtime/kept-shapes';
 
 /**
  * What placing a call reads of its switchboard's router, beside what every dispatch shares.
@@ -218,8 +219,19 @@ class Placement {
       skipped: this.skipped,
     });
     if (this.wider !== undefined && own) run.leaveModel('context_window', this.wider);
+    if (!shapeKept) shapeKept = keepShape(placementOfStandIns);
     const pending = this.pending;
     if (pending !== undefined) return pending.then(() => run.run());
     return open === undefined ? run.run() : run.open(open);
   }
+}
+
+/** Whether a placement of stand-ins is kept for its class's shape (see `keepShape`). */
+let shapeKept = false;
+
+/** A placement of no switchboard and no call, kept for its class's shape. */
+function placementOfStandIns(): Placement {
+  const request = { account: undefined } as PreparedRequest;
+  const how: PlaceHow = { options: undefined, prefix: undefined, open: undefined };
+  return new Placement({} as PlacingRouter, {} as CallRecord, request, how);
 }

@@ -102,6 +102,11 @@ export class SwitchboardMetrics {
   private readonly stopRules: () => void;
   /** Azure OpenAI states with the header a spilled answer of theirs carries. */
   private readonly spillHeaders = new Map<ModelState, string>();
+  /** The cost counter's attributes, per model and tenant (see {@link cost}). */
+  private readonly costLabels = new Map<
+    ModelState,
+    Map<string, Readonly<Record<string, string>>>
+  >();
   /** States below their model's most preferred tier, with the attributes of their spillovers. */
   private readonly lowerTiers = new Map<ModelState, Readonly<Record<string, string | number>>>();
   private readonly gauges: SwitchboardGauges;
@@ -232,7 +237,12 @@ export class SwitchboardMetrics {
    * `other`, so that the labels stay bounded.
    */
   cost(state: ModelState, tenant: string, usd: number): void {
-    this.costs.add(usd, { ...state.attributes, tenant });
+    let byTenant = this.costLabels.get(state);
+    if (byTenant === undefined) this.costLabels.set(state, (byTenant = new Map()));
+    let labels = byTenant.get(tenant);
+    // A named tenant or `other`: a few per model, each made once.
+    if (labels === undefined) byTenant.set(tenant, (labels = { ...state.attributes, tenant }));
+    this.costs.add(usd, labels);
   }
 
   failure(state: ModelState, reason: FailureReason): void {

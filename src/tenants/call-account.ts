@@ -4,6 +4,7 @@ import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
 import type { Price } from '../types';
 import { costOf } from './price';
+import { keepShape } from '../runtime/kept-shapes';
 import type { TenantCharge, TenantLimits } from '../state/tenant-counts';
 
 /**
@@ -71,6 +72,11 @@ export class CallAccount {
     this.taken = { ...charge };
     this.heldTokens = charge.tokens;
     this.heldUsd = charge.usd;
+    if (!shapeKept) {
+      // Set first: the stand-in takes a charge too.
+      shapeKept = true;
+      keepShape(accountOfStandIns);
+    }
   }
 
   /** @internal `usd` more was reserved for the next attempt. */
@@ -138,4 +144,14 @@ export class CallAccount {
     if (delta.tokens !== 0 || delta.requests !== 0 || delta.usd !== 0)
       this.book.adjust(this, delta);
   }
+}
+
+/** Whether an account of stand-ins is kept for its class's shape (see `keepShape`). */
+let shapeKept = false;
+
+/** An account of no switchboard, after a charge was taken, kept for its class's shape. */
+function accountOfStandIns(): CallAccount {
+  const account = new CallAccount({} as AccountBook, 'k', 'other', {}, 'k');
+  account.took({ tokens: 1, requests: 1, usd: 0.5 }, 1.5);
+  return account;
 }

@@ -30,13 +30,20 @@ export function placesOf(
   tokens: number,
   usdAt: (models: readonly string[]) => number,
 ): { place: TenantPlace; charge: TenantCharge }[] {
+  if (models.length === 1) {
+    // One model (the common call): one place, without the closures below.
+    const usd = usdAt(models);
+    return [
+      { place: { model: models[0]!, fallbacks: undefined }, charge: { tokens, requests: 1, usd } },
+    ];
+  }
   const at = (place: TenantPlace, usd: number) => ({
     place,
     charge: { tokens, requests: 1, usd },
   });
   const rest = (i: number) => (i + 1 < models.length ? models.slice(i + 1) : undefined);
-  // One model, or no budget: one place, at the first model's reservation (the common call).
-  if (!budget || models.length === 1) {
+  // No budget: one place, at the first model's reservation.
+  if (!budget) {
     return [at({ model: models[0]!, fallbacks: rest(0) }, usdAt(models.slice(0, 1)))];
   }
   const own = models.map((m) => usdAt([m]));
