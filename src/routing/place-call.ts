@@ -141,14 +141,15 @@ class Placement {
         RateLimitError,
         this.options?.signal,
       );
+      // Taken at once (the tenant's counts are this process's): dispatched in the same turn, and
+      // the dispatch gives back what the account holds if the call fails.
+      if (!(chosen instanceof Promise) && call.chained === undefined) {
+        return this.dispatch(chosen.model, chosen.fallbacks, this.how.open);
+      }
     } catch (error) {
+      // Refused, or no dispatch could be made (a pool without the call's tags): nothing was sent.
       account.end(error);
       return Promise.reject(error);
-    }
-    // Taken at once (the tenant's counts are this process's): dispatched in the same turn, and
-    // the dispatch gives back what the account holds if the call fails.
-    if (!(chosen instanceof Promise) && call.chained === undefined) {
-      return this.dispatch(chosen.model, chosen.fallbacks, this.how.open);
     }
     return Promise.resolve(chosen)
       .then((place) =>
