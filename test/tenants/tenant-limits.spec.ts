@@ -63,6 +63,20 @@ describe('tenant limits, one replica', () => {
     expect(claude.stats.rateLimited).toBe(0);
   });
 
+  it("a call that fails upstream gives its tenant's charge back: the next call has its room", async () => {
+    r = await rig({
+      openai: 1,
+      quota: { tpm: 1_000_000, rpm: 10_000 },
+      tenants: { acme: { tpm: 800 } },
+    });
+    // A 400 is the caller's own: no failover, the call fails and nothing was produced.
+    r.upstream.deployment('oai0').fail({ kind: 'status', status: 400 });
+    await expect(call500(r, 'acme')).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    // 500 + 500 > 800: were the first charge kept, the second call would be held to the limit.
+    await expect(call500(r, 'acme')).resolves.toBeDefined();
+    expect(sent(r)).toBe(2);
+  });
+
   it('a call larger than the limit itself can never fit: a SwitchboardError naming the tenant', async () => {
     r = await rig({ openai: 1, tenants: { acme: { tpm: 400 } } });
     await expect(call500(r, 'acme')).rejects.toBeInstanceOf(SwitchboardError);
