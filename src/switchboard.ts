@@ -4,7 +4,7 @@ import type { SwitchboardLogger } from './types';
 import { validateOptions } from './config/validate-options';
 import type { ApiAdapter, SurfacesOf } from './providers/adapter';
 import { BUILTIN_ADAPTERS, PROVIDERS } from './providers/index';
-import { keepClosed } from './providers/kept-shapes';
+import { keepClosed } from './runtime/kept-shapes';
 import type { Deployment } from './registry/deployment';
 import type { QueueView } from './scheduling/queue-view';
 import { DeploymentRegistry, type ModelStats } from './registry/deployment-registry';

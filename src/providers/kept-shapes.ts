@@ -49,29 +49,3 @@ const answered: { sent: unknown } = { sent: undefined };
 export function keepAnswered(sent: unknown): void {
   answered.sent = sent;
 }
-
-/** The switchboards closed last, newest first (see {@link keepClosed}). */
-const closed: object[] = [];
-
-/** How many closed switchboards are kept: a process alternating two configurations keeps both. */
-const KEPT_CLOSED = 2;
-
-/**
- * Keeps `switchboard`, just closed, until two more have closed. A switchboard's objects (its
- * router, registry, deployments, counters, tenants) have shapes no stand-in can copy: their fields
- * settle on their final kinds only under traffic. When the last switchboard that had them is
- * gone, a full collection takes those shapes and throws away the optimized code of the whole call
- * path, so the next switchboard's first calls (a process that builds a fresh switchboard, a test
- * suite) run unoptimized. The last two closed are kept, so that a process alternating two
- * configurations (one with tenants, one without) keeps both kinds; each has no timer, socket or
- * store connection left, and its response cache was emptied at its close.
- *
- * @example
- * ```ts
- * keepClosed(this); // in Switchboard.close()
- * ```
- */
-export function keepClosed(switchboard: object): void {
-  closed.unshift(switchboard);
-  closed.length = Math.min(closed.length, KEPT_CLOSED);
-}
