@@ -29,34 +29,40 @@ export function placesOf(
   budget: boolean,
   tokens: number,
   usdAt: (models: readonly string[]) => number,
-): { place: TenantPlace; charge: TenantCharge }[] {
-  if (models.length === 1) {
-    // One model (the common call): one place, without the closures below.
-    const usd = usdAt(models);
-    return [
-      { place: { model: models[0]!, fallbacks: undefined }, charge: { tokens, requests: 1, usd } },
-    ];
-  }
-  const at = (place: TenantPlace, usd: number) => ({
-    place,
-    charge: { tokens, requests: 1, usd },
-  });
-  const rest = (i: number) => (i + 1 < models.length ? models.slice(i + 1) : undefined);
-  // No budget: one place, at the first model's reservation.
-  if (!budget) {
-    return [at({ model: models[0]!, fallbacks: rest(0) }, usdAt(models.slice(0, 1)))];
+): TenantSpot[] {
+  // No budget, or one model (the common call): one place, at the first model's reservation.
+  if (!budget || models.length === 1) {
+    const usd = usdAt(models.length === 1 ? models : models.slice(0, 1));
+    return [spot(models[0]!, restOf(models, 0), tokens, usd)];
   }
   const own = models.map((m) => usdAt([m]));
-  const out: { place: TenantPlace; charge: TenantCharge }[] = [];
+  const out: TenantSpot[] = [];
   for (let i = 0; i < models.length; i++) {
-    const later = rest(i);
+    const later = restOf(models, i);
     const dearest = Math.max(own[i]!, ...(later ?? []).map((_, j) => own[i + 1 + j]!));
-    out.push(at({ model: models[i]!, fallbacks: later }, dearest));
+    out.push(spot(models[i]!, later, tokens, dearest));
     if (dearest > own[i]!) {
       const covered = later?.filter((_, j) => own[i + 1 + j]! <= own[i]!);
       const fallbacks = covered !== undefined && covered.length > 0 ? covered : undefined;
-      out.push(at({ model: models[i]!, fallbacks }, own[i]!));
+      out.push(spot(models[i]!, fallbacks, tokens, own[i]!));
     }
   }
   return out;
+}
+
+/** A place and the charge taken for it. */
+type TenantSpot = { place: TenantPlace; charge: TenantCharge };
+
+function spot(
+  model: string,
+  fallbacks: readonly string[] | undefined,
+  tokens: number,
+  usd: number,
+): TenantSpot {
+  return { place: { model, fallbacks }, charge: { tokens, requests: 1, usd } };
+}
+
+/** The models after the `i`-th, or `undefined` when none is. */
+function restOf(models: readonly string[], i: number): readonly string[] | undefined {
+  return i + 1 < models.length ? models.slice(i + 1) : undefined;
 }
