@@ -4,6 +4,7 @@
  * an upstream counts over lies inside it), tokens of the UTC day, and USD of the budget's UTC day
  * or month. A call is taken whole or not at all; its answer adjusts the counts it was taken into.
  */
+import { BUCKET_MS, MinuteBuckets } from './minute-buckets';
 
 /** Which limit of a tenant's policy. */
 export type TenantLimitName = 'tpm' | 'rpm' | 'tokensPerDay' | 'budget';
@@ -58,10 +59,6 @@ export interface TenantCounts {
   adjust(key: string, delta: TenantCharge, at: number, limits: TenantLimits): void;
 }
 
-/** Length of a minute bucket (ms). */
-export const BUCKET_MS = 1_000;
-/** Buckets a minute's window holds: the current one and the 60 before it. */
-export const WINDOW_BUCKETS = 61;
 const DAY_MS = 86_400_000;
 
 /** The UTC day number of `t` (epoch ms). */
@@ -92,24 +89,10 @@ export function periodOf(
   return { key: `m${(y - 1970) * 12 + m}`, start: Date.UTC(y, m, 1), end: Date.UTC(y, m + 1, 1) };
 }
 
-/**
- * ms from `now` until `buckets` (bucket number -> count, the minute's window) has let go of at
- * least `excess`, as the oldest buckets leave it.
- */
-function minuteWait(buckets: Iterable<[number, number]>, excess: number, now: number): number {
-  const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
-  let freed = 0;
-  for (const [n, v] of sorted) {
-    freed += v;
-    if (freed >= excess - 1e-9) return Math.max(1, (n + WINDOW_BUCKETS) * BUCKET_MS - now);
-  }
-  return Math.max(1, (Math.floor(now / BUCKET_MS) + WINDOW_BUCKETS) * BUCKET_MS - now);
-}
-
 /** One tenant's counts in this process. */
 interface Entry {
-  tokens: Map<number, number>;
-  requests: Map<number, number>;
+  tokens: MinuteBuckets;
+  requests: MinuteBuckets;
   day: number;
   dayTokens: number;
   period: string;
@@ -140,8 +123,8 @@ export class LocalTenantCounts implements TenantCounts {
     let e = this.entries.get(key);
     if (e === undefined) {
       e = {
-        tokens: new Map(),
-        requests: new Map(),
+        tokens: new MinuteBuckets(),
+        requests: new MinuteBuckets(),
         day: 0,
         dayTokens: 0,
         period: '',
@@ -153,8 +136,8 @@ export class LocalTenantCounts implements TenantCounts {
       this.entries.set(key, e);
     }
     const bucket = Math.floor(now / BUCKET_MS);
-    const tokens = slide(e.tokens, bucket);
-    const requests = slide(e.requests, bucket);
+    const tokens = e.tokens.slide(bucket);
+    const requests = e.requests.slide(bucket);
     const day = dayOf(now);
     if (e.day !== day) {
       e.day = day;
@@ -172,12 +155,12 @@ export class LocalTenantCounts implements TenantCounts {
     }
     const tpm = limits.tpm ?? 0;
     if (tpm > 0 && tokens + charge.tokens > tpm) {
-      const waitMs = minuteWait(e.tokens, tokens + charge.tokens - tpm, now);
+      const waitMs = e.tokens.waitToFree(tokens + charge.tokens - tpm, now);
       return { ok: false, limit: 'tpm', waitMs, used: tokens, value: tpm };
     }
     const rpm = limits.rpm ?? 0;
     if (rpm > 0 && requests + charge.requests > rpm) {
-      const waitMs = minuteWait(e.requests, requests + charge.requests - rpm, now);
+      const waitMs = e.requests.waitToFree(requests + charge.requests - rpm, now);
       return { ok: false, limit: 'rpm', waitMs, used: requests, value: rpm };
     }
     const tpd = limits.tokensPerDay ?? 0;
@@ -190,8 +173,8 @@ export class LocalTenantCounts implements TenantCounts {
       const waitMs = Math.max(1, e.periodEnd - now);
       return { ok: false, limit: 'budget', waitMs, used: e.usd, value: usd };
     }
-    add(e.tokens, bucket, charge.tokens);
-    add(e.requests, bucket, charge.requests);
+    e.tokens.add(bucket, charge.tokens);
+    e.requests.add(bucket, charge.requests);
     e.dayTokens += charge.tokens;
     e.usd += charge.usd;
     e.last = now;
@@ -204,8 +187,8 @@ export class LocalTenantCounts implements TenantCounts {
     const bucket = Math.floor(at / BUCKET_MS);
     // Only into the counts the call was taken into: a window or period that has moved on keeps
     // what it counts now.
-    if (e.tokens.has(bucket)) add(e.tokens, bucket, delta.tokens);
-    if (e.requests.has(bucket)) add(e.requests, bucket, delta.requests);
+    e.tokens.add(bucket, delta.tokens);
+    e.requests.add(bucket, delta.requests);
     if (e.day === dayOf(at)) e.dayTokens = Math.max(0, e.dayTokens + delta.tokens);
     if (limits.period !== undefined && at >= e.periodStart && at < e.periodEnd) {
       e.usd = Math.max(0, e.usd + delta.usd);
@@ -221,8 +204,8 @@ export class LocalTenantCounts implements TenantCounts {
     if (e === undefined) return { tokens: 0, requests: 0, dayTokens: 0, usd: 0 };
     const bucket = Math.floor(now / BUCKET_MS);
     return {
-      tokens: slide(e.tokens, bucket),
-      requests: slide(e.requests, bucket),
+      tokens: e.tokens.slide(bucket),
+      requests: e.requests.slide(bucket),
       dayTokens: e.day === dayOf(now) ? e.dayTokens : 0,
       usd: e.usd,
     };
@@ -232,20 +215,4 @@ export class LocalTenantCounts implements TenantCounts {
     // A month is the longest period anything is counted over.
     for (const [key, e] of this.entries) if (now - e.last > 32 * DAY_MS) this.entries.delete(key);
   }
-}
-
-/** Drops the buckets that left the window by `bucket`; returns what the window holds. */
-function slide(buckets: Map<number, number>, bucket: number): number {
-  let sum = 0;
-  for (const [n, v] of buckets) {
-    if (n <= bucket - WINDOW_BUCKETS) buckets.delete(n);
-    else sum += v;
-  }
-  return sum;
-}
-
-function add(buckets: Map<number, number>, bucket: number, amount: number): void {
-  if (amount === 0) return;
-  const v = (buckets.get(bucket) ?? 0) + amount;
-  buckets.set(bucket, v > 0 ? v : 0);
 }

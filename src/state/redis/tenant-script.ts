@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
+import { BUCKET_MS, WINDOW_BUCKETS } from '../minute-buckets';
 import {
-  BUCKET_MS,
   dayOf,
   LocalTenantCounts,
   periodOf,
-  WINDOW_BUCKETS,
   type TenantCharge,
   type TenantCounts,
   type TenantLimitName,
