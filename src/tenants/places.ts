@@ -1,3 +1,4 @@
+import type { Admission } from '../quota/admission';
 import type { TenantCharge } from '../state/tenant-counts';
 
 /**
@@ -14,28 +15,41 @@ export interface TenantPlace {
 }
 
 /**
- * Where a call of `tokens` may be admitted, in the order tried, with the USD each reserves
- * (`usdAt(models)`: the dearest reservation over `models`): each model at the dearest of it and
- * its later fallbacks; over a `budget` also at its own price, with only the fallbacks that price
- * covers.
+ * What an admission reserves in USD at the dearest of `models` (the tenants' prices).
  *
  * @example
  * ```ts
- * placesOf(['gpt-4o', 'gpt-4o-mini'], true, 900, (m) => tenants.reservedUsd(m, admission));
+ * const prices: Reserving = { reservedUsd: (models, admission) => 0.0012 };
+ * ```
+ */
+export interface Reserving {
+  reservedUsd(models: readonly string[], admission: Admission): number;
+}
+
+/**
+ * Where a call of `admission` (`tokens` in all) may be admitted, in the order tried, with the USD
+ * each reserves: each model at the dearest of it and its later fallbacks; over a `budget` also at
+ * its own price, with only the fallbacks that price covers. `prices` is passed rather than a
+ * closure over the admission: every call with a tenant comes here.
+ *
+ * @example
+ * ```ts
+ * placesOf(['gpt-4o', 'gpt-4o-mini'], true, 900, admission, tenants);
  * ```
  */
 export function placesOf(
   models: readonly string[],
   budget: boolean,
   tokens: number,
-  usdAt: (models: readonly string[]) => number,
+  admission: Admission,
+  prices: Reserving,
 ): TenantSpot[] {
   // No budget, or one model (the common call): one place, at the first model's reservation.
   if (!budget || models.length === 1) {
-    const usd = usdAt(models.length === 1 ? models : models.slice(0, 1));
+    const usd = prices.reservedUsd(models.length === 1 ? models : models.slice(0, 1), admission);
     return [spot(models[0]!, restOf(models, 0), tokens, usd)];
   }
-  const own = models.map((m) => usdAt([m]));
+  const own = models.map((m) => prices.reservedUsd([m], admission));
   const out: TenantSpot[] = [];
   for (let i = 0; i < models.length; i++) {
     const later = restOf(models, i);

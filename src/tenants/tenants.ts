@@ -198,9 +198,7 @@ export class Tenants {
         ),
       );
     }
-    const charges = placesOf(models, limits.usd !== undefined, tokens, (m) =>
-      this.reservedUsd(m, admission),
-    );
+    const charges = placesOf(models, limits.usd !== undefined, tokens, admission, this);
     if (this.closed) {
       return Promise.reject(new SwitchboardError('switchboard is closed', { code: 'unavailable' }));
     }
