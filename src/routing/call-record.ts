@@ -61,6 +61,8 @@ export interface CallRecord {
   readonly chained: string | undefined;
 }
 
+const NO_FIELDS: SessionParams = Object.freeze({});
+
 /**
  * Reads `params` into a {@link CallRecord}; a {@link TypeError} names a switchboard field of the
  * wrong type. `tenants` gives the tags a tenant's policy binds its calls to.
@@ -76,7 +78,8 @@ export function readCall(
   tenants?: { tagsOf(tenant: string | undefined): readonly string[] | undefined },
 ): CallRecord {
   const body = callBody(entry.surface, entry.opName, params);
-  const own = params as SessionParams;
+  // Params without the switchboard's fields are sent as they are: none is read from them.
+  const own = (body === params ? NO_FIELDS : params) as SessionParams;
   const { op, adapter } = entry;
   return {
     entry,
