@@ -25,16 +25,18 @@ const CLAUDE_MAX_IMAGE_TOKENS = 1_600;
 
 /** Characters of the tool schemas a request sends, which the model reads as text. */
 export function schemaLength(body: Readonly<Record<string, unknown>>): number {
-  let n = 0;
-  for (const key of ['tools', 'functions'] as const) {
-    const value = body[key];
-    if (Array.isArray(value) && value.length > 0) n += JSON.stringify(value).length;
-  }
+  // Each field read by name: a list of the two names to loop over was an array made per call.
+  let n = listLength(body.tools) + listLength(body.functions);
   const format = body.response_format as { type?: unknown; json_schema?: unknown } | undefined;
   if (format?.type === 'json_schema' && format.json_schema !== undefined) {
     n += JSON.stringify(format.json_schema).length;
   }
   return n;
+}
+
+/** Characters of a non-empty list's JSON; 0 for anything else. */
+function listLength(value: unknown): number {
+  return Array.isArray(value) && value.length > 0 ? JSON.stringify(value).length : 0;
 }
 
 /** Tokens of the images in an OpenAI message list, for `model`. */
