@@ -87,6 +87,8 @@ export interface EveryRoundFigures {
   pairedWith: Record<string, SideRound[]>;
   /** Per switchboard side, against the reference (the last side). */
   judged: Record<string, Judged>;
+  /** The side that is the reference again (`floor`), if any. */
+  floor?: string;
 }
 
 interface Judged {
@@ -242,6 +244,7 @@ export async function everyRound(
     sides: {},
     pairedWith: {},
     judged: {},
+    floor: sides.find((s) => s.floor)?.name,
   };
   // The reference's own rows: its rounds paired with the plain switchboard.
   sides.forEach((s, i) => (out.sides[s.name] = i === last ? refs[0]! : rows[i]!));
@@ -335,6 +338,27 @@ export function everyRoundReport(f: EveryRoundFigures, targets: Targets): string
   }
   for (const [name, j] of Object.entries(f.judged)) {
     lines.push(`${name}: ${j.meets ? 'meets' : 'misses'} the targets on the worst quartile`);
+  }
+  // What the method cannot tell apart: the reference against itself falls short of a target.
+  const floor = f.floor === undefined ? undefined : f.judged[f.floor];
+  if (floor !== undefined) {
+    const short: string[] = [];
+    if (floor.throughputRatio.worstQuartile < targets.throughput) {
+      short.push(
+        `throughput (its worst quartile ${fixed(floor.throughputRatio.worstQuartile, 3)} < ${targets.throughput})`,
+      );
+    }
+    if (floor.launchDiffUs.worstQuartile > targets.launchUs) {
+      short.push(
+        `launch (its worst quartile ${signed(floor.launchDiffUs.worstQuartile, 2)} > ${targets.launchUs})`,
+      );
+    }
+    if (short.length > 0) {
+      lines.push(
+        `${f.floor} misses ${short.join(' and ')}: in this run the method cannot judge the ` +
+          `other sides on ${short.length > 1 ? 'these targets' : 'this target'}`,
+      );
+    }
   }
   return lines.join('\n');
 }
