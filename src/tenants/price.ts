@@ -55,6 +55,8 @@ export class PriceTable {
   /** Per deployment, per model (no key is built per lookup: one is made on every answer). */
   private readonly byDeployment = new Map<string, Map<string, Price>>();
   private readonly byModel = new Map<string, Price[]>();
+  /** The models some deployment prices above nothing. */
+  private readonly charged = new Set<string>();
 
   constructor(deployments: readonly DeploymentConfig[], pricing?: Readonly<Record<string, Price>>) {
     for (const d of deployments) {
@@ -70,7 +72,11 @@ export class PriceTable {
         models.set(m.name, price);
         let list = this.byModel.get(m.name);
         if (list === undefined) this.byModel.set(m.name, (list = []));
-        list.push(price);
+        // Admission reads input and output prices alone: deployments sharing them are one entry.
+        if (!list.some((p) => p.input === price.input && p.output === price.output)) {
+          list.push(price);
+        }
+        if (price.input > 0 || price.output > 0) this.charged.add(m.name);
       }
     }
   }
@@ -83,6 +89,11 @@ export class PriceTable {
   /** The price of `model` on `deployment`, if it has one. */
   on(deployment: string, model: string): Price | undefined {
     return this.byDeployment.get(deployment)?.get(model);
+  }
+
+  /** True when some deployment prices `model` above nothing (a budget can be spent on it). */
+  charges(model: string): boolean {
+    return this.charged.has(model);
   }
 
   /** USD reserved for `admission` on the dearest deployment of `model`; 0 when it has no price. */

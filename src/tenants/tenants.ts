@@ -164,7 +164,7 @@ export class Tenants {
     const costTenant = tenant !== undefined && this.policies.has(tenant) ? tenant : 'other';
     const limits = this.policyOf(named)?.limits;
     if (limits === undefined) return new CallAccount(this, undefined, costTenant, {}, tenant ?? '');
-    if (limits.usd !== undefined && this.prices.dearest(model, { input: 1, output: 1 }) === 0) {
+    if (limits.usd !== undefined && !this.prices.charges(model)) {
       throw new SwitchboardError(
         `Tenant ${tenant} has a budget, but ${model} has no price: add it to options.pricing (USD per million tokens)`,
       );

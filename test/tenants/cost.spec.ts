@@ -133,6 +133,33 @@ describe('cost', () => {
     expect(r.sb.costs()).toEqual({});
   });
 
+  it('a budget on a model no deployment charges for is refused before anything is sent', async () => {
+    r = await rig({
+      openai: 2,
+      tenants: { acme: { budget: { usd: 1, per: 'day' } } },
+      pricing: { [GPT]: { input: 0, output: 0 } },
+    });
+    await expect(
+      r.sb.chat.completions.create(ask('hello', { tenant: 'acme', max_tokens: 5 })),
+    ).rejects.toThrow(`Tenant acme has a budget, but ${GPT} has no price`);
+    expect(r.upstream.deployment('oai0').stats.requests).toBe(0);
+    expect(r.upstream.deployment('oai1').stats.requests).toBe(0);
+  });
+
+  it('deployments sharing a price reserve as one, beside one of their own', () => {
+    const shared = new PriceTable(
+      Array.from({ length: 5 }, (_, i) => ({
+        provider: 'openai' as const,
+        name: `d${i}`,
+        models: [{ name: GPT }],
+      })),
+      { [GPT]: GPT_PRICE },
+    );
+    expect(shared.charges(GPT)).toBe(true);
+    expect(shared.charges('unpriced')).toBe(false);
+    expect(shared.dearest(GPT, { input: 1_000_000, output: 1_000_000 })).toBeCloseTo(0.75, 12);
+  });
+
   it("a deployment's own price wins over the model's; admission reserves at the dearest", () => {
     const table = new PriceTable(
       [
