@@ -24,5 +24,6 @@ export function admissionRecord(
     uncapped,
     cachePrefix,
     asked: undefined,
+    slot: undefined,
   };
 }

@@ -46,6 +46,11 @@ export interface Admission {
    * prefix), so that another deployment prices it afresh.
    */
   asked?: { input: number; output: number };
+  /**
+   * @internal An uncapped call's place in the list of such calls its ledger has in flight
+   * (undefined: none), set by the quota.
+   */
+  slot?: number;
 }
 
 /**

@@ -139,7 +139,7 @@ export class Pricing {
     reading: RateLimitReading,
     refused: Admission,
     counted: number,
-    inFlight: ReadonlySet<Admission>,
+    inFlight: readonly Admission[],
   ): number {
     const remaining = reading.tokens?.remaining;
     const tpm = this.counters.tokens.limit.value;
