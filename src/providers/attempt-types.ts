@@ -117,19 +117,20 @@ export interface AttemptOutcome {
 }
 
 /**
- * One attempt's request: where it goes (a model on a deployment), through which API operation,
- * with which body and charge, and the caller's SDK options.
+ * What an attempt sends, wherever it goes: through which API operation, with which body and
+ * charge, the caller's SDK options, and which attempt of its call it is. A call's dispatch is
+ * this for each of its attempts (no object is made per attempt to say it); a fallback's, whose
+ * body names another model, or a translated call's, is one of its own.
  *
  * @example
  * ```ts
- * const plan: AttemptPlan = { deployment, modelState: deployment.models.get('gpt-4o')!, adapter, op, request, options: undefined };
+ * const call: AttemptCall = { adapter, op, request, options: undefined, context: { attempt: 1 } };
  * ```
  */
-export interface AttemptPlan {
-  readonly deployment: Deployment;
-  readonly modelState: ModelState;
+export interface AttemptCall {
   readonly adapter: ApiAdapter;
   readonly op: ApiOperation;
   readonly request: PreparedRequest;
   readonly options: SdkRequestOptions | undefined;
+  readonly context: AttemptContext;
 }

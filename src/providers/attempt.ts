@@ -9,7 +9,7 @@ import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry
 import { accountedStream, type StreamStart } from './accounted-stream';
 import type { ApiAdapter, ApiOperation, ApiPromiseLike } from './adapter';
 import { Answered } from './answered';
-import type { AttemptHooks, AttemptOutcome, AttemptPlan, PreparedRequest } from './attempt-types';
+import type { AttemptCall, AttemptHooks, AttemptOutcome, PreparedRequest } from './attempt-types';
 import { readRefusal, weighFailure } from './attempt-failure';
 import { checkedUsage } from './attempt-usage';
 import { apiPromiseOf, needsController, sdkOptionsOf } from './attempt-options';
@@ -17,8 +17,6 @@ import { noAnswer } from './no-answer';
 import { keepShape } from '../runtime/kept-shapes';
 import { ATTEMPT_STAND_INS, deadlineListOfStandIns, keepAnswered } from './kept-shapes';
 import { translate } from './translate-error';
-
-const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
 
 /**
  * One request to one deployment, with its accounting:
@@ -43,16 +41,17 @@ const FIRST_ATTEMPT: AttemptContext = Object.freeze({ attempt: 1 });
  *
  * @example
  * ```ts
- * runAttempt({ deployment, modelState, adapter, op, request, options }, hooks, { resolve, reject });
+ * runAttempt(dispatch, deployment, deployment.models.get('gpt-4o')!, hooks, { resolve, reject });
  * ```
  */
 export function runAttempt(
-  plan: AttemptPlan,
+  call: AttemptCall,
+  deployment: Deployment,
+  modelState: ModelState,
   hooks: AttemptHooks,
   outcome: AttemptOutcome,
-  context: AttemptContext = FIRST_ATTEMPT,
 ): void {
-  new Attempt(plan, hooks, outcome).start(context);
+  new Attempt(call, deployment, modelState, hooks, outcome).start(call.context);
 }
 
 /**
@@ -110,22 +109,20 @@ class Attempt implements DeadlineEntry {
     this.guarded(this.responded, props.response);
   };
   private readonly onFailure = (error: unknown): void => this.guarded(this.failedToSend, error);
-  readonly deployment: Deployment;
-  readonly modelState: ModelState;
   readonly adapter: ApiAdapter;
   private readonly op: ApiOperation;
   readonly request: PreparedRequest;
 
   constructor(
-    plan: AttemptPlan,
+    call: AttemptCall,
+    readonly deployment: Deployment,
+    readonly modelState: ModelState,
     readonly hooks: AttemptHooks,
     private readonly outcome: AttemptOutcome,
   ) {
-    const { deployment, modelState, request, options } = plan;
-    this.deployment = deployment;
-    this.modelState = modelState;
-    this.adapter = plan.adapter;
-    this.op = plan.op;
+    const { request, options } = call;
+    this.adapter = call.adapter;
+    this.op = call.op;
     this.request = request;
     this.deadline = options?.timeout ?? deployment.timeout;
     this.firstToken = request.stream

@@ -1,13 +1,19 @@
 import { DeadlineList, type DeadlineEntry } from '../runtime/deadlines';
-import type { AttemptHooks, AttemptOutcome, AttemptPlan } from './attempt-types';
+import type { Deployment } from '../registry/deployment';
+import type { ModelState } from '../registry/model-state';
+import type { AttemptCall, AttemptHooks, AttemptOutcome } from './attempt-types';
 
 /** What an attempt kept for its shape is made of: no deployment, no switchboard. */
-export const ATTEMPT_STAND_INS: [AttemptPlan, AttemptHooks, AttemptOutcome] = [
-  {
-    deployment: { timeout: 1 },
-    modelState: { firstTokenTimeout: 0 },
-    request: { stream: false },
-  } as unknown as AttemptPlan,
+export const ATTEMPT_STAND_INS: [
+  AttemptCall,
+  Deployment,
+  ModelState,
+  AttemptHooks,
+  AttemptOutcome,
+] = [
+  { request: { stream: false } } as unknown as AttemptCall,
+  { timeout: 1 } as unknown as Deployment,
+  { firstTokenTimeout: 0 } as unknown as ModelState,
   { firstTokenTimeout: 0 } as AttemptHooks,
   { resolve: () => {}, reject: () => {} },
 ];

@@ -1,7 +1,12 @@
 import type { Refusal } from '../failover/refusals';
 import type { ApiAdapter, ApiOperation } from '../providers/adapter';
 import { runAttempt } from '../providers/attempt';
-import type { AttemptHooks, AttemptOutcome, PreparedRequest } from '../providers/attempt-types';
+import type {
+  AttemptCall,
+  AttemptHooks,
+  AttemptOutcome,
+  PreparedRequest,
+} from '../providers/attempt-types';
 import type { ModelState } from '../registry/model-state';
 import type { SdkRequestOptions } from '../registry/deployment';
 import type { CallTags } from '../scheduling/lanes';
@@ -85,13 +90,18 @@ export function sendAttempt(
       sendTranslated(call, { to, state, hooks }, outcome);
       return;
     }
-    const { adapter, op, options } = call;
-    runAttempt(
-      { deployment, modelState: state, adapter, op, request: prepared, options },
-      hooks,
-      outcome,
-      call.context,
-    );
+    // The call is its attempt's own; a fallback's body names another model.
+    const sent: AttemptCall =
+      prepared === request
+        ? call
+        : {
+            adapter: call.adapter,
+            op: call.op,
+            request: prepared,
+            options: call.options,
+            context: call.context,
+          };
+    runAttempt(sent, deployment, state, hooks, outcome);
   } catch (error) {
     // Nothing above calls `outcome` and then throws: it hears of this once.
     outcome.reject(error as Error);
@@ -134,15 +144,15 @@ function sendTranslated(
   const { adapter: target, op: targetOp, request: translated, outcome: back } = crossing;
   runAttempt(
     {
-      deployment: to.deployment,
-      modelState: state,
       adapter: target,
       op: targetOp,
       request: translated,
       options: call.options,
+      context: call.context,
     },
+    to.deployment,
+    state,
     at.hooks,
     back,
-    call.context,
   );
 }

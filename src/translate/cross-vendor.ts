@@ -130,7 +130,7 @@ interface Crossing {
  * @example
  * ```ts
  * const crossing = crossVendor({ adapter, opName: 'create', request, deployment: own }, { deployment: claude, model: 'claude-sonnet-5', maxTokens: 8192, clock }, outcome);
- * if (crossing) runAttempt(claude, state, crossing.adapter, crossing.op, crossing.request, options, hooks, crossing.outcome);
+ * if (crossing) runAttempt({ ...crossing, options, context }, claude, state, hooks, crossing.outcome);
  * ```
  */
 export function crossVendor(

@@ -119,15 +119,8 @@ function start(d: HandDeployment, hs: AttemptHooks, options?: SdkRequestOptions)
   let settlements = 0;
   let settle: (outcome: Outcome) => void = () => undefined;
   const outcome = new Promise<Outcome>((resolve) => (settle = resolve));
-  const plan = {
-    deployment: d,
-    modelState: d.state,
-    adapter: ADAPTER,
-    op: SEND,
-    request: request(),
-    options,
-  };
-  runAttempt(plan, hs, {
+  const call = { adapter: ADAPTER, op: SEND, request: request(), options, context: { attempt: 1 } };
+  runAttempt(call, d, d.state, hs, {
     resolve: (answer) => {
       settlements++;
       settle({ value: answer.data });
