@@ -9,8 +9,6 @@ import type { AttemptHooks } from './attempt-types';
  */
 const MAX_USAGE_TOKENS = 10_000_000;
 
-const FIELDS = ['input', 'output', 'cacheRead', 'cacheWrite'] as const;
-
 /**
  * What is wrong with the usage an answer reported, or `undefined` when it can be so: every field
  * a whole number of tokens from 0 to {@link MAX_USAGE_TOKENS}, and on OpenAI's APIs the cached
@@ -25,17 +23,26 @@ const FIELDS = ['input', 'output', 'cacheRead', 'cacheWrite'] as const;
  * ```
  */
 function usageFault(usage: Usage, provider: Provider): string | undefined {
-  for (const field of FIELDS) {
-    const value = usage[field];
-    if (value === undefined) continue;
-    if (!Number.isInteger(value) || value < 0 || value > MAX_USAGE_TOKENS) {
-      return `${field} is ${String(value)}`;
-    }
-  }
+  // Each field by name: a loop over their names read them by a key that changes, a slow lookup
+  // on every answer.
+  const bad =
+    badCount('input', usage.input) ??
+    badCount('output', usage.output) ??
+    badCount('cacheRead', usage.cacheRead) ??
+    badCount('cacheWrite', usage.cacheWrite);
+  if (bad !== undefined) return bad;
   if (provider === 'openai' && (usage.cacheRead ?? 0) > usage.input) {
     return `cached tokens ${usage.cacheRead} above the prompt ${usage.input}`;
   }
   return undefined;
+}
+
+/** What is wrong with one field's count (absent is fine), or `undefined`. */
+function badCount(field: keyof Usage, value: number | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return Number.isInteger(value) && value >= 0 && value <= MAX_USAGE_TOKENS
+    ? undefined
+    : `${field} is ${String(value)}`;
 }
 
 /**
