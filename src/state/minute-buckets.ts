@@ -54,6 +54,16 @@ export class MinuteBuckets {
     this.sum += now - was;
   }
 
+  /**
+   * Adds `amount` at `bucket`, the current one; when the clock went back past the window, at its
+   * oldest bucket instead, so that what is taken still counts (and leaves no later than it would
+   * have).
+   */
+  take(bucket: number, amount: number): void {
+    const oldest = this.newest - WINDOW_BUCKETS + 1;
+    this.add(bucket < oldest ? oldest : bucket, amount);
+  }
+
   /** Whether the window holds `bucket`. */
   holds(bucket: number): boolean {
     return bucket <= this.newest && bucket > this.newest - WINDOW_BUCKETS;

@@ -173,8 +173,8 @@ export class LocalTenantCounts implements TenantCounts {
       const waitMs = Math.max(1, e.periodEnd - now);
       return { ok: false, limit: 'budget', waitMs, used: e.usd, value: usd };
     }
-    e.tokens.add(bucket, charge.tokens);
-    e.requests.add(bucket, charge.requests);
+    e.tokens.take(bucket, charge.tokens);
+    e.requests.take(bucket, charge.requests);
     e.dayTokens += charge.tokens;
     e.usd += charge.usd;
     e.last = now;

@@ -52,6 +52,19 @@ describe('MinuteBuckets', () => {
     expect(w.holds(10)).toBe(false);
   });
 
+  it('counts what is taken after the clock went back past the window', () => {
+    const w = new MinuteBuckets();
+    w.slide(1_000);
+    w.add(1_000, 10);
+    // The clock is two minutes behind: the window stays where it was, and the take counts.
+    expect(w.slide(880)).toBe(10);
+    w.take(880, 5);
+    expect(w.slide(880)).toBe(15);
+    // It leaves with the window's oldest bucket, before the first one.
+    expect(w.slide(1_000)).toBe(15);
+    expect(w.slide(1_001)).toBe(10);
+  });
+
   it('says how long until enough leaves the window, oldest first', () => {
     const w = new MinuteBuckets();
     w.slide(100);
@@ -109,5 +122,19 @@ describe('LocalTenantCounts over its minute', () => {
     );
     expect(counts.used('acme', later + 2).tokens).toBe(600);
     expect(counts.used('acme', t0 + 61_000).tokens).toBe(500);
+  });
+});
+
+describe('LocalTenantCounts when the clock goes back', () => {
+  it('still counts a take two minutes behind the newest one against tpm', () => {
+    const counts = new LocalTenantCounts();
+    const limits = { tpm: 1_000 };
+    const t0 = 1_700_000_000_000;
+    expect(counts.take('acme', limits, { tokens: 600, requests: 1, usd: 0 }, t0).ok).toBe(true);
+    const back = t0 - 120_000;
+    expect(counts.take('acme', limits, { tokens: 300, requests: 1, usd: 0 }, back).ok).toBe(true);
+    expect(
+      counts.take('acme', limits, { tokens: 200, requests: 1, usd: 0 }, back + 1),
+    ).toMatchObject({ ok: false, limit: 'tpm', used: 900 });
   });
 });
