@@ -109,10 +109,11 @@ function switchboardFor(
   return create({ deployments, usageWindow, logger: quietLogger(), ...extra });
 }
 
-const params = (i: number) => ({
-  model: MODEL,
-  messages: [{ role: 'user' as const, content: `Can you tell me a fact about the number ${i}?` }],
-});
+const messages = (i: number) => [
+  { role: 'user' as const, content: `Can you tell me a fact about the number ${i}?` },
+];
+
+const params = (i: number) => ({ model: MODEL, messages: messages(i) });
 
 /**
  * The same params naming one of 10 tenants, written as one literal as a caller writes them: a
@@ -120,7 +121,7 @@ const params = (i: number) => ({
  */
 const tenantParams = (i: number) => ({
   model: MODEL,
-  messages: [{ role: 'user' as const, content: `Can you tell me a fact about the number ${i}?` }],
+  messages: messages(i),
   tenant: TENANT_NAMES[i % TENANT_NAMES.length]!,
 });
 const TENANT_NAMES = Array.from({ length: 10 }, (_, k) => `t${k}`);

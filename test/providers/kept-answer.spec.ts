@@ -5,9 +5,9 @@ import { SimulatedUpstream } from '../../src/testing';
 import { GPT, oaiAndClaude } from '../support/upstream';
 
 /**
- * The latest answered request's SDK promise and the last closed switchboard are kept (their
- * shapes then outlive a full collection with nothing in flight): each until the next one comes,
- * never more than one.
+ * The latest answered request's SDK promise and the last two closed switchboards are kept (their
+ * shapes then outlive a full collection with nothing in flight): the answer until the next one
+ * comes, a switchboard until two more have closed.
  */
 describe('the answer kept for its shapes', () => {
   let upstream: SimulatedUpstream;
