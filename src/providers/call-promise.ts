@@ -36,8 +36,10 @@ export function callPromises(
       return Promise;
     }
 
-    /** The answer: another promise's, or (opened) this one's own resolution. */
+    /** Over another promise: that promise, of the answer. Opened: undefined. */
     private readonly answer: Promise<Answer> | undefined;
+    /** Opened: the call that settles it with the answer's data, and keeps the answer. */
+    private readonly call: SettledCall | undefined;
     readonly parseResponse: (client: unknown, answer: Answer) => unknown;
     private parsedPromise: Promise<unknown> | undefined;
     private read: boolean;
@@ -45,9 +47,11 @@ export function callPromises(
 
     constructor(answer: Promise<Answer> | undefined) {
       // Over another promise, as the SDK's: settled at once with nothing, for `then` and the
-      // rest read the answer. Opened: settled with the answer by whoever `opening` names.
+      // rest read the answer. Opened: settled with the answer's data by the call `opening`
+      // names, so that an `await` of it is a plain `then` (no closure over the caller's).
       super(answer === undefined ? openCall : settleWithNull);
       this.answer = answer;
+      this.call = answer === undefined ? opening : undefined;
       this.parseResponse = dataOf;
       this.parsedPromise = undefined;
       this.read = false;
@@ -56,7 +60,7 @@ export function callPromises(
 
     /** The promise of the answer (as the SDK's field of that name). */
     get responsePromise(): Promise<Answer> {
-      return this.answer ?? answerThen(this as Promise<unknown> as Promise<Answer>, sameAnswer);
+      return this.answer ?? this.onAnswer(sameAnswer);
     }
 
     /** `then` on the answer itself, not on its data. */
@@ -64,16 +68,18 @@ export function callPromises(
       onfulfilled: (answer: Answer) => A | PromiseLike<A>,
       onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
     ): Promise<A | B> {
-      return answerThen(
-        this.answer ?? (this as Promise<unknown> as Promise<Answer>),
-        onfulfilled,
-        onrejected,
-      );
+      const call = this.call;
+      if (call === undefined) return answerThen(this.answer!, onfulfilled, onrejected);
+      // Settled with the data: the answer is the call's, kept once it settled.
+      return plainThen.call(this, () => onfulfilled(call.answer!), onrejected) as Promise<A | B>;
     }
 
     /** The data of the answer. */
     parse(): Promise<unknown> {
-      return (this.parsedPromise ??= this.onAnswer((answer) => this.dataOf(answer)));
+      return (this.parsedPromise ??=
+        this.call === undefined
+          ? this.onAnswer((answer) => this.dataOf(answer))
+          : (plainThen.call(this, sameValue) as Promise<unknown>));
     }
 
     /** `answer.data`, read once however many ways the caller asks for it. */
@@ -89,6 +95,10 @@ export function callPromises(
       onfulfilled?: ((value: unknown) => A | PromiseLike<A>) | null,
       onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
     ): Promise<A | B> {
+      // Opened, it holds the data itself: `then` is the plain one.
+      if (this.call !== undefined) {
+        return plainThen.call(this, onfulfilled, onrejected) as Promise<A | B>;
+      }
       // Straight off the answer: an `await` of the call then makes one promise, not two.
       return this.onAnswer(
         typeof onfulfilled === 'function'
@@ -172,22 +182,28 @@ export interface CallPromises {
 }
 
 /**
- * What settles an opened call's promise: told its resolving functions once, at once.
+ * What settles an opened call's promise: told its resolving functions once, at once, it resolves
+ * it with the answer's `data` (read once) and keeps the `answer`, for `asResponse()` and the rest.
  *
  * @example
  * ```ts
- * const call: SettledCall = { settlesWith: (resolve, reject) => dispatch.bind(resolve, reject) };
+ * const call: SettledCall = {
+ *   answer: undefined,
+ *   settlesWith(resolve, reject) { dispatch.bind((a) => resolve((this.answer = a).data), reject); },
+ * };
  * ```
  */
 export interface SettledCall {
-  settlesWith(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void;
+  /** The answer, once the promise was resolved with its data. */
+  readonly answer: Answer | undefined;
+  settlesWith(resolveData: (data: unknown) => void, reject: (error: unknown) => void): void;
 }
 
 /** The call whose promise is being opened: an executor runs at once, so one serves every call. */
 let opening: SettledCall | undefined;
 
-function openCall(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void {
-  opening!.settlesWith(resolve, reject);
+function openCall(resolveData: (data: unknown) => void, reject: (error: unknown) => void): void {
+  opening!.settlesWith(resolveData, reject);
 }
 
 const plainThen = Promise.prototype.then;
@@ -203,6 +219,10 @@ function answerThen<A, B>(
 
 function sameAnswer(answer: Answer): Answer {
   return answer;
+}
+
+function sameValue(value: unknown): unknown {
+  return value;
 }
 
 function settleWithNull(resolve: (value: null) => void): void {

@@ -72,8 +72,11 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
   /** The clock's reading for the routing under way: every deployment's room is asked at it. */
   now = 0;
   context: AttemptContext = FIRST_ATTEMPT;
-  private resolveCall: (answer: Answer) => void = noop;
+  private resolveCall: (value: unknown) => void = noop;
   private rejectCall: (error: unknown) => void = noop;
+  /** Its promise is resolved with the answer's data (the caller's own) or the answer; kept. */
+  private withData = false;
+  answer: Answer | undefined = undefined;
 
   readonly adapter: ApiAdapter;
   readonly op: ApiOperation;
@@ -159,9 +162,15 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
     }
   }
 
+  /** @internal The resolving functions of the caller's own promise, of the data (`SettledCall`). */
+  settlesWith(resolveData: (data: unknown) => void, reject: (error: unknown) => void): void {
+    this.settlesAnswer(resolveData, reject);
+    this.withData = true;
+  }
+
   /** @internal The resolving functions of the call's promise (see {@link promiseOf}). */
-  settlesWith(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void {
-    this.resolveCall = resolve;
+  settlesAnswer(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void {
+    this.resolveCall = resolve as (value: unknown) => void;
     this.rejectCall = reject;
   }
 
@@ -172,7 +181,8 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
     if (this.filterFallbacks !== undefined && isFilteredAnswer(answer.data)) {
       if (this.movedOn('content_filter')) return;
     }
-    this.resolveCall(answer);
+    this.answer = answer;
+    this.resolveCall(this.withData ? answer.data : answer);
   }
 
   /** The first attempt failed: failover, when allowed, has the rest of the call. */
@@ -254,13 +264,8 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
         this.shared.metrics.refusedForTags(this.model);
       }
     }
-    this.shared.traffic?.failed(
-      this.model,
-      this.request,
-      this.context.call,
-      this.last?.deployment,
-      error,
-    );
+    const last = this.last?.deployment;
+    this.shared.traffic?.failed(this.model, this.request, this.context.call, last, error);
     // The switchboard's own refusal says which fallbacks the call could not be translated for.
     const skipped = this.skipped;
     if (skipped !== undefined && (isNoRoom(error) || error instanceof SwitchboardError)) {
@@ -368,13 +373,8 @@ let shapeKept = false;
 /** A dispatch of no switchboard and no call, kept for its class's shape after a first call ran. */
 function dispatchOfStandIns(): Dispatch {
   const request = { body: {}, stream: false, admission: undefined, metered: false };
-  return new Dispatch(
-    { traffic: undefined } as unknown as DispatchShared,
-    {
-      request,
-      pool: [],
-    } as unknown as DispatchCall,
-  );
+  const call = { request, pool: [] } as unknown as DispatchCall;
+  return new Dispatch({ traffic: undefined } as unknown as DispatchShared, call);
 }
 
 /** The switchboard refused the call, and some deployment it passed over lacked the call's tags. */
@@ -395,5 +395,5 @@ function promiseOf(dispatch: Dispatch): Promise<Answer> {
 }
 
 function openCall(resolve: (answer: Answer) => void, reject: (error: unknown) => void): void {
-  opening!.settlesWith(resolve, reject);
+  opening!.settlesAnswer(resolve, reject);
 }

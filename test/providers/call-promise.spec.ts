@@ -42,9 +42,21 @@ const sdks: Array<{
   },
 ];
 
-/** What a dispatch does with an opened call's promise: settles it once its answer (or error) came. */
+/**
+ * What a dispatch does with an opened call's promise: once its answer came, keeps it and resolves
+ * the promise with its data (read once); or rejects it with the error.
+ */
 function settledBy(a: Promise<Answer>): SettledCall {
-  return { settlesWith: (resolve, reject) => void a.then(resolve, reject) };
+  const call: { answer: Answer | undefined } & SettledCall = {
+    answer: undefined,
+    settlesWith(resolveData, reject) {
+      a.then((got) => {
+        call.answer = got;
+        resolveData(got.data);
+      }, reject);
+    },
+  };
+  return call;
 }
 
 // Over the dispatch's promise, or opened and settled by the dispatch itself: the caller sees the same.
