@@ -19,7 +19,6 @@ describe('the answer kept for its shapes', () => {
   const collect = async () => {
     await new Promise((resolve) => setImmediate(resolve));
     gc();
-    gc();
   };
 
   beforeAll(async () => {
