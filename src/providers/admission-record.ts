@@ -23,7 +23,8 @@ export function admissionRecord(
     sent: undefined,
     uncapped,
     cachePrefix,
-    asked: undefined,
+    askedInput: undefined,
+    askedOutput: undefined,
     slot: undefined,
   };
 }

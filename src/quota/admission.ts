@@ -41,11 +41,14 @@ export interface Admission {
    */
   cachePrefix?: CachePrefix;
   /**
-   * @internal The call's own charge, before a deployment priced it: set when a deployment
-   * charges it otherwise (an uncapped call's reservation, Claude's expected output, a cached
-   * prefix), so that another deployment prices it afresh.
+   * @internal The call's own charge, before a deployment priced it (`askedInput` undefined: not
+   * priced otherwise): set when a deployment charges it otherwise (an uncapped call's
+   * reservation, Claude's expected output, a cached prefix), so that another deployment prices it
+   * afresh. Two fields rather than an object: most calls are uncapped, and this is every one's.
    */
-  asked?: { input: number; output: number };
+  askedInput?: number;
+  /** @internal See {@link askedInput}. */
+  askedOutput?: number;
   /**
    * @internal An uncapped call's place in the list of such calls its ledger has in flight
    * (undefined: none), set by the quota.

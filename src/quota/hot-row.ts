@@ -162,7 +162,7 @@ export function keptRoom(
   if (admission.reserve !== undefined && admission.reserve > 0) return -1;
   // A call over a cached prefix is charged what that deployment has not cached, a call priced by
   // one deployment afresh as the next prices it: the model prices them.
-  if (admission.cachePrefix !== undefined || admission.asked !== undefined) return -1;
+  if (admission.cachePrefix !== undefined || admission.askedInput !== undefined) return -1;
   const { input, uncapped } = admission;
   if (uncapped === undefined) return fits(table, row, input, admission.output) ? 1 : 0;
   // An uncapped call is charged this deployment's own reservation for each of its outputs.

@@ -44,7 +44,7 @@ export class Pricing {
   /** True when a call's charge here is always its own admission (nothing to price). */
   private plain(admission: Admission): boolean {
     return (
-      admission.asked === undefined &&
+      admission.askedInput === undefined &&
       admission.uncapped === undefined &&
       admission.cachePrefix === undefined &&
       this.counters.expected === undefined &&
@@ -60,9 +60,9 @@ export class Pricing {
   priced(admission: Admission, now: number): Admission {
     if (this.plain(admission)) return admission;
     const { expected, utilization } = this.counters;
-    const asked = admission.asked;
-    let input = asked?.input ?? admission.input;
-    let output = asked?.output ?? admission.output;
+    const asked = admission.askedInput !== undefined;
+    let input = asked ? admission.askedInput! : admission.input;
+    let output = asked ? admission.askedOutput! : admission.output;
     if (admission.uncapped !== undefined) output = this.reservation * admission.uncapped;
     if (expected !== undefined) {
       output = expected.of(output);

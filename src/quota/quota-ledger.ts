@@ -221,7 +221,10 @@ export class QuotaLedger extends LedgerReadout {
     // own charge is kept for another deployment to price afresh.
     const priced = this.pricing.priced(admission, now);
     if (priced !== admission) {
-      admission.asked ??= { input: admission.input, output: admission.output };
+      if (admission.askedInput === undefined) {
+        admission.askedInput = admission.input;
+        admission.askedOutput = admission.output;
+      }
       admission.input = priced.input;
       admission.output = priced.output;
     }

@@ -280,10 +280,10 @@ export class Tenants {
    * output cap, or, uncapped, the most the model may write.
    */
   reservation(model: string, admission: Admission): TokenUsage {
-    const asked = admission.asked ?? admission;
+    const input = admission.askedInput ?? admission.input;
     const n = admission.uncapped;
-    if (n === undefined) return { input: asked.input, output: asked.output };
-    return { input: asked.input, output: n * (this.maxOutput.get(model) ?? UNKNOWN_MAX_OUTPUT) };
+    if (n === undefined) return { input, output: admission.askedOutput ?? admission.output };
+    return { input, output: n * (this.maxOutput.get(model) ?? UNKNOWN_MAX_OUTPUT) };
   }
 
   /** @internal USD reserved for an attempt that may go to any of `models`: the dearest. */
