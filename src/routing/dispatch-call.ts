@@ -94,3 +94,45 @@ export interface DispatchCall {
   /** Fallbacks of the other vendor left out because the call cannot be translated for them. */
   readonly skipped?: readonly SkippedFallback[];
 }
+
+/** A {@link DispatchCall} whose fields may be written: see {@link STRAIGHT_CALL}. */
+export type WrittenCall = { -readonly [K in keyof DispatchCall]: DispatchCall[K] };
+
+/**
+ * The call of the router's straight path, one object rewritten for each call rather than a literal
+ * made for each (as `Pricing`'s quote): a {@link Dispatch} copies what it needs of its call in its
+ * constructor and keeps none of it. {@link letGo} empties it once the dispatch is made, so that it
+ * holds no call's request or deployments alive.
+ *
+ * @example
+ * ```ts
+ * const call = STRAIGHT_CALL;
+ * call.request = request; // ...each field the call has
+ * const run = new Dispatch(shared, call);
+ * letGo(call);
+ * ```
+ */
+export const STRAIGHT_CALL: WrittenCall = emptyCall();
+
+/** Empties `call` of what the last call wrote in it. */
+export function letGo(call: WrittenCall): void {
+  call.request = undefined!;
+  call.options = undefined;
+  call.sessionId = undefined;
+  call.pool = undefined!;
+  call.tags = undefined;
+  call.required = undefined;
+}
+
+function emptyCall(): WrittenCall {
+  return {
+    adapter: undefined!,
+    op: undefined!,
+    request: undefined!,
+    options: undefined,
+    sessionId: undefined,
+    pool: undefined!,
+    tags: undefined,
+    required: undefined,
+  };
+}

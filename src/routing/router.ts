@@ -22,6 +22,7 @@ import { contextWindows } from './context-windows';
 import { TrafficRecorder } from '../traffic/traffic-recorder';
 import { goesStraight, placeCall, type PlacingRouter } from './place-call';
 import { Dispatch } from './dispatch';
+import { letGo, STRAIGHT_CALL } from './dispatch-call';
 import type { SettledCall } from '../providers/call-promise';
 
 export type { FailedCalls } from './failed-calls';
@@ -268,16 +269,17 @@ export class Router implements PlacingRouter {
       }
       // Without a session, a cacheable prompt prefix is one (see `placeCall`).
       const sticky = call.sessionId ?? (this.provisioned.has(model) ? undefined : prefix);
-      const run = new Dispatch(this, {
-        adapter,
-        op,
-        request,
-        options: sdkOptions,
-        sessionId: sticky,
-        pool: this.registry.poolFor(model, call.required),
-        tags: call.tags,
-        required: call.required,
-      });
+      const fields = STRAIGHT_CALL;
+      fields.adapter = adapter;
+      fields.op = op;
+      fields.request = request;
+      fields.options = sdkOptions;
+      fields.sessionId = sticky;
+      fields.pool = this.registry.poolFor(model, call.required);
+      fields.tags = call.tags;
+      fields.required = call.required;
+      const run = new Dispatch(this, fields);
+      letGo(fields);
       const pending = sessionFromStore(this.registry, this.state, sticky);
       if (pending !== undefined) return pending.then(() => run.run());
       return open === undefined ? run.run() : run.open(open);
