@@ -24,10 +24,18 @@ export interface Admission {
    */
   reserve?: number;
   /**
-   * @internal Where each counter stood when the call was admitted, set by the quota: its
-   * answer's reading is matched to what was sent before it (see `send-order.ts`).
+   * @internal Where each counter stood when the call was admitted, in its unit: what it had
+   * charged before it (undefined: no counter of that unit sent it). Set by the quota, so that its
+   * answer's reading is matched to what was sent before it (see `send-order.ts`). Fields of the
+   * admission rather than an object of marks: every call is admitted.
    */
-  sent?: SentMarks;
+  sentTokens?: number;
+  /** @internal See {@link sentTokens}. */
+  sentRequests?: number;
+  /** @internal See {@link sentTokens}. */
+  sentInput?: number;
+  /** @internal See {@link sentTokens}. */
+  sentOutput?: number;
   /**
    * The call sets no output cap: the upstream reserves its own default for each of this many
    * outputs (chat's `n`). The quota charges its `outputReservation` for each, written into
@@ -57,26 +65,10 @@ export interface Admission {
 }
 
 /**
- * Where each counter stood when a call was admitted: what it had charged before it, in its unit.
- * Set at admission on the call's {@link Admission}.
- *
- * @example
- * ```ts
- * const marks: SentMarks = { tokens: 12_000, requests: 12, input: 0, output: 0 };
- * ```
- */
-export interface SentMarks {
-  tokens: number;
-  requests: number;
-  input: number;
-  output: number;
-}
-
-/**
  * What a counter counts of a call: its `tokens` (`tpm`), its `requests` (`rpm`, and the burst of
  * the short request window), its `input` (`itpm`) or its `output` tokens (`otpm`).
  */
-export type ChargeUnit = keyof SentMarks;
+export type ChargeUnit = 'tokens' | 'requests' | 'input' | 'output';
 
 /**
  * The charge rule: how much of `unit` a call charging `input` and `output` tokens takes. A call

@@ -1,4 +1,4 @@
-import type { Admission, SentMarks } from './admission';
+import type { Admission, ChargeUnit } from './admission';
 
 /**
  * The order calls were sent in, as one counter charged them. An answer's rate-limit headers
@@ -23,23 +23,38 @@ export class SendOrder {
   /** Everything this counter charged at admission, ever. */
   private total = 0;
 
-  constructor(private readonly column: keyof SentMarks) {}
+  constructor(private readonly column: ChargeUnit) {}
 
   /** `admission` is sent now, charging `charge`: mark where it stands. */
   sent(admission: Admission, charge: number): void {
-    const marks = (admission.sent ??= { tokens: 0, requests: 0, input: 0, output: 0 });
-    marks[this.column] = this.total;
-    this.total += charge;
+    const total = this.total;
+    // One store per unit, each of one field: a key that changes with the counter would make the
+    // store generic.
+    switch (this.column) {
+      case 'tokens':
+        admission.sentTokens = total;
+        break;
+      case 'requests':
+        admission.sentRequests = total;
+        break;
+      case 'input':
+        admission.sentInput = total;
+        break;
+      case 'output':
+        admission.sentOutput = total;
+        break;
+    }
+    this.total = total + charge;
   }
 
   /**
    * What was charged after `admission` (which charged `charge`) was sent, or `undefined` when
-   * this counter did not send it.
+   * no counter of this one's unit sent it.
    */
   after(admission: Admission, charge: number): number | undefined {
-    const marks = admission.sent;
-    if (marks === undefined) return undefined;
-    const after = this.total - marks[this.column] - charge;
+    const mark = markOf(admission, this.column);
+    if (mark === undefined) return undefined;
+    const after = this.total - mark - charge;
     return after >= 0 && after <= this.total ? after : undefined;
   }
 
@@ -64,4 +79,18 @@ export function agreed(bySend: number, byArrival: number): number {
   if (bySend > 0 && byArrival > 0) return bySend < byArrival ? bySend : byArrival;
   if (bySend < 0 && byArrival < 0) return bySend > byArrival ? bySend : byArrival;
   return 0;
+}
+
+/** Where `admission` stood in `unit` when it was sent (see {@link SendOrder.sent}). */
+function markOf(admission: Admission, unit: ChargeUnit): number | undefined {
+  switch (unit) {
+    case 'tokens':
+      return admission.sentTokens;
+    case 'requests':
+      return admission.sentRequests;
+    case 'input':
+      return admission.sentInput;
+    case 'output':
+      return admission.sentOutput;
+  }
 }
