@@ -105,10 +105,13 @@ describe('connections, timeouts and aborts', () => {
 
   it('a timeout on every attempt rejects with the SDK timeout error, nothing marked down', async () => {
     r.upstream.deployments.forEach((d) => d.fail({ kind: 'hang' }, Infinity));
-    await expect(r.sb.messages.create(askClaude('slow'))).rejects.toBeInstanceOf(
+    // Every deployment hangs: a short deadline of the call's own ends each attempt as the
+    // deployment's would (the case above has the deployment's own).
+    const soon = { timeout: 300 };
+    await expect(r.sb.messages.create(askClaude('slow'), soon)).rejects.toBeInstanceOf(
       Anthropic.APIConnectionTimeoutError,
     );
-    await expect(r.sb.chat.completions.create(ask('slow'))).rejects.toBeInstanceOf(
+    await expect(r.sb.chat.completions.create(ask('slow'), soon)).rejects.toBeInstanceOf(
       OpenAI.APIConnectionTimeoutError,
     );
     for (const d of r.sb.deployments.values()) {
