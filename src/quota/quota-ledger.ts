@@ -3,6 +3,7 @@ import { tokensOf, type Admission, type TokenUsage } from './admission';
 import { AnswerLog } from './answer-log';
 import { counterScope, fits, gatingOf, type LimitCounter } from './limit-counter';
 import { CallSize } from './call-size';
+import { ChargedCounters } from './charged-counters';
 import type { LedgerConfig, QuotaLedgerOptions } from './ledger-options';
 import type { LevelCounter, PoolLevel } from './pool-level';
 import { Pricing } from './pricing';
@@ -52,7 +53,8 @@ export class QuotaLedger extends LedgerReadout {
   /** Whether the request window was configured: then no answer changes it. */
   readonly requestWindowSet: boolean;
   /** Every counter, in the order they are asked. */
-  private all: readonly LimitCounter[];
+  /** Every counter a charge reaches, in order. */
+  private readonly charged: ChargedCounters;
   /** Limits a shared store adds (its leases, and its pool levels'), asked after the ledger's own (see {@link gate}). */
   private gates: readonly LimitCounter[];
   /** The limits a single call can be too big for, and the probes they owe. */
@@ -97,7 +99,10 @@ export class QuotaLedger extends LedgerReadout {
     this.levels = options.levels ?? [];
     for (const level of this.levels) level.join(counters, scope, (gates) => this.gate(gates));
     this.levelGates = this.levels.flatMap((level) => level.gates);
-    this.all = [utilization ?? tokens, requests, burst, input, output, ...this.levelGates];
+    this.charged = new ChargedCounters(
+      [utilization ?? tokens, requests, burst, input, output],
+      this.levelGates,
+    );
     this.gates = [];
     // A provisioned deployment admits a call of any size below 100 %: none is too big for it.
     this.size = new CallSize(
@@ -126,7 +131,7 @@ export class QuotaLedger extends LedgerReadout {
    */
   gate(counters: readonly LimitCounter[]): void {
     const added = counters.filter((c) => !this.gates.includes(c));
-    this.all = this.all.concat(added);
+    this.charged.add(added);
     this.gates = this.gates.concat(added);
     this.changed();
   }
@@ -188,7 +193,7 @@ export class QuotaLedger extends LedgerReadout {
     if (this.size.tooBig(admission, now) !== undefined) return Infinity;
     if (this.hasRoomPriced(admission, now)) return 0;
     let wait = 0;
-    for (const counter of this.all) {
+    for (const counter of this.charged.all) {
       const w = counter.wait(admission, now);
       if (w > wait) wait = w;
     }
@@ -230,7 +235,7 @@ export class QuotaLedger extends LedgerReadout {
     }
     forget(this.hot);
     this.size.probed(admission, now);
-    for (const counter of this.all) counter.admit(admission, now);
+    this.charged.admit(admission, now);
     this.answers.admitted(admission, now);
     return now;
   }
@@ -238,7 +243,7 @@ export class QuotaLedger extends LedgerReadout {
   /** No longer in flight. True when its own answer's headers were anchored on. */
   private answered(admission: Admission): boolean {
     forget(this.hot);
-    for (const counter of this.all) counter.answered(admission);
+    this.charged.answered(admission);
     return this.answers.answered(admission);
   }
 
@@ -256,7 +261,7 @@ export class QuotaLedger extends LedgerReadout {
     this.pricing.learn(admission, usage, now);
     const { input, output } = change;
     if (input === 0 && output === 0) return 0;
-    for (const counter of this.all) counter.settle(input, output, now);
+    this.charged.settle(input, output, now);
     return tokensOf(change);
   }
 
@@ -271,7 +276,7 @@ export class QuotaLedger extends LedgerReadout {
     const tokens = tokensOf(admission);
     if (tokens === 0) return 0;
     const now = this.clock();
-    for (const counter of this.all) counter.settle(-admission.input, -admission.output, now);
+    this.charged.settle(-admission.input, -admission.output, now);
     return -tokens;
   }
 
@@ -314,7 +319,7 @@ export class QuotaLedger extends LedgerReadout {
   private reprice(charge: number, now: number): void {
     if (charge === 0) return;
     forget(this.hot);
-    for (const counter of this.all) counter.settle(0, charge, now);
+    this.charged.settle(0, charge, now);
     this.tokens.inFlight += charge;
   }
 
@@ -370,6 +375,6 @@ export class QuotaLedger extends LedgerReadout {
   /** Forget usage counted in the current window, and the corrections with it. */
   reset(): void {
     forget(this.hot);
-    for (const counter of this.all) counter.reset();
+    for (const counter of this.charged.all) counter.reset();
   }
 }
