@@ -35,7 +35,14 @@ export class CallSize {
 
   /** A call is sent at `now`: the probes it makes are gone for the window. */
   probed(admission: Admission, now: number): void {
-    for (const counter of this.capped) this.probe(counter, admission, now)?.probed(now);
+    // Every call is admitted: the counters are the capped ones already, and only a learned value
+    // owes a probe (see `QuotaLimit.probeDue`), so a configured limit costs one check.
+    for (const counter of this.capped) {
+      const limit = counter.limit;
+      if (limit.learned && limit.probeDue(counter.charge(admission), now, this.scope.span)) {
+        limit.probed(now);
+      }
+    }
   }
 
   /** Whether any limit a call can be too big for came from the headers (it may owe a probe). */
