@@ -284,6 +284,8 @@ export class Router implements PlacingRouter {
       if (pending !== undefined) return pending.then(() => run.run());
       return open === undefined ? run.run() : run.open(open);
     } catch (error) {
+      // Whatever threw, the straight path's call holds nothing of this one.
+      letGo(STRAIGHT_CALL);
       return Promise.reject(error);
     }
   }
