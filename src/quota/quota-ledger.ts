@@ -52,7 +52,6 @@ export class QuotaLedger extends LedgerReadout {
   readonly family: RateLimitFamily | undefined;
   /** Whether the request window was configured: then no answer changes it. */
   readonly requestWindowSet: boolean;
-  /** Every counter, in the order they are asked. */
   /** Every counter a charge reaches, in order. */
   private readonly charged: ChargedCounters;
   /** Limits a shared store adds (its leases, and its pool levels'), asked after the ledger's own (see {@link gate}). */
