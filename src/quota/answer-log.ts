@@ -33,6 +33,15 @@ export class AnswerLog {
   /** The latest send time of a call whose answer was anchored on (ours or another's). */
   private anchoredSentAt = 0;
   private own: LastOwn | undefined;
+  /** What the counters take of our own answers, written again for each ({@link ownAnswer}). */
+  private readonly anchoring: Anchoring = {
+    now: 0,
+    sentAt: 0,
+    own: undefined,
+    peer: undefined,
+    paceOk: false,
+    headers: undefined,
+  };
   /**
    * When a call without an output cap was last admitted: the upstream reserves output for it
    * that we do not charge, so a difference in its count says nothing of others' pace for a while.
@@ -120,21 +129,38 @@ export class AnswerLog {
     return reading;
   }
 
-  /** Our own answer to `own` (sent at `sentAt`), read at `now`: what its counters take. */
+  /**
+   * Our own answer to `own` (sent at `sentAt`), read at `now`: what its counters take, with the
+   * answer's `headers` where they may read more of them. Every answer with rate-limit headers
+   * comes here, so the anchoring and the last reading are this log's two objects, written again
+   * for each: the counters read the anchoring at once and keep none of it, and the last reading
+   * is copied for other instances ({@link last}). Made for each answer, they were 100 bytes.
+   */
   ownAnswer(
     reading: RateLimitReading,
     own: Admission | undefined,
     sentAt: number | undefined,
     now: number,
     span: number,
+    headers?: HeaderSource,
   ): Anchoring {
     if (own !== undefined) this.anchoredOwn = own;
     // The upstream wrote the header when the call reached it: on our clock, about when we sent it.
     const sent = sentAt !== undefined && sentAt <= now ? sentAt : now;
     const tokens = own !== undefined ? tokensOf(own) : 0;
-    this.own = { sentAt: sent, at: now, tokens, reading };
+    const last = (this.own ??= { sentAt: sent, at: now, tokens, reading });
+    last.sentAt = sent;
+    last.at = now;
+    last.tokens = tokens;
+    last.reading = reading;
     if (sent > this.anchoredSentAt) this.anchoredSentAt = sent;
-    return { now, sentAt: sent, own, peer: undefined, paceOk: now - this.uncappedAt > span };
+    const context = this.anchoring;
+    context.now = now;
+    context.sentAt = sent;
+    context.own = own;
+    context.paceOk = now - this.uncappedAt > span;
+    context.headers = headers;
+    return context;
   }
 
   /** True when a call sent at `sentAt` is newer than every one whose answer was anchored on. */

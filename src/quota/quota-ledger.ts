@@ -296,8 +296,9 @@ export class QuotaLedger extends LedgerReadout {
     if (own?.uncapped !== undefined) {
       this.reprice(this.pricing.learnReservation(reading, own, this.counted(now)), now);
     }
-    const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span);
-    if (this.family !== 'anthropic') context.headers = headers;
+    // Azure OpenAI's reset headers are read only where a counter needs them.
+    const readable = this.family !== 'anthropic' ? headers : undefined;
+    const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span, readable);
     this.rules.apply(reading, context, this);
   }
 
