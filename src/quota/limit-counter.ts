@@ -180,9 +180,12 @@ export function takeReported(
   }
   if (reported.remaining === undefined || limit.value === 0) return false;
   const at = context.peer?.at ?? context.now;
+  // Written over, not made again: every answer with headers comes here, once per limit.
   const last = scope.reported[limit.name];
-  if (last === undefined || last.at <= at) {
-    scope.reported[limit.name] = { remaining: reported.remaining, at };
+  if (last === undefined) scope.reported[limit.name] = { remaining: reported.remaining, at };
+  else if (last.at <= at) {
+    last.remaining = reported.remaining;
+    last.at = at;
   }
   // A pool's remaining says nothing of the share configured here: the split holds by itself.
   return !limit.pooled;
