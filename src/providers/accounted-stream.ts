@@ -5,6 +5,7 @@ import type { DeadlineEntry, DeadlineList } from '../runtime/deadlines';
 import type { AttemptTrace } from '../telemetry/gen-ai-telemetry';
 import type { ApiAdapter } from './adapter';
 import type { AttemptHooks, PreparedRequest } from './attempt-types';
+import { checkedUsage, costUsage } from './attempt-usage';
 
 /** The attempt a stream belongs to, as its accounting sees it. */
 interface StreamingAttempt {
@@ -16,16 +17,15 @@ interface StreamingAttempt {
   readonly trace: AttemptTrace | undefined;
   /** When it was sent (epoch ms). */
   readonly startedAt: number;
-  /** Where its deadlines wait, and the switchboard's `streamIdleTimeout`. */
-  readonly hooks: Pick<AttemptHooks, 'deadlines' | 'streamIdleTimeout'>;
+  /**
+   * Where its deadlines wait, the switchboard's `streamIdleTimeout`, and where a fault in the
+   * usage the stream reported is told (`checkedUsage`).
+   */
+  readonly hooks: Pick<AttemptHooks, 'deadlines' | 'streamIdleTimeout' | 'faultyUsage'>;
   /** Account a failure (what the stream reported so far stands) and turn it into the caller's error. */
   fail(error: unknown, produced: Usage | undefined): Error;
   /** The attempt is over: its deadline and listener go, its slot in flight is freed (once). */
   release(): void;
-  /** The usage the stream reported, when it can be so (else logged once; `undefined`). */
-  checked(usage: Usage | undefined): Usage | undefined;
-  /** The call's account takes the usage the stream reported (with `tenants` or `pricing`). */
-  costs(usage: Usage | undefined): void;
 }
 
 /**
@@ -104,9 +104,9 @@ export function accountedStream(
       track?.ended?.();
       if (!settled) {
         settled = true;
-        const usage = run.checked(used);
+        const usage = checkedUsage(run, used);
         state.settle(request.admission, usage);
-        if (request.account !== undefined) run.costs(usage);
+        if (request.account !== undefined) costUsage(run, usage);
       }
       if (!caller?.aborted) state.recordSuccess();
     } catch (error) {
@@ -119,9 +119,9 @@ export function accountedStream(
       if (!finished) await closeQuietly(iterator);
       if (!settled) {
         settled = true;
-        const usage = run.checked(used);
+        const usage = checkedUsage(run, used);
         state.settle(request.admission, usage);
-        if (request.account !== undefined) run.costs(usage);
+        if (request.account !== undefined) costUsage(run, usage);
       }
       run.release();
       // Ended by the source, or by a consumer that stopped reading: a success either way.

@@ -1,7 +1,9 @@
 import type { TokenUsage as Usage } from '../quota/admission';
+import type { Deployment } from '../registry/deployment';
 import type { ModelState } from '../registry/model-state';
+import type { AttemptTrace } from '../telemetry/gen-ai-telemetry';
 import type { Provider } from '../types';
-import type { AttemptHooks } from './attempt-types';
+import type { AttemptHooks, PreparedRequest } from './attempt-types';
 
 /**
  * The most tokens one field of an answer's usage may hold: above every model's context window
@@ -68,4 +70,27 @@ export function checkedUsage(
   if (fault === undefined) return usage;
   attempt.hooks.faultyUsage?.(attempt.modelState, fault);
   return undefined;
+}
+
+/**
+ * The call's account (with `tenants` or `pricing`) takes the usage an attempt produced (as
+ * {@link checkedUsage} gave it); the attempt's span, the cost.
+ *
+ * @example
+ * ```ts
+ * if (request.account !== undefined) costUsage(attempt, checkedUsage(attempt, usage));
+ * ```
+ */
+export function costUsage(
+  attempt: {
+    readonly deployment: Deployment;
+    readonly modelState: ModelState;
+    readonly request: PreparedRequest;
+    readonly trace: AttemptTrace | undefined;
+  },
+  usage: Usage | undefined,
+): void {
+  const { account, admission } = attempt.request;
+  const usd = account!.settled(attempt.deployment, attempt.modelState, admission, usage);
+  if (usd !== undefined) attempt.trace?.cost(usd);
 }

@@ -7,11 +7,12 @@ import type { ModelState } from '../registry/model-state';
 import type { DeadlineEntry, DeadlineList } from '../runtime/deadlines';
 import type { AttemptContext, AttemptTrace } from '../telemetry/gen-ai-telemetry';
 import { accountedStream, type StreamStart } from './accounted-stream';
-import type { ApiAdapter, ApiOperation, ApiPromiseLike } from './adapter';
+import type { ApiAdapter, ApiPromiseLike } from './adapter';
+import { HEAD_CAME, HOLDING, LISTENING, RESENT, SETTLED, TIMED_OUT } from './attempt-flags';
 import { Answered } from './answered';
 import type { AttemptCall, AttemptHooks, AttemptOutcome, PreparedRequest } from './attempt-types';
 import { readRefusal, weighFailure } from './attempt-failure';
-import { checkedUsage } from './attempt-usage';
+import { checkedUsage, costUsage } from './attempt-usage';
 import { apiPromiseOf, needsController, sdkOptionsOf } from './attempt-options';
 import { noAnswer } from './no-answer';
 import { keepShape } from '../runtime/kept-shapes';
@@ -58,7 +59,7 @@ export function runAttempt(
  * The state of one attempt, in one object: an attempt runs on every call, so its parts are methods
  * and fields, and it waits for its deadline in a shared {@link Deadlines} list, not a timer.
  */
-class Attempt implements DeadlineEntry {
+class Attempt implements DeadlineEntry, EventListenerObject {
   private readonly deadline: number;
   /** ms from send to the first event of a stream (0: no such deadline, or not a stream). */
   private readonly firstToken: number;
@@ -71,16 +72,13 @@ class Attempt implements DeadlineEntry {
   deadlineAt = 0;
   deadlinePrev: DeadlineEntry | undefined = undefined;
   deadlineNext: DeadlineEntry | undefined = undefined;
-  private onCallerAbort: (() => void) | undefined;
-  private timedOut = false;
-  private settled = false;
-  private resent = false;
-  /** When the admission was charged (undefined: unmetered). */
-  sentAt: number | undefined = undefined;
-  /** When it was sent (epoch ms), for the model's latency. */
+  /**
+   * What has happened to it, as bits ({@link SETTLED} and the rest): one field of an attempt made
+   * for every call, not five.
+   */
+  private flags = 0;
+  /** When it was sent (epoch ms), for the model's latency; a metered call's, when it was charged. */
   startedAt = 0;
-  /** It holds one of the model's slots in flight until {@link release}. */
-  private holding = false;
   /** The SDK's promise of the request in flight, and its response once the head came. */
   private sent: ApiPromiseLike<unknown> | undefined = undefined;
   private response: Response | undefined = undefined;
@@ -88,18 +86,13 @@ class Attempt implements DeadlineEntry {
   private stream: { controller?: AbortController } | undefined = undefined;
   /** The SDK's controller once the head came (its timer is cleared): stops the body, the socket. */
   private bodyReader: AbortController | undefined = undefined;
-  /** Whether the head of the request in flight came (what {@link onValue} is given next). */
-  private headCame = false;
   // The request's promises' handlers (a stale socket's second send's too), bound once: 56 bytes
   // less than two closures and their context. Whatever one throws settles the call ({@link broke}).
   private readonly onValue: (value: unknown) => void;
   private readonly onFailure: (error: unknown) => void;
-  readonly adapter: ApiAdapter;
-  private readonly op: ApiOperation;
-  readonly request: PreparedRequest;
 
   constructor(
-    call: AttemptCall,
+    private readonly call: AttemptCall,
     readonly deployment: Deployment,
     readonly modelState: ModelState,
     readonly hooks: AttemptHooks,
@@ -108,9 +101,6 @@ class Attempt implements DeadlineEntry {
     const { request, options } = call;
     this.onValue = this.headOrData.bind(this);
     this.onFailure = this.notSent.bind(this);
-    this.adapter = call.adapter;
-    this.op = call.op;
-    this.request = request;
     this.deadline = options?.timeout ?? deployment.timeout;
     this.firstToken = request.stream
       ? modelState.firstTokenTimeout || hooks.firstTokenTimeout || 0
@@ -121,12 +111,24 @@ class Attempt implements DeadlineEntry {
     this.sdkOptions = sdkOptionsOf(options, this.deadline, this.controller);
   }
 
+  get adapter(): ApiAdapter {
+    return this.call.adapter;
+  }
+
+  get request(): PreparedRequest {
+    return this.call.request;
+  }
+
+  /** When the admission was charged (undefined: unmetered). */
+  get sentAt(): number | undefined {
+    return this.request.metered ? this.startedAt : undefined;
+  }
+
   start(context: AttemptContext): void {
     const { modelState: state, request } = this;
-    if (request.metered) this.sentAt = state.admit(request.admission);
-    this.startedAt = this.sentAt ?? state.latency.now();
+    this.startedAt = request.metered ? state.admit(request.admission) : state.latency.now();
     state.inFlight.start();
-    this.holding = true;
+    this.flags = HOLDING;
     this.hooks.sent(state);
     this.trace = this.hooks.started?.(this.deployment, state, request, context, this.adapter.name);
     const caller = this.caller;
@@ -134,8 +136,8 @@ class Attempt implements DeadlineEntry {
       const controller = this.controller!;
       if (caller.aborted) controller.abort();
       else {
-        this.onCallerAbort = () => controller.abort();
-        caller.addEventListener('abort', this.onCallerAbort, { once: true });
+        caller.addEventListener('abort', this, { once: true });
+        this.flags |= LISTENING;
       }
     }
     // A stream's first-token deadline stands in for the call's: the SDK's own timer still ends a
@@ -144,19 +146,24 @@ class Attempt implements DeadlineEntry {
     this.send();
   }
 
+  /** The caller's signal aborted: so does the request (the attempt listens to the signal). */
+  handleEvent(): void {
+    this.flags &= ~LISTENING;
+    this.controller!.abort();
+  }
+
   /** The deadline passed: abort the request (when a signal stands in), else settle as failed. */
   expire(): void {
     if (this.firstToken !== 0) {
       this.noFirstEvent();
       return;
     }
-    this.timedOut = true;
+    this.flags |= TIMED_OUT;
     // A body still arriving past the deadline (an upstream that trickles it) is read no further:
     // its socket closes now, not when the upstream ends it.
     this.bodyReader?.abort();
     if (this.controller) this.controller.abort();
-    else if (!this.settled) {
-      this.settled = true;
+    else if (!this.settle()) {
       this.release();
       // Nothing was produced: the charge goes back, the request stays counted.
       try {
@@ -181,18 +188,22 @@ class Attempt implements DeadlineEntry {
    * promises, the deadline's timer): the call fails with that error, and the process lives on.
    */
   private broke(bug: unknown): void {
-    if (!this.settled) {
-      this.settled = true;
-      this.release();
-    }
+    if (!this.settle()) this.release();
     this.outcome.reject(bug instanceof Error ? bug : new Error(String(bug)));
   }
 
+  /** Marks it settled; returns whether it already was. */
+  private settle(): boolean {
+    const was = (this.flags & SETTLED) !== 0;
+    this.flags |= SETTLED;
+    return was;
+  }
+
   private send(): void {
-    this.headCame = false;
+    this.flags &= ~HEAD_CAME;
     try {
       const sent = apiPromiseOf(
-        this.op.send(this.deployment.client, this.request.body, this.sdkOptions),
+        this.call.op.send(this.deployment.client, this.request.body, this.sdkOptions),
         this.adapter,
       );
       this.sent = sent;
@@ -203,24 +214,24 @@ class Attempt implements DeadlineEntry {
         (head as Promise<{ response: Response }>).then(this.onValue, this.onFailure);
       } else {
         sent.asResponse().then((response) => {
-          this.headCame = true;
+          this.flags |= HEAD_CAME;
           this.responded(response);
         }, this.onFailure);
       }
     } catch (error) {
       this.release();
-      this.settled = true;
+      this.settle();
       this.outcome.reject(this.fail(error, false));
     }
   }
 
   /** What the request's promises gave: its head, then its data. */
   private headOrData(value: unknown): void {
-    if (this.headCame) {
+    if ((this.flags & HEAD_CAME) !== 0) {
       this.guarded(this.received, value);
       return;
     }
-    this.headCame = true;
+    this.flags |= HEAD_CAME;
     const props = value as { response: Response; controller?: AbortController };
     this.bodyReader = props.controller;
     this.guarded(this.responded, props.response);
@@ -240,8 +251,9 @@ class Attempt implements DeadlineEntry {
     const missing = this.request.stream ? undefined : noAnswer(data, this.response);
     if (missing !== undefined) return this.failedToSend(missing);
     let answer: unknown;
+    const { op } = this.call;
     try {
-      answer = this.op.data ? this.op.data(data, this.request.body, this.deployment.client) : data;
+      answer = op.data ? op.data(data, this.request.body, this.deployment.client) : data;
     } catch (error) {
       this.failedToSend(error);
       return;
@@ -253,7 +265,7 @@ class Attempt implements DeadlineEntry {
     if (!shapeKept) shapeKept = keepShape(standInAttempt) && keepShape(deadlineListOfStandIns);
     const { modelState: state, request } = this;
     if (!request.stream) keepAnswered(this.sent);
-    if (this.settled) {
+    if ((this.flags & SETTLED) !== 0) {
       // Timed out just before the headers came: close the stream nobody will read.
       if (request.stream) (data as { controller?: AbortController }).controller?.abort();
       return;
@@ -263,7 +275,7 @@ class Attempt implements DeadlineEntry {
       this.awaitFirstEvent(data, response);
       return;
     }
-    this.settled = true;
+    this.settle();
     this.hooks.observed(state, response.headers, request.admission, this.sentAt);
     if (request.stream) {
       this.hooks.deadlines.remove(this);
@@ -272,9 +284,9 @@ class Attempt implements DeadlineEntry {
     }
     this.release();
     if (request.metered) {
-      const usage = this.checked(this.adapter.usage(data));
+      const usage = checkedUsage(this, this.adapter.usage(data));
       state.answered(request.admission, usage, this.startedAt);
-      if (request.account !== undefined) this.costs(usage);
+      if (request.account !== undefined) costUsage(this, usage);
     }
     state.recordSuccess();
     this.trace?.response(data);
@@ -299,8 +311,7 @@ class Attempt implements DeadlineEntry {
     }
     iterator.next().then(
       (first) => {
-        if (this.settled) return;
-        this.settled = true;
+        if (this.settle()) return;
         this.hooks.deadlines.remove(this);
         if (!first.done) this.modelState.latency.firstEvent(this.startedAt);
         const start: StreamStart = { iterator, first };
@@ -312,8 +323,7 @@ class Attempt implements DeadlineEntry {
 
   /** The stream broke before its first event: nothing was delivered, so the call may fail over. */
   private brokeBeforeFirstEvent(error: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
+    if (this.settle()) return;
     this.release();
     // The upstream admitted it (its headers came): its charge stands, as for a stream cut short.
     this.outcome.reject(this.fail(error, undefined));
@@ -324,8 +334,7 @@ class Attempt implements DeadlineEntry {
    * headers, and the attempt fails as one that produced nothing.
    */
   private noFirstEvent(): void {
-    if (this.settled) return;
-    this.settled = true;
+    if (this.settle()) return;
     this.controller!.abort();
     this.stream?.controller?.abort();
     this.release();
@@ -338,39 +347,30 @@ class Attempt implements DeadlineEntry {
   }
 
   private failedToSend(error: unknown): void {
-    if (this.settled) return;
-    if (!this.resent && !this.timedOut && !this.caller?.aborted && isStaleSocket(error)) {
-      this.resent = true;
+    if ((this.flags & SETTLED) !== 0) return;
+    if (
+      (this.flags & (RESENT | TIMED_OUT)) === 0 &&
+      !this.caller?.aborted &&
+      isStaleSocket(error)
+    ) {
+      this.flags |= RESENT;
       this.hooks.staleSocketRetried?.(this.modelState);
       this.send();
       return;
     }
-    this.settled = true;
+    this.settle();
     this.release();
     // Nothing was produced: the charge goes back, the request stays counted.
     this.outcome.reject(this.fail(error, false));
   }
 
-  /** The usage reported, when it can be so; else the attempt's reservation (see `checkedUsage`). */
-  checked(usage: Usage | undefined): Usage | undefined {
-    return checkedUsage(this, usage);
-  }
-
-  /** The call's account takes the usage this attempt produced; its span, the cost. */
-  costs(usage: Usage | undefined): void {
-    const { account, admission } = this.request;
-    const usd = account!.settled(this.deployment, this.modelState, admission, usage);
-    if (usd !== undefined) this.trace?.cost(usd);
-  }
-
   /** The attempt is over (answered, failed, its stream ended): timer, listener and slot go. */
   release(): void {
     this.hooks.deadlines.remove(this);
-    if (this.onCallerAbort) this.caller!.removeEventListener('abort', this.onCallerAbort);
-    if (this.holding) {
-      this.holding = false;
-      this.modelState.inFlight.end();
-    }
+    const flags = this.flags;
+    if ((flags & LISTENING) !== 0) this.caller!.removeEventListener('abort', this);
+    this.flags = flags & ~(LISTENING | HOLDING);
+    if ((flags & HOLDING) !== 0) this.modelState.inFlight.end();
   }
 
   /**
@@ -380,13 +380,13 @@ class Attempt implements DeadlineEntry {
    */
   fail(error: unknown, reported: Usage | undefined | false): Error {
     const { deployment, modelState: state, request } = this;
-    const produced = reported === false ? false : this.checked(reported);
+    const produced = reported === false ? false : checkedUsage(this, reported);
     readRefusal(this, error, produced === false);
-    const translated = translate(deployment, error, this.caller, this.timedOut);
+    const translated = translate(deployment, error, this.caller, (this.flags & TIMED_OUT) !== 0);
     const verdict = classify(translated, deployment.errors, undefined, state.maxCooldown);
     if (request.metered && produced !== false) {
       state.settle(request.admission, produced);
-      if (request.account !== undefined) this.costs(produced);
+      if (request.account !== undefined) costUsage(this, produced);
     }
     weighFailure(this, verdict);
     this.hooks.failed(state, verdict.reason);
