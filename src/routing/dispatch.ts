@@ -14,13 +14,14 @@ import type { Admission } from '../quota/admission';
 import type { AttemptContext } from '../telemetry/gen-ai-telemetry';
 import { fits, tokensNeeded } from './context-windows';
 import { routeCall, type NoRoom, type Route, type RouteQuery } from './route-call';
-import { explain } from './explanations';
+import { explain, refusedForTags } from './explanations';
 import { waitForRoom } from './wait-for-room';
 import type { DeploymentExplanation } from '../errors/explanation';
 import type { TagSet } from '../placement/tags';
 import { isNoRoom } from '../quota/no-room';
 import { skippedSentence, type SkippedFallback } from '../translate/fallback-choice';
 import type { DispatchCall, DispatchShared, Pin } from './dispatch-call';
+import { ModelMove } from './model-move';
 import { pinnedRoute } from './pinned-route';
 import { sendAttempt, type SendingCall } from './send-attempt';
 import { keepShape } from '../runtime/kept-shapes';
@@ -48,18 +49,8 @@ const QUEUED: NoRoom = Object.freeze({ waitMs: 0 });
  */
 export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCall {
   readonly model: string;
-  /**
-   * The model the call is routed to as its own, with its deployments and fallbacks: the requested
-   * one, until a refusal no deployment of it would lift (a prompt beyond its context window,
-   * Azure's content filter) moved the call on ({@link leaveModel}).
-   */
-  target: string;
-  targetPool: readonly Deployment[];
-  targetFallbacks: readonly string[] | undefined;
-  /** Why the call left the requested model; undefined while it has not. */
-  refusal: Refusal | undefined = undefined;
-  /** The models that refused the call (made on the first refusal). */
-  private refusedBy: Set<string> | undefined = undefined;
+  /** Where refusals moved the call ({@link leaveModel}); undefined while it keeps to its model. */
+  private moved: ModelMove | undefined = undefined;
   /**
    * The charge the call must find room for; `undefined` for calls that use no quota (room =
    * healthy). A batch call's carries the headroom it leaves while interactive traffic is present.
@@ -111,9 +102,6 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
     // A call without a model (a retrieval) is pinned, and its model is never asked for.
     this.model = (pin !== undefined ? pin.model : request.body.model) as string;
     this.admission = request.metered ? request.admission : undefined;
-    this.target = this.model;
-    this.targetPool = pool;
-    this.targetFallbacks = fallbacks;
     // Only a recorded call carries its arrival and tags to its attempts.
     if (shared.traffic !== undefined) {
       this.context = {
@@ -129,11 +117,30 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
    * marked down, since each would refuse it alike.
    */
   leaveModel(reason: Refusal, models: readonly string[]): void {
-    (this.refusedBy ??= new Set()).add(this.target);
-    this.refusal = reason;
-    this.target = models[0]!;
-    this.targetPool = this.shared.registry.poolFor(this.target, this.required);
-    this.targetFallbacks = models.length > 1 ? models.slice(1) : undefined;
+    const pool = this.shared.registry.poolFor(models[0]!, this.required);
+    (this.moved ??= new ModelMove(this.model)).to(reason, models, pool);
+  }
+
+  /**
+   * The model the call is routed to as its own, with its deployments and fallbacks: the requested
+   * one, until a refusal no deployment of it would lift (a prompt beyond its context window,
+   * Azure's content filter) moved the call on ({@link leaveModel}).
+   */
+  get target(): string {
+    return this.moved === undefined ? this.model : this.moved.target;
+  }
+
+  get targetPool(): readonly Deployment[] {
+    return this.moved === undefined ? this.pool : this.moved.pool;
+  }
+
+  get targetFallbacks(): readonly string[] | undefined {
+    return this.moved === undefined ? this.fallbacks : this.moved.fallbacks;
+  }
+
+  /** Why the call left the requested model; undefined while it has not. */
+  get refusal(): Refusal | undefined {
+    return this.moved?.refusal;
   }
 
   /** Starts the call; the promise settles with its answer, or the error its caller sees. */
@@ -235,7 +242,7 @@ export class Dispatch implements AttemptOutcome, CallGate, RouteQuery, SendingCa
   private movedOn(refusal: Refusal): boolean {
     const list = refusal === 'content_filter' ? this.filterFallbacks : this.fallbacks;
     if (list === undefined) return false;
-    const refused = this.refusedBy;
+    const refused = this.moved?.refusedBy;
     const windows = this.shared.windows;
     const need = tokensNeeded(this.request.admission);
     const next = list.filter(
@@ -375,12 +382,6 @@ function dispatchOfStandIns(): Dispatch {
   const request = { body: {}, stream: false, admission: undefined, metered: false };
   const call = { request, pool: [] } as unknown as DispatchCall;
   return new Dispatch({ traffic: undefined } as unknown as DispatchShared, call);
-}
-
-/** The switchboard refused the call, and some deployment it passed over lacked the call's tags. */
-function refusedForTags(error: unknown): boolean {
-  const list = (error as { explanations?: unknown } | null)?.explanations;
-  return Array.isArray(list) && list.some((e) => (e as { reason?: unknown }).reason === 'tags');
 }
 
 /** The dispatch whose promise is being made: an executor runs at once, so one serves every call. */

@@ -99,3 +99,9 @@ function explainOne(
   if (tried?.has(d)) return { ...base, reason: 'tried', detail: 'failed this call already' };
   return undefined;
 }
+
+/** The switchboard refused the call, and some deployment it passed over lacked the call's tags. */
+export function refusedForTags(error: unknown): boolean {
+  const list = (error as { explanations?: unknown } | null)?.explanations;
+  return Array.isArray(list) && list.some((e) => (e as { reason?: unknown }).reason === 'tags');
+}
