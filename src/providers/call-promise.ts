@@ -36,13 +36,16 @@ export function callPromises(
       return Promise;
     }
 
-    /** Over another promise: that promise, of the answer. Opened: undefined. */
-    private readonly answer: Promise<Answer> | undefined;
-    /** Opened: the call that settles it with the answer's data, and keeps the answer. */
-    private readonly call: SettledCall | undefined;
-    readonly parseResponse: (client: unknown, answer: Answer) => unknown;
+    // A call's promise is made for every call: three fields, the SDK's `parseResponse` on the
+    // prototype (see below), and the two kinds told apart by their source.
+    /**
+     * Opened: the call that settles it with the answer's data, and keeps the answer. Over
+     * another promise: that promise, of the answer.
+     */
+    private readonly source: SettledCall | Promise<Answer>;
+    declare readonly parseResponse: (client: unknown, answer: Answer) => unknown;
     private parsedPromise: Promise<unknown> | undefined;
-    private read: boolean;
+    /** Over another promise: the answer's data, once read ({@link UNREAD} until then). */
     private data: unknown;
 
     constructor(answer: Promise<Answer> | undefined) {
@@ -50,17 +53,21 @@ export function callPromises(
       // rest read the answer. Opened: settled with the answer's data by the call `opening`
       // names, so that an `await` of it is a plain `then` (no closure over the caller's).
       super(answer === undefined ? openCall : settleWithNull);
-      this.answer = answer;
-      this.call = answer === undefined ? opening : undefined;
-      this.parseResponse = dataOf;
+      this.source = answer ?? opening!;
       this.parsedPromise = undefined;
-      this.read = false;
-      this.data = undefined;
+      this.data = UNREAD;
+    }
+
+    /** Opened (settled by its call), rather than made over another promise. */
+    private get call(): SettledCall | undefined {
+      const source = this.source;
+      return source instanceof Promise ? undefined : source;
     }
 
     /** The promise of the answer (as the SDK's field of that name). */
     get responsePromise(): Promise<Answer> {
-      return this.answer ?? this.onAnswer(sameAnswer);
+      const source = this.source;
+      return source instanceof Promise ? source : this.onAnswer(sameAnswer);
     }
 
     /** `then` on the answer itself, not on its data. */
@@ -69,7 +76,9 @@ export function callPromises(
       onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
     ): Promise<A | B> {
       const call = this.call;
-      if (call === undefined) return answerThen(this.answer!, onfulfilled, onrejected);
+      if (call === undefined) {
+        return answerThen(this.source as Promise<Answer>, onfulfilled, onrejected);
+      }
       // Settled with the data: the answer is the call's, kept once it settled.
       return plainThen.call(this, () => onfulfilled(call.answer!), onrejected) as Promise<A | B>;
     }
@@ -84,10 +93,7 @@ export function callPromises(
 
     /** `answer.data`, read once however many ways the caller asks for it. */
     private dataOf(answer: Answer): unknown {
-      if (!this.read) {
-        this.data = answer.data;
-        this.read = true;
-      }
+      if (this.data === UNREAD) this.data = answer.data;
       return this.data;
     }
 
@@ -145,6 +151,8 @@ export function callPromises(
     }
   }
   Object.setPrototypeOf(CallPromise.prototype, apiPromise.prototype);
+  // What the SDK's own methods call to read an answer's data: the same for every call's promise.
+  Object.defineProperty(CallPromise.prototype, 'parseResponse', { value: dataOf, writable: true });
   // Made at load: a call's promise takes no other kind of value in its fields later.
   keepShape(() => new CallPromise(NEVER));
   return {
@@ -207,6 +215,9 @@ function openCall(resolveData: (data: unknown) => void, reject: (error: unknown)
 }
 
 const plainThen = Promise.prototype.then;
+
+/** What a promise made over another holds as its data until the answer's was read. */
+const UNREAD: unknown = Symbol('unread');
 
 /** `Promise.prototype.then` on `answer`, whatever its class says `then` is. */
 function answerThen<A, B>(
