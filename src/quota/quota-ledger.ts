@@ -88,8 +88,11 @@ export class QuotaLedger extends LedgerReadout {
     super({ limits, rules, counters, scope, hot, clock });
     stale.changed = () => this.changed();
     this.family = explicit === undefined ? undefined : rules.family;
-    const read = explicit === undefined ? readRateLimits : rules.read;
-    this.answers = new AnswerLog((headers, withLimits) => read(headers, withLimits));
+    this.answers = new AnswerLog(
+      explicit === undefined
+        ? (headers, withLimits, into) => readRateLimits(headers, withLimits, undefined, false, into)
+        : (headers, withLimits, into) => rules.read(headers, withLimits, into),
+    );
     this.onRule = options.onRule;
     this.requestWindowSet = config.requestWindow !== undefined;
     if (config.requestWindow !== undefined) counters.burst.period = config.requestWindow;
@@ -340,7 +343,10 @@ export class QuotaLedger extends LedgerReadout {
     if (rule !== undefined) this.onRule?.(rule);
   }
 
-  /** The last answer to this instance's own calls, as other instances can anchor on it. */
+  /**
+   * The last answer to this instance's own calls, as other instances can anchor on it. Its
+   * `reading` is the ledger's own, written over by the next answer: read it at once.
+   */
   lastReading(): SharedReading | undefined {
     const own = this.answers.last;
     if (own === undefined) return undefined;

@@ -76,8 +76,10 @@ export function requestsPerMinute(
 }
 
 /**
- * Reads the rate-limit headers of an answer, or returns `undefined` when it has none: a pure
- * parser, no state. Each lookup in a fetch `Headers` costs about a µs, so the family is read
+ * Reads the rate-limit headers of an answer, or returns `undefined` when it has none: a parser,
+ * with no state of its own. With `into`, the reading is written into that one (and its limits'
+ * objects), which is returned, rather than made: a ledger reads every answer into one reading
+ * (see `AnswerLog.read`). Nothing is written when there is nothing to read. Each lookup in a fetch `Headers` costs about a µs, so the family is read
  * alone when known: an answer without them then costs one or two lookups, one with them two
  * (`withLimits: false` skips the `*-limit` headers when the limits are already known), and the
  * `x-ratelimit-reset-*` headers are read only with `withResets`.
@@ -93,48 +95,71 @@ export function readRateLimits(
   withLimits = true,
   family?: RateLimitFamily,
   withResets = false,
+  into?: RateLimitReading,
 ): RateLimitReading | undefined {
   if (family !== 'anthropic') {
-    const reading = readOpenAI(headers, withLimits, withResets);
+    const reading = readOpenAI(headers, withLimits, withResets, into);
     if (reading !== undefined || family === 'openai') return reading;
   }
-  return readAnthropic(headers, withLimits);
+  return readAnthropic(headers, withLimits, into);
 }
 
 function readOpenAI(
   headers: HeaderSource,
   withLimits: boolean,
   withResets: boolean,
+  into: RateLimitReading | undefined,
 ): RateLimitReading | undefined {
   const tokensLeft = headers.get('x-ratelimit-remaining-tokens');
   const requestsLeft = headers.get('x-ratelimit-remaining-requests');
   if (tokensLeft === null && requestsLeft === null) return undefined;
-  const tokens = reported(tokensLeft, withLimits ? headers.get('x-ratelimit-limit-tokens') : null);
+  const tokens = reported(
+    tokensLeft,
+    withLimits ? headers.get('x-ratelimit-limit-tokens') : null,
+    into?.tokens,
+  );
   const requests = reported(
     requestsLeft,
     withLimits ? headers.get('x-ratelimit-limit-requests') : null,
+    into?.requests,
   );
   if (withResets) {
     if (tokens !== undefined) tokens.reset = readResetBound(headers, 'tokens');
     if (requests !== undefined) requests.reset = readResetBound(headers, 'requests');
   }
-  return { tokens, requests };
+  if (into === undefined) return { tokens, requests };
+  into.tokens = tokens;
+  into.requests = requests;
+  // Anthropic's, from an earlier answer of a ledger that reads either kind.
+  if (into.input !== undefined) into.input = undefined;
+  if (into.output !== undefined) into.output = undefined;
+  return into;
 }
 
-function readAnthropic(headers: HeaderSource, withLimits: boolean): RateLimitReading | undefined {
+function readAnthropic(
+  headers: HeaderSource,
+  withLimits: boolean,
+  into: RateLimitReading | undefined,
+): RateLimitReading | undefined {
   const requestsLeft = headers.get('anthropic-ratelimit-requests-remaining');
   const inputLeft = headers.get('anthropic-ratelimit-input-tokens-remaining');
   if (requestsLeft === null && inputLeft === null) return undefined;
   const limit = (what: string) =>
     withLimits ? headers.get(`anthropic-ratelimit-${what}-limit`) : null;
-  return {
-    requests: reported(requestsLeft, limit('requests')),
-    tokens: rounded(reported(headers.get('anthropic-ratelimit-tokens-remaining'), limit('tokens'))),
-    input: rounded(reported(inputLeft, limit('input-tokens'))),
-    output: rounded(
-      reported(headers.get('anthropic-ratelimit-output-tokens-remaining'), limit('output-tokens')),
+  const reading = into ?? {};
+  reading.requests = reported(requestsLeft, limit('requests'), into?.requests);
+  reading.tokens = rounded(
+    reported(headers.get('anthropic-ratelimit-tokens-remaining'), limit('tokens'), into?.tokens),
+  );
+  reading.input = rounded(reported(inputLeft, limit('input-tokens'), into?.input));
+  reading.output = rounded(
+    reported(
+      headers.get('anthropic-ratelimit-output-tokens-remaining'),
+      limit('output-tokens'),
+      into?.output,
     ),
-  };
+  );
+  return reading;
 }
 
 /**
@@ -151,11 +176,20 @@ function rounded(limit: ReportedLimit | undefined): ReportedLimit | undefined {
   return limit;
 }
 
-function reported(remaining: string | null, limit: string | null): ReportedLimit | undefined {
+/** One limit's values, written into `into` (an earlier reading's) when given. */
+function reported(
+  remaining: string | null,
+  limit: string | null,
+  into: ReportedLimit | undefined,
+): ReportedLimit | undefined {
   const r = upstreamCount(remaining);
   const l = upstreamCount(limit);
   if (r === undefined && l === undefined) return undefined;
-  return { limit: l, remaining: r };
+  if (into === undefined) return { limit: l, remaining: r };
+  into.limit = l;
+  into.remaining = r;
+  if (into.reset !== undefined) into.reset = undefined;
+  return into;
 }
 
 const DURATION = /(\d+(?:\.\d+)?)(ms|h|m|s)/g;

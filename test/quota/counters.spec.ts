@@ -413,4 +413,49 @@ describe('the rate-limit header parser', () => {
     expect(bound('12ms')).toEqual({ ms: 12, grain: 1 });
     expect(bound('x')).toBeUndefined();
   });
+
+  it('writes into a reading it is given, and leaves nothing of the one before', () => {
+    const into = {};
+    const openai = new Headers({
+      'x-ratelimit-remaining-tokens': '900',
+      'x-ratelimit-reset-tokens': '2',
+      'x-ratelimit-remaining-requests': '9',
+    });
+    const first = readRateLimits(openai, false, 'openai', true, into);
+    expect(first).toBe(into);
+    const tokens = first!.tokens;
+    expect(first).toEqual({
+      tokens: { limit: undefined, remaining: 900, reset: { ms: 2_000, grain: 1_000 } },
+      requests: { limit: undefined, remaining: 9 },
+    });
+    // The next answer is written over the same objects; its reset was not asked for.
+    const next = new Headers({
+      'x-ratelimit-remaining-tokens': '800',
+      'x-ratelimit-limit-tokens': '1000',
+    });
+    const second = readRateLimits(next, true, 'openai', false, into);
+    expect(second).toBe(into);
+    expect(second!.tokens).toBe(tokens);
+    expect(second).toEqual({ tokens: { limit: 1_000, remaining: 800 }, requests: undefined });
+    // Another family's answer into the same reading, and back: no field of the other stays.
+    const claude = new Headers({
+      'anthropic-ratelimit-requests-remaining': '40',
+      'anthropic-ratelimit-input-tokens-remaining': '20000',
+    });
+    expect(readRateLimits(claude, false, undefined, false, into)).toEqual({
+      requests: { limit: undefined, remaining: 40 },
+      tokens: undefined,
+      input: { limit: undefined, remaining: 19_500 },
+      output: undefined,
+    });
+    expect(readRateLimits(next, false, undefined, false, into)).toEqual({
+      tokens: { limit: undefined, remaining: 800 },
+      requests: undefined,
+      input: undefined,
+      output: undefined,
+    });
+    // Nothing to read: nothing written, the last reading stands.
+    expect(readRateLimits(new Headers(), false, undefined, false, into)).toBeUndefined();
+    expect(into).toEqual({ tokens: { limit: undefined, remaining: 800 } });
+  });
 });

@@ -59,7 +59,8 @@ export const ANTHROPIC = Object.freeze<QuotaRules>({
       // spread it, and what is charged at sending is only an estimate (512 before any answer).
       ramp: { plan: ANTHROPIC_RAMP, limits: ['input'] },
     }),
-  read: (headers, withLimits) => readRateLimits(headers, withLimits, 'anthropic'),
+  read: (headers, withLimits, into) =>
+    readRateLimits(headers, withLimits, 'anthropic', false, into),
   apply(reading, context, ledger) {
     const { tokens, requests, input, output } = ledger.counters;
     if (reading.tokens && !isIoSum(reading, ledger)) tokens.anchor(reading.tokens, context);

@@ -36,7 +36,7 @@ export const AZURE_PTU = Object.freeze<QuotaRules>({
       short: 'none',
       utilization: true,
     }),
-  read: (headers, withLimits) => readRateLimits(headers, withLimits, 'openai'),
+  read: (headers, withLimits, into) => readRateLimits(headers, withLimits, 'openai', false, into),
   apply(reading, context, ledger) {
     const { tokens, requests } = ledger.counters;
     if (reading.tokens) tokens.anchor(reading.tokens, context);

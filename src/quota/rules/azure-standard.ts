@@ -38,7 +38,7 @@ export const AZURE_STANDARD = Object.freeze<QuotaRules>({
   cachedInputFree: false,
   counters: (build) =>
     buildCounters(build, { tokens: 'window', requests: 'window', io: 'window', short: 'window' }),
-  read: (headers, withLimits) => readRateLimits(headers, withLimits, 'openai'),
+  read: (headers, withLimits, into) => readRateLimits(headers, withLimits, 'openai', false, into),
   apply(reading, context, ledger) {
     const { tokens, requests, burst, input, output } = ledger.counters;
     if (reading.tokens) tokens.anchor(reading.tokens, context);

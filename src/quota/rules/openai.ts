@@ -51,7 +51,7 @@ export const OPENAI = Object.freeze<QuotaRules>({
       short: 'bucket',
       ramp: { plan: OPENAI_RAMP, limits: ['tokens'] },
     }),
-  read: (headers, withLimits) => readRateLimits(headers, withLimits, 'openai'),
+  read: (headers, withLimits, into) => readRateLimits(headers, withLimits, 'openai', false, into),
   apply(reading, context, ledger) {
     const { tokens, requests } = ledger.counters;
     if (reading.tokens) tokens.anchor(reading.tokens, context);

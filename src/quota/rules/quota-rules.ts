@@ -96,8 +96,15 @@ export interface QuotaRules {
   readonly cachedInputFree: boolean;
   /** Builds the counters of one ledger. */
   counters(build: CounterBuild): LedgerCounters;
-  /** What an answer's headers say, or `undefined` when they say nothing of its limits. */
-  read(headers: HeaderSource, withLimits: boolean): RateLimitReading | undefined;
+  /**
+   * What an answer's headers say, or `undefined` when they say nothing of its limits; written
+   * into `into` when given (see `readRateLimits`).
+   */
+  read(
+    headers: HeaderSource,
+    withLimits: boolean,
+    into?: RateLimitReading,
+  ): RateLimitReading | undefined;
   /** Hands each value of a reading to the counter of its limit. */
   apply(reading: RateLimitReading, context: Anchoring, ledger: RuleTarget): void;
   /**
