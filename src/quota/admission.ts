@@ -134,7 +134,8 @@ export type ChargePolicy = 'reserve' | 'actual';
 
 /**
  * What an answer's usage changes in the charge of an admitted call, as the upstream reconciles
- * (see {@link ChargePolicy}): input and output tokens to add (negative: to give back).
+ * (see {@link ChargePolicy}): input and output tokens to add (negative: to give back). Written
+ * into `into` when given (a ledger's own, read at once: every answer is reconciled).
  *
  * @example
  * ```ts
@@ -146,14 +147,18 @@ export function reconcile(
   admission: Admission,
   usage: TokenUsage,
   cacheReadsCountInput = false,
+  into: { input: number; output: number } = { input: 0, output: 0 },
 ): { input: number; output: number } {
   const input = usage.input - admission.input;
   if (policy === 'reserve') {
     // The output cap stays charged for the minute; only output beyond what was reserved counts.
-    const output =
+    into.input = input;
+    into.output =
       admission.output > 0 ? Math.max(0, usage.output - admission.output) : usage.output;
-    return { input, output };
+    return into;
   }
   const cached = (usage.cacheWrite ?? 0) + (cacheReadsCountInput ? (usage.cacheRead ?? 0) : 0);
-  return { input: input + cached, output: usage.output - admission.output };
+  into.input = input + cached;
+  into.output = usage.output - admission.output;
+  return into;
 }

@@ -29,6 +29,8 @@ export class Pricing {
   readonly cached = new CachedPrefixes();
   /** A call's charge as priced here, rewritten by each {@link priced} (see there). */
   private readonly quote: Admission = { input: 0, output: 0, reserve: undefined };
+  /** What an answer changes in a call's charge, rewritten by each {@link reconcile}. */
+  private readonly change = { input: 0, output: 0 };
 
   constructor(
     private readonly rules: QuotaRules,
@@ -81,11 +83,14 @@ export class Pricing {
     return quote;
   }
 
-  /** What an answer's usage changes in a call's charge, as the upstream reconciles it. */
+  /**
+   * What an answer's usage changes in a call's charge, as the upstream reconciles it: this
+   * pricing's one change, written again for each answer (read it at once).
+   */
   reconcile(admission: Admission, usage: TokenUsage): { input: number; output: number } {
     return (
       this.counters.utilization?.reconcile(admission, usage) ??
-      reconcile(this.rules.policy, admission, usage, this.cacheReadsCountInput)
+      reconcile(this.rules.policy, admission, usage, this.cacheReadsCountInput, this.change)
     );
   }
 
