@@ -37,7 +37,7 @@ export function callPromises(
     }
 
     // A call's promise is made for every call: three fields, the SDK's `parseResponse` on the
-    // prototype (see below), and the two kinds told apart by their source.
+    // prototype (see below), and the two kinds told apart by what their data holds.
     /**
      * Opened: the call that settles it with the answer's data, and keeps the answer. Over
      * another promise: that promise, of the answer.
@@ -45,7 +45,10 @@ export function callPromises(
     private readonly source: SettledCall | Promise<Answer>;
     declare readonly parseResponse: (client: unknown, answer: Answer) => unknown;
     private parsedPromise: Promise<unknown> | undefined;
-    /** Over another promise: the answer's data, once read ({@link UNREAD} until then). */
+    /**
+     * Over another promise: the answer's data, once read ({@link UNREAD} until then). Opened:
+     * {@link OPENED}, which tells the two kinds apart (the call keeps the answer).
+     */
     private data: unknown;
 
     constructor(answer: Promise<Answer> | undefined) {
@@ -55,19 +58,17 @@ export function callPromises(
       super(answer === undefined ? openCall : settleWithNull);
       this.source = answer ?? opening!;
       this.parsedPromise = undefined;
-      this.data = UNREAD;
+      this.data = answer === undefined ? OPENED : UNREAD;
     }
 
     /** Opened (settled by its call), rather than made over another promise. */
     private get call(): SettledCall | undefined {
-      const source = this.source;
-      return source instanceof Promise ? undefined : source;
+      return this.data === OPENED ? (this.source as SettledCall) : undefined;
     }
 
     /** The promise of the answer (as the SDK's field of that name). */
     get responsePromise(): Promise<Answer> {
-      const source = this.source;
-      return source instanceof Promise ? source : this.onAnswer(sameAnswer);
+      return this.data === OPENED ? this.onAnswer(sameAnswer) : (this.source as Promise<Answer>);
     }
 
     /** `then` on the answer itself, not on its data. */
@@ -218,6 +219,8 @@ const plainThen = Promise.prototype.then;
 
 /** What a promise made over another holds as its data until the answer's was read. */
 const UNREAD: unknown = Symbol('unread');
+/** What an opened promise (settled by its call) holds as its data: it reads the call's answer. */
+const OPENED: unknown = Symbol('opened');
 
 /** `Promise.prototype.then` on `answer`, whatever its class says `then` is. */
 function answerThen<A, B>(
