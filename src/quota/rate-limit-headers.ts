@@ -79,10 +79,12 @@ export function requestsPerMinute(
  * Reads the rate-limit headers of an answer, or returns `undefined` when it has none: a parser,
  * with no state of its own. With `into`, the reading is written into that one (and its limits'
  * objects), which is returned, rather than made: a ledger reads every answer into one reading
- * (see `AnswerLog.read`). Nothing is written when there is nothing to read. Each lookup in a fetch `Headers` costs about a µs, so the family is read
- * alone when known: an answer without them then costs one or two lookups, one with them two
- * (`withLimits: false` skips the `*-limit` headers when the limits are already known), and the
- * `x-ratelimit-reset-*` headers are read only with `withResets`.
+ * (see `AnswerLog.read`). Nothing is written when there is nothing to read.
+ *
+ * Each lookup in a fetch `Headers` costs about a µs, so the family is read alone when known: an
+ * answer without them then costs one or two lookups, one with them two (`withLimits: false`
+ * skips the `*-limit` headers when the limits are already known), and the `x-ratelimit-reset-*`
+ * headers are read only with `withResets`.
  *
  * @example
  * ```ts
