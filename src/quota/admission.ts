@@ -65,6 +65,24 @@ export interface Admission {
 }
 
 /**
+ * The input a call asked for itself, before a deployment priced it (see `askedInput`): what
+ * another deployment prices afresh, and what a tenant's budget reserves.
+ *
+ * @example
+ * ```ts
+ * ownInput({ input: 900, output: 4_096, askedInput: 1_000, askedOutput: 0 }); // 1000
+ * ```
+ */
+export function ownInput(admission: Admission): number {
+  return admission.askedInput ?? admission.input;
+}
+
+/** The output a call asked for itself, before a deployment priced it (see {@link ownInput}). */
+export function ownOutput(admission: Admission): number {
+  return admission.askedOutput ?? admission.output;
+}
+
+/**
  * What a counter counts of a call: its `tokens` (`tpm`), its `requests` (`rpm`, and the burst of
  * the short request window), its `input` (`itpm`) or its `output` tokens (`otpm`).
  */

@@ -1,4 +1,11 @@
-import { reconcile, tokensOf, type Admission, type TokenUsage } from './admission';
+import {
+  ownInput,
+  ownOutput,
+  reconcile,
+  tokensOf,
+  type Admission,
+  type TokenUsage,
+} from './admission';
 import { CachedPrefixes } from './cached-prefixes';
 import type { QuotaLimit } from './quota-limit';
 import type { RateLimitReading } from './rate-limit-headers';
@@ -62,9 +69,8 @@ export class Pricing {
   priced(admission: Admission, now: number): Admission {
     if (this.plain(admission)) return admission;
     const { expected, utilization } = this.counters;
-    const asked = admission.askedInput !== undefined;
-    let input = asked ? admission.askedInput! : admission.input;
-    let output = asked ? admission.askedOutput! : admission.output;
+    let input = ownInput(admission);
+    let output = ownOutput(admission);
     if (admission.uncapped !== undefined) output = this.reservation * admission.uncapped;
     if (expected !== undefined) {
       output = expected.of(output);

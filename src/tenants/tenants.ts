@@ -1,4 +1,4 @@
-import { tokensOf, type Admission, type TokenUsage } from '../quota/admission';
+import { ownInput, ownOutput, tokensOf, type Admission, type TokenUsage } from '../quota/admission';
 import type { RateLimitErrorClass } from '../quota/no-room';
 import type { ModelState } from '../registry/model-state';
 import { sessionKey } from '../selection/session-affinity';
@@ -280,9 +280,9 @@ export class Tenants {
    * output cap, or, uncapped, the most the model may write.
    */
   reservation(model: string, admission: Admission): TokenUsage {
-    const input = admission.askedInput ?? admission.input;
+    const input = ownInput(admission);
     const n = admission.uncapped;
-    if (n === undefined) return { input, output: admission.askedOutput ?? admission.output };
+    if (n === undefined) return { input, output: ownOutput(admission) };
     return { input, output: n * (this.maxOutput.get(model) ?? UNKNOWN_MAX_OUTPUT) };
   }
 
