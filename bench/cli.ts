@@ -464,7 +464,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   if (args.smoke) {
     // Small sizes that still go through every code path of every section.
     if (!given.has('-r') && !given.has('--requests')) args.requests = 200;
-    if (!given.has('--rounds')) args.rounds = 2;
+    if (!given.has('--rounds')) args.rounds = 1;
     if (!given.has('--duration')) args.duration = 1;
     if (!given.has('--cpu-cycles')) args.cpuCycles = 4;
     if (!given.has('--loads')) args.loads = [0.95];
