@@ -3,8 +3,14 @@ import type { SettledCall } from '../providers/call-promise';
 import type { Answer } from '../registry/deployment';
 import type { TagSet } from '../placement/tags';
 import type { CallTags } from '../scheduling/lanes';
-import type { SessionParams } from '../types';
-import { allowsFallbacks, callBody, requiredTags, sessionIdOf, tagsOf } from './call-params';
+import {
+  allowsFallbacks,
+  callBody,
+  ownFields,
+  requiredTags,
+  sessionIdOf,
+  tagsOf,
+} from './call-params';
 
 /**
  * Where a call comes in: its API adapter and operation, and how its method is spelled in
@@ -61,7 +67,8 @@ export interface CallRecord {
   readonly chained: string | undefined;
 }
 
-const NO_FIELDS: SessionParams = Object.freeze({});
+/** Each call's own fields, read into one record and read back at once (see `callBody`). */
+const OWN = ownFields();
 
 /**
  * Reads `params` into a {@link CallRecord}; a {@link TypeError} names a switchboard field of the
@@ -77,9 +84,9 @@ export function readCall(
   params: unknown,
   tenants?: { tagsOf(tenant: string | undefined): readonly string[] | undefined },
 ): CallRecord {
-  const body = callBody(entry.surface, entry.opName, params);
-  // Params without the switchboard's fields are sent as they are: none is read from them.
-  const own = (body === params ? NO_FIELDS : params) as SessionParams;
+  // Params without the switchboard's fields are sent as they are, and `own` holds none.
+  const own = OWN;
+  const body = callBody(entry.surface, entry.opName, params, own);
   const { op, adapter } = entry;
   return {
     entry,
