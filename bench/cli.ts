@@ -463,7 +463,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   }
   if (args.smoke) {
     // Small sizes that still go through every code path of every section.
-    if (!given.has('-r') && !given.has('--requests')) args.requests = 200;
+    if (!given.has('-r') && !given.has('--requests')) args.requests = 100;
     if (!given.has('--rounds')) args.rounds = 1;
     if (!given.has('--duration')) args.duration = 1;
     if (!given.has('--cpu-cycles')) args.cpuCycles = 4;
