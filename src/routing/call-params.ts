@@ -69,9 +69,6 @@ export function ownFields(): OwnFields {
   };
 }
 
-/** Where {@link callBody} reads the fields when its caller gives no record of its own. */
-const SCRATCH = ownFields();
-
 /**
  * The params of a call as its caller passed them, read once at the door: the SDK's own body, and
  * the switchboard's fields taken out of it (`session_id`, `fallbacks`, `lane`, `tenant`, `tags`,
@@ -91,7 +88,7 @@ export function callBody(
   surface: string,
   op: string,
   params: unknown,
-  own: OwnFields = SCRATCH,
+  own: OwnFields = ownFields(),
 ): Record<string, unknown> {
   if (params === null || typeof params !== 'object') {
     throw new TypeError(`${surface}.${op}() expects a params object as its first argument`);
