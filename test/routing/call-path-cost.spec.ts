@@ -1,4 +1,4 @@
-import { createHook } from 'node:async_hooks';
+import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import OpenAI from 'openai';
 import { ask, rig, type Rig } from '../support/upstream';
 
@@ -48,6 +48,13 @@ describe('the call path', () => {
     }
   }
 
+  /**
+   * The wave whose calls are under way, as their async context: a timer counts only when it is set
+   * on their behalf. Jest runs many spec files in one worker, and a timer that another file's
+   * switchboard re-arms whenever it fires is set by the switchboard's code too, during any wave.
+   */
+  const wave = new AsyncLocalStorage<object>();
+
   /** Promises per call, and timers the switchboard sets per call, over `n` calls at once. */
   async function perCall(
     call: (i: number) => Promise<unknown>,
@@ -55,15 +62,16 @@ describe('the call path', () => {
   ): Promise<{ promises: number; timers: number }> {
     let promises = 0;
     let timers = 0;
+    const calls = {};
     const hook = createHook({
       init(_id, type) {
         if (type === 'PROMISE') promises++;
-        else if (type === 'Timeout' && setBySwitchboard()) timers++;
+        else if (type === 'Timeout' && wave.getStore() === calls && setBySwitchboard()) timers++;
       },
     });
     hook.enable();
     try {
-      await Promise.all(Array.from({ length: n }, (_, i) => call(i)));
+      await wave.run(calls, () => Promise.all(Array.from({ length: n }, (_, i) => call(i))));
     } finally {
       hook.disable();
     }
