@@ -11,10 +11,11 @@ module.exports = {
   // worker: compiling the same modules again for every file was a fifth of the tests' CPU.
   runtime: '<rootDir>/test/support/code-cache-runtime.js',
   transform: {
-    // tsconfig.json sets isolatedModules: ts-jest transpiles file by file, and the types are
-    // checked once for the whole project by `npm run typecheck` (part of `npm run lint`), not
-    // again in each worker for each spec.
-    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
+    // tsconfig.json sets isolatedModules: the sources are transpiled file by file, into a cache
+    // on disk that the child processes specs start share (on a fresh machine, each file is
+    // transpiled once for all of them), and the types are checked once for the whole project by
+    // `npm run typecheck` (part of `npm run lint`), not again in each worker for each spec.
+    '^.+\\.ts$': '<rootDir>/test/support/ts-transform.js',
   },
   moduleNameMapper: {
     '^nestjs-switchboard$': '<rootDir>/src/index.ts',

@@ -1,83 +1,15 @@
 // Runs the TypeScript sources in the child processes and worker threads that specs start
 // (`node -r ./test/support/ts-register.js x.ts`), as `ts-node/register/transpile-only` would, but
-// keeps what it transpiles on disk. Transpiling the import graph of the switchboard, Nest and the
-// sample gateway file by file is most of such a child's start (seconds of CPU each time); the
-// specs start several children over the same sources, and a run after an unchanged checkout
-// starts them all again. Each file is transpiled on its own (tsconfig.json sets isolatedModules,
-// and ts-jest does the same), so its output depends on nothing but its own text, its name (the
-// source map names the file beside it), the compiler options and TypeScript's version: that is
-// the cache key. No directory is in it, so a fresh clone elsewhere finds what another checkout
-// of the same sources left.
+// keeps what it transpiles on disk (`ts-transpile.js`, whose cache the Jest workers fill and read
+// too). Transpiling the import graph of the switchboard, Nest and the sample gateway file by file
+// is most of such a child's start (seconds of CPU each time); the specs start several children
+// over the same sources, and a run after an unchanged checkout starts them all again.
 //
 //   const child = spawn(process.execPath, ['-r', join(root, 'test/support/ts-register.js'), file]);
 'use strict';
-const { createHash } = require('node:crypto');
-const { mkdirSync, readFileSync, renameSync, writeFileSync } = require('node:fs');
+const { readFileSync } = require('node:fs');
 const Module = require('node:module');
-const { tmpdir } = require('node:os');
-const { basename, join } = require('node:path');
-
-const ROOT = join(__dirname, '..', '..');
-const TSCONFIG = join(ROOT, 'tsconfig.json');
-const DIR = join(tmpdir(), 'nestjs-switchboard-ts');
-/** Bumped when what this file passes to the compiler changes. */
-const FORMAT = '1';
-/** What every key starts from: the compiler's version and the configuration, read, not parsed. */
-const BASE = createHash('sha256')
-  .update(FORMAT)
-  .update(require('typescript/package.json').version)
-  .update(readFileSync(TSCONFIG, 'utf8'))
-  .digest('hex');
-
-/** The compiler and its options, loaded on the first file not in the cache (often none is). */
-let compiler;
-function load() {
-  if (compiler === undefined) {
-    const ts = require('typescript');
-    const { config } = ts.readConfigFile(TSCONFIG, ts.sys.readFile);
-    const { options } = ts.parseJsonConfigFileContent(config, ts.sys, ROOT);
-    compiler = {
-      ts,
-      options: {
-        ...options,
-        // Stack traces point into the sources, as ts-node's do.
-        sourceMap: false,
-        inlineSourceMap: true,
-        inlineSources: false,
-        declaration: false,
-        noEmit: false,
-      },
-    };
-  }
-  return compiler;
-}
-
-function transpile(filename, source) {
-  const name = basename(filename);
-  const key = createHash('sha256')
-    .update(BASE)
-    .update(name)
-    .update('\0')
-    .update(source)
-    .digest('hex');
-  const cached = join(DIR, `${key}.js`);
-  try {
-    return readFileSync(cached, 'utf8');
-  } catch {
-    // Not transpiled yet.
-  }
-  const { ts, options } = load();
-  const { outputText } = ts.transpileModule(source, {
-    fileName: name,
-    compilerOptions: options,
-  });
-  // Written aside, then renamed: a child on the other core reads a whole file or none.
-  mkdirSync(DIR, { recursive: true });
-  const partial = `${cached}.${process.pid}.${Math.random().toString(36).slice(2)}`;
-  writeFileSync(partial, outputText);
-  renameSync(partial, cached);
-  return outputText;
-}
+const { transpile } = require('./ts-transpile');
 
 process.setSourceMapsEnabled(true);
 Module._extensions['.ts'] = function (module, filename) {
