@@ -4,10 +4,15 @@
 //
 //   jest.config.js: transform: { '^.+\\.ts$': '<rootDir>/test/support/ts-transform.js' }
 'use strict';
-const { transpile } = require('./ts-transpile');
+const { cacheKey, transpile } = require('./ts-transpile');
 
 module.exports = {
   process(source, filename) {
     return { code: transpile(filename, source) };
+  },
+  // Jest keeps transformed files in a cache of its own too: its key must change when the output
+  // would (the compiler's version, tsconfig.json), not only with the file and Jest's config.
+  getCacheKey(source, filename, options) {
+    return `${cacheKey(filename, source)}:${filename}:${options.configString}`;
   },
 };

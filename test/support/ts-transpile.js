@@ -49,16 +49,20 @@ function load() {
   return compiler;
 }
 
-/** The JavaScript of `source`, the text of the TypeScript file `filename`, with its source map inline. */
-function transpile(filename, source) {
-  const name = basename(filename);
-  const key = createHash('sha256')
+/** What the output of `source`, the text of the TypeScript file `filename`, depends on. */
+function cacheKey(filename, source) {
+  return createHash('sha256')
     .update(BASE)
-    .update(name)
+    .update(basename(filename))
     .update('\0')
     .update(source)
     .digest('hex');
-  const cached = join(DIR, `${key}.js`);
+}
+
+/** The JavaScript of `source`, the text of the TypeScript file `filename`, with its source map inline. */
+function transpile(filename, source) {
+  const name = basename(filename);
+  const cached = join(DIR, `${cacheKey(filename, source)}.js`);
   try {
     return readFileSync(cached, 'utf8');
   } catch {
@@ -77,4 +81,4 @@ function transpile(filename, source) {
   return outputText;
 }
 
-module.exports = { transpile };
+module.exports = { cacheKey, transpile };
