@@ -74,6 +74,9 @@ describe('the call path', () => {
       await wave.run(calls, () => Promise.all(Array.from({ length: n }, (_, i) => call(i))));
     } finally {
       hook.disable();
+      // Enabled, an AsyncLocalStorage stays so for the whole worker, whose later spec files
+      // would each pay for it on every promise they make.
+      wave.disable();
     }
     return { promises: promises / n, timers: timers / n };
   }
