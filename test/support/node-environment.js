@@ -32,11 +32,11 @@ function forget(block) {
 }
 
 class NodeEnvironment extends TestEnvironment {
-  /** jest-circus's state of this file's run, as its events hand it over. */
+  /** jest-circus's state of this file's run, as its first event hands it over. */
   circus = undefined;
 
   handleTestEvent(event, state) {
-    this.circus = state;
+    if (event.name === 'setup') this.circus = state;
   }
 
   async teardown() {
