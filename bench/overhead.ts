@@ -12,6 +12,7 @@ import {
   type SwitchboardOptions,
 } from '../src';
 import { everyRound, everyRoundReport, type RoundSide } from './every-round';
+import { leastWrapper } from './least-wrapper';
 import type { BenchArgs } from './cli';
 import { histogram, utilizations } from './histogram';
 import { originalLines, runRound } from './rounds';
@@ -322,6 +323,18 @@ export async function clientOnly(args: BenchArgs): Promise<Record<string, unknow
     call: (i) => sb.chat.completions.create(params(i)),
     reset: () => sb.resetUsage(),
   }));
+  // The least any wrapper keeping the SDK's promise contract costs, on clients of its own.
+  const least = targets.map(
+    (t) =>
+      new OpenAI({
+        baseURL: t.baseURL,
+        apiKey: t.apiKey,
+        maxRetries: 0,
+        timeout: 30_000,
+        fetch: cannedFetch,
+      }),
+  );
+  sides.push({ name: 'least wrapper', call: leastWrapper(least, params) });
   // The same SDK calls on a second set of clients: what this run measures between equal sides.
   const again = targets.map(
     (t) =>
