@@ -22,7 +22,7 @@ const LIMIT_RECHECK = 64;
  * @example
  * ```ts
  * const reading = log.read(response.headers);
- * if (reading) for (const c of counters) c.anchor(reading, log.ownAnswer(reading, call, sentAt, now, 60_000));
+ * if (reading) for (const c of counters) c.anchor(reading, log.ownAnswer(reading, call, sentAt, now));
  * ```
  */
 export class AnswerLog {
@@ -70,6 +70,8 @@ export class AnswerLog {
       withLimits: boolean,
       into?: RateLimitReading,
     ) => RateLimitReading | undefined,
+    /** Its ledger's scope: corrections fade over its `span`. */
+    private readonly scope: { readonly span: number },
   ) {}
 
   /** The last reading of an answer to this instance's own calls. */
@@ -151,7 +153,6 @@ export class AnswerLog {
     own: Admission | undefined,
     sentAt: number | undefined,
     now: number,
-    span: number,
     headers?: HeaderSource,
   ): Anchoring {
     if (own !== undefined) this.anchoredOwn = own;
@@ -168,7 +169,7 @@ export class AnswerLog {
     context.now = now;
     context.sentAt = sent;
     context.own = own;
-    context.paceOk = now - this.uncappedAt > span;
+    context.paceOk = now - this.uncappedAt > this.scope.span;
     context.headers = headers;
     return context;
   }

@@ -92,6 +92,7 @@ export class QuotaLedger extends LedgerReadout {
       explicit === undefined
         ? (headers, withLimits, into) => readRateLimits(headers, withLimits, undefined, false, into)
         : (headers, withLimits, into) => rules.read(headers, withLimits, into),
+      scope,
     );
     this.onRule = options.onRule;
     this.requestWindowSet = config.requestWindow !== undefined;
@@ -301,7 +302,7 @@ export class QuotaLedger extends LedgerReadout {
     }
     // Azure OpenAI's reset headers are read only where a counter needs them.
     const readable = this.family !== 'anthropic' ? headers : undefined;
-    const context = this.answers.ownAnswer(reading, own, sentAt, now, this.scope.span, readable);
+    const context = this.answers.ownAnswer(reading, own, sentAt, now, readable);
     this.rules.apply(reading, context, this);
   }
 

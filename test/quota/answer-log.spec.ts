@@ -2,7 +2,7 @@ import { admissionRecord } from '../../src/providers/admission-record';
 import { AnswerLog } from '../../src/quota/answer-log';
 import { seeded } from '../support/random';
 
-const log = () => new AnswerLog(() => undefined);
+const log = () => new AnswerLog(() => undefined, { span: 60_000 });
 const uncapped = (input: number) => admissionRecord(input, 0, 1);
 
 describe('AnswerLog: the uncapped calls in flight', () => {
