@@ -9,6 +9,7 @@ import {
   dataFrame,
   echoText,
   isRecord,
+  readModelBody,
   readMaxTokens,
   sizeCompletion,
   splitDeltas,
@@ -25,19 +26,10 @@ const SYSTEM_FINGERPRINT = 'fp_simulated';
  * The answer echoes the text of the last `user` message; with `response_format` `json_schema`
  * it is a JSON sample of the schema, with `json_object` it is `{"echo": <text>}`.
  */
-export function readChatRequest(body: unknown, fixedCompletionTokens?: number): PlanResult {
-  if (!isRecord(body)) {
-    return { ok: false, message: 'We could not parse the JSON body of your request.' };
-  }
-  const model = body['model'];
-  if (typeof model !== 'string' || model === '') {
-    return {
-      ok: false,
-      message: 'you must provide a model parameter',
-      param: 'model',
-      code: 'missing_required_parameter',
-    };
-  }
+export function readChatRequest(raw: unknown, fixedCompletionTokens?: number): PlanResult {
+  const read = readModelBody(raw, 'you must provide a model parameter');
+  if (!read.ok) return read;
+  const { body, model } = read;
   const messages = body['messages'];
   if (!Array.isArray(messages)) {
     return {

@@ -70,6 +70,31 @@ export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
+ * An OpenAI request body and its `model`, or the 400 OpenAI answers a body that is no JSON object,
+ * or one without a model, with: `noModel` is that API's own words for the missing model.
+ *
+ * @example
+ * ```ts
+ * const read = readModelBody(body, 'you must provide a model parameter');
+ * if (!read.ok) return read;
+ * read.model; // 'gpt-4o'
+ * ```
+ */
+export function readModelBody(
+  body: unknown,
+  noModel: string,
+): { ok: true; body: Record<string, unknown>; model: string } | ({ ok: false } & InvalidRequest) {
+  if (!isRecord(body)) {
+    return { ok: false, message: 'We could not parse the JSON body of your request.' };
+  }
+  const model = body['model'];
+  if (typeof model !== 'string' || model === '') {
+    return { ok: false, message: noModel, param: 'model', code: 'missing_required_parameter' };
+  }
+  return { ok: true, body, model };
+}
+
+/**
  * Text of a message `content`: a string, or the `text` of the parts of an array (text parts, and
  * the nested content of Anthropic `tool_result` blocks), concatenated without separator.
  */

@@ -3,7 +3,7 @@
  * and `CreateEmbeddingResponse` bodies with deterministic vectors, as floats or base64.
  */
 import { seededRandom } from '../seeded-random';
-import { estimateTokens, isRecord, type CompletionPlan, type PlanResult } from './common';
+import { estimateTokens, readModelBody, type CompletionPlan, type PlanResult } from './common';
 
 /** Inputs per request the API accepts. */
 const MAX_INPUTS = 2048;
@@ -78,19 +78,10 @@ function readInputs(input: unknown): { texts: string[]; tokens: number } | undef
  * string, an array of up to 2048 of them, a token array or an array of token arrays; the prompt
  * tokens are the sum over the inputs (a token array counts its length).
  */
-export function readEmbeddingsRequest(body: unknown): PlanResult<EmbeddingsPlan> {
-  if (!isRecord(body)) {
-    return { ok: false, message: 'We could not parse the JSON body of your request.' };
-  }
-  const model = body['model'];
-  if (typeof model !== 'string' || model === '') {
-    return {
-      ok: false,
-      message: 'you must provide a model parameter',
-      param: 'model',
-      code: 'missing_required_parameter',
-    };
-  }
+export function readEmbeddingsRequest(raw: unknown): PlanResult<EmbeddingsPlan> {
+  const read = readModelBody(raw, 'you must provide a model parameter');
+  if (!read.ok) return read;
+  const { body, model } = read;
   if (body['input'] === undefined || body['input'] === null) {
     return {
       ok: false,

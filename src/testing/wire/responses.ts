@@ -8,6 +8,7 @@ import {
   contentText,
   echoText,
   isRecord,
+  readModelBody,
   readMaxTokens,
   sizeCompletion,
   splitDeltas,
@@ -80,22 +81,13 @@ function answerFor(textConfig: Record<string, unknown>, echo: string): string {
  * A chained request's prompt includes the previous response's input and output tokens.
  */
 export function readResponsesRequest(
-  body: unknown,
+  raw: unknown,
   stored: (id: string) => StoredResponse | undefined,
   fixedCompletionTokens?: number,
 ): PlanResult<ResponsesPlan> {
-  if (!isRecord(body)) {
-    return { ok: false, message: 'We could not parse the JSON body of your request.' };
-  }
-  const model = body['model'];
-  if (typeof model !== 'string' || model === '') {
-    return {
-      ok: false,
-      message: "Missing required parameter: 'model'.",
-      param: 'model',
-      code: 'missing_required_parameter',
-    };
-  }
+  const read = readModelBody(raw, "Missing required parameter: 'model'.");
+  if (!read.ok) return read;
+  const { body, model } = read;
   const input = body['input'];
   if (typeof input !== 'string' && !Array.isArray(input)) {
     return {
