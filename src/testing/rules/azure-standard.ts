@@ -18,6 +18,7 @@
 import type { CompletionPlan } from '../wire/common';
 import { FixedWindow, MINUTE, seconds } from './meters';
 import {
+  plainDemand,
   azureRetryHeaders,
   outputCap,
   type Admission,
@@ -51,12 +52,7 @@ export class AzureStandardRules implements UpstreamRules {
 
   demand(plan: CompletionPlan): QuotaDemand {
     const output = outputCap(plan, this.settings);
-    return {
-      requests: 1,
-      tokens: plan.promptTokens + output,
-      inputTokens: plan.promptTokens,
-      outputTokens: output,
-    };
+    return plainDemand(plan.promptTokens, output);
   }
 
   /** Requests allowed per short window: `rpm` scaled to it, at least 1 (0 = unlimited). */

@@ -7,6 +7,7 @@
 import type { CompletionPlan } from '../wire/common';
 import { FixedWindow, MINUTE } from './meters';
 import {
+  plainDemand,
   azureRetryHeaders,
   type Admission,
   type QuotaDemand,
@@ -42,12 +43,7 @@ export class FriendlyRules implements UpstreamRules {
       this.settings.chargeMaxTokens && plan.maxTokens !== undefined
         ? plan.maxTokens
         : plan.completionTokens;
-    return {
-      requests: 1,
-      tokens: plan.promptTokens + output,
-      inputTokens: plan.promptTokens,
-      outputTokens: output,
-    };
+    return plainDemand(plan.promptTokens, output);
   }
 
   private get requestLimit(): number {

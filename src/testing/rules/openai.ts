@@ -18,6 +18,7 @@
 import type { CompletionPlan } from '../wire/common';
 import { MINUTE, shortBucket, TokenBucket } from './meters';
 import {
+  plainDemand,
   outputCap,
   secondsRetryHeaders,
   type Admission,
@@ -71,12 +72,7 @@ export class OpenAIRules implements UpstreamRules {
 
   demand(plan: CompletionPlan): QuotaDemand {
     const output = outputCap(plan, this.settings);
-    return {
-      requests: 1,
-      tokens: plan.promptTokens + output,
-      inputTokens: plan.promptTokens,
-      outputTokens: output,
-    };
+    return plainDemand(plan.promptTokens, output);
   }
 
   admit(demand: QuotaDemand, now: number, force: boolean): Admission {

@@ -100,6 +100,19 @@ export function secondsRetryHeaders(retryMs: number): Record<string, number> {
   return { 'retry-after': Math.max(1, Math.ceil(retryMs / 1000)) };
 }
 
+/**
+ * One request of `input` prompt tokens and `output` output tokens, both counted as tokens: the
+ * demand of a rule that prices input and output alike.
+ *
+ * @example
+ * ```ts
+ * plainDemand(120, 256); // { requests: 1, tokens: 376, inputTokens: 120, outputTokens: 256 }
+ * ```
+ */
+export function plainDemand(input: number, output: number): QuotaDemand {
+  return { requests: 1, tokens: input + output, inputTokens: input, outputTokens: output };
+}
+
 /** The output cap a request charges at admission: its own, or the deployment's inferred one. */
 export function outputCap(plan: CompletionPlan, settings: QuotaSettings): number {
   return plan.api === 'embeddings' ? 0 : (plan.maxTokens ?? settings.inferredMaxTokens);
