@@ -11,13 +11,12 @@ import {
   isRecord,
   readModelBody,
   readMaxTokens,
-  sizeCompletion,
   splitDeltas,
   type CompletionPlan,
   type PlanResult,
 } from './common';
 import { refuseChatBody } from './strict-chat';
-import { argumentDeltas, chatToolCalls, toolCallTokens } from './tool-calls';
+import { argumentDeltas, chatToolCalls, sizeAnswer } from './tool-calls';
 
 const SYSTEM_FINGERPRINT = 'fp_simulated';
 
@@ -84,13 +83,7 @@ export function readChatRequest(raw: unknown, fixedCompletionTokens?: number): P
 
   const toolCalls = chatToolCalls(body);
   const answer = toolCalls ? '' : chatAnswer(body['response_format'], echoText(lastUser));
-  const sized = toolCalls
-    ? {
-        text: '',
-        completionTokens: fixedCompletionTokens ?? toolCallTokens(toolCalls),
-        truncated: false,
-      }
-    : sizeCompletion(answer, maxTokens.value, fixedCompletionTokens);
+  const sized = sizeAnswer(toolCalls, answer, maxTokens.value, fixedCompletionTokens);
   const plan: CompletionPlan = {
     api: 'chat',
     model,

@@ -8,7 +8,6 @@ import {
   echoText,
   isRecord,
   readMaxTokens,
-  sizeCompletion,
   splitDeltas,
   typedEvent,
   type CompletionPlan,
@@ -16,7 +15,7 @@ import {
   type PlanResult,
 } from './common';
 import { refuseMessagesBody } from './strict-messages';
-import { argumentDeltas, messagesToolCalls, toolCallTokens } from './tool-calls';
+import { argumentDeltas, messagesToolCalls, sizeAnswer } from './tool-calls';
 
 /**
  * The output format of a Messages request: `output_config.format` (what
@@ -117,13 +116,7 @@ export function readMessagesRequest(body: unknown, fixedCompletionTokens?: numbe
     format?.['type'] === 'json_schema'
       ? JSON.stringify(format['schema'] === undefined ? {} : sampleJsonSchema(format['schema']))
       : echoText(prompt.lastUser) || contentText(prompt.lastUser);
-  const sized = toolCalls
-    ? {
-        text: '',
-        completionTokens: fixedCompletionTokens ?? toolCallTokens(toolCalls),
-        truncated: false,
-      }
-    : sizeCompletion(answer, maxTokens.value, fixedCompletionTokens);
+  const sized = sizeAnswer(toolCalls, answer, maxTokens.value, fixedCompletionTokens);
   const promptTokens = tokensOf(prompt.promptChars);
   const plan: CompletionPlan = {
     api: 'messages',

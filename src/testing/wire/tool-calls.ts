@@ -11,7 +11,7 @@
  *   message is a tool result (then the model answers in text);
  * - `parallel_tool_calls: false` / `disable_parallel_tool_use: true`: the first call only.
  */
-import { contentText, isRecord, type SimulatedToolCall } from './common';
+import { contentText, isRecord, sizeCompletion, type SimulatedToolCall } from './common';
 import { sampleJsonSchema } from './json-schema-sample';
 
 interface OfferedTool {
@@ -124,4 +124,25 @@ export function toolCallTokens(calls: readonly SimulatedToolCall[]): number {
   let chars = 0;
   for (const c of calls) chars += c.name.length + c.arguments.length;
   return Math.max(1, Math.ceil(chars / 4));
+}
+
+/**
+ * The size of an answer: tool calls (no text; their arguments' tokens) when the model calls any,
+ * else `answer` cut at `maxTokens` (see `sizeCompletion`); `fixedCompletionTokens` stands for
+ * either, as the deployment's `completionTokens`.
+ *
+ * @example
+ * ```ts
+ * sizeAnswer(undefined, 'Hello there.', 100, undefined); // { text: 'Hello there.', completionTokens: 3, truncated: false }
+ * ```
+ */
+export function sizeAnswer(
+  toolCalls: readonly SimulatedToolCall[] | undefined,
+  answer: string,
+  maxTokens: number | undefined,
+  fixedCompletionTokens: number | undefined,
+): { text: string; completionTokens: number; truncated: boolean } {
+  if (toolCalls === undefined) return sizeCompletion(answer, maxTokens, fixedCompletionTokens);
+  const completionTokens = fixedCompletionTokens ?? toolCallTokens(toolCalls);
+  return { text: '', completionTokens, truncated: false };
 }
