@@ -18,3 +18,30 @@ export interface ProviderKit<
   /** The SDK's own `APIPromise` of a call: over its answer, or settled by its dispatch. */
   promise: CallPromises;
 }
+
+/**
+ * The error classes a provider's failures are told apart by, taken from its SDK's client class,
+ * which both SDKs hang them on under the same names.
+ *
+ * @example
+ * ```ts
+ * const errors = errorsOf(OpenAI);
+ * error instanceof errors.RateLimitError;
+ * ```
+ */
+export function errorsOf(sdk: ProviderErrors): ProviderErrors {
+  const {
+    APIError,
+    APIConnectionError,
+    APIConnectionTimeoutError,
+    APIUserAbortError,
+    RateLimitError,
+  } = sdk;
+  return {
+    APIError,
+    APIConnectionError,
+    APIConnectionTimeoutError,
+    APIUserAbortError,
+    RateLimitError,
+  };
+}

@@ -56,19 +56,25 @@ export interface Answer {
 export abstract class Deployment {
   abstract readonly provider: Provider;
 
+  /** Unique name from the configuration. */
+  readonly name: string;
+  /** Per-request deadline in ms (default 30 000). */
+  readonly timeout: number;
+  /**
+   * What it is, for calls that require it (`tags: ['eu']`): a call with tags only goes to a
+   * deployment carrying every one of them.
+   */
+  readonly tags: readonly string[];
+
   protected constructor(
-    /** Unique name from the configuration. */
-    readonly name: string,
+    config: Pick<DeploymentConfig, 'name' | 'timeout' | 'tags'>,
     /** Models served, by name, with their usage and cooldown state. */
     readonly models: ReadonlyMap<string, ModelState>,
-    /** Per-request deadline in ms. */
-    readonly timeout: number,
-    /**
-     * What it is, for calls that require it (`tags: ['eu']`): a call with tags only goes to a
-     * deployment carrying every one of them.
-     */
-    readonly tags: readonly string[] = [],
-  ) {}
+  ) {
+    this.name = config.name;
+    this.timeout = config.timeout ?? 30_000;
+    this.tags = Object.freeze([...(config.tags ?? [])]);
+  }
 
   /** @internal The SDK's error classes. */
   abstract readonly errors: ProviderErrors;

@@ -40,7 +40,7 @@ class HandDeployment extends Deployment {
 
   constructor(timeout: number) {
     const models = new Map([[MODEL, new ModelState({ name: MODEL }, 'hand', () => 0)]]);
-    super('hand', models, timeout);
+    super({ name: 'hand', timeout }, models);
   }
 
   get state(): ModelState {

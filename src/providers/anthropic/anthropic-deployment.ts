@@ -3,22 +3,16 @@ import { APIPromise } from '@anthropic-ai/sdk/core/api-promise';
 import { callPromises } from '../call-promise';
 import { Stream } from '@anthropic-ai/sdk/streaming';
 import { AnthropicFoundry } from '@anthropic-ai/foundry-sdk';
-import { Deployment, type ProviderErrors } from '../../registry/deployment';
+import { Deployment } from '../../registry/deployment';
 import type { ModelState } from '../../registry/model-state';
 import type { AnthropicConfig } from '../../types';
-import type { ProviderKit } from '../provider-kit';
+import { errorsOf, type ProviderKit } from '../provider-kit';
 import { clientKey } from '../token-provider';
 import { NO_REDIRECTS } from '../redirect';
 import { clientFetch } from '../client-fetch';
 import { toWire, wireNames, type WireOptions } from '../wire-model';
 
-const ERRORS: ProviderErrors = {
-  APIError: Anthropic.APIError,
-  APIConnectionError: Anthropic.APIConnectionError,
-  APIConnectionTimeoutError: Anthropic.APIConnectionTimeoutError,
-  APIUserAbortError: Anthropic.APIUserAbortError,
-  RateLimitError: Anthropic.RateLimitError,
-};
+const ERRORS = errorsOf(Anthropic);
 
 /**
  * A Claude deployment on Azure AI Foundry, reached through `@anthropic-ai/foundry-sdk` (a string
@@ -38,7 +32,7 @@ class AnthropicDeployment extends Deployment {
   readonly client: AnthropicFoundry;
 
   constructor(config: AnthropicConfig, models: ReadonlyMap<string, ModelState>) {
-    super(config.name, models, config.timeout ?? 30_000, Object.freeze([...(config.tags ?? [])]));
+    super(config, models);
     const key = clientKey(config.apiKey, config.name);
     const options: FoundryOptions = {
       ...(config.baseURL

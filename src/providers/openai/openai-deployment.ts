@@ -2,22 +2,16 @@ import OpenAI, { type ClientOptions } from 'openai';
 import { APIPromise } from 'openai/core/api-promise';
 import { callPromises } from '../call-promise';
 import { Stream } from 'openai/streaming';
-import { Deployment, type ProviderErrors } from '../../registry/deployment';
+import { Deployment } from '../../registry/deployment';
 import type { ModelState } from '../../registry/model-state';
 import type { OpenAIConfig } from '../../types';
-import type { ProviderKit } from '../provider-kit';
+import { errorsOf, type ProviderKit } from '../provider-kit';
 import { clientKey } from '../token-provider';
 import { NO_REDIRECTS } from '../redirect';
 import { clientFetch } from '../client-fetch';
 import { toWire, wireNames, type WireOptions } from '../wire-model';
 
-const ERRORS: ProviderErrors = {
-  APIError: OpenAI.APIError,
-  APIConnectionError: OpenAI.APIConnectionError,
-  APIConnectionTimeoutError: OpenAI.APIConnectionTimeoutError,
-  APIUserAbortError: OpenAI.APIUserAbortError,
-  RateLimitError: OpenAI.RateLimitError,
-};
+const ERRORS = errorsOf(OpenAI);
 
 /**
  * An OpenAI or Azure OpenAI (v1) deployment, reached through the official `openai` client.
@@ -36,7 +30,7 @@ class OpenAIDeployment extends Deployment {
   readonly client: OpenAI;
 
   constructor(config: OpenAIConfig, models: ReadonlyMap<string, ModelState>) {
-    super(config.name, models, config.timeout ?? 30_000, Object.freeze([...(config.tags ?? [])]));
+    super(config, models);
     const options: ClientOptions = {
       baseURL: config.baseURL,
       apiKey: clientKey(config.apiKey, config.name),
