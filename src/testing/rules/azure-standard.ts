@@ -16,7 +16,7 @@
  *   for requests, "exceeded token rate limit" for tokens.
  */
 import type { CompletionPlan } from '../wire/common';
-import { FixedWindow, MINUTE, seconds } from './meters';
+import { FixedWindow, MINUTE, overWindows, seconds } from './meters';
 import {
   plainDemand,
   azureRetryHeaders,
@@ -72,25 +72,9 @@ export class AzureStandardRules implements UpstreamRules {
   }
 
   refusal(demand: QuotaDemand, now: number): Refusal | undefined {
-    const requestLimit = this.requestLimit;
-    const tpm = this.settings.tpm;
-    this.requests.roll(now);
-    this.tokens.roll(now);
-    const overRequests = requestLimit > 0 && this.requests.used + demand.requests > requestLimit;
-    const overTokens = tpm > 0 && this.tokens.used + demand.tokens > tpm;
-    if (overRequests || overTokens) {
-      return {
-        ok: false,
-        reason: overTokens ? 'tokens' : 'requests',
-        retryMs: Math.max(
-          overRequests ? this.requests.remainingMs(now) : 0,
-          overTokens ? this.tokens.remainingMs(now) : 0,
-        ),
-        never: tpm > 0 && demand.tokens > tpm,
-        headers: withoutLimits(this.headers(now)),
-      };
-    }
-    return undefined;
+    const limits = { requests: this.requestLimit, tokens: this.settings.tpm };
+    const over = overWindows({ requests: this.requests, tokens: this.tokens }, limits, demand, now);
+    return over && { ok: false, ...over, headers: withoutLimits(this.headers(now)) };
   }
 
   settle(): void {

@@ -5,7 +5,7 @@
  * documents it.
  */
 import type { CompletionPlan } from '../wire/common';
-import { FixedWindow, MINUTE } from './meters';
+import { FixedWindow, MINUTE, overWindows } from './meters';
 import {
   plainDemand,
   azureRetryHeaders,
@@ -52,24 +52,9 @@ export class FriendlyRules implements UpstreamRules {
   }
 
   admit(demand: QuotaDemand, now: number, force: boolean): Admission {
-    const requestLimit = this.requestLimit;
-    const tpm = this.settings.tpm;
-    this.requests.roll(now);
-    this.tokens.roll(now);
-    const overRequests = requestLimit > 0 && this.requests.used + demand.requests > requestLimit;
-    const overTokens = tpm > 0 && this.tokens.used + demand.tokens > tpm;
-    if (!force && (overRequests || overTokens)) {
-      return {
-        ok: false,
-        reason: overTokens ? 'tokens' : 'requests',
-        retryMs: Math.max(
-          overRequests ? this.requests.remainingMs(now) : 0,
-          overTokens ? this.tokens.remainingMs(now) : 0,
-        ),
-        never: tpm > 0 && demand.tokens > tpm,
-        headers: this.headers(now),
-      };
-    }
+    const limits = { requests: this.requestLimit, tokens: this.settings.tpm };
+    const over = overWindows({ requests: this.requests, tokens: this.tokens }, limits, demand, now);
+    if (!force && over) return { ok: false, ...over, headers: this.headers(now) };
     this.requests.used += demand.requests;
     this.tokens.used += demand.tokens;
     return { ok: true, headers: this.headers(now), charge: { demand } };

@@ -3,6 +3,7 @@
  * end (Azure OpenAI's standard deployments), and a token bucket that refills continuously
  * (OpenAI, Anthropic) or drains continuously (Azure's provisioned utilization).
  */
+import type { QuotaDemand } from './rule-set';
 
 /**
  * A fixed window that starts with the first charge after the previous one expired.
@@ -41,6 +42,39 @@ export class FixedWindow {
     this.start = -Infinity;
     this.used = 0;
   }
+}
+
+/**
+ * Whether `demand` overruns a requests window or a tokens window at `now` (a limit of 0: none),
+ * both rolled on first: the reason, the wait until the windows that refuse it end, and whether no
+ * window ever takes it (its tokens exceed the limit itself); undefined when it fits.
+ *
+ * @example
+ * ```ts
+ * const over = overWindows({ requests, tokens }, { requests: 20, tokens: 10_000 }, demand, now);
+ * if (over) return { ok: false, ...over, headers };
+ * ```
+ */
+export function overWindows(
+  windows: { readonly requests: FixedWindow; readonly tokens: FixedWindow },
+  limits: { readonly requests: number; readonly tokens: number },
+  demand: QuotaDemand,
+  now: number,
+): { reason: 'requests' | 'tokens'; retryMs: number; never: boolean } | undefined {
+  const { requests, tokens } = windows;
+  requests.roll(now);
+  tokens.roll(now);
+  const overRequests = limits.requests > 0 && requests.used + demand.requests > limits.requests;
+  const overTokens = limits.tokens > 0 && tokens.used + demand.tokens > limits.tokens;
+  if (!overRequests && !overTokens) return undefined;
+  return {
+    reason: overTokens ? 'tokens' : 'requests',
+    retryMs: Math.max(
+      overRequests ? requests.remainingMs(now) : 0,
+      overTokens ? tokens.remainingMs(now) : 0,
+    ),
+    never: limits.tokens > 0 && demand.tokens > limits.tokens,
+  };
 }
 
 /**
