@@ -9,6 +9,7 @@ import {
   dataFrame,
   echoText,
   isRecord,
+  optionalOfType,
   readModelBody,
   readMaxTokens,
   splitDeltas,
@@ -63,13 +64,8 @@ export function readChatRequest(raw: unknown, fixedCompletionTokens?: number): P
     if (message['role'] === 'user') lastUser = message['content'];
   }
   const stream = body['stream'];
-  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
-    return {
-      ok: false,
-      message: "Invalid type for 'stream': expected a boolean.",
-      param: 'stream',
-    };
-  }
+  const streamProblem = optionalOfType(body, 'stream', 'boolean');
+  if (streamProblem !== undefined) return streamProblem;
   const refused = refuseChatBody(body);
   if (refused !== undefined) return { ok: false, ...refused };
   const maxTokens = readMaxTokens(

@@ -70,6 +70,26 @@ export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
+ * The 400 OpenAI answers when an optional field of `body` is present (not null) with another
+ * type than `type`; undefined when it is absent or of that type.
+ *
+ * @example
+ * ```ts
+ * optionalOfType({ stream: 'yes' }, 'stream', 'boolean');
+ * // { ok: false, message: "Invalid type for 'stream': expected a boolean.", param: 'stream' }
+ * ```
+ */
+export function optionalOfType(
+  body: Record<string, unknown>,
+  field: string,
+  type: 'boolean' | 'string',
+): ({ ok: false } & InvalidRequest) | undefined {
+  const value = body[field];
+  if (value === undefined || value === null || typeof value === type) return undefined;
+  return { ok: false, message: `Invalid type for '${field}': expected a ${type}.`, param: field };
+}
+
+/**
  * An OpenAI request body and its `model`, or the 400 OpenAI answers a body that is no JSON object,
  * or one without a model, with: `noModel` is that API's own words for the missing model.
  *

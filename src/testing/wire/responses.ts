@@ -8,6 +8,7 @@ import {
   contentText,
   echoText,
   isRecord,
+  optionalOfType,
   readModelBody,
   readMaxTokens,
   sizeCompletion,
@@ -98,21 +99,11 @@ export function readResponsesRequest(
     };
   }
   const instructions = body['instructions'];
-  if (instructions !== undefined && instructions !== null && typeof instructions !== 'string') {
-    return {
-      ok: false,
-      message: "Invalid type for 'instructions': expected a string.",
-      param: 'instructions',
-    };
-  }
+  const instructionsProblem = optionalOfType(body, 'instructions', 'string');
+  if (instructionsProblem !== undefined) return instructionsProblem;
   const stream = body['stream'];
-  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
-    return {
-      ok: false,
-      message: "Invalid type for 'stream': expected a boolean.",
-      param: 'stream',
-    };
-  }
+  const streamProblem = optionalOfType(body, 'stream', 'boolean');
+  if (streamProblem !== undefined) return streamProblem;
   const maxTokens = readMaxTokens(body, 'max_output_tokens');
   if ('error' in maxTokens) {
     return { ok: false, message: maxTokens.error, param: 'max_output_tokens' };
