@@ -282,6 +282,20 @@ const TENANTS: Partial<SwitchboardOptions> = {
   pricing: { [MODEL]: { input: 0.15, output: 0.6 } },
 };
 
+/** Plain `openai` clients for `targets`, each answered at once by the canned answer (2b). */
+function cannedClients(targets: ReadonlyArray<{ baseURL: string; apiKey: string }>): OpenAI[] {
+  return targets.map(
+    (t) =>
+      new OpenAI({
+        baseURL: t.baseURL,
+        apiKey: t.apiKey,
+        maxRetries: 0,
+        timeout: 30_000,
+        fetch: cannedFetch,
+      }),
+  );
+}
+
 /** A canned Chat Completions answer, served without a socket (the one section 2c uses). */
 const cannedFetch = CANNED.chat!;
 
@@ -308,44 +322,17 @@ export async function clientOnly(args: BenchArgs): Promise<Record<string, unknow
       (d as unknown as { client: { fetch: unknown } }).client.fetch = cannedFetch;
     }
   }
-  const clients = targets.map(
-    (t) =>
-      new OpenAI({
-        baseURL: t.baseURL,
-        apiKey: t.apiKey,
-        maxRetries: 0,
-        timeout: 30_000,
-        fetch: cannedFetch,
-      }),
-  );
+  const clients = cannedClients(targets);
   const sides: PairedSide[] = sbs.map(([name, sb]) => ({
     name,
     call: (i) => sb.chat.completions.create(params(i)),
     reset: () => sb.resetUsage(),
   }));
   // The least any wrapper keeping the SDK's promise contract costs, on clients of its own.
-  const least = targets.map(
-    (t) =>
-      new OpenAI({
-        baseURL: t.baseURL,
-        apiKey: t.apiKey,
-        maxRetries: 0,
-        timeout: 30_000,
-        fetch: cannedFetch,
-      }),
-  );
+  const least = cannedClients(targets);
   sides.push({ name: 'least wrapper', call: leastWrapper(least, params) });
   // The same SDK calls on a second set of clients: what this run measures between equal sides.
-  const again = targets.map(
-    (t) =>
-      new OpenAI({
-        baseURL: t.baseURL,
-        apiKey: t.apiKey,
-        maxRetries: 0,
-        timeout: 30_000,
-        fetch: cannedFetch,
-      }),
-  );
+  const again = cannedClients(targets);
   sides.push({
     name: 'direct again (noise floor)',
     call: (i) => again[i % n]!.chat.completions.create(params(i)),
