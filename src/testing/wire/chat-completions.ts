@@ -9,8 +9,8 @@ import {
   dataFrame,
   echoText,
   isRecord,
-  optionalOfType,
   readModelBody,
+  typeProblem,
   readMaxTokens,
   splitDeltas,
   type CompletionPlan,
@@ -64,7 +64,7 @@ export function readChatRequest(raw: unknown, fixedCompletionTokens?: number): P
     if (message['role'] === 'user') lastUser = message['content'];
   }
   const stream = body['stream'];
-  const streamProblem = optionalOfType(body, 'stream', 'boolean');
+  const streamProblem = typeProblem('stream', stream, 'boolean');
   if (streamProblem !== undefined) return streamProblem;
   const refused = refuseChatBody(body);
   if (refused !== undefined) return { ok: false, ...refused };

@@ -70,21 +70,20 @@ export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
- * The 400 OpenAI answers when an optional field of `body` is present (not null) with another
- * type than `type`; undefined when it is absent or of that type.
+ * The 400 OpenAI answers when the optional field `field` holds `value` (present, not null) of
+ * another type than `type`; undefined when it is absent or of that type.
  *
  * @example
  * ```ts
- * optionalOfType({ stream: 'yes' }, 'stream', 'boolean');
+ * typeProblem('stream', 'yes', 'boolean');
  * // { ok: false, message: "Invalid type for 'stream': expected a boolean.", param: 'stream' }
  * ```
  */
-export function optionalOfType(
-  body: Record<string, unknown>,
+export function typeProblem(
   field: string,
+  value: unknown,
   type: 'boolean' | 'string',
 ): ({ ok: false } & InvalidRequest) | undefined {
-  const value = body[field];
   if (value === undefined || value === null || typeof value === type) return undefined;
   return { ok: false, message: `Invalid type for '${field}': expected a ${type}.`, param: field };
 }

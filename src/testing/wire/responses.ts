@@ -8,8 +8,8 @@ import {
   contentText,
   echoText,
   isRecord,
-  optionalOfType,
   readModelBody,
+  typeProblem,
   readMaxTokens,
   sizeCompletion,
   splitDeltas,
@@ -99,10 +99,10 @@ export function readResponsesRequest(
     };
   }
   const instructions = body['instructions'];
-  const instructionsProblem = optionalOfType(body, 'instructions', 'string');
+  const instructionsProblem = typeProblem('instructions', instructions, 'string');
   if (instructionsProblem !== undefined) return instructionsProblem;
   const stream = body['stream'];
-  const streamProblem = optionalOfType(body, 'stream', 'boolean');
+  const streamProblem = typeProblem('stream', stream, 'boolean');
   if (streamProblem !== undefined) return streamProblem;
   const maxTokens = readMaxTokens(body, 'max_output_tokens');
   if ('error' in maxTokens) {
