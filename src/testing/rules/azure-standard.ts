@@ -18,9 +18,9 @@
 import type { CompletionPlan } from '../wire/common';
 import { FixedWindow, MINUTE, overWindows, seconds } from './meters';
 import {
-  plainDemand,
   azureRetryHeaders,
   outputCap,
+  plainDemand,
   type Admission,
   type Refusal,
   type QuotaDemand,

@@ -7,8 +7,8 @@
 import type { CompletionPlan } from '../wire/common';
 import { FixedWindow, MINUTE, overWindows } from './meters';
 import {
-  plainDemand,
   azureRetryHeaders,
+  plainDemand,
   type Admission,
   type QuotaDemand,
   type QuotaSettings,

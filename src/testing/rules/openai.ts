@@ -18,8 +18,8 @@
 import type { CompletionPlan } from '../wire/common';
 import { MINUTE, shortBucket, TokenBucket } from './meters';
 import {
-  plainDemand,
   outputCap,
+  plainDemand,
   secondsRetryHeaders,
   type Admission,
   type QuotaDemand,
